@@ -1,0 +1,57 @@
+"""`tileplan VERB ...`: the only place that turns errors into messages and exit codes.
+
+Exit codes: 0 success; 1 a report is inconsistent (`check`); 2 bad input (one line on
+stderr, no traceback); 3 the program does not fit (`--fail-over-budget`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from tileplan import __version__
+from tileplan.cli import check
+from tileplan.errors import TileplanError
+
+COMMANDS = {"check": check}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, as for any bad input
+        raise TileplanError(f"{self.prog}: {message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tileplan", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"tileplan {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, module in COMMANDS.items():
+        doc = (module.__doc__ or "").strip()
+        p = sub.add_parser(name, help=doc.splitlines()[0], description=doc,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(p)
+        p.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.run(args))
+    except TileplanError as e:
+        print(f"tileplan: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("tileplan: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

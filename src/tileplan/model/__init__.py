@@ -1,0 +1,1 @@
+"""The typed vocabulary of the report: precisions, layouts, tilings, shards."""

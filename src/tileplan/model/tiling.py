@@ -1,0 +1,217 @@
+"""Shard arithmetic: how big is each tile's piece of a tensor under a layout?
+
+Rules (docs/report-format.md, "Shard arithmetic"), per `AxisTiling`:
+
+* A dimension axis splits ``shape[d]``; a `Linear` axis splits all elements.
+* The extent is padded: split into `padding_groups` equal groups, each rounded up to
+  `padding_multiple`. With `padding: Reject` no padding may be needed.
+* The padded extent is cut into ``blocks = ceil(padded / block_size)`` blocks, spread
+  evenly over `partitions`: partition p gets ``blocks // P + (p < blocks % P)``
+  blocks, contiguous and in order. With `Reject`, every partition must get a block
+  and the last block must be full.
+* A partition stores its blocks x block_size elements, rounded up to
+  `shard_padding_multiple`. Untiled dimensions are stored whole.
+
+Worked example (the reference's patches): shape [1, 729, 588] F16 tiled FromEnd(2)
+46 x block 16 (padding_multiple 16) and FromEnd(1) 4 x block 160 (padding_multiple 160):
+729 -> 736 = 46 blocks of 16 -> 1 block per partition -> 16 rows; 588 -> 640 = 4
+blocks of 160 -> 160 columns; a shard is 1 x 16 x 160 x 2 B = 5120 B.
+
+Tile map: shard (p_0, ..., p_n) of replica r sits on tile
+``sum(p_i * stride_i) + r * replica_stride``. An axis with ``tile_stride: None`` takes
+the default stride = the product of the partitions of the axes before it (the first
+axis varies fastest); replicas are outermost: replica_stride = product of all
+partitions. A tile map must put exactly one shard on each tile.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tileplan.errors import TilingError
+from tileplan.model.layout import AxisTiling, Layout, Padding
+from tileplan.model.precision import Precision
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def round_up(a: int, multiple: int) -> int:
+    return ceil_div(a, multiple) * multiple
+
+
+@dataclass(frozen=True, slots=True)
+class AxisSplit:
+    """One axis of a tiling applied to an extent.
+
+    `block_starts[p]` and `block_counts[p]` say which blocks partition p holds;
+    `stored[p]` is its stored extent in elements. Invariants: the counts sum to
+    `blocks`, the runs are contiguous from block 0, `extent <= padded <= blocks *
+    block_size`.
+    """
+
+    extent: int
+    padded: int
+    blocks: int
+    block_size: int
+    block_counts: tuple[int, ...]
+    stored: tuple[int, ...]
+
+    @property
+    def largest(self) -> int:
+        return max(self.stored)
+
+    def real_ranges(self) -> list[tuple[int, int]]:
+        """Per partition, the half-open range of real (unpadded) elements it holds."""
+        ranges = []
+        start = 0
+        for count in self.block_counts:
+            lo = min(start * self.block_size, self.extent)
+            hi = min((start + count) * self.block_size, self.extent)
+            ranges.append((lo, hi))
+            start += count
+        return ranges
+
+
+def split_axis(axis: AxisTiling, extent: int, name: str, what: str) -> AxisSplit:
+    """Apply one axis tiling to an extent of `extent` elements; `what` names the axis
+    in errors (e.g. "Linear tiling" or "FromEnd(1) tiling")."""
+    groups = axis.padding_groups
+    if extent % groups:
+        raise TilingError(
+            f"{what} of {extent} elements cannot form {groups} equal padding groups", name)
+    padded = groups * round_up(extent // groups, axis.padding_multiple)
+    blocks = ceil_div(padded, axis.block_size)
+    if axis.padding is Padding.REJECT:
+        if padded != extent:
+            raise TilingError(
+                f"{what} of {extent} elements needs padding to {padded} "
+                f"(padding_multiple {axis.padding_multiple}) (padding Reject)", name)
+        if extent % axis.block_size:
+            raise TilingError(
+                f"{what} of {extent} elements is not a whole number of blocks of "
+                f"{axis.block_size} (padding Reject)", name)
+        if blocks < axis.partitions:
+            raise TilingError(
+                f"{what} of {blocks} blocks of {axis.block_size} elements cannot fill "
+                f"{axis.partitions} partitions (padding Reject)", name)
+    q, r = divmod(blocks, axis.partitions)
+    counts = tuple(q + 1 if p < r else q for p in range(axis.partitions))
+    stored = tuple(round_up(c * axis.block_size, axis.shard_padding_multiple) for c in counts)
+    return AxisSplit(extent, padded, blocks, axis.block_size, counts, stored)
+
+
+@dataclass(frozen=True, slots=True)
+class Shards:
+    """A layout applied to a shape: the per-axis splits and the untiled dims.
+
+    `splits[i]` belongs to `layout.tiling.axes[i]`; `untiled` is the product of the
+    dimensions no axis splits (1 for a Linear tiling).
+    """
+
+    layout: Layout
+    shape: tuple[int, ...]
+    splits: tuple[AxisSplit, ...]
+    untiled: int
+
+    @property
+    def largest_elements(self) -> int:
+        return self.untiled * math.prod(s.largest for s in self.splits)
+
+    def largest_bytes(self, precision: Precision) -> int:
+        return self.largest_elements * precision.bytes
+
+    def shard_elements(self) -> np.ndarray:
+        """Stored elements of every shard, indexed [p_0, ..., p_n] (int64)."""
+        out = np.array(self.untiled, dtype=np.int64)
+        for s in self.splits:
+            out = np.multiply.outer(out, np.asarray(s.stored, dtype=np.int64))
+        return out
+
+    def tile_of(self) -> np.ndarray:
+        """Tile of every shard of every replica, indexed [r, p_0, ..., p_n]."""
+        tiling = self.layout.tiling
+        strides = default_strides(self.layout)
+        out = np.arange(tiling.replicas, dtype=np.int64) * strides[-1]
+        for axis, stride in zip(tiling.axes, strides[:-1]):
+            out = np.add.outer(out, np.arange(axis.partitions, dtype=np.int64) * stride)
+        return out
+
+    def bytes_per_tile(self, precision: Precision) -> np.ndarray:
+        """Exact stored bytes of this value on each of the tile_count tiles."""
+        tiling = self.layout.tiling
+        tiles = self.tile_of().ravel()
+        elements = np.broadcast_to(self.shard_elements(), (tiling.replicas, *self.shard_elements().shape)).ravel()
+        out = np.zeros(tiling.tile_count, dtype=np.int64)
+        out[tiles] = elements * precision.bytes
+        return out
+
+
+def default_strides(layout: Layout) -> tuple[int, ...]:
+    """Tile strides of each axis, then of the replicas (see the module docstring)."""
+    strides = []
+    before = 1
+    for axis in layout.tiling.axes:
+        strides.append(before if axis.tile_stride is None else axis.tile_stride)
+        before *= axis.partitions
+    strides.append(before)
+    return tuple(strides)
+
+
+def shards_of(layout: Layout, shape: tuple[int, ...], name: str = "value") -> Shards:
+    """Apply `layout` to a tensor of `shape`; raise `TilingError` naming `name` if the
+    tensor is not representable. Checks the tile map too (one shard per tile)."""
+    if any(d < 1 for d in shape):
+        raise TilingError(f"shape {list(shape)} has a dimension < 1", name)
+    tiling = layout.tiling
+    rank = len(shape)
+    splits = []
+    tiled_dims: set[int] = set()
+    for axis in tiling.axes:
+        label = f"{axis.axis.to_text()} tiling"
+        if axis.axis.is_linear:
+            extent = math.prod(shape)
+        else:
+            d = axis.axis.dim(rank)
+            if d < 0:
+                raise TilingError(
+                    f"{label} names a dimension outside the shape {list(shape)} (rank {rank})", name)
+            if d in tiled_dims:
+                raise TilingError(f"{label} splits dimension {d} a second time", name)
+            tiled_dims.add(d)
+            extent = shape[d]
+        splits.append(split_axis(axis, extent, name, label))
+    if any(a.axis.is_linear for a in tiling.axes):
+        untiled = 1
+    else:
+        untiled = math.prod(shape[d] for d in range(rank) if d not in tiled_dims)
+    shards = Shards(layout, tuple(shape), tuple(splits), untiled)
+    check_tile_map(shards, name)
+    return shards
+
+
+def check_tile_map(shards: Shards, name: str) -> None:
+    """Each tile must hold exactly one shard (of one replica)."""
+    tiling = shards.layout.tiling
+    tiles = shards.tile_of().ravel()
+    bad = tiles[(tiles < 0) | (tiles >= tiling.tile_count)]
+    strides = ", ".join(map(str, default_strides(shards.layout)))
+    if bad.size:
+        raise TilingError(
+            f"tile map places a shard on tile {int(bad[0])}, beyond tile_count "
+            f"{tiling.tile_count} (strides {strides}, the last for replicas)", name)
+    counts = np.bincount(tiles, minlength=tiling.tile_count)
+    if (counts != 1).any():
+        tile = int(np.flatnonzero(counts != 1)[0])
+        raise TilingError(
+            f"tile map puts {int(counts[tile])} shards on tile {tile}, expected 1 "
+            f"(strides {strides}, the last for replicas)", name)
+
+
+def shard_bytes(layout: Layout, shape: tuple[int, ...], precision: Precision, name: str = "value") -> int:
+    """The largest per-tile shard of a value, in bytes."""
+    return shards_of(layout, shape, name).largest_bytes(precision)

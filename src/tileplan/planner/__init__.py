@@ -1,0 +1,1 @@
+"""The planner: small named passes over the timeline, each data in, data out."""

@@ -1,0 +1,1 @@
+"""Reports: the versioned JSON document, and what is built from it."""

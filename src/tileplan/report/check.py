@@ -1,0 +1,201 @@
+"""Re-derive every number of a report from the report alone.
+
+`check_report` recomputes each value's shard bytes (from its layout text, shape and
+precision), alignment and bytes, each step's usage (live storage groups + scratch),
+the peaks and their steps, the overflow, the effective peak and the verdict, and
+returns what agrees, what disagrees and what is a defect (a sentinel, wrapped
+arithmetic, a number without a stated rule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from tileplan.errors import TilingError
+from tileplan.model.tiling import round_up, shards_of
+from tileplan.model.timeline import REGIONS, Value
+from tileplan.planner.usage import Peaks, find_peaks, judge_budget, step_usage, storage_groups
+from tileplan.report.format import Report
+
+SENTINEL = 2**64 - 1
+WRAP_FLOOR = 2**63
+#: Version-1 reports without `alignment_bytes` align AMP-read values to one
+#: interleaved memory element pair (32 KiB) and nothing else.
+ELEMENT_PAIR_BYTES = 32768
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One result of the check. `kind`: "unrepresentable", "disagree" or "defect"."""
+
+    kind: str
+    place: str
+    message: str
+
+    def to_text(self) -> str:
+        return f"{self.kind}: {self.place}: {self.message}"
+
+
+@dataclass(slots=True)
+class CheckResult:
+    findings: list[Finding] = field(default_factory=list)
+    values_agreeing: int = 0
+    values_total: int = 0
+    steps_agreeing: int = 0
+    steps_total: int = 0
+    #: Peaks of the representable values alone (unrepresentable ones sized 0): a lower
+    #: bound shown when the real peaks cannot be known.
+    known_peaks: Peaks | None = None
+
+    @property
+    def consistent(self) -> bool:
+        return not self.findings
+
+    def add(self, kind: str, place: str, message: str) -> None:
+        self.findings.append(Finding(kind, place, message))
+
+
+def describe_number(n: int | None) -> str:
+    """How a reported number reads: null, the sentinel, a wrapped subtraction, or itself."""
+    if n is None:
+        return "null"
+    if n == SENTINEL:
+        return "18446744073709551615 (the sentinel 2^64 - 1)"
+    if n >= WRAP_FLOOR:
+        return f"{n} (= 2^64 - 1 - {SENTINEL - n}: wrapped arithmetic)"
+    return str(n)
+
+
+def _compare(result: CheckResult, place: str, reported: int | None, derived: int | None,
+             why_unknown: str = "") -> bool:
+    """Record a finding unless `reported` equals `derived`; True when they agree."""
+    if reported == derived:
+        return True
+    if derived is None:
+        kind = "defect" if reported is not None and reported >= WRAP_FLOOR else "disagree"
+        result.add(kind, place, f"reports {describe_number(reported)}; it cannot be known{why_unknown}, "
+                                "expected null")
+    elif reported is not None and reported >= WRAP_FLOOR:
+        result.add("defect", place, f"reports {describe_number(reported)}; re-derived {derived}")
+    else:
+        result.add("disagree", place, f"reports {describe_number(reported)}; re-derived {derived}")
+    return False
+
+
+def check_report(report: Report) -> CheckResult:
+    result = CheckResult(values_total=len(report.values), steps_total=len(report.steps))
+    rejected = {j.value: j for j in report.rejections}
+    unknown: set[int] = set()
+
+    # values: shard, aligned and total bytes from layout, shape and precision
+    for i, v in enumerate(report.values):
+        place = f"timeline.values[{i}] ({v.name})"
+        if v.layout.tiling.tile_count != report.tile_count:
+            result.add("disagree", place, f"layout tile_count {v.layout.tiling.tile_count} differs from "
+                                          f"the report's tile_count {report.tile_count}")
+        try:
+            shard = shards_of(v.layout, v.shape, v.name).largest_bytes(v.precision)
+        except TilingError as e:
+            unknown.add(v.id)
+            sizes = {"shard_bytes": v.shard_bytes, "aligned_bytes": v.aligned_bytes, "bytes": v.bytes}
+            sentinels = [k for k, n in sizes.items() if n == SENTINEL]
+            numbers = [k for k, n in sizes.items() if n is not None and n != SENTINEL]
+            result.add("unrepresentable", place, e.detail)
+            if sentinels:
+                result.add("defect", place, f"{', '.join(sentinels)} hold the sentinel 2^64 - 1 for an "
+                                            "unrepresentable shard; expected null and a rejection")
+            if numbers:
+                result.add("disagree", place, f"{', '.join(numbers)} given for an unrepresentable shard")
+            if v.id not in rejected and not sentinels:
+                result.add("defect", place, "unrepresentable but not listed under rejections")
+            continue
+        if v.id in rejected:
+            result.add("disagree", place, f"listed under rejections ({rejected[v.id].reason}) "
+                                          "but its layout represents it")
+        ok = _compare(result, f"{place}.shard_bytes", v.shard_bytes, shard)
+        if v.alignment_bytes is not None:
+            aligned = round_up(shard, v.alignment_bytes)
+        else:
+            element = round_up(shard, ELEMENT_PAIR_BYTES)
+            aligned = v.aligned_bytes if v.aligned_bytes in (shard, element) else shard
+        ok &= _compare(result, f"{place}.aligned_bytes", v.aligned_bytes, aligned)
+        ok &= _compare(result, f"{place}.bytes", v.bytes, aligned * v.copies)
+        result.values_agreeing += ok
+
+    ids = {v.id for v in report.values}
+    for i, v in enumerate(report.values):
+        if v.root not in ids:
+            result.add("disagree", f"timeline.values[{i}] ({v.name})", f"root {v.root} is not a value id")
+    for j in report.rejections:
+        if j.value not in ids:
+            result.add("disagree", "rejections", f"value {j.value} ({j.name}) is not in the timeline")
+
+    # steps: usage = live storage groups (each once) + scratch
+    regions_of: dict[int, set[str]] = {}
+    for v in report.values:
+        regions_of.setdefault(v.storage_group, set()).add(v.region)
+    mixed = {g for g, rs in regions_of.items() if len(rs) > 1}
+    for g in sorted(mixed):
+        result.add("disagree", f"storage_group {g}", f"members span regions {sorted(regions_of[g])}")
+    if mixed:
+        return result
+    sized = [v if v.id not in unknown else _unknown_size(v) for v in report.values]
+    groups = storage_groups(sized)
+    value_group = {v.id: v.storage_group for v in sized}
+    derived_steps = []
+    for i, s in enumerate(report.steps):
+        place = f"timeline.steps[{i}]"
+        if s.index != i:
+            result.add("disagree", f"{place}.index", f"reports {s.index}, expected {i} (its position)")
+        usage = step_usage(s.live, s.scratch, value_group, groups)
+        live_unknown = sorted(v for v in s.live if v in unknown)
+        why = f" (live unrepresentable values: {_ids(live_unknown)})" if live_unknown else ""
+        ok = True
+        for region in REGIONS:
+            ok &= _compare(result, f"{place}.usage.{region}", s.usage[region], usage[region], why)
+        result.steps_agreeing += ok
+        derived_steps.append(replace(s, usage=usage))
+
+    # peaks, overflow, effective peak, verdict
+    peaks = find_peaks(derived_steps, groups, value_group)
+    if unknown:
+        zero = storage_groups([v if v.id not in unknown else replace(v, bytes=0) for v in report.values])
+        known_steps = [replace(s, usage=step_usage(s.live, s.scratch, value_group, zero)) for s in report.steps]
+        result.known_peaks = find_peaks(known_steps, zero, value_group)
+    why = " (a step's usage is unknown)" if peaks.total is None else ""
+    _compare(result, "peak.standard", report.peak.standard, peaks.standard, why)
+    _compare(result, "peak.interleaved", report.peak.interleaved, peaks.interleaved, why)
+    _compare(result, "peak.total", report.peak.total, peaks.total, why)
+    _compare(result, "peak.maximum_standard_allocation", report.peak.maximum_standard_allocation,
+             peaks.maximum_standard_allocation, why)
+    _compare(result, "standard_peak_step", report.standard_peak_step, peaks.standard_step, why)
+    _compare(result, "interleaved_peak_step", report.interleaved_peak_step, peaks.interleaved_step, why)
+    _compare(result, "total_peak_step", report.total_peak_step, peaks.total_step, why)
+    rows = report.peak.exchange_rows
+    if report.exchange_row_bytes is None:
+        if rows:
+            result.add("defect", "peak.exchange_rows", f"{rows} rows with no stated byte cost "
+                                                       "(no exchange_row_bytes); the effective peak cannot be re-derived")
+        exchange = 0
+    else:
+        exchange = (rows or 0) * report.exchange_row_bytes
+    verdict = judge_budget(derived_steps, peaks, report.budget_bytes, report.interleaved_budget_bytes,
+                           exchange, complete=report.scope == "program")
+    _compare(result, "standard_contiguous_overflow_bytes", report.standard_contiguous_overflow_bytes,
+             verdict.standard_contiguous_overflow_bytes, why)
+    if report.exchange_row_bytes is not None or report.effective_peak_bytes is None \
+            or report.effective_peak_bytes >= WRAP_FLOOR:
+        _compare(result, "effective_peak_bytes", report.effective_peak_bytes, verdict.effective_peak_bytes, why)
+    if report.fits_budget != verdict.fits:
+        result.add("disagree", "fits_budget", f"reports {str(report.fits_budget).lower()}; re-derived "
+                                              f"{str(verdict.fits).lower()} (scope {report.scope})")
+    return result
+
+
+def _unknown_size(v: Value) -> Value:
+    return replace(v, shard_bytes=None, aligned_bytes=None, bytes=None)
+
+
+def _ids(ids: list[int], limit: int = 8) -> str:
+    shown = ", ".join(map(str, ids[:limit]))
+    return shown + (f", ... ({len(ids)} in all)" if len(ids) > limit else "")

@@ -1,0 +1,279 @@
+"""The version-1 report: typed, read with located errors, written deterministically.
+
+Field names are the reference's (docs/report-format.md). Where the reference wrote
+the sentinel 2^64 - 1 for an unknown size, tileplan writes `null` and lists the
+cause under `rejections`. Reading accepts the reference as it is (sentinels
+included) so that `tileplan check` can name its defects.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tileplan.errors import InputError, TileplanError
+from tileplan.model.layout import Layout
+from tileplan.model.precision import Precision
+from tileplan.model.timeline import REGIONS, Rejection, Step, Value
+
+VERSION = 1
+U64_MAX = 2**64 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class PeakFigures:
+    standard: int | None
+    interleaved: int | None
+    total: int | None
+    exchange_rows: int | None
+    maximum_standard_allocation: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """A whole report. `extra` holds tileplan's additions beyond version 1's
+    original fields (verdict, exact accounting, what-if), written after them."""
+
+    scope: str
+    model: str
+    tile_count: int
+    budget_bytes: int
+    interleaved_budget_bytes: int
+    standard_contiguous_overflow_bytes: int | None
+    fits_budget: bool
+    support_reserve_bytes: int
+    effective_peak_bytes: int | None
+    peak: PeakFigures
+    total_peak_step: int | None
+    standard_peak_step: int | None
+    interleaved_peak_step: int | None
+    gemm_output_packing: str
+    attention_products: str
+    values: tuple[Value, ...]
+    steps: tuple[Step, ...]
+    rejections: tuple[Rejection, ...] = ()
+    exchange_row_bytes: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    version: int = VERSION
+
+
+# Writing ----------------------------------------------------------------------------
+
+def value_to_json(v: Value) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": v.id, "origin": v.origin, "root": v.root, "name": v.name, "group": v.group,
+        "shape": list(v.shape), "precision": v.precision.to_text(), "layout": v.layout.to_text(),
+        "class": v.memory_class.to_text(), "storage_group": v.storage_group,
+        "shard_bytes": v.shard_bytes, "aligned_bytes": v.aligned_bytes, "copies": v.copies,
+        "bytes": v.bytes,
+    }
+    if v.alignment_bytes is not None:
+        out["alignment_bytes"] = v.alignment_bytes
+    return out
+
+
+def step_to_json(s: Step) -> dict[str, Any]:
+    return {
+        "index": s.index, "source": s.source, "operation": s.operation,
+        "execution_count": s.execution_count, "live": list(s.live),
+        "scratch": {r: s.scratch.get(r, 0) for r in REGIONS},
+        "usage": {r: s.usage.get(r) for r in REGIONS},
+    }
+
+
+def to_json_dict(r: Report) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "version": r.version, "scope": r.scope, "model": r.model, "tile_count": r.tile_count,
+        "budget_bytes": r.budget_bytes, "interleaved_budget_bytes": r.interleaved_budget_bytes,
+        "standard_contiguous_overflow_bytes": r.standard_contiguous_overflow_bytes,
+        "fits_budget": r.fits_budget, "support_reserve_bytes": r.support_reserve_bytes,
+        "effective_peak_bytes": r.effective_peak_bytes,
+        "peak": {
+            "standard": r.peak.standard, "interleaved": r.peak.interleaved, "total": r.peak.total,
+            "exchange_rows": r.peak.exchange_rows,
+            "maximum_standard_allocation": r.peak.maximum_standard_allocation,
+        },
+        "total_peak_step": r.total_peak_step, "standard_peak_step": r.standard_peak_step,
+        "interleaved_peak_step": r.interleaved_peak_step,
+        "gemm_output_packing": r.gemm_output_packing, "attention_products": r.attention_products,
+        "timeline": {"values": [value_to_json(v) for v in r.values],
+                     "steps": [step_to_json(s) for s in r.steps]},
+    }
+    if r.exchange_row_bytes is not None:
+        out["exchange_row_bytes"] = r.exchange_row_bytes
+    out["rejections"] = [{"value": j.value, "name": j.name, "reason": j.reason} for j in r.rejections]
+    for key in sorted(r.extra):
+        out[key] = r.extra[key]
+    return out
+
+
+def to_json_text(r: Report) -> str:
+    """Deterministic text: the same report gives the same bytes."""
+    return json.dumps(to_json_dict(r), separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# Reading ----------------------------------------------------------------------------
+
+_KNOWN_TOP = {
+    "version", "scope", "model", "tile_count", "budget_bytes", "interleaved_budget_bytes",
+    "standard_contiguous_overflow_bytes", "fits_budget", "support_reserve_bytes",
+    "effective_peak_bytes", "peak", "total_peak_step", "standard_peak_step",
+    "interleaved_peak_step", "gemm_output_packing", "attention_products", "timeline",
+    "rejections", "exchange_row_bytes",
+}
+
+
+class _Reader:
+    """Typed field access with the JSON path of every error."""
+
+    def __init__(self, obj: Any, place: str) -> None:
+        self.obj = obj
+        self.place = place
+
+    def sub(self, key: str | int) -> "_Reader":
+        place = f"{self.place}[{key}]" if isinstance(key, int) else (f"{self.place}.{key}" if self.place else key)
+        if isinstance(key, int):
+            return _Reader(self.obj[key], place)
+        if not isinstance(self.obj, dict):
+            raise InputError(f"expected an object, found {type(self.obj).__name__}", self.place or "report")
+        if key not in self.obj:
+            raise InputError(f"missing field {key!r}", self.place or "report")
+        return _Reader(self.obj[key], place)
+
+    def has(self, key: str) -> bool:
+        return isinstance(self.obj, dict) and key in self.obj
+
+    def integer(self, minimum: int = 0, nullable: bool = False) -> int | None:
+        v = self.obj
+        if v is None and nullable:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise InputError(f"expected an integer{' or null' if nullable else ''}, found {json.dumps(v)[:40]}", self.place)
+        if not minimum <= v <= U64_MAX:
+            raise InputError(f"expected an integer in [{minimum}, 2^64 - 1], found {v}", self.place)
+        return v
+
+    def string(self) -> str:
+        if not isinstance(self.obj, str):
+            raise InputError(f"expected a string, found {json.dumps(self.obj)[:40]}", self.place)
+        return self.obj
+
+    def boolean(self) -> bool:
+        if not isinstance(self.obj, bool):
+            raise InputError(f"expected true or false, found {json.dumps(self.obj)[:40]}", self.place)
+        return self.obj
+
+    def items(self) -> list["_Reader"]:
+        if not isinstance(self.obj, list):
+            raise InputError(f"expected a list, found {type(self.obj).__name__}", self.place)
+        return [self.sub(i) for i in range(len(self.obj))]
+
+
+def _read_value(r: _Reader) -> Value:
+    shape = tuple(d.integer(minimum=1) for d in r.sub("shape").items())
+    try:
+        precision = Precision.from_text(r.sub("precision").string())
+    except TileplanError as e:
+        raise e.at(f"{r.place}.precision") from None
+    try:
+        layout = Layout.from_text(r.sub("layout").string())
+    except TileplanError as e:
+        raise e.at(f"{r.place}.layout") from None
+    cls = r.sub("class").string()
+    if cls != layout.memory_class.to_text():
+        raise InputError(f"class {cls} differs from the layout's memory_class "
+                         f"{layout.memory_class.to_text()}", f"{r.place}.class")
+    return Value(
+        id=r.sub("id").integer(), origin=r.sub("origin").integer(), root=r.sub("root").integer(),
+        name=r.sub("name").string(), group=r.sub("group").string(), shape=shape,  # type: ignore[arg-type]
+        precision=precision, layout=layout, storage_group=r.sub("storage_group").integer(),  # type: ignore[arg-type]
+        shard_bytes=r.sub("shard_bytes").integer(nullable=True),
+        aligned_bytes=r.sub("aligned_bytes").integer(nullable=True),
+        copies=r.sub("copies").integer(minimum=1),  # type: ignore[arg-type]
+        bytes=r.sub("bytes").integer(nullable=True),
+        alignment_bytes=r.sub("alignment_bytes").integer(minimum=1) if r.has("alignment_bytes") else None,
+    )
+
+
+def _read_step(r: _Reader) -> Step:
+    scratch = r.sub("scratch")
+    usage = r.sub("usage")
+    return Step(
+        index=r.sub("index").integer(), source=r.sub("source").integer(),  # type: ignore[arg-type]
+        operation=r.sub("operation").string(),
+        execution_count=r.sub("execution_count").integer(minimum=1),  # type: ignore[arg-type]
+        live=tuple(x.integer() for x in r.sub("live").items()),  # type: ignore[misc]
+        scratch={k: scratch.sub(k).integer() for k in REGIONS},  # type: ignore[misc]
+        usage={k: usage.sub(k).integer(nullable=True) for k in REGIONS},
+    )
+
+
+def from_json_dict(obj: Any) -> Report:
+    """Read a report object; raise `InputError` naming the JSON path of any problem."""
+    r = _Reader(obj, "")
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, found {type(obj).__name__}", "report")
+    version = r.sub("version").integer()
+    if version != VERSION:
+        raise InputError(f"unsupported version {version}; this tileplan reads version {VERSION}", "version")
+    peak = r.sub("peak")
+    timeline = r.sub("timeline")
+    values = tuple(_read_value(v) for v in timeline.sub("values").items())
+    steps = tuple(_read_step(s) for s in timeline.sub("steps").items())
+    ids = [v.id for v in values]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise InputError(f"value id {dup} appears twice", "timeline.values")
+    known = set(ids)
+    for s in steps:
+        for vid in s.live:
+            if vid not in known:
+                raise InputError(f"live value {vid} is not in timeline.values", f"timeline.steps[{s.index}].live")
+    rejections = tuple(
+        Rejection(j.sub("value").integer(), j.sub("name").string(), j.sub("reason").string())  # type: ignore[arg-type]
+        for j in (r.sub("rejections").items() if r.has("rejections") else []))
+    nullable_step = lambda key: r.sub(key).integer(nullable=True)  # noqa: E731
+    return Report(
+        version=version,
+        scope=r.sub("scope").string(), model=r.sub("model").string(),
+        tile_count=r.sub("tile_count").integer(minimum=1),  # type: ignore[arg-type]
+        budget_bytes=r.sub("budget_bytes").integer(),  # type: ignore[arg-type]
+        interleaved_budget_bytes=r.sub("interleaved_budget_bytes").integer(),  # type: ignore[arg-type]
+        standard_contiguous_overflow_bytes=r.sub("standard_contiguous_overflow_bytes").integer(nullable=True),
+        fits_budget=r.sub("fits_budget").boolean(),
+        support_reserve_bytes=r.sub("support_reserve_bytes").integer(),  # type: ignore[arg-type]
+        effective_peak_bytes=r.sub("effective_peak_bytes").integer(nullable=True),
+        peak=PeakFigures(*(peak.sub(k).integer(nullable=True) for k in (
+            "standard", "interleaved", "total", "exchange_rows", "maximum_standard_allocation"))),
+        total_peak_step=nullable_step("total_peak_step"),
+        standard_peak_step=nullable_step("standard_peak_step"),
+        interleaved_peak_step=nullable_step("interleaved_peak_step"),
+        gemm_output_packing=r.sub("gemm_output_packing").string(),
+        attention_products=r.sub("attention_products").string(),
+        values=values, steps=steps, rejections=rejections,
+        exchange_row_bytes=r.sub("exchange_row_bytes").integer() if r.has("exchange_row_bytes") else None,
+        extra={k: v for k, v in obj.items() if k not in _KNOWN_TOP},
+    )
+
+
+def from_json_text(text: str, source: str = "report") -> Report:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", source) from None
+    try:
+        return from_json_dict(obj)
+    except TileplanError as e:
+        raise e.at(source, sep=": ") from None
+
+
+def read_report(path: str) -> Report:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", path) from None
+    return from_json_text(text, path)

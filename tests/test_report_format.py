@@ -1,0 +1,73 @@
+import json
+from importlib import resources
+
+import jsonschema
+import pytest
+
+from tileplan.errors import InputError
+from tileplan.report.format import from_json_text, read_report, to_json_dict, to_json_text
+
+from conftest import REFERENCE
+
+
+def schema():
+    return json.loads(resources.files("tileplan.report").joinpath("report.schema.json").read_text())
+
+
+def test_reads_the_reference(reference_json):
+    report = read_report(str(REFERENCE))
+    assert report.scope == "rejected-op0" and report.tile_count == 1472
+    assert len(report.values) == 71 and len(report.steps) == 4
+    assert report.steps[3].usage["interleaved"] == 33920
+    assert report.values[67].storage_group == 0
+
+
+def test_reference_fields_survive_a_write(reference_json):
+    written = to_json_dict(read_report(str(REFERENCE)))
+    for key, value in reference_json.items():
+        assert written[key] == value, key
+    assert written["rejections"] == []
+
+
+def test_writing_is_deterministic():
+    report = read_report(str(REFERENCE))
+    assert to_json_text(report) == to_json_text(from_json_text(to_json_text(report)))
+
+
+def test_schema_accepts_the_reference_and_written_reports(reference_json):
+    jsonschema.validate(reference_json, schema())
+    jsonschema.validate(json.loads(to_json_text(read_report(str(REFERENCE)))), schema())
+
+
+def test_schema_rejects_a_missing_field(reference_json):
+    broken = dict(reference_json)
+    del broken["peak"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema())
+
+
+def _mutated(reference_json, path, value):
+    doc = json.loads(json.dumps(reference_json))
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("path,value,message", [
+    (("timeline", "values", 3, "shape", 1), 0, r"timeline\.values\[3\]\.shape\[1\]: expected an integer in \[1,"),
+    (("timeline", "values", 3, "shape", 1), -729, r"timeline\.values\[3\]\.shape\[1\]: expected an integer in \[1,"),
+    (("timeline", "values", 3, "precision"), "F12", r"timeline\.values\[3\]\.precision: unknown precision 'F12'"),
+    (("timeline", "values", 3, "layout"), "Layout { order: RowMajor", r"timeline\.values\[3\]\.layout: layout: expected"),
+    (("version",), 2, "unsupported version 2"),
+    (("timeline", "steps", 0, "live", 0), 999, r"live value 999 is not in timeline\.values"),
+])
+def test_bad_fields_are_located(reference_json, path, value, message):
+    with pytest.raises(InputError, match=message):
+        from_json_text(_mutated(reference_json, path, value), "r.json")
+
+
+def test_truncated_json_is_located():
+    with pytest.raises(InputError, match=r"^r\.json: not valid JSON: .* at line 1 column"):
+        from_json_text(REFERENCE.read_text()[:1000], "r.json")
