@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tileplan.errors import TilingError
 from tileplan.model.layout import ROW_MAJOR, Axis, AxisTiling, Layout, MemoryClass, Padding, TensorTiling, LINEAR
 from tileplan.model.precision import Precision
-from tileplan.model.tiling import default_strides, shards_of
+from tileplan.model.tiling import default_strides, replica_offsets, shards_of
 
 STANDARD = MemoryClass("Ipu21", "Standard")
 
@@ -54,7 +54,7 @@ def test_position_shards_differ_by_tile(reference_values):
 def test_gemm_partials_tile_map_follows_explicit_strides(reference_values):
     layout, shape, precision, _ = _value(reference_values, 70)
     shards = shards_of(layout, shape)
-    assert default_strides(layout) == (1, 184, 46, 1472)
+    assert default_strides(layout) == (1, 184, 46)
     tile_of = shards.tile_of()  # [replica, m, n, k]
     assert tile_of[0, 1, 0, 0] == 1 and tile_of[0, 0, 1, 0] == 184 and tile_of[0, 0, 0, 1] == 46
     assert sorted(tile_of.ravel().tolist()) == list(range(1472))
@@ -62,7 +62,18 @@ def test_gemm_partials_tile_map_follows_explicit_strides(reference_values):
 
 def test_default_strides_put_replicas_outermost(reference_values):
     layout, shape, _, _ = _value(reference_values, 0)  # patches: M stride Some(1), K None, 8 replicas
-    assert default_strides(layout) == (1, 46, 184)
+    assert default_strides(layout) == (1, 46)
+    assert replica_offsets(layout).tolist() == [184 * r for r in range(8)]
+
+
+def test_replicas_fill_the_gaps_left_by_strided_axes():
+    # a bias tiled like the Gemm output's N axis (32 partitions, stride 46), on 46 replicas
+    tiling = TensorTiling(1472, 46, (AxisTiling(Axis.from_end(1), 32, block_size=2, padding_multiple=2,
+                                                tile_stride=46),))
+    layout = Layout(ROW_MAJOR, tiling, STANDARD)
+    assert replica_offsets(layout).tolist() == list(range(46))
+    per_tile = shards_of(layout, (1, 1, 1152)).bytes_per_tile(Precision("F16"))
+    assert (per_tile == 72).all()
 
 
 def test_colliding_strides_are_rejected():

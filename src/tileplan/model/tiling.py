@@ -18,10 +18,13 @@ Worked example (the reference's patches): shape [1, 729, 588] F16 tiled FromEnd(
 blocks of 160 -> 160 columns; a shard is 1 x 16 x 160 x 2 B = 5120 B.
 
 Tile map: shard (p_0, ..., p_n) of replica r sits on tile
-``sum(p_i * stride_i) + r * replica_stride``. An axis with ``tile_stride: None`` takes
-the default stride = the product of the partitions of the axes before it (the first
-axis varies fastest); replicas are outermost: replica_stride = product of all
-partitions. A tile map must put exactly one shard on each tile.
+``sum(p_i * stride_i) + offset_r``. An axis with ``tile_stride: None`` takes the
+default stride = the product of the partitions of the axes before it (the first axis
+varies fastest). Replicas take the lowest tiles the axes leave free: offset_0 = 0, and
+offset_r is the lowest tile not yet covered by replicas 0..r-1. Dense axes thus put
+replicas outermost (offset_r = r x product of partitions); axes with gaps, like a bias
+tiled as [46 x 32 tiles with stride 46], put them in the gaps (offsets 0..45). A tile
+map must put exactly one shard on each tile.
 """
 
 from __future__ import annotations
@@ -134,12 +137,7 @@ class Shards:
 
     def tile_of(self) -> np.ndarray:
         """Tile of every shard of every replica, indexed [r, p_0, ..., p_n]."""
-        tiling = self.layout.tiling
-        strides = default_strides(self.layout)
-        out = np.arange(tiling.replicas, dtype=np.int64) * strides[-1]
-        for axis, stride in zip(tiling.axes, strides[:-1]):
-            out = np.add.outer(out, np.arange(axis.partitions, dtype=np.int64) * stride)
-        return out
+        return tile_of(self.layout)
 
     def bytes_per_tile(self, precision: Precision) -> np.ndarray:
         """Exact stored bytes of this value on each of the tile_count tiles."""
@@ -152,14 +150,57 @@ class Shards:
 
 
 def default_strides(layout: Layout) -> tuple[int, ...]:
-    """Tile strides of each axis, then of the replicas (see the module docstring)."""
+    """Tile stride of each axis (see the module docstring)."""
     strides = []
     before = 1
     for axis in layout.tiling.axes:
         strides.append(before if axis.tile_stride is None else axis.tile_stride)
         before *= axis.partitions
-    strides.append(before)
     return tuple(strides)
+
+
+def shard_offsets(layout: Layout) -> np.ndarray:
+    """Tile offset of every shard within a replica, indexed [p_0, ..., p_n]."""
+    out = np.zeros((), dtype=np.int64)
+    for axis, stride in zip(layout.tiling.axes, default_strides(layout)):
+        out = np.add.outer(out, np.arange(axis.partitions, dtype=np.int64) * stride)
+    return out
+
+
+def replica_offsets(layout: Layout, name: str = "value") -> np.ndarray:
+    """Offset of each replica: the lowest tile the earlier replicas leave free."""
+    tiling = layout.tiling
+    shards = shard_offsets(layout).ravel()
+    if tiling.replicas == 1:
+        return np.zeros(1, dtype=np.int64)
+    covered = np.zeros(tiling.tile_count + int(shards.max()) + 1, dtype=bool)
+    offsets = []
+    t = 0
+    for _ in range(tiling.replicas):
+        while t < tiling.tile_count and covered[t]:
+            t += 1
+        if t >= tiling.tile_count:
+            break
+        covered[shards + t] = True
+        offsets.append(t)
+    if len(offsets) < tiling.replicas:
+        raise TilingError(f"tile map leaves no free tile for replica {len(offsets)} of {tiling.replicas}", name)
+    return np.asarray(offsets, dtype=np.int64)
+
+
+_TILE_OF: dict[Layout, np.ndarray] = {}
+
+
+def tile_of(layout: Layout, name: str = "value") -> np.ndarray:
+    """Tile of every shard of every replica, indexed [r, p_0, ..., p_n] (memoized)."""
+    found = _TILE_OF.get(layout)
+    if found is None:
+        found = np.add.outer(replica_offsets(layout, name), shard_offsets(layout))
+        found.setflags(write=False)
+        if len(_TILE_OF) > 4096:
+            _TILE_OF.clear()
+        _TILE_OF[layout] = found
+    return found
 
 
 def shards_of(layout: Layout, shape: tuple[int, ...], name: str = "value") -> Shards:
@@ -197,19 +238,19 @@ def shards_of(layout: Layout, shape: tuple[int, ...], name: str = "value") -> Sh
 def check_tile_map(shards: Shards, name: str) -> None:
     """Each tile must hold exactly one shard (of one replica)."""
     tiling = shards.layout.tiling
-    tiles = shards.tile_of().ravel()
+    tiles = tile_of(shards.layout, name).ravel()
     bad = tiles[(tiles < 0) | (tiles >= tiling.tile_count)]
     strides = ", ".join(map(str, default_strides(shards.layout)))
     if bad.size:
         raise TilingError(
             f"tile map places a shard on tile {int(bad[0])}, beyond tile_count "
-            f"{tiling.tile_count} (strides {strides}, the last for replicas)", name)
+            f"{tiling.tile_count} (axis strides {strides})", name)
     counts = np.bincount(tiles, minlength=tiling.tile_count)
     if (counts != 1).any():
         tile = int(np.flatnonzero(counts != 1)[0])
         raise TilingError(
             f"tile map puts {int(counts[tile])} shards on tile {tile}, expected 1 "
-            f"(strides {strides}, the last for replicas)", name)
+            f"(axis strides {strides})", name)
 
 
 def shard_bytes(layout: Layout, shape: tuple[int, ...], precision: Precision, name: str = "value") -> int:

@@ -1,0 +1,1 @@
+"""Lowering: every operation into tile-level steps with chosen layouts."""

@@ -1,0 +1,160 @@
+"""The lowering's data and its context: drafts of values and steps.
+
+`lower_program` (in `tileplan.lowering.program`) walks the operations and asks one
+function per operation kind for its steps; those functions create values and steps
+through a `LoweringContext`, which numbers them in creation order (the report's ids)
+and knows the machine, the layout policy and the options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from tileplan.errors import TilingError
+from tileplan.model.ir import Operation, Tensor, group_of
+from tileplan.model.layout import Layout
+from tileplan.model.machine import Machine
+from tileplan.model.precision import Precision
+from tileplan.model.tiling import Shards, shards_of
+
+if TYPE_CHECKING:
+    from tileplan.lowering.policy import Policy
+
+
+class GemmOutputPacking(Enum):
+    """`Native`: AMP partials as the AMP lays them out, each on whole 32 KiB interleaved
+    element pairs. `Packed`: partials packed densely, no element rounding."""
+
+    NATIVE = "Native"
+    PACKED = "Packed"
+
+
+class AttentionProducts(Enum):
+    """`Materialized`: the whole score matrix of a head at once. `Streamed`: scores in
+    chunks of keys with an online softmax (bounded scratch). `Automatic`: whichever
+    needs less memory at that step."""
+
+    AUTOMATIC = "Automatic"
+    MATERIALIZED = "Materialized"
+    STREAMED = "Streamed"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    gemm_output_packing: GemmOutputPacking = GemmOutputPacking.NATIVE
+    attention_products: AttentionProducts = AttentionProducts.AUTOMATIC
+
+
+@dataclass(frozen=True, slots=True)
+class ValueDraft:
+    """A value before liveness. `alignment_bytes` None: unaligned."""
+
+    id: int
+    origin: int
+    root: int
+    name: str
+    group: str
+    shape: tuple[int, ...]
+    precision: Precision
+    layout: Layout
+    storage_group: int
+    alignment_bytes: int | None = None
+    copies: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class StepDraft:
+    """A step before liveness: what it reads and writes, and its scratch per region."""
+
+    source: int
+    operation: str
+    execution_count: int
+    reads: tuple[int, ...]
+    writes: tuple[int, ...]
+    scratch: tuple[tuple[str, int], ...] = ()
+
+    def scratch_map(self) -> dict[str, int]:
+        out = {"standard": 0, "interleaved": 0}
+        for region, n in self.scratch:
+            out[region] += n
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class OperationInfo:
+    """What the report says about an operation: index, node, name, kind, first step."""
+
+    index: int
+    origin: int
+    name: str
+    kind: str
+    execution_count: int
+
+
+@dataclass
+class LoweringContext:
+    """Mutable while one program is lowered; its products are immutable drafts."""
+
+    machine: Machine
+    policy: "Policy"
+    options: Options
+    values: list[ValueDraft] = field(default_factory=list)
+    steps: list[StepDraft] = field(default_factory=list)
+    #: tensor name -> value id; a family name ("...layer{i}...") -> its members' ids
+    binding: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    next_group: int = 0
+    _shards: dict[tuple[Layout, tuple[int, ...]], Shards | TilingError] = field(default_factory=dict)
+
+    @property
+    def prefix(self) -> str:
+        return self.machine.class_prefix
+
+    def new_value(self, origin: int, name: str, shape: tuple[int, ...], precision: Precision, layout: Layout,
+                  alignment_bytes: int | None = None, storage_of: int | None = None, group: str | None = None) -> int:
+        """Create a value; `storage_of` shares that value's storage group (in place)."""
+        vid = len(self.values)
+        if storage_of is None:
+            sg = self.next_group
+            self.next_group += 1
+        else:
+            sg = self.values[storage_of].storage_group
+        self.values.append(ValueDraft(vid, origin, vid, name, group if group is not None else group_of(name),
+                                      shape, precision, layout, sg, alignment_bytes))
+        return vid
+
+    def value(self, vid: int) -> ValueDraft:
+        return self.values[vid]
+
+    def add_step(self, op: Operation, operation: str, count: int, reads: tuple[int, ...], writes: tuple[int, ...],
+                 scratch: dict[str, int] | None = None) -> None:
+        items = tuple(sorted((k, v) for k, v in (scratch or {}).items() if v))
+        self.steps.append(StepDraft(op.index, operation, count, reads, writes, items))
+
+    def shards(self, layout: Layout, shape: tuple[int, ...], name: str) -> Shards:
+        """Shards of a layout on a shape (memoized); raises the `TilingError`."""
+        key = (layout, shape)
+        if key not in self._shards:
+            try:
+                self._shards[key] = shards_of(layout, shape, name)
+            except TilingError as e:
+                self._shards[key] = e
+        found = self._shards[key]
+        if isinstance(found, TilingError):
+            raise TilingError(found.detail, name)
+        return found
+
+    def shard_bytes(self, layout: Layout, shape: tuple[int, ...], precision: Precision, name: str) -> int:
+        return self.shards(layout, shape, name).largest_bytes(precision)
+
+
+def op_result_name(op: Operation, k: int = 0) -> str:
+    """Values an operation's lowering creates are named after its result."""
+    return f"operation {op.index} result {k}"
+
+
+def declared_tensor_value(ctx: LoweringContext, tensor: Tensor, layout: Layout, alignment: int | None) -> int:
+    vid = ctx.new_value(tensor.origin, tensor.name, tensor.shape, tensor.precision, layout, alignment)
+    ctx.binding[tensor.name] = (vid,)
+    return vid

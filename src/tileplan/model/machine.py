@@ -1,0 +1,145 @@
+"""Machines: tile count, per-tile memory regions, budgets and AMP geometry.
+
+The `ipu21` preset (Graphcore IPU21 / Mk2 / Bow; docs/machine-and-model.md gives the
+sources of each number): 1472 tiles of 638976 B (624 KiB); a 208 KiB non-interleaved
+region (code must live there) and a 416 KiB interleaved region (128-bit loads, AMP
+partials), the latter made of 32 KiB element pairs. The budgets are the reference
+planner's: standard 162080 = 212992 - 49152 (support reserve: code, stack, vertex
+state) - 1760; interleaved 424880 = 425984 - 1104 (the 1760 and 1104 B are reserved by
+that planner without a stated cause; tileplan keeps them so its budgets agree).
+
+Any machine can come from a TOML file with the same fields (`Machine.from_toml`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, fields
+from typing import Any
+
+from tileplan.errors import InputError
+from tileplan.model.precision import Precision
+
+
+@dataclass(frozen=True, slots=True)
+class AmpGeometry:
+    """What the matrix engine works on for one multiply precision: blocks of
+    `input_channels` along K, `output_channels` along N per pass, partials in
+    `accumulate`."""
+
+    multiply: str
+    input_channels: int
+    output_channels: int
+    accumulate: str
+    rows: int = 16
+
+    def __post_init__(self) -> None:
+        for key in ("input_channels", "output_channels", "rows"):
+            if getattr(self, key) < 1:
+                raise InputError(f"AMP geometry {self.multiply}: {key} must be >= 1, found {getattr(self, key)}")
+        Precision(self.multiply, 0) if self.multiply.startswith("F8") else Precision(self.multiply)
+        Precision(self.accumulate)
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    """A tiled accelerator. Invariants: budgets fit their regions; positive sizes."""
+
+    name: str
+    class_prefix: str
+    tile_count: int
+    tile_bytes: int
+    non_interleaved_bytes: int
+    interleaved_bytes: int
+    support_reserve_bytes: int
+    standard_budget_bytes: int
+    interleaved_budget_bytes: int
+    element_pair_bytes: int
+    exchange_row_bytes: int
+    amp: tuple[AmpGeometry, ...]
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, int) and value < (0 if f.name in ("support_reserve_bytes", "exchange_row_bytes") else 1):
+                raise InputError(f"machine {self.name}: {f.name} must be positive, found {value}")
+        if self.non_interleaved_bytes + self.interleaved_bytes != self.tile_bytes:
+            raise InputError(f"machine {self.name}: regions {self.non_interleaved_bytes} + {self.interleaved_bytes} "
+                             f"!= tile_bytes {self.tile_bytes}")
+        if self.standard_budget_bytes + self.support_reserve_bytes > self.non_interleaved_bytes:
+            raise InputError(f"machine {self.name}: standard budget {self.standard_budget_bytes} + support reserve "
+                             f"{self.support_reserve_bytes} exceed the non-interleaved region "
+                             f"{self.non_interleaved_bytes}")
+        if self.interleaved_budget_bytes > self.interleaved_bytes:
+            raise InputError(f"machine {self.name}: interleaved budget {self.interleaved_budget_bytes} exceeds the "
+                             f"interleaved region {self.interleaved_bytes}")
+
+    @property
+    def budget_bytes(self) -> int:
+        return self.standard_budget_bytes + self.interleaved_budget_bytes
+
+    def amp_for(self, multiply: Precision) -> AmpGeometry:
+        for g in self.amp:
+            if g.multiply == multiply.name:
+                return g
+        raise InputError(f"machine {self.name} has no AMP geometry for {multiply.name}; it has "
+                         f"{', '.join(g.multiply for g in self.amp)}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str) -> "Machine":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(f"unknown machine field {unknown[0]!r}; expected {', '.join(sorted(known))}", source)
+        missing = sorted(known - set(data))
+        if missing:
+            raise InputError(f"missing machine field {missing[0]!r}", source)
+        amp = data["amp"]
+        if not isinstance(amp, list) or not all(isinstance(a, dict) for a in amp):
+            raise InputError("amp must be an array of tables ([[amp]])", source)
+        try:
+            geometries = tuple(AmpGeometry(**a) for a in amp)
+            values = {k: v for k, v in data.items() if k != "amp"}
+            for k, v in values.items():
+                if k not in ("name", "class_prefix") and (isinstance(v, bool) or not isinstance(v, int)):
+                    raise InputError(f"{k} must be an integer, found {v!r}")
+            return cls(amp=geometries, **values)
+        except TypeError as e:
+            raise InputError(f"bad amp entry: {e}", source) from None
+        except InputError as e:
+            raise e.at(source, sep=": ") from None
+
+    @classmethod
+    def from_toml(cls, path: str) -> "Machine":
+        try:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror}", path) from None
+        except tomllib.TOMLDecodeError as e:
+            raise InputError(f"not valid TOML: {e}", path) from None
+        return cls.from_dict(data, path)
+
+
+IPU21 = Machine(
+    name="ipu21", class_prefix="Ipu21", tile_count=1472, tile_bytes=638976,
+    non_interleaved_bytes=212992, interleaved_bytes=425984, support_reserve_bytes=49152,
+    standard_budget_bytes=162080, interleaved_budget_bytes=424880, element_pair_bytes=32768,
+    exchange_row_bytes=16,  # tileplan's assumption: one 16 B exchange descriptor per row per tile
+    amp=(
+        AmpGeometry("F8F143", input_channels=32, output_channels=16, accumulate="F16"),
+        AmpGeometry("F8F152", input_channels=32, output_channels=16, accumulate="F16"),
+        AmpGeometry("F16", input_channels=16, output_channels=8, accumulate="F32"),
+        AmpGeometry("F32", input_channels=8, output_channels=8, accumulate="F32"),
+    ),
+)
+PRESETS = {m.name: m for m in (IPU21,)}
+
+
+def machine(name_or_path: str) -> Machine:
+    """A preset by name, or a machine from a TOML file."""
+    if name_or_path in PRESETS:
+        return PRESETS[name_or_path]
+    if name_or_path.endswith(".toml"):
+        return Machine.from_toml(name_or_path)
+    raise InputError(f"unknown machine {name_or_path!r}; expected one of {', '.join(PRESETS)} or a .toml file")

@@ -1,0 +1,197 @@
+"""Builders for the SigLIP / ViT vision towers.
+
+Dimensions from the public model cards (docs/machine-and-model.md): so400m-patch14-384
+has hidden 1152, MLP 4304, 16 heads of 72, 27 layers, 27 x 27 = 729 patches of
+14 x 14 x 3 = 588, no class token, and a MAP head (a learned probe attends to the
+tokens, then LayerNorm and an MLP with a residual around the MLP). Weights take the
+chosen weight precision; activations, vectors, the position table and the probe stay
+F16, as in the reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tileplan.errors import InputError
+from tileplan.model.ir import ITERATION, Operation, Program, RepeatBlock, Tensor, check_program, family_member
+from tileplan.model.precision import F16, Precision
+
+
+@dataclass(frozen=True, slots=True)
+class ViTConfig:
+    """A vision tower's dimensions. Invariant: hidden divisible by heads."""
+
+    name: str
+    hidden: int
+    mlp: int
+    heads: int
+    layers: int
+    image: int
+    patch: int
+    channels: int = 3
+    map_head: bool = True
+
+    def __post_init__(self) -> None:
+        for key in ("hidden", "mlp", "heads", "layers", "image", "patch", "channels"):
+            if getattr(self, key) < 1:
+                raise InputError(f"{self.name}: {key} must be >= 1, found {getattr(self, key)}")
+        if self.hidden % self.heads:
+            raise InputError(f"{self.name}: hidden {self.hidden} is not divisible by {self.heads} heads")
+        if self.image < self.patch:
+            raise InputError(f"{self.name}: image {self.image} is smaller than patch {self.patch}")
+
+    @property
+    def tokens(self) -> int:
+        """Patches per image: a stride-`patch` convolution drops the remainder (384 // 14 = 27)."""
+        return (self.image // self.patch) ** 2
+
+    @property
+    def patch_dim(self) -> int:
+        return self.patch * self.patch * self.channels
+
+
+CONFIGS: dict[str, ViTConfig] = {
+    c.name: c for c in (
+        ViTConfig("siglip-so400m-patch14-384", hidden=1152, mlp=4304, heads=16, layers=27, image=384, patch=14),
+        ViTConfig("siglip-so400m-patch14-224", hidden=1152, mlp=4304, heads=16, layers=27, image=224, patch=14),
+        ViTConfig("siglip-base-patch16-224", hidden=768, mlp=3072, heads=12, layers=12, image=224, patch=16),
+        ViTConfig("siglip-large-patch16-384", hidden=1024, mlp=4096, heads=16, layers=24, image=384, patch=16),
+    )
+}
+DEFAULT_MODEL = "siglip-so400m-patch14-384"
+
+
+def config(name: str, layers: int | None = None, map_head: bool | None = None) -> ViTConfig:
+    if name not in CONFIGS:
+        raise InputError(f"unknown model {name!r}; expected one of {', '.join(sorted(CONFIGS))}")
+    c = CONFIGS[name]
+    if layers is not None:
+        c = replace(c, layers=layers)
+    if map_head is not None:
+        c = replace(c, map_head=map_head)
+    return c
+
+
+class _Builder:
+    """Numbers graph nodes (`origin`) and operations (`index`) in declaration order."""
+
+    def __init__(self, weights: Precision) -> None:
+        self.weights = weights
+        self.origin = 0
+        self.op_index = 0
+        self.tensors: list[Tensor] = []
+        self.items: list[Operation | RepeatBlock] = []
+        self.shapes: dict[str, tuple[int, ...]] = {}
+
+    def node(self) -> int:
+        self.origin += 1
+        return self.origin - 1
+
+    def declare(self, name: str, shape: tuple[int, ...], precision: Precision = F16,
+                role: str = "parameter") -> str:
+        self.tensors.append(Tensor(self.node(), name, shape, precision, role))
+        self.shapes[name] = shape
+        return name
+
+    def weight(self, name: str, shape: tuple[int, ...]) -> str:
+        return self.declare(name, shape, self.weights)
+
+    def op(self, kind: str, name: str, inputs: tuple[str, ...], shape: tuple[int, ...],
+           body: list[Operation] | None = None, **attrs: object) -> str:
+        out = f"{name}.out"
+        operation = Operation(self.node(), self.op_index, kind, name, inputs, out, shape, F16,
+                              tuple(sorted(attrs.items())))
+        self.op_index += 1
+        (body if body is not None else self.items).append(operation)
+        self.shapes[out] = shape
+        return out
+
+
+def build_vit(cfg: ViTConfig, weights: Precision) -> Program:
+    """The tower as a program: patch embedding, position, the encoder as one repeat
+    block of `cfg.layers` iterations, the final norm and (optionally) the MAP head."""
+    b = _Builder(weights)
+    D, F, S = cfg.hidden, cfg.mlp, cfg.tokens
+    row = (1, S, D)
+
+    patches = b.declare("vit.image.patches", (1, S, cfg.patch_dim), role="input")
+    w = b.weight("vit.embedding.weight", (cfg.patch_dim, D))
+    bias = b.declare("vit.embedding.bias", (1, 1, D))
+    x = b.op("matmul", "vit.embedding", (patches, w), row)
+    x = b.op("add", "vit.embedding.bias_add", (x, bias), row)
+    pos = b.declare("vit.position", row)
+    x = b.op("add", "vit.position_add", (x, pos), row)
+
+    # The encoder: one repeat block; parameters declared per family, one per layer.
+    layer = f"vit.encoder.layer{ITERATION}"
+    families = {
+        "attention_norm.scale": (1, 1, D), "attention_norm.bias": (1, 1, D),
+        "attention.qkv.weight": (D, 3 * D), "attention.qkv.bias": (1, 1, 3 * D),
+        "attention.output.weight": (D, D), "attention.output.bias": (1, 1, D),
+        "mlp_norm.scale": (1, 1, D), "mlp_norm.bias": (1, 1, D),
+        "mlp.up.weight": (D, F), "mlp.up.bias": (1, 1, F),
+        "mlp.down.weight": (F, D), "mlp.down.bias": (1, 1, D),
+    }
+    for suffix, shape in families.items():
+        for i in range(cfg.layers):
+            name = family_member(f"{layer}.{suffix}", i)
+            (b.weight if suffix.endswith(".weight") else b.declare)(name, shape)  # type: ignore[operator]
+    body: list[Operation] = []
+    p = lambda suffix: f"{layer}.{suffix}"  # noqa: E731
+    h = x
+    n1 = b.op("layernorm", f"{layer}.attention_norm", (h, p("attention_norm.scale"), p("attention_norm.bias")),
+              row, body, eps=1e-6)
+    qkv = b.op("matmul", f"{layer}.attention.qkv", (n1, p("attention.qkv.weight")), (1, S, 3 * D), body)
+    qkv = b.op("add", f"{layer}.attention.qkv.bias_add", (qkv, p("attention.qkv.bias")), (1, S, 3 * D), body)
+    a = b.op("attention", f"{layer}.attention.products", (qkv,), row, body, heads=cfg.heads)
+    o = b.op("matmul", f"{layer}.attention.output", (a, p("attention.output.weight")), row, body)
+    o = b.op("add", f"{layer}.attention.output.bias_add", (o, p("attention.output.bias")), row, body)
+    h2 = b.op("add", f"{layer}.attention.residual", (h, o), row, body)
+    n2 = b.op("layernorm", f"{layer}.mlp_norm", (h2, p("mlp_norm.scale"), p("mlp_norm.bias")), row, body, eps=1e-6)
+    u = b.op("matmul", f"{layer}.mlp.up", (n2, p("mlp.up.weight")), (1, S, F), body)
+    u = b.op("add", f"{layer}.mlp.up.bias_add", (u, p("mlp.up.bias")), (1, S, F), body)
+    g = b.op("gelu", f"{layer}.mlp.gelu", (u,), (1, S, F), body, approximate="tanh")
+    d = b.op("matmul", f"{layer}.mlp.down", (g, p("mlp.down.weight")), row, body)
+    d = b.op("add", f"{layer}.mlp.down.bias_add", (d, p("mlp.down.bias")), row, body)
+    out = b.op("add", f"{layer}.mlp.residual", (h2, d), row, body)
+    b.items.append(RepeatBlock(cfg.layers, "vit.encoder", tuple(f"{layer}.{s}" for s in families), tuple(body)))
+    x = out  # the block's loop-carried value; after the block it holds the last layer's output
+
+    scale = b.declare("vit.encoder.final_norm.scale", (1, 1, D))
+    shift = b.declare("vit.encoder.final_norm.bias", (1, 1, D))
+    x = b.op("layernorm", "vit.encoder.final_norm", (x, scale, shift), row, eps=1e-6)
+    outputs = (x,)
+
+    if cfg.map_head:
+        probe = b.declare("vit.map.probe", (1, 1, D))
+        kvw = b.weight("vit.map.attention.kv.weight", (D, 2 * D))
+        kvb = b.declare("vit.map.attention.kv.bias", (1, 1, 2 * D))
+        kv = b.op("matmul", "vit.map.attention.kv", (x, kvw), (1, S, 2 * D))
+        kv = b.op("add", "vit.map.attention.kv.bias_add", (kv, kvb), (1, S, 2 * D))
+        qw = b.weight("vit.map.attention.query.weight", (D, D))
+        qb = b.declare("vit.map.attention.query.bias", (1, 1, D))
+        q = b.op("matmul", "vit.map.attention.query", (probe, qw), (1, 1, D))
+        q = b.op("add", "vit.map.attention.query.bias_add", (q, qb), (1, 1, D))
+        a = b.op("attention", "vit.map.attention.products", (q, kv), (1, 1, D), heads=cfg.heads)
+        ow = b.weight("vit.map.attention.output.weight", (D, D))
+        ob = b.declare("vit.map.attention.output.bias", (1, 1, D))
+        y = b.op("matmul", "vit.map.attention.output", (a, ow), (1, 1, D))
+        y = b.op("add", "vit.map.attention.output.bias_add", (y, ob), (1, 1, D))
+        ns = b.declare("vit.map.norm.scale", (1, 1, D))
+        nb = b.declare("vit.map.norm.bias", (1, 1, D))
+        n = b.op("layernorm", "vit.map.norm", (y, ns, nb), (1, 1, D), eps=1e-6)
+        uw = b.weight("vit.map.mlp.up.weight", (D, F))
+        ub = b.declare("vit.map.mlp.up.bias", (1, 1, F))
+        u = b.op("matmul", "vit.map.mlp.up", (n, uw), (1, 1, F))
+        u = b.op("add", "vit.map.mlp.up.bias_add", (u, ub), (1, 1, F))
+        g = b.op("gelu", "vit.map.mlp.gelu", (u,), (1, 1, F), approximate="tanh")
+        dw = b.weight("vit.map.mlp.down.weight", (F, D))
+        db = b.declare("vit.map.mlp.down.bias", (1, 1, D))
+        d = b.op("matmul", "vit.map.mlp.down", (g, dw), (1, 1, D))
+        d = b.op("add", "vit.map.mlp.down.bias_add", (d, db), (1, 1, D))
+        outputs = (b.op("add", "vit.map.mlp.residual", (y, d), (1, 1, D)),)
+
+    program = Program(cfg.name, tuple(b.tensors), tuple(b.items), outputs,
+                      {"layers": cfg.layers, "weights": weights.to_text(), "map_head": cfg.map_head})
+    check_program(program)
+    return program
