@@ -42,7 +42,7 @@ def test_check_of_a_consistent_report_exits_0(tmp_path, capsys, reference_json):
     for s, std in zip(doc["timeline"]["steps"], [90872, 93432, 88312, 58744]):
         s["live"] = [i for i in s["live"] if i not in bad]
         s["usage"]["standard"] = std
-    doc["peak"].update(standard=93432, total=88312 + 32768, exchange_rows=0, maximum_standard_allocation=32768)
+    doc["peak"].update(standard=93432, total=88312 + 32768, exchange_rows=1, maximum_standard_allocation=32768)
     doc.update(standard_peak_step=1, total_peak_step=2, effective_peak_bytes=88312 + 32768,
                standard_contiguous_overflow_bytes=0, exchange_row_bytes=0)
     path = tmp_path / "ok.json"

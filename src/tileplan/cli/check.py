@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     report = read_report(args.report)
     result = check_report(report)
-    unrepresentable = [f for f in result.findings if f.kind == "unrepresentable"]
+    unrepresentable = [f for f in result.findings if f.kind in ("unrepresentable", "rejected")]
     representable = result.values_total - len(unrepresentable)
     print(f"{args.report}: {result.values_total} values, {len(report.steps)} steps, scope {report.scope}")
     print(f"values: {result.values_agreeing} of {representable} representable values' shard, aligned "
@@ -31,13 +31,15 @@ def run(args: argparse.Namespace) -> int:
         k = result.known_peaks
         print(f"without the unrepresentable values (a lower bound): standard peak {k.standard} B at step "
               f"{k.standard_step}, interleaved peak {k.interleaved} B at step {k.interleaved_step}")
-    for kind in ("unrepresentable", "defect", "disagree"):
+    for kind in ("rejected", "unrepresentable", "defect", "disagree"):
         for f in result.findings:
             if f.kind == kind:
                 print(f.to_text())
     counts = {k: sum(f.kind == k for f in result.findings) for k in ("unrepresentable", "defect", "disagree")}
     if result.consistent:
-        print("consistent: every number re-derives from the report")
+        rejected = sum(f.kind == "rejected" for f in result.findings)
+        note = f" ({rejected} unrepresentable values are null and listed under rejections)" if rejected else ""
+        print(f"consistent: every number re-derives from the report{note}")
         return 0
     print(f"inconsistent: {counts['unrepresentable']} unrepresentable, {counts['defect']} defects, "
           f"{counts['disagree']} disagreements")

@@ -11,10 +11,10 @@ import sys
 from typing import Sequence
 
 from tileplan import __version__
-from tileplan.cli import check
+from tileplan.cli import check, plan
 from tileplan.errors import TileplanError
 
-COMMANDS = {"check": check}
+COMMANDS = {"plan": plan, "check": check}
 
 
 class _Parser(argparse.ArgumentParser):

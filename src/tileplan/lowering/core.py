@@ -104,7 +104,8 @@ class LoweringContext:
     steps: list[StepDraft] = field(default_factory=list)
     #: tensor name -> value id; a family name ("...layer{i}...") -> its members' ids
     binding: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    next_group: int = 0
+    #: ids below this belong to declared tensors (the input and the parameters)
+    declared_count: int = 0
     _shards: dict[tuple[Layout, tuple[int, ...]], Shards | TilingError] = field(default_factory=dict)
 
     @property
@@ -115,17 +116,17 @@ class LoweringContext:
                   alignment_bytes: int | None = None, storage_of: int | None = None, group: str | None = None) -> int:
         """Create a value; `storage_of` shares that value's storage group (in place)."""
         vid = len(self.values)
-        if storage_of is None:
-            sg = self.next_group
-            self.next_group += 1
-        else:
-            sg = self.values[storage_of].storage_group
+        # a storage group is numbered by the value that owns the storage
+        sg = vid if storage_of is None else self.values[storage_of].storage_group
         self.values.append(ValueDraft(vid, origin, vid, name, group if group is not None else group_of(name),
                                       shape, precision, layout, sg, alignment_bytes))
         return vid
 
     def value(self, vid: int) -> ValueDraft:
         return self.values[vid]
+
+    def is_declared(self, vid: int) -> bool:
+        return vid < self.declared_count
 
     def add_step(self, op: Operation, operation: str, count: int, reads: tuple[int, ...], writes: tuple[int, ...],
                  scratch: dict[str, int] | None = None) -> None:

@@ -8,12 +8,16 @@ FP8, 16 for F16), N in column pairs. A tile's blocks:
     k_tile = ceil(ceil(K / input_channels) / pk) * input_channels   (the inner_block)
     n_tile = ceil(ceil(N / 2) / pn) * 2
 
-The partitioner picks the split with the least work on the busiest tile (padded
-multiply-accumulates, N rounded up to whole AMP passes of `output_channels`), then
-the fewest bytes per tile, then the fewest K partials, then the most M partitions.
+Work is the padded multiply-accumulates on the busiest tile (N rounded up to whole
+AMP passes of `output_channels`); bytes are a tile's left block, weight block (both
+in the multiply precision) and partials block (accumulate precision). Among the
+splits within `WORK_SLACK` (10 %) of the least work, the partitioner takes the fewest
+bytes per tile, then the least work, the fewest K partials, the most M partitions.
 Worked example (the reference): M 729, K 588, N 1152, FP8, 1472 tiles -> pm 46 x 16
-rows, pk 4 x 160, pn 8 x 144: 16 x 160 x 144 = 368640 MACs per tile, least of all
-splits. The left operand is replicated pn times, the weights pm times; K partials
+rows, pk 4 x 160, pn 8 x 144: 16 x 160 x 144 = 368640 MACs per tile, the least; the
+next splits need 409600 (11 % more), so this one is taken. For the QKV projection
+(K 1152, N 3456) the least-work split (46, 4, 8) needs 142848 B per tile, while
+(23, 4, 16) needs 85248 B for 3.7 % more work: the partitioner takes the latter. The left operand is replicated pn times, the weights pm times; K partials
 [pk, .., M, N] go to interleaved memory and a Sum adds them.
 """
 
@@ -27,6 +31,10 @@ from tileplan.model.layout import (
 )
 from tileplan.model.machine import AmpGeometry
 from tileplan.model.tiling import ceil_div, round_up
+
+
+#: splits within 10 % of the least work compete on bytes per tile
+WORK_SLACK_NUM, WORK_SLACK_DEN = 11, 10
 
 
 class PlanningError(TileplanError):
@@ -81,7 +89,7 @@ def partition_gemm(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometr
     """The best split of an M x K x N product over `tile_count` tiles (see module doc)."""
     if min(m, k, n, tile_count) < 1:
         raise PlanningError(f"gemm {m} x {k} x {n} over {tile_count} tiles: every size must be >= 1", name)
-    best: tuple[tuple[int, ...], GemmPartition] | None = None
+    candidates: list[tuple[int, int, GemmPartition]] = []
     for pm in _divisors(tile_count):
         for pk in _divisors(tile_count // pm):
             pn = tile_count // pm // pk
@@ -91,14 +99,14 @@ def partition_gemm(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometr
             p = _split(m, k, n, pm, pk, pn, geometry)
             per_tile = (p.m_tile * p.k_tile + p.k_tile * p.n_tile) * multiply_bytes \
                 + p.m_tile * p.n_tile * accumulate_bytes
-            key = (p.work, per_tile, pk, -pm)
-            if best is None or key < best[0]:
-                best = (key, p)
-    if best is None:
+            candidates.append((p.work, per_tile, p))
+    if not candidates:
         raise PlanningError(f"no legal partition of {m} x {k} x {n} over {tile_count} tiles: every split "
                             f"leaves a K partition empty (K {k} has {ceil_div(k, geometry.input_channels)} "
                             f"blocks of {geometry.input_channels})", name)
-    return best[1]
+    least = min(work for work, _, _ in candidates)
+    within = [c for c in candidates if c[0] * WORK_SLACK_DEN <= least * WORK_SLACK_NUM]
+    return min(within, key=lambda c: (c[1], c[0], c[2].pk, -c[2].pm))[2]
 
 
 def _divisors(n: int) -> list[int]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from tileplan.errors import TilingError
 from tileplan.model.tiling import round_up, shards_of
 from tileplan.model.timeline import REGIONS, Value
+from tileplan.planner.exchange import exchange_rows
 from tileplan.planner.usage import Peaks, find_peaks, judge_budget, step_usage, storage_groups
 from tileplan.report.format import Report
 
@@ -26,7 +27,9 @@ ELEMENT_PAIR_BYTES = 32768
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One result of the check. `kind`: "unrepresentable", "disagree" or "defect"."""
+    """One result of the check. `kind`: "rejected" (an unrepresentable value the report
+    sizes as null and lists under rejections: consistent), "unrepresentable" (one it
+    does not), "disagree" or "defect"."""
 
     kind: str
     place: str
@@ -49,7 +52,7 @@ class CheckResult:
 
     @property
     def consistent(self) -> bool:
-        return not self.findings
+        return all(f.kind == "rejected" for f in self.findings)
 
     def add(self, kind: str, place: str, message: str) -> None:
         self.findings.append(Finding(kind, place, message))
@@ -100,7 +103,8 @@ def check_report(report: Report) -> CheckResult:
             sizes = {"shard_bytes": v.shard_bytes, "aligned_bytes": v.aligned_bytes, "bytes": v.bytes}
             sentinels = [k for k, n in sizes.items() if n == SENTINEL]
             numbers = [k for k, n in sizes.items() if n is not None and n != SENTINEL]
-            result.add("unrepresentable", place, e.detail)
+            properly = not sentinels and not numbers and v.id in rejected
+            result.add("rejected" if properly else "unrepresentable", place, e.detail)
             if sentinels:
                 result.add("defect", place, f"{', '.join(sentinels)} hold the sentinel 2^64 - 1 for an "
                                             "unrepresentable shard; expected null and a rejection")
@@ -172,6 +176,8 @@ def check_report(report: Report) -> CheckResult:
     _compare(result, "interleaved_peak_step", report.interleaved_peak_step, peaks.interleaved_step, why)
     _compare(result, "total_peak_step", report.total_peak_step, peaks.total_step, why)
     rows = report.peak.exchange_rows
+    if report.exchange_row_bytes is not None:
+        _compare(result, "peak.exchange_rows", rows, exchange_rows(s.operation for s in report.steps))
     if report.exchange_row_bytes is None:
         if rows:
             result.add("defect", "peak.exchange_rows", f"{rows} rows with no stated byte cost "

@@ -1,0 +1,93 @@
+"""Layout helpers shared by the operations' lowerings and the policies."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tileplan.model.layout import (
+    LINEAR, ROW_MAJOR, Axis, AxisTiling, Layout, MemoryClass, Padding, TensorTiling,
+)
+from tileplan.model.tiling import Shards, default_strides, tile_of
+
+
+def linear_layout(tile_count: int, element_bytes: int, prefix: str, padding: Padding) -> Layout:
+    """All elements over all tiles in blocks of 8 bytes (the reference's resting layout
+    with `Padding.REJECT`; representable for any tensor with `Padding.ZERO`)."""
+    block = max(1, 8 // element_bytes)
+    axis = AxisTiling(LINEAR, tile_count, 1, block, block, 1, padding, None)
+    return Layout(ROW_MAJOR, TensorTiling(tile_count, 1, (axis,)), MemoryClass(prefix, "Standard"))
+
+
+def broadcast_layout(x: Layout, x_shape: tuple[int, ...], b_shape: tuple[int, ...], prefix: str) -> Layout:
+    """Where an operand `b` broadcast against `x` must sit so that every tile has the
+    part of `b` its part of `x` needs: x's axes over dimensions `b` shares (same size,
+    counted from the end) keep their partitions and tile strides; the other axes'
+    partitions become replicas. Worked example: x [1, 729, 1152] tiled rows 46 (stride
+    1) x columns 32 (stride 46), b [1, 1, 1152] -> b tiled columns 32 (stride 46) with
+    46 replicas at offsets 0..45: every tile holds the 36 columns its rows need."""
+    tiling = x.tiling
+    kept = []
+    if not any(a.axis.is_linear for a in tiling.axes):
+        strides = default_strides(x)
+        for axis, stride in zip(tiling.axes, strides):
+            d = axis.axis.dim(len(x_shape))
+            k = len(x_shape) - d
+            if k <= len(b_shape) and b_shape[-k] == x_shape[d] and b_shape[-k] > 1:
+                kept.append(AxisTiling(Axis.from_end(k), axis.partitions, axis.padding_groups, axis.block_size,
+                                       axis.padding_multiple, axis.shard_padding_multiple, axis.padding, stride))
+    shards = math.prod(a.partitions for a in kept)
+    return Layout(ROW_MAJOR, TensorTiling(tiling.tile_count, tiling.tile_count // shards, tuple(kept)),
+                  MemoryClass(prefix, "Standard"))
+
+
+def heads_layout(tile_count: int, query_parts: int, head_parts: int, head_block: int, prefix: str,
+                 region: str = "Standard") -> Layout:
+    """[.., S, D] split rows over `query_parts` (stride 1) and heads over `head_parts`
+    (blocks of `head_block` columns = heads per partition x head_dim)."""
+    axes = (AxisTiling(Axis.from_end(2), query_parts, 1, 1, 1, 1, Padding.ZERO, 1),
+            AxisTiling(Axis.from_end(1), head_parts, 1, head_block, head_block, 1, Padding.ZERO, query_parts))
+    return Layout(ROW_MAJOR, TensorTiling(tile_count, 1, axes), MemoryClass(prefix, region))
+
+
+def scores_layout(tile_count: int, query_parts: int, head_parts: int, heads_per_part: int, prefix: str) -> Layout:
+    """Scores [H, Sq, Skv]: query rows over `query_parts` (stride 1), heads over
+    `head_parts`; every tile holds all keys of its rows."""
+    axes = (AxisTiling(Axis.from_start(1), query_parts, 1, 1, 1, 1, Padding.ZERO, 1),
+            AxisTiling(Axis.from_start(0), head_parts, 1, heads_per_part, heads_per_part, 1, Padding.ZERO,
+                       query_parts))
+    return Layout(ROW_MAJOR, TensorTiling(tile_count, 1, axes), MemoryClass(prefix, "Interleaved"))
+
+
+def boxes(shards: Shards) -> np.ndarray:
+    """The real elements each tile holds, as a box per dimension: [tile, dim, (lo, hi)].
+    Only for dimension tilings (None for Linear)."""
+    layout, shape = shards.layout, shards.shape
+    out = np.zeros((layout.tiling.tile_count, len(shape), 2), dtype=np.int64)
+    out[:, :, 1] = np.asarray(shape)
+    tiles = tile_of(layout)  # [r, p_0, ..., p_n]
+    grid = tiles.shape[1:]
+    for i, (axis, split) in enumerate(zip(layout.tiling.axes, shards.splits)):
+        d = axis.axis.dim(len(shape))
+        ranges = np.asarray(split.real_ranges(), dtype=np.int64)  # [p_i, (lo, hi)]
+        along = [1] * len(grid)
+        along[i] = len(ranges)
+        lo = np.broadcast_to(ranges[:, 0].reshape(along), grid).ravel()
+        hi = np.broadcast_to(ranges[:, 1].reshape(along), grid).ravel()
+        for replica in tiles:
+            out[replica.ravel(), d, 0] = lo
+            out[replica.ravel(), d, 1] = hi
+    return out
+
+
+def same_placement(a: Shards, b: Shards) -> bool:
+    """True when every tile holds the same elements under both layouts (a copy between
+    them reuses local data and exchanges nothing)."""
+    if a.layout == b.layout:
+        return True
+    if a.shape != b.shape or a.layout.tiling.tile_count != b.layout.tiling.tile_count:
+        return False
+    if any(x.axis.is_linear for x in (*a.layout.tiling.axes, *b.layout.tiling.axes)):
+        return False
+    return bool(np.array_equal(boxes(a), boxes(b)))

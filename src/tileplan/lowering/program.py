@@ -1,0 +1,133 @@
+"""Lower a whole program: plan layouts, place the declared tensors, emit the steps.
+
+Three passes, data in and data out:
+1. `plan_operations`: each operation's plan, activations' layouts flowing forward.
+2. `place_tensors`: the policy picks each declared tensor's resting layout from the
+   plans of the operations that read it; values 0..n-1 are the declared tensors.
+3. `emit_steps`: each operation's lowering, in order. An operation with no legal
+   partition stops the walk; the lowering records which and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tileplan.errors import TileplanError
+from tileplan.lowering.core import (
+    LoweringContext, OperationInfo, Options, StepDraft, ValueDraft, declared_tensor_value,
+)
+from tileplan.lowering.gemm import PlanningError
+from tileplan.lowering.ops import LOWERINGS, PLANS, InputInfo, OpPlan
+from tileplan.lowering.policy import Policy, Reader
+from tileplan.model.ir import Operation, Program, RepeatBlock, family_member
+from tileplan.model.machine import Machine
+
+
+@dataclass(frozen=True, slots=True)
+class Lowering:
+    """The lowered program. `failed` is (operation index, reason) when an operation
+    could not be planned at all; `steps` then end before it."""
+
+    values: tuple[ValueDraft, ...]
+    steps: tuple[StepDraft, ...]
+    operations: tuple[OperationInfo, ...]
+    outputs: tuple[int, ...]
+    declared: int
+    failed: tuple[int, str] | None
+
+
+def _schedule(program: Program) -> list[tuple[Operation, int, RepeatBlock | None]]:
+    out: list[tuple[Operation, int, RepeatBlock | None]] = []
+    for item in program.items:
+        if isinstance(item, RepeatBlock):
+            out.extend((op, item.count, item) for op in item.body)
+        else:
+            out.append((item, 1, None))
+    return out
+
+
+def _members(name: str, block: RepeatBlock | None, declared: set[str]) -> tuple[str, ...]:
+    """The tensors a name stands for: a family's members inside a block, else itself."""
+    if block is not None and "{i}" in name and family_member(name, 0) in declared:
+        return tuple(family_member(name, i) for i in range(block.count))
+    return (name,)
+
+
+def plan_operations(ctx: LoweringContext, program: Program) -> tuple[dict[int, OpPlan], tuple[int, str] | None]:
+    declared = {t.name: t for t in program.tensors}
+    layouts: dict[str, object] = {}
+    shapes = {t.name: (t.shape, t.precision) for t in program.tensors}
+    plans: dict[int, OpPlan] = {}
+    for op, _, block in _schedule(program):
+        infos = []
+        for name in op.inputs:
+            first = _members(name, block, set(declared))[0]
+            shape, precision = shapes[first]
+            infos.append(InputInfo(shape, precision, layouts.get(name), first in declared))  # type: ignore[arg-type]
+        try:
+            plan = PLANS[op.kind](ctx, op, infos)
+        except PlanningError as e:
+            return plans, (op.index, str(e))
+        plans[op.index] = plan
+        layouts[op.output] = plan.output
+        shapes[op.output] = (op.output_shape, op.output_precision)
+    return plans, None
+
+
+def place_tensors(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], policy: Policy) -> None:
+    declared = {t.name for t in program.tensors}
+    readers: dict[str, list[Reader]] = {t.name: [] for t in program.tensors}
+    for op, _, block in _schedule(program):
+        if op.index not in plans:
+            break
+        plan = plans[op.index]
+        for pos, name in enumerate(op.inputs):
+            for member in _members(name, block, declared):
+                if member in readers:
+                    align = plan.alignment[pos] if pos < len(plan.alignment) else None
+                    readers[member].append(Reader(op.index, op.kind, pos, plan.rest[pos], align))
+    for t in program.tensors:
+        layout, alignment = policy.resting(t, readers[t.name], ctx.machine.tile_count, ctx.prefix)
+        declared_tensor_value(ctx, t, layout, alignment)
+    ctx.declared_count = len(ctx.values)
+
+
+def last_readers(program: Program) -> dict[str, int]:
+    """For each name, the index of the last operation reading it (outputs: never die)."""
+    last: dict[str, int] = {}
+    for op, _, _ in _schedule(program):
+        for name in op.inputs:
+            last[name] = op.index
+    for name in program.outputs:
+        last[name] = 1 << 62
+    return last
+
+
+def emit_steps(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan]) -> tuple[list[OperationInfo], tuple[int, str] | None]:
+    declared = {t.name for t in program.tensors}
+    last = last_readers(program)
+    infos: list[OperationInfo] = []
+    for op, count, block in _schedule(program):
+        if op.index not in plans:
+            return infos, None
+        ins = [tuple(v for m in _members(name, block, declared) for v in ctx.binding[m]) for name in op.inputs]
+        dies = [last.get(name) == op.index for name in op.inputs]
+        values_before, steps_before = len(ctx.values), len(ctx.steps)
+        try:
+            out = LOWERINGS[op.kind](ctx, op, plans[op.index], ins, count, dies)
+        except TileplanError as e:  # nothing of a failed operation stays
+            del ctx.values[values_before:], ctx.steps[steps_before:]
+            return infos, (op.index, str(e))
+        ctx.binding[op.output] = (out,)
+        infos.append(OperationInfo(op.index, op.origin, op.name, op.kind, count))
+    return infos, None
+
+
+def lower_program(program: Program, machine: Machine, policy: Policy, options: Options) -> Lowering:
+    ctx = LoweringContext(machine, policy, options)
+    plans, failed = plan_operations(ctx, program)
+    place_tensors(ctx, program, plans, policy)
+    infos, emit_failed = emit_steps(ctx, program, plans)
+    failed = emit_failed or failed
+    outputs = tuple(ctx.binding[name][0] for name in program.outputs if name in ctx.binding)
+    return Lowering(tuple(ctx.values), tuple(ctx.steps), tuple(infos), outputs, ctx.declared_count, failed)

@@ -1,0 +1,30 @@
+"""Which steps exchange data between tiles, and the exchange rows they reserve.
+
+Byte model (docs/report-format.md): every step that moves data between tiles needs
+exchange code on each tile; tileplan reserves one exchange row per such step of the
+timeline (a step of a repeat block counts once: its code is reused by every
+iteration), each row costing the machine's `exchange_row_bytes` on every tile. A step
+exchanges when it is a `Copy` with `reuse_local: false`, a `Sum` (its partials come
+from other tiles), a `LayerNorm` statistics step with `exchange: true`, or an
+attention product that gathers keys or values or streams them.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+_ALWAYS = ("Sum ", "AttentionScores ", "AttentionValues ", "AttentionStreamed ")
+
+
+def exchanges(operation: str) -> bool:
+    if operation.startswith(_ALWAYS):
+        return True
+    if operation.startswith("Copy "):
+        return "reuse_local: false" in operation
+    if operation.startswith("LayerNorm "):
+        return "exchange: true" in operation
+    return False
+
+
+def exchange_rows(operations: Iterable[str]) -> int:
+    return sum(exchanges(op) for op in operations)

@@ -1,0 +1,45 @@
+"""Build the version-1 report from a plan (data only; rendering is elsewhere)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tileplan.planner.plan import Plan
+from tileplan.report.format import PeakFigures, Report
+
+MODEL_TEXT = ("Planner estimate: sum of per-allocation maximum shard sizes, not a placed tile. Repeat execution "
+              "counts do not multiply scratch. Exchange rows are reserved separately for the whole program.")
+
+
+def build_report(plan: Plan) -> Report:
+    m = plan.machine
+    p = plan.peaks
+    extra: dict[str, Any] = {
+        "program": {
+            "name": plan.program.name, "machine": m.name, "policy": plan.policy,
+            **{k: plan.program.options[k] for k in sorted(plan.program.options)},
+        },
+        "operations": [
+            {"index": o.index, "origin": o.origin, "name": o.name, "kind": o.kind,
+             "execution_count": o.execution_count,
+             "steps": [min(s.index for s in plan.steps if s.source == o.index),
+                       max(s.index for s in plan.steps if s.source == o.index)]}
+            for o in plan.operations if any(s.source == o.index for s in plan.steps)
+        ],
+    }
+    if plan.rejected_operation is not None:
+        index, name, reason = plan.rejected_operation
+        extra["rejected_operation"] = {"index": index, "name": name, "reason": reason}
+    return Report(
+        scope=plan.scope, model=MODEL_TEXT, tile_count=m.tile_count, budget_bytes=m.budget_bytes,
+        interleaved_budget_bytes=m.interleaved_budget_bytes,
+        standard_contiguous_overflow_bytes=plan.verdict.standard_contiguous_overflow_bytes,
+        fits_budget=plan.verdict.fits, support_reserve_bytes=m.support_reserve_bytes,
+        effective_peak_bytes=plan.verdict.effective_peak_bytes,
+        peak=PeakFigures(p.standard, p.interleaved, p.total, plan.exchange_rows, p.maximum_standard_allocation),
+        total_peak_step=p.total_step, standard_peak_step=p.standard_step, interleaved_peak_step=p.interleaved_step,
+        gemm_output_packing=plan.options.gemm_output_packing.value,
+        attention_products=plan.options.attention_products.value,
+        values=plan.values, steps=plan.steps, rejections=plan.rejections,
+        exchange_row_bytes=m.exchange_row_bytes, extra=extra,
+    )
