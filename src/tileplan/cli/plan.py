@@ -17,6 +17,7 @@ from tileplan.model import siglip
 from tileplan.model.machine import PRESETS, machine
 from tileplan.model.precision import from_option
 from tileplan.planner.plan import Plan, plan_program
+from tileplan.planner.usage import over_budget_steps
 from tileplan.report.build import build_report
 from tileplan.report.format import to_json_text
 
@@ -69,6 +70,13 @@ def verdict_line(plan: Plan) -> str:
         index, name, reason = plan.rejected_operation  # type: ignore[misc]
         return f"not planned: operation {index} ({name}): {reason}; {len(plan.rejections)} values rejected"
     word = "fits" if v.fits else "does not fit"
-    return (f"{word}: peak {v.effective_peak_bytes} B of {m.budget_bytes} B (margin "
+    line = (f"{word}: peak {v.effective_peak_bytes} B of {m.budget_bytes} B at step {p.total_step} (margin "
             f"{m.budget_bytes - v.effective_peak_bytes} B); interleaved peak {p.interleaved} B of "  # type: ignore[operator]
             f"{m.interleaved_budget_bytes} B (margin {m.interleaved_budget_bytes - p.interleaved} B)")  # type: ignore[operator]
+    over = over_budget_steps(plan.steps, m.budget_bytes, m.interleaved_budget_bytes,
+                             plan.exchange_rows * m.exchange_row_bytes)
+    if over:
+        worst = max(over, key=lambda o: (o.bytes_over, -o.step))
+        line += (f"\nfirst over budget at step {over[0].step} ({over[0].region}: {over[0].bytes_over} B over); "
+                 f"worst at step {worst.step} ({worst.region}: {worst.bytes_over} B over)")
+    return line

@@ -6,11 +6,11 @@ A policy picks a resting layout for every declared tensor from the plans of the
 operations that read it.
 
 * `default`: the first operation's inputs rest where it wants them (there is no
-  earlier step to re-lay them out in); a tensor whose first reader wants it
-  unreplicated rests there; every other tensor (the Gemm weights, which the AMP wants
-  replicated over the M partitions, and the vectors, which an add or a norm wants
-  replicated over the rows) rests compactly, once, in a Linear tiling over all tiles
-  in 8-byte blocks, and is re-laid out by a `Copy` before use. The Linear tiling has
+  earlier step to re-lay them out in); every other tensor (the Gemm weights, which
+  the AMP wants replicated over the M partitions, the vectors, which an add or a norm
+  wants replicated over the rows, the position table) rests compactly, once, in a
+  Linear tiling over all tiles in 8-byte blocks, and is re-laid out by a `Copy` just
+  before its use, so resident parameters cost the least memory per tile. The Linear tiling has
   padding Reject when its blocks fill every tile (as the reference) and Zero when
   they cannot: a `[1,1,1152]` F16 vector's 288 blocks of 4 sit on tiles 0..287.
 * `reference`: the reference planner's resting layouts. The first operation's inputs
@@ -54,8 +54,8 @@ class DefaultPolicy(Policy):
 
     def resting(self, tensor, readers, tile_count, prefix):
         first = next((r for r in readers if r.rest is not None), None)
-        if first is not None and (first.op_index == 0 or first.rest.tiling.replicas == 1):  # type: ignore[union-attr]
-            return first.rest, first.alignment if first.op_index == 0 else None  # type: ignore[return-value]
+        if first is not None and first.op_index == 0:
+            return first.rest, first.alignment  # type: ignore[return-value]
         block = max(1, 8 // tensor.precision.bytes)
         fills = tensor.elements % block == 0 and tensor.elements // block >= tile_count
         return linear_layout(tile_count, tensor.precision.bytes, prefix,

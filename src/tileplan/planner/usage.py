@@ -111,3 +111,63 @@ def judge_budget(steps: Sequence[Step], peaks: Peaks, budget_bytes: int, interle
     fits = (complete and effective is not None and peaks.interleaved is not None
             and effective <= budget_bytes and peaks.interleaved <= interleaved_budget_bytes)
     return BudgetVerdict(standard_budget, overflow, effective, fits)
+
+
+@dataclass(frozen=True, slots=True)
+class OverBudget:
+    """One step over a budget: which region ("interleaved" or "total"), its usage
+    there, the budget and the bytes over."""
+
+    step: int
+    region: str
+    usage: int
+    budget: int
+
+    @property
+    def bytes_over(self) -> int:
+        return self.usage - self.budget
+
+
+def over_budget_steps(steps: Sequence[Step], budget_bytes: int, interleaved_budget_bytes: int,
+                      exchange_bytes: int) -> list[OverBudget]:
+    """Every (step, region) over its budget: interleaved usage over the interleaved
+    budget, or standard + interleaved + exchange over the whole budget (standard data
+    may overflow into the interleaved region, so it has no budget of its own)."""
+    out = []
+    for s in steps:
+        std, inter = s.usage["standard"], s.usage["interleaved"]
+        if std is None or inter is None:
+            continue
+        if inter > interleaved_budget_bytes:
+            out.append(OverBudget(s.index, "interleaved", inter, interleaved_budget_bytes))
+        total = std + inter + exchange_bytes
+        if total > budget_bytes:
+            out.append(OverBudget(s.index, "total", total, budget_bytes))
+    return out
+
+
+def verdict_json(steps: Sequence[Step], peaks: Peaks, verdict: BudgetVerdict, budget_bytes: int,
+                 interleaved_budget_bytes: int, exchange_bytes: int) -> dict:
+    """The report's `verdict`: per region its peak, step, budget and margin; when over
+    budget, the first and the worst step (most bytes over) with region and bytes."""
+    regions = []
+    if peaks.standard is not None:
+        regions.append({"region": "standard", "peak": peaks.standard, "step": peaks.standard_step,
+                        "budget": verdict.standard_budget, "margin": verdict.standard_budget - peaks.standard,
+                        "overflow_into_interleaved": verdict.standard_contiguous_overflow_bytes})
+    if peaks.interleaved is not None:
+        regions.append({"region": "interleaved", "peak": peaks.interleaved, "step": peaks.interleaved_step,
+                        "budget": interleaved_budget_bytes, "margin": interleaved_budget_bytes - peaks.interleaved})
+    if verdict.effective_peak_bytes is not None:
+        regions.append({"region": "total", "peak": verdict.effective_peak_bytes, "step": peaks.total_step,
+                        "budget": budget_bytes, "margin": budget_bytes - verdict.effective_peak_bytes,
+                        "exchange_bytes": exchange_bytes})
+    over = over_budget_steps(steps, budget_bytes, interleaved_budget_bytes, exchange_bytes)
+    out: dict = {"fits": verdict.fits, "regions": regions, "over_budget": None}
+    if over:
+        first = over[0]
+        worst = max(over, key=lambda o: (o.bytes_over, -o.step))
+        as_json = lambda o: {"step": o.step, "region": o.region, "usage": o.usage, "budget": o.budget,  # noqa: E731
+                             "bytes_over": o.bytes_over}
+        out["over_budget"] = {"steps": len({o.step for o in over}), "first": as_json(first), "worst": as_json(worst)}
+    return out

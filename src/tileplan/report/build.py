@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tileplan.planner.plan import Plan
+from tileplan.planner.usage import verdict_json
 from tileplan.report.format import PeakFigures, Report
 
 MODEL_TEXT = ("Planner estimate: sum of per-allocation maximum shard sizes, not a placed tile. Repeat execution "
@@ -27,6 +28,8 @@ def build_report(plan: Plan) -> Report:
             for o in plan.operations if any(s.source == o.index for s in plan.steps)
         ],
     }
+    exchange = plan.exchange_rows * m.exchange_row_bytes
+    extra["verdict"] = verdict_json(plan.steps, p, plan.verdict, m.budget_bytes, m.interleaved_budget_bytes, exchange)
     if plan.rejected_operation is not None:
         index, name, reason = plan.rejected_operation
         extra["rejected_operation"] = {"index": index, "name": name, "reason": reason}

@@ -9,13 +9,14 @@ arithmetic, a number without a stated rule).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 
 from tileplan.errors import TilingError
 from tileplan.model.tiling import round_up, shards_of
 from tileplan.model.timeline import REGIONS, Value
 from tileplan.planner.exchange import exchange_rows
-from tileplan.planner.usage import Peaks, find_peaks, judge_budget, step_usage, storage_groups
+from tileplan.planner.usage import Peaks, find_peaks, judge_budget, step_usage, storage_groups, verdict_json
 from tileplan.report.format import Report
 
 SENTINEL = 2**64 - 1
@@ -192,6 +193,13 @@ def check_report(report: Report) -> CheckResult:
     if report.exchange_row_bytes is not None or report.effective_peak_bytes is None \
             or report.effective_peak_bytes >= WRAP_FLOOR:
         _compare(result, "effective_peak_bytes", report.effective_peak_bytes, verdict.effective_peak_bytes, why)
+    if "verdict" in report.extra:
+        derived = verdict_json(derived_steps, peaks, verdict, report.budget_bytes, report.interleaved_budget_bytes,
+                               exchange)
+        if report.extra["verdict"] != derived:
+            keys = sorted(k for k in derived if report.extra["verdict"].get(k) != derived[k])
+            result.add("disagree", "verdict", f"{', '.join(keys) or 'fields'} differ from the re-derived verdict "
+                                              f"{json.dumps({k: derived[k] for k in keys})[:300]}")
     if report.fits_budget != verdict.fits:
         result.add("disagree", "fits_budget", f"reports {str(report.fits_budget).lower()}; re-derived "
                                               f"{str(verdict.fits).lower()} (scope {report.scope})")

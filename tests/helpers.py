@@ -1,0 +1,41 @@
+"""Small builders shared by the tests."""
+
+from __future__ import annotations
+
+import json
+
+from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
+from tileplan.lowering.policy import policy
+from tileplan.model import siglip
+from tileplan.model.machine import IPU21, Machine
+from tileplan.model.precision import from_option
+from tileplan.planner.plan import Plan, plan_program
+from tileplan.report.build import build_report
+from tileplan.report.check import check_report
+from tileplan.report.format import from_json_text, to_json_text
+
+_CACHE: dict[tuple, Plan] = {}
+
+
+def plan(model: str = siglip.DEFAULT_MODEL, layers: int | None = None, weights: str = "f8f143:-4",
+         policy_name: str = "default", attention: str = "Automatic", packing: str = "Native",
+         machine: Machine = IPU21, map_head: bool = True) -> Plan:
+    key = (model, layers, weights, policy_name, attention, packing, machine, map_head)
+    if key not in _CACHE:
+        cfg = siglip.config(model, layers=layers, map_head=map_head)
+        program = siglip.build_vit(cfg, from_option(weights))
+        options = Options(GemmOutputPacking(packing), AttentionProducts(attention))
+        result = plan_program(program, machine, policy(policy_name), options)
+        # every report the suite writes must pass `tileplan check`
+        findings = check_report(round_trip(result))
+        assert findings.consistent, [f.to_text() for f in findings.findings if f.kind != "rejected"][:5]
+        _CACHE[key] = result
+    return _CACHE[key]
+
+
+def report_json(p: Plan) -> dict:
+    return json.loads(to_json_text(build_report(p)))
+
+
+def round_trip(p: Plan):
+    return from_json_text(to_json_text(build_report(p)))

@@ -1,0 +1,81 @@
+import math
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tileplan.lowering import gemm
+from tileplan.model.machine import IPU21
+from tileplan.model.precision import Precision
+from tileplan.model.tiling import shards_of
+
+F8 = IPU21.amp_for(Precision("F8F143", -4))
+F16 = IPU21.amp_for(Precision("F16"))
+
+
+def test_reference_split_is_derived_not_hard_coded():
+    p = gemm.partition_gemm(729, 588, 1152, 1472, F8, 1, 2)
+    assert (p.pm, p.m_tile, p.pk, p.k_tile, p.pn, p.n_tile) == (46, 16, 4, 160, 8, 144)
+
+
+def _check_valid(p: gemm.GemmPartition, tile_count: int):
+    g = p.geometry
+    assert p.pm * p.pk * p.pn == tile_count
+    assert p.m_tile % g.rows == 0 and p.k_tile % g.input_channels == 0 and p.n_tile % 2 == 0
+    assert p.pm * p.m_tile >= p.m and p.pk * p.k_tile >= p.k and p.pn * p.n_tile >= p.n
+    # no partition of K is all padding
+    assert (p.pk - 1) * p.k_tile < math.ceil(p.k / g.input_channels) * g.input_channels
+    prefix = "Ipu21"
+    rank = 3
+    for layout, shape in ((gemm.left_layout(p, rank, prefix, True), (1, p.m, p.k)),
+                          (gemm.left_layout(p, rank, prefix, False), (1, p.m, p.k)),
+                          (gemm.weight_layout(p, prefix), (p.k, p.n)),
+                          (gemm.partials_layout(p, rank, prefix), (p.pk, 1, p.m, p.n)),
+                          (gemm.output_layout(p, prefix), (1, p.m, p.n))):
+        shards = shards_of(layout, shape, "x")  # representable, one shard per tile
+        assert sorted(shards.tile_of().ravel().tolist()) == list(range(tile_count))
+
+
+@pytest.mark.parametrize("m,k,n,tiles,geometry", [
+    (729, 588, 1152, 1216, F8),       # Mk1's tile count
+    (729, 1152, 3456, 1472, F16),     # F16 weights
+    (196, 768, 2304, 1472, F16),      # base-patch16
+    (729, 100, 1152, 1472, F8),       # K not a multiple of the inner block
+    (1, 1152, 1152, 1472, F8),        # one row (the MAP probe)
+    (729, 4304, 1152, 1216, F16),
+])
+def test_splits_are_valid(m, k, n, tiles, geometry):
+    p = gemm.partition_gemm(m, k, n, tiles, geometry, 1 if geometry is F8 else 2, 2 if geometry is F8 else 4)
+    _check_valid(p, tiles)
+
+
+def test_slack_prefers_bytes_for_the_qkv_projection():
+    p = gemm.partition_gemm(729, 1152, 3456, 1472, F8, 1, 2)
+    assert (p.pm, p.pk, p.pn) == (23, 4, 16)
+
+
+def test_partials_and_output_share_tiles():
+    p = gemm.partition_gemm(729, 588, 1152, 1472, F8, 1, 2)
+    partial_tiles = shards_of(gemm.partials_layout(p, 3, "Ipu21"), (4, 1, 729, 1152)).tile_of()[0]  # [m, n, k]
+    out_tiles = shards_of(gemm.output_layout(p, "Ipu21"), (1, 729, 1152)).tile_of()[0]  # [m, n']
+    for m in (0, 17, 45):
+        for n in range(p.pn):
+            for k in range(p.pk):
+                assert partial_tiles[m, n, k] == out_tiles[m, k + p.pk * n]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 800), st.integers(1, 2000), st.integers(1, 2000), st.sampled_from([64, 92, 1216, 1472]),
+       st.sampled_from([F8, F16]))
+def test_any_gemm_gets_a_valid_split(m, k, n, tiles, geometry):
+    k = max(k, geometry.input_channels * 1)
+    try:
+        p = gemm.partition_gemm(m, k, n, tiles, geometry, 1, 2)
+    except gemm.PlanningError as e:
+        assert "no legal partition" in str(e)
+        return
+    _check_valid(p, tiles)
+
+
+def test_impossible_sizes_are_named():
+    with pytest.raises(gemm.PlanningError, match="every size must be >= 1"):
+        gemm.partition_gemm(0, 10, 10, 4, F8, 1, 2, "x")
