@@ -62,6 +62,7 @@ class ValueDraft:
     storage_group: int
     alignment_bytes: int | None = None
     copies: int = 1
+    role: str = "intermediate"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +114,14 @@ class LoweringContext:
         return self.machine.class_prefix
 
     def new_value(self, origin: int, name: str, shape: tuple[int, ...], precision: Precision, layout: Layout,
-                  alignment_bytes: int | None = None, storage_of: int | None = None, group: str | None = None) -> int:
+                  alignment_bytes: int | None = None, storage_of: int | None = None, group: str | None = None,
+                  role: str = "intermediate") -> int:
         """Create a value; `storage_of` shares that value's storage group (in place)."""
         vid = len(self.values)
         # a storage group is numbered by the value that owns the storage
         sg = vid if storage_of is None else self.values[storage_of].storage_group
         self.values.append(ValueDraft(vid, origin, vid, name, group if group is not None else group_of(name),
-                                      shape, precision, layout, sg, alignment_bytes))
+                                      shape, precision, layout, sg, alignment_bytes, role=role))
         return vid
 
     def value(self, vid: int) -> ValueDraft:
@@ -156,6 +158,7 @@ def op_result_name(op: Operation, k: int = 0) -> str:
 
 
 def declared_tensor_value(ctx: LoweringContext, tensor: Tensor, layout: Layout, alignment: int | None) -> int:
-    vid = ctx.new_value(tensor.origin, tensor.name, tensor.shape, tensor.precision, layout, alignment)
+    vid = ctx.new_value(tensor.origin, tensor.name, tensor.shape, tensor.precision, layout, alignment,
+                        role=tensor.role)
     ctx.binding[tensor.name] = (vid,)
     return vid

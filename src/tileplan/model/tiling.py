@@ -6,9 +6,11 @@ Rules (docs/report-format.md, "Shard arithmetic"), per `AxisTiling`:
 * The extent is padded: split into `padding_groups` equal groups, each rounded up to
   `padding_multiple`. With `padding: Reject` no padding may be needed.
 * The padded extent is cut into ``blocks = ceil(padded / block_size)`` blocks, spread
-  evenly over `partitions`: partition p gets ``blocks // P + (p < blocks % P)``
-  blocks, contiguous and in order. With `Reject`, every partition must get a block
-  and the last block must be full.
+  evenly over `partitions`, contiguous and in order: partition p gets blocks
+  ``[floor(p * blocks / P), floor((p + 1) * blocks / P))``, so each gets
+  ``blocks // P`` or one more, and the ``blocks % P`` larger ones are spread across
+  the partitions rather than bunched at the start. With `Reject`, every partition
+  must get a block and the last block must be full.
 * A partition stores its blocks x block_size elements, rounded up to
   `shard_padding_multiple`. Untiled dimensions are stored whole.
 
@@ -102,8 +104,8 @@ def split_axis(axis: AxisTiling, extent: int, name: str, what: str) -> AxisSplit
             raise TilingError(
                 f"{what} of {blocks} blocks of {axis.block_size} elements cannot fill "
                 f"{axis.partitions} partitions (padding Reject)", name)
-    q, r = divmod(blocks, axis.partitions)
-    counts = tuple(q + 1 if p < r else q for p in range(axis.partitions))
+    P = axis.partitions
+    counts = tuple((p + 1) * blocks // P - p * blocks // P for p in range(P))
     stored = tuple(round_up(c * axis.block_size, axis.shard_padding_multiple) for c in counts)
     return AxisSplit(extent, padded, blocks, axis.block_size, counts, stored)
 

@@ -40,6 +40,13 @@ class Value:
     copies: int
     bytes: int | None
     alignment_bytes: int | None = None
+    #: "input" or "parameter" for declared tensors (resident from the first step),
+    #: "intermediate" for what the lowering creates; None when a report omits it
+    role: str | None = None
+
+    @property
+    def resident(self) -> bool:
+        return self.role in ("input", "parameter")
 
     @property
     def memory_class(self) -> MemoryClass:

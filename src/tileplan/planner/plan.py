@@ -17,6 +17,7 @@ from tileplan.model.ir import Program
 from tileplan.model.machine import Machine
 from tileplan.model.tiling import Shards, round_up, shards_of
 from tileplan.model.timeline import Rejection, Step, Value
+from tileplan.planner.exact import ExactAccounting, account
 from tileplan.planner.exchange import exchange_rows
 from tileplan.planner.usage import BudgetVerdict, Peaks, find_peaks, judge_budget, step_usage, storage_groups
 
@@ -50,6 +51,8 @@ class Plan:
     verdict: BudgetVerdict
     exchange_rows: int
     shards: dict[int, Shards]
+    exact: ExactAccounting | None
+    resident: frozenset[int]
 
 
 def size_values(drafts: tuple[ValueDraft, ...]) -> tuple[dict[int, Shards], dict[int, str]]:
@@ -146,7 +149,7 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
             sizes = (None, None, None)
         values.append(Value(d.id, d.origin, d.root, d.name, d.group, d.shape, d.precision, d.layout,
                             d.storage_group, sizes[0], sizes[1], d.copies, sizes[2],
-                            alignment_bytes=d.alignment_bytes))
+                            alignment_bytes=d.alignment_bytes, role=d.role))
     groups = storage_groups(values)
     value_group = {v.id: v.storage_group for v in values}
     steps = []
@@ -157,8 +160,11 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
                           step_usage(live_sets[i], scratch, value_group, groups)))
     peaks = find_peaks(steps, groups, value_group)
     rows = exchange_rows(s.operation for s in steps)
+    resident = frozenset(v.id for v in values if v.resident)
+    exact = account(values, steps, shards, machine.tile_count, set(resident)) \
+        if steps and all(v.id in shards for v in values) else None
     verdict = judge_budget(steps, peaks, machine.budget_bytes, machine.interleaved_budget_bytes,
-                           rows * machine.exchange_row_bytes, complete=scope == "program")
+                           rows * machine.exchange_row_bytes, complete=scope == "program", exact=exact)
     rejections = tuple(Rejection(v, lowering.values[v].name, reasons[v]) for v in in_report if v in reasons)
     ops = tuple(o for o in lowering.operations if any(s.source == o.index for s in steps)) \
         if scope != "program" else lowering.operations
@@ -168,4 +174,4 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
         name = next((o.name for o in program.operations() if o.index == index), f"operation {index}")
         rejected_op = (index, name, reason)
     return Plan(program, machine, policy.name, options, scope, tuple(values), tuple(steps), rejections, ops,
-                rejected_op, peaks, verdict, rows, {v: shards[v] for v in in_report if v in shards})
+                rejected_op, peaks, verdict, rows, {v: shards[v] for v in in_report if v in shards}, exact, resident)

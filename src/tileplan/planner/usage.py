@@ -7,9 +7,12 @@ These passes are shared by the planner (which computes the figures) and by
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from tileplan.model.timeline import REGIONS, Step, Value
+
+if TYPE_CHECKING:
+    from tileplan.planner.exact import ExactAccounting
 
 SENTINEL = 2**64 - 1
 
@@ -100,7 +103,9 @@ class BudgetVerdict:
 
 
 def judge_budget(steps: Sequence[Step], peaks: Peaks, budget_bytes: int, interleaved_budget_bytes: int,
-                 exchange_bytes: int, complete: bool) -> BudgetVerdict:
+                 exchange_bytes: int, complete: bool, exact: "ExactAccounting | None" = None) -> BudgetVerdict:
+    """The verdict; with exact per-tile accounting it judges the real worst tiles,
+    otherwise the estimate."""
     standard_budget = budget_bytes - interleaved_budget_bytes
     std = [s.usage["standard"] for s in steps]
     if any(x is None for x in std):
@@ -108,18 +113,23 @@ def judge_budget(steps: Sequence[Step], peaks: Peaks, budget_bytes: int, interle
     else:
         overflow = max((max(0, x - standard_budget) for x in std), default=0)  # type: ignore[operator]
     effective = None if peaks.total is None else peaks.total + exchange_bytes
-    fits = (complete and effective is not None and peaks.interleaved is not None
-            and effective <= budget_bytes and peaks.interleaved <= interleaved_budget_bytes)
+    if exact is not None:
+        fits = (complete and exact.peak("total")[0] + exchange_bytes <= budget_bytes
+                and exact.peak("interleaved")[0] <= interleaved_budget_bytes)
+    else:
+        fits = (complete and effective is not None and peaks.interleaved is not None
+                and effective <= budget_bytes and peaks.interleaved <= interleaved_budget_bytes)
     return BudgetVerdict(standard_budget, overflow, effective, fits)
 
 
 @dataclass(frozen=True, slots=True)
 class OverBudget:
-    """One step over a budget: which region ("interleaved" or "total"), its usage
-    there, the budget and the bytes over."""
+    """One step over a budget: which region ("interleaved" or "total"), the tile
+    (None when judged on the estimate), its usage there, the budget."""
 
     step: int
     region: str
+    tile: int | None
     usage: int
     budget: int
 
@@ -129,45 +139,63 @@ class OverBudget:
 
 
 def over_budget_steps(steps: Sequence[Step], budget_bytes: int, interleaved_budget_bytes: int,
-                      exchange_bytes: int) -> list[OverBudget]:
+                      exchange_bytes: int, exact: "ExactAccounting | None" = None) -> list[OverBudget]:
     """Every (step, region) over its budget: interleaved usage over the interleaved
     budget, or standard + interleaved + exchange over the whole budget (standard data
-    may overflow into the interleaved region, so it has no budget of its own)."""
+    may overflow into the interleaved region, so it has no budget of its own). With
+    exact accounting, on each step's worst tile."""
     out = []
-    for s in steps:
-        std, inter = s.usage["standard"], s.usage["interleaved"]
-        if std is None or inter is None:
-            continue
+    for i, s in enumerate(steps):
+        if exact is not None:
+            w = exact.steps[i]
+            inter, inter_tile, total, tile = w.max_interleaved, w.max_interleaved_tile, w.total, w.tile
+        else:
+            std, inter = s.usage["standard"], s.usage["interleaved"]
+            if std is None or inter is None:
+                continue
+            total, tile, inter_tile = std + inter, None, None
         if inter > interleaved_budget_bytes:
-            out.append(OverBudget(s.index, "interleaved", inter, interleaved_budget_bytes))
-        total = std + inter + exchange_bytes
-        if total > budget_bytes:
-            out.append(OverBudget(s.index, "total", total, budget_bytes))
+            out.append(OverBudget(s.index, "interleaved", inter_tile, inter, interleaved_budget_bytes))
+        if total + exchange_bytes > budget_bytes:
+            out.append(OverBudget(s.index, "total", tile, total + exchange_bytes, budget_bytes))
     return out
 
 
 def verdict_json(steps: Sequence[Step], peaks: Peaks, verdict: BudgetVerdict, budget_bytes: int,
-                 interleaved_budget_bytes: int, exchange_bytes: int) -> dict:
-    """The report's `verdict`: per region its peak, step, budget and margin; when over
-    budget, the first and the worst step (most bytes over) with region and bytes."""
+                 interleaved_budget_bytes: int, exchange_bytes: int, exact: "ExactAccounting | None" = None) -> dict:
+    """The report's `verdict`: per region the peak (exact when known, on its worst
+    tile), step, budget, margin and the estimate; when over budget, the first and the
+    worst step (most bytes over) with region, tile and bytes."""
     regions = []
-    if peaks.standard is not None:
-        regions.append({"region": "standard", "peak": peaks.standard, "step": peaks.standard_step,
-                        "budget": verdict.standard_budget, "margin": verdict.standard_budget - peaks.standard,
-                        "overflow_into_interleaved": verdict.standard_contiguous_overflow_bytes})
-    if peaks.interleaved is not None:
-        regions.append({"region": "interleaved", "peak": peaks.interleaved, "step": peaks.interleaved_step,
-                        "budget": interleaved_budget_bytes, "margin": interleaved_budget_bytes - peaks.interleaved})
-    if verdict.effective_peak_bytes is not None:
-        regions.append({"region": "total", "peak": verdict.effective_peak_bytes, "step": peaks.total_step,
-                        "budget": budget_bytes, "margin": budget_bytes - verdict.effective_peak_bytes,
-                        "exchange_bytes": exchange_bytes})
-    over = over_budget_steps(steps, budget_bytes, interleaved_budget_bytes, exchange_bytes)
-    out: dict = {"fits": verdict.fits, "regions": regions, "over_budget": None}
+    estimates = {"standard": (peaks.standard, peaks.standard_step),
+                 "interleaved": (peaks.interleaved, peaks.interleaved_step),
+                 "total": (verdict.effective_peak_bytes, peaks.total_step)}
+    budgets = {"standard": verdict.standard_budget, "interleaved": interleaved_budget_bytes, "total": budget_bytes}
+    for region in ("standard", "interleaved", "total"):
+        estimate, estimate_step = estimates[region]
+        if estimate is None:
+            continue
+        if exact is not None:
+            peak, tile, step = exact.peak(region)
+            if region == "total":
+                peak += exchange_bytes
+        else:
+            peak, tile, step = estimate, None, estimate_step
+        entry = {"region": region, "peak": peak, "tile": tile, "step": step, "budget": budgets[region],
+                 "margin": budgets[region] - peak, "estimate": estimate}
+        if region == "total":
+            entry["exchange_bytes"] = exchange_bytes
+        regions.append(entry)
+    over = over_budget_steps(steps, budget_bytes, interleaved_budget_bytes, exchange_bytes, exact)
+    out: dict = {"fits": verdict.fits, "judged_on": "exact" if exact is not None else "estimate",
+                 "regions": regions, "over_budget": None}
     if over:
         first = over[0]
         worst = max(over, key=lambda o: (o.bytes_over, -o.step))
-        as_json = lambda o: {"step": o.step, "region": o.region, "usage": o.usage, "budget": o.budget,  # noqa: E731
-                             "bytes_over": o.bytes_over}
+        as_json = lambda o: {"step": o.step, "region": o.region, "tile": o.tile, "usage": o.usage,  # noqa: E731
+                             "budget": o.budget, "bytes_over": o.bytes_over}
         out["over_budget"] = {"steps": len({o.step for o in over}), "first": as_json(first), "worst": as_json(worst)}
+        if worst.tile is not None:
+            out["out_of_memory"] = (f"Out of memory on tile {worst.tile} at step {worst.step}: {worst.usage} bytes "
+                                    f"used, budget {worst.budget}")
     return out

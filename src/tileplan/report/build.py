@@ -6,6 +6,7 @@ from typing import Any
 
 from tileplan.planner.plan import Plan
 from tileplan.planner.usage import verdict_json
+from tileplan.report.exact import exact_json, peak_tile_json
 from tileplan.report.format import PeakFigures, Report
 
 MODEL_TEXT = ("Planner estimate: sum of per-allocation maximum shard sizes, not a placed tile. Repeat execution "
@@ -29,7 +30,11 @@ def build_report(plan: Plan) -> Report:
         ],
     }
     exchange = plan.exchange_rows * m.exchange_row_bytes
-    extra["verdict"] = verdict_json(plan.steps, p, plan.verdict, m.budget_bytes, m.interleaved_budget_bytes, exchange)
+    extra["verdict"] = verdict_json(plan.steps, p, plan.verdict, m.budget_bytes, m.interleaved_budget_bytes, exchange,
+                                    plan.exact)
+    if plan.exact is not None:
+        extra["exact"] = exact_json(plan.exact, p.total)
+        extra["verdict"]["peak_tile"] = peak_tile_json(plan.values, plan.steps, plan.shards, plan.exact)
     if plan.rejected_operation is not None:
         index, name, reason = plan.rejected_operation
         extra["rejected_operation"] = {"index": index, "name": name, "reason": reason}

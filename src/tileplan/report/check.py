@@ -15,8 +15,11 @@ from dataclasses import dataclass, field, replace
 from tileplan.errors import TilingError
 from tileplan.model.tiling import round_up, shards_of
 from tileplan.model.timeline import REGIONS, Value
+from tileplan.model.tiling import Shards
+from tileplan.planner.exact import account
 from tileplan.planner.exchange import exchange_rows
 from tileplan.planner.usage import Peaks, find_peaks, judge_budget, step_usage, storage_groups, verdict_json
+from tileplan.report.exact import exact_json, peak_tile_json
 from tileplan.report.format import Report
 
 SENTINEL = 2**64 - 1
@@ -90,6 +93,7 @@ def check_report(report: Report) -> CheckResult:
     result = CheckResult(values_total=len(report.values), steps_total=len(report.steps))
     rejected = {j.value: j for j in report.rejections}
     unknown: set[int] = set()
+    shards: dict[int, Shards] = {}
 
     # values: shard, aligned and total bytes from layout, shape and precision
     for i, v in enumerate(report.values):
@@ -98,7 +102,8 @@ def check_report(report: Report) -> CheckResult:
             result.add("disagree", place, f"layout tile_count {v.layout.tiling.tile_count} differs from "
                                           f"the report's tile_count {report.tile_count}")
         try:
-            shard = shards_of(v.layout, v.shape, v.name).largest_bytes(v.precision)
+            shards[v.id] = shards_of(v.layout, v.shape, v.name)
+            shard = shards[v.id].largest_bytes(v.precision)
         except TilingError as e:
             unknown.add(v.id)
             sizes = {"shard_bytes": v.shard_bytes, "aligned_bytes": v.aligned_bytes, "bytes": v.bytes}
@@ -186,8 +191,15 @@ def check_report(report: Report) -> CheckResult:
         exchange = 0
     else:
         exchange = (rows or 0) * report.exchange_row_bytes
+    exact = None
+    if "exact" in report.extra:
+        if unknown or not derived_steps:
+            result.add("disagree", "exact", "given, but exact accounting needs every value representable")
+        else:
+            exact = account(sized, derived_steps, shards, report.tile_count, {v.id for v in sized if v.resident})
+            _compare_json(result, "exact", report.extra["exact"], exact_json(exact, peaks.total))
     verdict = judge_budget(derived_steps, peaks, report.budget_bytes, report.interleaved_budget_bytes,
-                           exchange, complete=report.scope == "program")
+                           exchange, complete=report.scope == "program", exact=exact)
     _compare(result, "standard_contiguous_overflow_bytes", report.standard_contiguous_overflow_bytes,
              verdict.standard_contiguous_overflow_bytes, why)
     if report.exchange_row_bytes is not None or report.effective_peak_bytes is None \
@@ -195,15 +207,26 @@ def check_report(report: Report) -> CheckResult:
         _compare(result, "effective_peak_bytes", report.effective_peak_bytes, verdict.effective_peak_bytes, why)
     if "verdict" in report.extra:
         derived = verdict_json(derived_steps, peaks, verdict, report.budget_bytes, report.interleaved_budget_bytes,
-                               exchange)
-        if report.extra["verdict"] != derived:
-            keys = sorted(k for k in derived if report.extra["verdict"].get(k) != derived[k])
-            result.add("disagree", "verdict", f"{', '.join(keys) or 'fields'} differ from the re-derived verdict "
-                                              f"{json.dumps({k: derived[k] for k in keys})[:300]}")
+                               exchange, exact)
+        if exact is not None:
+            derived["peak_tile"] = peak_tile_json(sized, derived_steps, shards, exact)
+        _compare_json(result, "verdict", report.extra["verdict"], derived)
     if report.fits_budget != verdict.fits:
         result.add("disagree", "fits_budget", f"reports {str(report.fits_budget).lower()}; re-derived "
                                               f"{str(verdict.fits).lower()} (scope {report.scope})")
     return result
+
+
+def _compare_json(result: CheckResult, place: str, reported: object, derived: object) -> None:
+    """Compare a JSON section key by key; name the first keys that differ."""
+    if reported == derived:
+        return
+    if isinstance(reported, dict) and isinstance(derived, dict):
+        keys = sorted(k for k in set(reported) | set(derived) if reported.get(k) != derived.get(k))
+        shown = json.dumps({k: derived.get(k) for k in keys[:3]}, sort_keys=True)
+        result.add("disagree", place, f"{', '.join(keys)} differ from the re-derived {shown[:240]}")
+    else:
+        result.add("disagree", place, f"reports {json.dumps(reported)[:120]}; re-derived {json.dumps(derived)[:120]}")
 
 
 def _unknown_size(v: Value) -> Value:

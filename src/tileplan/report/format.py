@@ -70,6 +70,8 @@ def value_to_json(v: Value) -> dict[str, Any]:
     }
     if v.alignment_bytes is not None:
         out["alignment_bytes"] = v.alignment_bytes
+    if v.role is not None:
+        out["role"] = v.role
     return out
 
 
@@ -193,7 +195,15 @@ def _read_value(r: _Reader) -> Value:
         copies=r.sub("copies").integer(minimum=1),  # type: ignore[arg-type]
         bytes=r.sub("bytes").integer(nullable=True),
         alignment_bytes=r.sub("alignment_bytes").integer(minimum=1) if r.has("alignment_bytes") else None,
+        role=_role(r) if r.has("role") else None,
     )
+
+
+def _role(r: "_Reader") -> str:
+    role = r.sub("role").string()
+    if role not in ("input", "parameter", "intermediate"):
+        raise InputError(f"role must be input, parameter or intermediate, found {role!r}", f"{r.place}.role")
+    return role
 
 
 def _read_step(r: _Reader) -> Step:
