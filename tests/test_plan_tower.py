@@ -122,7 +122,8 @@ def test_plan_cli_prints_the_verdict(tmp_path, capsys):
     out = tmp_path / "f16.json"
     assert main(["plan", "--weights", "f16", "--layers", "27", "-o", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "does not fit" in text and "first over budget at step" in text
+    assert text.splitlines()[1].startswith("Out of memory on tile ")
+    assert "over budget in" in text and "worst at step" in text
     assert json.loads(out.read_text())["fits_budget"] is False
 
 

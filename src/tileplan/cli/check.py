@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
             if f.kind == kind:
                 print(f.to_text())
     counts = {k: sum(f.kind == k for f in result.findings) for k in ("unrepresentable", "defect", "disagree")}
+    if "what_if" in report.extra:
+        rows = report.extra["what_if"].get("rows", [])
+        print(f"what_if: {len(rows)} rows are separate plans, not re-derived here; run each row's command")
     if result.consistent:
         rejected = sum(f.kind == "rejected" for f in result.findings)
         note = f" ({rejected} unrepresentable values are null and listed under rejections)" if rejected else ""

@@ -1,25 +1,33 @@
 """Plan a model: lower it to tile-level steps, size every value, judge the budget.
 
-Writes the version-1 report (JSON) and prints the verdict. The model is a named
-SigLIP configuration (see `tileplan plan --help` for the list).
+Writes the version-1 report (JSON) and prints the verdict first: the worst tile,
+its step and bytes against the budget (Poplar's "Out of memory on tile ..." when it
+does not fit), what is live there, and a what-if table re-planned with each knob you
+can turn. `--sweep KNOB=V1,V2` plans every combination of knobs instead (in parallel)
+and writes one row per combination. `--fail-over-budget` exits 3 when it does not fit.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
+from tileplan.cli.progress import Progress
 from tileplan.errors import InputError
 from tileplan.ioutil import write_atomic
-from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
-from tileplan.lowering.policy import POLICIES, policy
+from tileplan.lowering.core import AttentionProducts, GemmOutputPacking
+from tileplan.lowering.policy import POLICIES
 from tileplan.model import siglip
-from tileplan.model.machine import PRESETS, machine
-from tileplan.model.precision import from_option
-from tileplan.planner.plan import Plan, plan_program
-from tileplan.planner.usage import over_budget_steps
+from tileplan.model.machine import PRESETS
+from tileplan.planner.request import PlanRequest
+from tileplan.planner.sweep import KNOBS, expand, run_sweep
+from tileplan.planner.whatif import what_if, what_if_json
 from tileplan.report.build import build_report
-from tileplan.report.format import to_json_text
+from tileplan.report.format import to_json_dict, to_json_text
+
+EXIT_OVER_BUDGET = 3
+TOP_VALUES = 10
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,48 +43,150 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="materialized, streamed or automatic (default)")
     p.add_argument("--gemm-output-packing", default="native", choices=[c.value.lower() for c in GemmOutputPacking],
                    help="native (partials on 32 KiB elements, default) or packed")
-    p.add_argument("-o", "--output", help="report path (default: MODEL.json in the current folder)")
+    p.add_argument("--no-what-if", action="store_true", help="skip the what-if re-plans")
+    p.add_argument("--sweep", action="append", metavar="KNOB=V1,V2",
+                   help=f"plan every combination of these knobs ({', '.join(KNOBS)}); repeatable")
+    p.add_argument("--fail-over-budget", action="store_true", help="exit 3 when the program does not fit")
+    p.add_argument("-o", "--output", help="report path (default: MODEL.json, or MODEL.sweep.json with --sweep)")
     p.add_argument("-f", "--force", action="store_true", help="overwrite an existing report")
 
 
-def options_from(args: argparse.Namespace) -> Options:
-    return Options(GemmOutputPacking(args.gemm_output_packing.capitalize()),
-                   AttentionProducts(args.attention_products.capitalize()))
-
-
-def plan_from(args: argparse.Namespace) -> Plan:
+def request_from(args: argparse.Namespace) -> PlanRequest:
     if args.layers is not None and args.layers < 1:
         raise InputError(f"--layers must be >= 1, found {args.layers}")
-    cfg = siglip.config(args.model, layers=args.layers, map_head=False if args.no_map_head else None)
-    program = siglip.build_vit(cfg, from_option(args.weights))
-    return plan_program(program, machine(args.machine), policy(args.policy), options_from(args))
+    return PlanRequest(model=args.model, layers=args.layers, weights=args.weights, map_head=not args.no_map_head,
+                       policy=args.policy, machine=args.machine, attention_products=args.attention_products,
+                       gemm_output_packing=args.gemm_output_packing)
+
+
+def _output(args: argparse.Namespace, suffix: str) -> Path:
+    output = Path(args.output) if args.output else Path(f"{args.model}{suffix}")
+    if output.exists() and not args.force:
+        raise InputError(f"{output} exists; pass -f to overwrite it")
+    return output
 
 
 def run(args: argparse.Namespace) -> int:
-    output = Path(args.output) if args.output else Path(f"{args.model}.json")
-    if output.exists() and not args.force:
-        raise InputError(f"{output} exists; pass -f to overwrite it")
-    plan = plan_from(args)
+    request = request_from(args)
+    if args.sweep:
+        return run_sweep_command(args, request)
+    output = _output(args, ".json")
+    progress = Progress()
+    progress.update(f"planning {request.command()}")
+    plan = request.plan()
     report = build_report(plan)
+    if not args.no_what_if:
+        rows = what_if(request, plan, progress=lambda text: progress.update(text))
+        report.extra["what_if"] = what_if_json(request, plan, rows)
+    progress.done()
     write_atomic(output, to_json_text(report))
-    print(f"wrote {output}: scope {report.scope}, {len(report.values)} values, {len(report.steps)} steps")
-    print(verdict_line(plan))
+    doc = to_json_dict(report)
+    print(f"wrote {output}: scope {report.scope}, {len(report.values)} values, {len(report.steps)} steps "
+          f"({request.command()})")
+    for line in verdict_lines(doc):
+        print(line)
+    if args.fail_over_budget and not report.fits_budget:
+        return EXIT_OVER_BUDGET
     return 0
 
 
-def verdict_line(plan: Plan) -> str:
-    v, p, m = plan.verdict, plan.peaks, plan.machine
-    if plan.scope != "program":
-        index, name, reason = plan.rejected_operation  # type: ignore[misc]
-        return f"not planned: operation {index} ({name}): {reason}; {len(plan.rejections)} values rejected"
-    word = "fits" if v.fits else "does not fit"
-    line = (f"{word}: peak {v.effective_peak_bytes} B of {m.budget_bytes} B at step {p.total_step} (margin "
-            f"{m.budget_bytes - v.effective_peak_bytes} B); interleaved peak {p.interleaved} B of "  # type: ignore[operator]
-            f"{m.interleaved_budget_bytes} B (margin {m.interleaved_budget_bytes - p.interleaved} B)")  # type: ignore[operator]
-    over = over_budget_steps(plan.steps, m.budget_bytes, m.interleaved_budget_bytes,
-                             plan.exchange_rows * m.exchange_row_bytes)
+def run_sweep_command(args: argparse.Namespace, base: PlanRequest) -> int:
+    output = _output(args, ".sweep.json")
+    combos = expand(base, args.sweep)
+    progress = Progress(delay=0)
+    rows = run_sweep(combos, progress=lambda done, total: progress.update(f"planned {done}/{total}"))
+    progress.done()
+    knobs = list(combos[0][0])
+    doc = {"version": 1, "kind": "sweep", "base": base.command(), "knobs": knobs, "rows": rows}
+    write_atomic(output, json.dumps(doc, separators=(",", ":")) + "\n")
+    print(f"wrote {output}: {len(rows)} combinations")
+    header = [*knobs, "verdict", "peak B", "margin B", "tile", "step", "interleaved B"]
+    table = [[*(str(r[k]) for k in knobs), "fits" if r["fits"] else ("does not fit" if r["scope"] == "program"
+                                                                      else f"not planned ({r['scope']})"),
+              _num(r["peak"]), _num(r["margin"]), _num(r["tile"]), _num(r["step"]), _num(r["interleaved_peak"])]
+             for r in rows]
+    for line in format_table(header, table):
+        print(line)
+    if args.fail_over_budget and not all(r["fits"] for r in rows):
+        return EXIT_OVER_BUDGET
+    return 0
+
+
+def _num(x: object) -> str:
+    return "-" if x is None else str(x)
+
+
+def format_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    numeric = [all(r[i].lstrip("-").isdigit() or r[i] == "-" for r in rows) for i in range(len(header))]
+    fmt = lambda cells: "  ".join(c.rjust(w) if n else c.ljust(w)  # noqa: E731
+                                  for c, w, n in zip(cells, widths, numeric)).rstrip()
+    return [fmt(header), *(fmt(r) for r in rows)]
+
+
+def verdict_lines(doc: dict) -> list[str]:
+    """The verdict as people read it, from the report's own fields (nothing recomputed)."""
+    if doc["scope"] != "program":
+        rejected = doc.get("rejected_operation", {})
+        lines = [f"Not planned: stopped at operation {rejected.get('index')} ({rejected.get('name')}): "
+                 f"{rejected.get('reason')}"]
+        for j in doc["rejections"][:3]:
+            lines.append(f"  {j['name']}: {j['reason']}")
+        if len(doc["rejections"]) > 3:
+            lines.append(f"  ... {len(doc['rejections']) - 3} more under rejections")
+        return lines
+    verdict = doc["verdict"]
+    regions = {r["region"]: r for r in verdict["regions"]}
+    total = regions["total"]
+    if verdict["fits"]:
+        lines = [f"Fits: worst tile {total['tile']} at step {total['step']}: {total['peak']} bytes used, "
+                 f"budget {total['budget']} (margin {total['margin']} B)"]
+    else:
+        lines = [verdict.get("out_of_memory") or f"Does not fit: {total['peak']} bytes used, budget {total['budget']}"]
+    step = doc["timeline"]["steps"][total["step"]]
+    op = next((o for o in doc["operations"] if o["index"] == step["source"]), None)
+    if op is not None:
+        runs = f", runs {op['execution_count']} times" if op["execution_count"] > 1 else ""
+        lines.append(f"  at step {step['index']}: {step['operation'].split(' {')[0]} of operation {op['index']} "
+                     f"({op['name']}{runs})")
+    exact = doc.get("exact", {})
+    lines.append(f"  total        {total['peak']:>8} B of {total['budget']} (margin {total['margin']}; estimate "
+                 f"{total['estimate']}, exact/estimate {exact.get('ratio_exact_to_estimate')})")
+    if "standard" in regions:
+        r = regions["standard"]
+        lines.append(f"  standard     {r['peak']:>8} B on tile {r['tile']} at step {r['step']} "
+                     f"({r['budget']} B non-interleaved budget; beyond it standard data overflows into the "
+                     f"interleaved region)")
+    if "interleaved" in regions:
+        r = regions["interleaved"]
+        lines.append(f"  interleaved  {r['peak']:>8} B of {r['budget']} on tile {r['tile']} at step {r['step']} "
+                     f"(margin {r['margin']})")
+    over = verdict.get("over_budget")
     if over:
-        worst = max(over, key=lambda o: (o.bytes_over, -o.step))
-        line += (f"\nfirst over budget at step {over[0].step} ({over[0].region}: {over[0].bytes_over} B over); "
-                 f"worst at step {worst.step} ({worst.region}: {worst.bytes_over} B over)")
-    return line
+        f, w = over["first"], over["worst"]
+        lines.append(f"  over budget in {over['steps']} steps: first at step {f['step']} ({f['region']}, tile "
+                     f"{f['tile']}, {f['bytes_over']} B over); worst at step {w['step']} ({w['region']}, tile "
+                     f"{w['tile']}, {w['bytes_over']} B over)")
+    peak = verdict.get("peak_tile")
+    if peak:
+        lines.append(f"live on tile {peak['tile']} at step {peak['step']}, by group "
+                     f"({peak['values_live']} allocations; scratch {peak['scratch']['standard']} B standard, "
+                     f"{peak['scratch']['interleaved']} B interleaved):")
+        op_names = {f"operation {o['index']} result 0": o["name"] for o in doc["operations"]}
+        for g in peak["groups"][:TOP_VALUES]:
+            label = g["group"] + (f" ({op_names[g['group']]})" if g["group"] in op_names else "")
+            lines.append(f"  {g['bytes']:>8} B  {label}" + (f", {g['values']} values" if g["values"] > 1 else ""))
+    wi = doc.get("what_if")
+    if wi:
+        lines.append("what if (each row re-planned; its command re-derives it):")
+        base = wi["baseline"]
+        rows = [["as planned", "", _verdict_word(base), _num(base["peak"]), _num(base["margin"])]]
+        rows += [[r["knob"], r["value"], _verdict_word(r), _num(r["peak"]), _num(r["margin"])] for r in wi["rows"]]
+        lines += ["  " + line for line in format_table(["knob", "value", "verdict", "peak B", "margin B"], rows)]
+    return lines
+
+
+def _verdict_word(row: dict) -> str:
+    if row["scope"] != "program":
+        return f"not planned ({row['scope']})"
+    return "fits" if row["fits"] else "does not fit"

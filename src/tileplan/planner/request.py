@@ -1,0 +1,72 @@
+"""A plan request: everything that decides a plan, as one immutable value.
+
+The CLI builds one from its options; the what-if table and the sweep vary its fields.
+`command()` gives the `tileplan plan` line that reproduces it, so every re-planned
+figure in a report can be re-derived by running that command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tileplan.errors import InputError
+from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
+from tileplan.lowering.policy import policy
+from tileplan.model import siglip
+from tileplan.model.ir import Program
+from tileplan.model.machine import machine
+from tileplan.model.precision import from_option
+from tileplan.planner.plan import Plan, plan_program
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRequest:
+    """Invariant: every field names something that exists (checked by `program()`)."""
+
+    model: str = siglip.DEFAULT_MODEL
+    layers: int | None = None
+    weights: str = "f8f143:-4"
+    map_head: bool = True
+    policy: str = "default"
+    machine: str = "ipu21"
+    attention_products: str = "automatic"
+    gemm_output_packing: str = "native"
+
+    def __post_init__(self) -> None:
+        if self.layers is not None and self.layers < 1:
+            raise InputError(f"layers must be >= 1, found {self.layers}")
+        choices = {"attention_products": [c.value.lower() for c in AttentionProducts],
+                   "gemm_output_packing": [c.value.lower() for c in GemmOutputPacking]}
+        for key, allowed in choices.items():
+            if getattr(self, key) not in allowed:
+                raise InputError(f"{key.replace('_', '-')} must be one of {', '.join(allowed)}, "
+                                 f"found {getattr(self, key)!r}")
+
+    @property
+    def config(self) -> siglip.ViTConfig:
+        return siglip.config(self.model, layers=self.layers, map_head=self.map_head)
+
+    @property
+    def options(self) -> Options:
+        return Options(GemmOutputPacking(self.gemm_output_packing.capitalize()),
+                       AttentionProducts(self.attention_products.capitalize()))
+
+    def program(self) -> Program:
+        return siglip.build_vit(self.config, from_option(self.weights))
+
+    def plan(self) -> Plan:
+        return plan_program(self.program(), machine(self.machine), policy(self.policy), self.options)
+
+    def with_(self, **changes: object) -> "PlanRequest":
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def command(self) -> str:
+        """The `tileplan plan` line that plans exactly this request."""
+        parts = ["tileplan plan", self.model, f"--layers {self.config.layers}", f"--weights {self.weights}"]
+        if not self.map_head:
+            parts.append("--no-map-head")
+        defaults = PlanRequest()
+        for key in ("policy", "machine", "attention_products", "gemm_output_packing"):
+            if getattr(self, key) != getattr(defaults, key):
+                parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
+        return " ".join(parts)

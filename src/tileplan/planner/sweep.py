@@ -1,0 +1,78 @@
+"""Sweep: plan every combination of named knobs, in parallel over local processes.
+
+Knobs (command-line names): weights, layers, attention-products, gemm-output-packing,
+policy. `expand` turns ["weights=f8f143:-4,f16", "layers=4,27"] into the cartesian
+product of requests in a fixed order; `run_sweep` plans them with a process pool and
+returns one row per combination in that order (deterministic whatever finishes first).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Callable, Sequence
+
+from tileplan.errors import InputError
+from tileplan.planner.request import PlanRequest
+from tileplan.planner.whatif import outcome
+
+KNOBS = {"weights": "weights", "layers": "layers", "attention-products": "attention_products",
+         "gemm-output-packing": "gemm_output_packing", "policy": "policy"}
+
+
+def parse_knob(spec: str) -> tuple[str, list[str]]:
+    name, sep, values = spec.partition("=")
+    if not sep or not values.strip():
+        raise InputError(f"--sweep {spec!r}: expected KNOB=V1,V2,... e.g. weights=f8f143:-4,f16")
+    if name not in KNOBS:
+        raise InputError(f"--sweep {spec!r}: unknown knob {name!r}; expected one of {', '.join(KNOBS)}")
+    items = [v.strip() for v in values.split(",") if v.strip()]
+    if len(set(items)) != len(items):
+        raise InputError(f"--sweep {spec!r}: a value is repeated")
+    return name, items
+
+
+def expand(base: PlanRequest, specs: Sequence[str]) -> list[tuple[dict[str, str], PlanRequest]]:
+    knobs = [parse_knob(s) for s in specs]
+    names = [k for k, _ in knobs]
+    if len(set(names)) != len(names):
+        raise InputError("--sweep: a knob is given twice; list all its values in one --sweep KNOB=V1,V2")
+    combos = []
+    for values in itertools.product(*(v for _, v in knobs)):
+        changes: dict[str, object] = {}
+        for name, value in zip(names, values):
+            if name == "layers":
+                try:
+                    changes["layers"] = int(value)
+                except ValueError:
+                    raise InputError(f"--sweep layers: expected integers, found {value!r}") from None
+            else:
+                changes[KNOBS[name]] = value
+        request = base.with_(**changes)
+        request.program()  # fail early, in this process, on a bad value (one-line error)
+        combos.append((dict(zip(names, values)), request))
+    return combos
+
+
+def _plan_row(request: PlanRequest) -> dict:
+    return outcome(request.plan()).to_json()
+
+
+def run_sweep(combos: list[tuple[dict[str, str], PlanRequest]], workers: int | None = None,
+              progress: Callable[[int, int], None] | None = None) -> list[dict]:
+    workers = workers or min(len(combos), os.cpu_count() or 1)
+    requests = [r for _, r in combos]
+    results: list[dict] = []
+    if workers <= 1 or len(requests) == 1:
+        for i, r in enumerate(requests):
+            results.append(_plan_row(r))
+            if progress:
+                progress(i + 1, len(requests))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for i, row in enumerate(pool.map(_plan_row, requests)):
+                results.append(row)
+                if progress:
+                    progress(i + 1, len(requests))
+    return [{**knobs, **row, "command": request.command()} for (knobs, request), row in zip(combos, results)]

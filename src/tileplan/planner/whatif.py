@@ -1,0 +1,115 @@
+"""What-if: the same program re-planned with each knob the user can turn.
+
+Knobs: the weight precision (F8 <-> F16), `attention_products`, `gemm_output_packing`
+and the number of encoder layers (the most that fit, found by bisection between 1
+and twice the planned count). Each row is a full plan; its figures are the exact
+verdict (worst tile) and its `command` re-derives them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from tileplan.planner.plan import Plan
+from tileplan.planner.request import PlanRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a plan came to: fits or not, its peak (exact when known, with exchange),
+    the budget, the worst tile and step; None where the plan was not complete."""
+
+    fits: bool
+    scope: str
+    peak: int | None
+    budget: int
+    tile: int | None
+    step: int | None
+    interleaved_peak: int | None
+
+    @property
+    def margin(self) -> int | None:
+        return None if self.peak is None else self.budget - self.peak
+
+    def to_json(self) -> dict:
+        return {"fits": self.fits, "scope": self.scope, "peak": self.peak, "budget": self.budget,
+                "margin": self.margin, "tile": self.tile, "step": self.step,
+                "interleaved_peak": self.interleaved_peak}
+
+
+def outcome(plan: Plan) -> Outcome:
+    m = plan.machine
+    exchange = plan.exchange_rows * m.exchange_row_bytes
+    if plan.exact is not None:
+        total, tile, step = plan.exact.peak("total")
+        return Outcome(plan.verdict.fits, plan.scope, total + exchange, m.budget_bytes, tile, step,
+                       plan.exact.peak("interleaved")[0])
+    return Outcome(plan.verdict.fits, plan.scope, plan.verdict.effective_peak_bytes, m.budget_bytes, None,
+                   plan.peaks.total_step, plan.peaks.interleaved)
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIfRow:
+    knob: str
+    value: str
+    request: PlanRequest
+    outcome: Outcome
+
+    def to_json(self) -> dict:
+        return {"knob": self.knob, "value": self.value, **self.outcome.to_json(), "command": self.request.command()}
+
+
+def variations(base: PlanRequest) -> list[tuple[str, str, PlanRequest]]:
+    """(knob, value, request) for each single change of a knob."""
+    out = []
+    other = "f16" if base.weights.lower().startswith("f8") else "f8f143:-4"
+    out.append(("weights", other, base.with_(weights=other)))
+    for choice in ("materialized", "streamed", "automatic"):
+        if choice != base.attention_products:
+            out.append(("attention_products", choice, base.with_(attention_products=choice)))
+    packing = "packed" if base.gemm_output_packing == "native" else "native"
+    out.append(("gemm_output_packing", packing, base.with_(gemm_output_packing=packing)))
+    return out
+
+
+def most_layers_that_fit(base: PlanRequest, planner: Callable[[PlanRequest], Plan]) -> tuple[int, Plan] | None:
+    """The largest layer count in [1, 2 x planned] that fits, by bisection (fitting is
+    monotone in the layer count: each layer adds resident weights); None if even one
+    layer does not fit."""
+    hi = 2 * base.config.layers
+    lo, best = 0, None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        p = planner(base.with_(layers=mid))
+        if p.verdict.fits:
+            lo, best = mid, (mid, p)
+        else:
+            hi = mid - 1
+    return best
+
+
+def what_if(base: PlanRequest, base_plan: Plan, planner: Callable[[PlanRequest], Plan] | None = None,
+            progress: Callable[[str], None] | None = None) -> list[WhatIfRow]:
+    run = planner or (lambda r: r.plan())
+    rows = []
+    for knob, value, request in variations(base):
+        if progress:
+            progress(f"what-if {knob} = {value}")
+        rows.append(WhatIfRow(knob, value, request, outcome(run(request))))
+    if progress:
+        progress("what-if layers")
+    best = most_layers_that_fit(base, run)
+    if best is not None:
+        layers, p = best
+        rows.append(WhatIfRow("layers", f"{layers} (the most that fit)", base.with_(layers=layers), outcome(p)))
+    else:
+        one = base.with_(layers=1)
+        rows.append(WhatIfRow("layers", "1 (none fit)", one, outcome(run(one))))
+    return rows
+
+
+def what_if_json(base: PlanRequest, base_plan: Plan, rows: list[WhatIfRow]) -> dict:
+    return {"baseline": {**outcome(base_plan).to_json(), "command": base.command()},
+            "rows": [r.to_json() for r in rows],
+            "note": "each row is a separate plan; run its command to re-derive it"}

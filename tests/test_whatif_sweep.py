@@ -1,0 +1,86 @@
+"""Issue 5: what-if rows, the sweep and the CI gate of `tileplan plan`."""
+
+import json
+
+import pytest
+
+from tileplan.cli.main import main
+from tileplan.planner.request import PlanRequest
+from tileplan.planner.whatif import most_layers_that_fit, outcome, what_if
+
+
+@pytest.fixture(scope="module")
+def f16_rows():
+    base = PlanRequest(weights="f16")
+    return base, base.plan(), what_if(base, base.plan())
+
+
+def test_f16_what_if_shows_which_knobs_make_it_fit(f16_rows):
+    base, plan, rows = f16_rows
+    assert not plan.verdict.fits
+    by_knob = {(r.knob, r.value.split(" ")[0]): r for r in rows}
+    weights = by_knob[("weights", "f8f143:-4")]
+    assert weights.outcome.fits and weights.outcome.margin > 0
+    layers = next(r for r in rows if r.knob == "layers")
+    n = layers.request.layers
+    assert layers.outcome.fits and 1 <= n < 27
+    assert not base.with_(layers=n + 1).plan().verdict.fits  # the most that fit, not fewer
+    assert {r.knob for r in rows} == {"weights", "attention_products", "gemm_output_packing", "layers"}
+    for r in rows:  # each row re-derives from its command's request
+        assert r.outcome == outcome(r.request.plan())
+        assert r.request.command().startswith("tileplan plan siglip-so400m-patch14-384 --layers ")
+
+
+def test_most_layers_that_fit_is_none_when_one_layer_does_not(monkeypatch):
+    base = PlanRequest(layers=2)
+
+    class Never:
+        class verdict:
+            fits = False
+
+    assert most_layers_that_fit(base, lambda r: Never) is None
+
+
+def test_plan_writes_the_what_if_table(tmp_path, capsys):
+    out = tmp_path / "f16.json"
+    assert main(["plan", "--weights", "f16", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["what_if"]["baseline"]["fits"] is False
+    assert any(r["knob"] == "weights" and r["fits"] for r in doc["what_if"]["rows"])
+    assert "what if (each row re-planned" in text and "(the most that fit)" in text
+
+
+def test_fail_over_budget_exits_3_after_writing(tmp_path, capsys):
+    out = tmp_path / "f16.json"
+    assert main(["plan", "--weights", "f16", "--no-what-if", "--fail-over-budget", "-o", str(out)]) == 3
+    assert json.loads(out.read_text())["fits_budget"] is False
+    assert main(["plan", "--layers", "2", "--no-what-if", "--fail-over-budget", "-o", str(tmp_path / "ok.json")]) == 0
+
+
+def test_sweep_rows_in_order(tmp_path, capsys):
+    out = tmp_path / "sweep.json"
+    code = main(["plan", "--sweep", "weights=f8f143:-4,f16", "--sweep", "layers=2,27", "-o", str(out)])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert doc["knobs"] == ["weights", "layers"]
+    assert [(r["weights"], r["layers"]) for r in doc["rows"]] == [
+        ("f8f143:-4", "2"), ("f8f143:-4", "27"), ("f16", "2"), ("f16", "27")]
+    assert [r["fits"] for r in doc["rows"]] == [True, True, True, False]
+    single = outcome(PlanRequest(weights="f16", layers=27).plan()).to_json()
+    assert {k: doc["rows"][3][k] for k in single} == single
+    text = capsys.readouterr().out
+    assert "weights    layers  verdict" in text and "does not fit" in text
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("weights", "expected KNOB=V1,V2"),
+    ("colour=red", "unknown knob 'colour'"),
+    ("layers=two", "expected integers, found 'two'"),
+    ("weights=f12", "unknown precision 'F12'"),
+    ("attention-products=fast", "attention-products must be one of"),
+])
+def test_bad_sweeps_are_one_line_errors(tmp_path, capsys, spec, message):
+    assert main(["plan", "--sweep", spec, "-o", str(tmp_path / "s.json")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
