@@ -22,7 +22,8 @@ install-test: $(VENV)/.installed-test
 
 demo: install
 	mkdir -p out
-	-$(TILEPLAN) check $(REFERENCE)
+	$(TILEPLAN) plan -o out/siglip-so400m-patch14-384.json -f
+	$(TILEPLAN) check out/siglip-so400m-patch14-384.json
 
 test: install-test
 	$(PY) -m pytest
