@@ -64,7 +64,7 @@ def test_cli_plan_writes_the_report_and_check_accepts_it(tmp_path, capsys):
                  "--policy", "reference", "-o", str(out)])
     assert code == 0
     text = capsys.readouterr().out
-    assert "not planned: operation 0 (vit.embedding)" in text
+    assert "Not planned: stopped at operation 0 (vit.embedding)" in text
     assert json.loads(out.read_text())["scope"] == "rejected-op0"
     assert main(["check", str(out)]) == 0
     capsys.readouterr()

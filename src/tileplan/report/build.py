@@ -9,8 +9,9 @@ from tileplan.planner.usage import verdict_json
 from tileplan.report.exact import exact_json, peak_tile_json
 from tileplan.report.format import PeakFigures, Report
 
-MODEL_TEXT = ("Planner estimate: sum of per-allocation maximum shard sizes, not a placed tile. Repeat execution "
-              "counts do not multiply scratch. Exchange rows are reserved separately for the whole program.")
+MODEL_TEXT = ("Planner estimate (peak.*, usage): sum of per-allocation maximum shard sizes, not a placed tile: an "
+              "upper bound on the worst real tile, which `exact` gives from the tile maps. Repeat execution counts "
+              "do not multiply scratch. Exchange rows are reserved separately for the whole program.")
 
 
 def build_report(plan: Plan) -> Report:
