@@ -52,8 +52,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def request_from(args: argparse.Namespace) -> PlanRequest:
-    if args.layers is not None and args.layers < 1:
-        raise InputError(f"--layers must be >= 1, found {args.layers}")
     return PlanRequest(model=args.model, layers=args.layers, weights=args.weights, map_head=not args.no_map_head,
                        policy=args.policy, machine=args.machine, attention_products=args.attention_products,
                        gemm_output_packing=args.gemm_output_packing)

@@ -96,10 +96,6 @@ def find_scope(lowering: Lowering, ranges: dict[int, LiveRange], unsized: set[in
     """(steps kept, scope, rejected operation and reason). Planning stops at the first
     operation with a step where an unrepresentable value is live, or at an operation
     that could not be lowered at all."""
-    live_from: dict[int, list[int]] = {}
-    for v in unsized:
-        if v in ranges:
-            live_from.setdefault(ranges[v].first, []).append(v)
     first_bad = None
     for v in unsized:
         r = ranges.get(v)

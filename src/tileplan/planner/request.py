@@ -34,7 +34,7 @@ class PlanRequest:
 
     def __post_init__(self) -> None:
         if self.layers is not None and self.layers < 1:
-            raise InputError(f"layers must be >= 1, found {self.layers}")
+            raise InputError(f"--layers must be >= 1, found {self.layers}")
         choices = {"attention_products": [c.value.lower() for c in AttentionProducts],
                    "gemm_output_packing": [c.value.lower() for c in GemmOutputPacking]}
         for key, allowed in choices.items():

@@ -1,0 +1,74 @@
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from tileplan.cli.main import main
+from tileplan.errors import InputError
+from tileplan.model.machine import IPU21, Machine, machine
+
+TOML = """
+name = "ipu-1216"
+class_prefix = "Ipu21"
+tile_count = 1216
+tile_bytes = 638976
+non_interleaved_bytes = 212992
+interleaved_bytes = 425984
+support_reserve_bytes = 49152
+standard_budget_bytes = 162080
+interleaved_budget_bytes = 424880
+element_pair_bytes = 32768
+exchange_row_bytes = 16
+
+[[amp]]
+multiply = "F8F143"
+input_channels = 32
+output_channels = 16
+accumulate = "F16"
+"""
+
+
+def test_ipu21_preset_budgets():
+    assert IPU21.budget_bytes == 586960
+    assert IPU21.standard_budget_bytes == 212992 - 49152 - 1760
+    assert IPU21.interleaved_budget_bytes == 425984 - 1104
+    assert IPU21.tile_bytes == 638976 == IPU21.non_interleaved_bytes + IPU21.interleaved_bytes
+
+
+def test_machine_from_toml_plans_on_1216_tiles(tmp_path, capsys):
+    path = tmp_path / "m.toml"
+    path.write_text(TOML)
+    m = machine(str(path))
+    assert m.tile_count == 1216 and m.amp[0].input_channels == 32
+    out = tmp_path / "r.json"
+    assert main(["plan", "--machine", str(path), "--layers", "2", "--no-what-if", "-o", str(out)]) == 0
+    assert main(["check", str(out)]) == 0
+    assert '"tile_count":1216' in out.read_text()
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda t: t.replace("tile_count = 1216\n", ""), "missing machine field 'tile_count'"),
+    (lambda t: "colour = 3\n" + t, "unknown machine field 'colour'"),
+    (lambda t: t + "colour = 3\n", "bad amp entry"),
+    (lambda t: t.replace("interleaved_budget_bytes = 424880", "interleaved_budget_bytes = 500000"),
+     "interleaved budget 500000 exceeds the interleaved region 425984"),
+    (lambda t: t.replace("tile_count = 1216", "tile_count = 0"), "tile_count must be positive, found 0"),
+    (lambda t: t.replace("tile_count = 1216", "tile_count = \"many\""), "tile_count must be an integer"),
+    (lambda t: t.replace("[[amp]]", "[[amp"), "not valid TOML"),
+    (lambda t: t.replace('accumulate = "F16"', 'accumulate = "F12"'), "unknown precision 'F12'"),
+])
+def test_bad_machine_files_are_one_line_errors(tmp_path, capsys, change, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(change(TOML))
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Machine.from_toml(str(path))
+    assert main(["plan", "--machine", str(path), "-o", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err
+
+
+def test_preset_fields_are_all_documented():
+    text = (Path(__file__).parents[1] / "docs" / "machine-and-model.md").read_text()
+    for f in fields(Machine):
+        if f.name != "amp":
+            assert f"`{f.name}`" in text, f.name
