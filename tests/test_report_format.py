@@ -71,3 +71,12 @@ def test_bad_fields_are_located(reference_json, path, value, message):
 def test_truncated_json_is_located():
     with pytest.raises(InputError, match=r"^r\.json: not valid JSON: .* at line 1 column"):
         from_json_text(REFERENCE.read_text()[:1000], "r.json")
+
+
+def test_hostile_json_shapes_are_input_errors():
+    with pytest.raises(InputError, match="nested too deeply"):
+        from_json_text("[" * 100000 + "]" * 100000, "deep.json")
+    with pytest.raises(InputError, match="expected a JSON object, found list"):
+        from_json_text("[]", "list.json")
+    with pytest.raises(InputError, match=r"tile_count: expected an integer, found NaN"):
+        from_json_text(REFERENCE.read_text().replace('"tile_count":1472', '"tile_count":NaN'), "nan.json")

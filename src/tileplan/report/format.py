@@ -272,6 +272,8 @@ def from_json_text(text: str, source: str = "report") -> Report:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", source) from None
+    except RecursionError:
+        raise InputError("not a report: JSON nested too deeply", source) from None
     try:
         return from_json_dict(obj)
     except TileplanError as e:
