@@ -17,3 +17,24 @@ def reference_json() -> dict:
 @pytest.fixture(scope="session")
 def reference_values(reference_json) -> list[dict]:
     return reference_json["timeline"]["values"]
+
+
+@pytest.fixture(autouse=True)
+def every_written_report_passes_check(request):
+    """Every report a test writes under its tmp_path must pass `tileplan check`
+    (reports that a test breaks on purpose are named bad*.json or cut*.json)."""
+    yield
+    tmp = request.node.funcargs.get("tmp_path")
+    if tmp is None:
+        return
+    from tileplan.report.check import check_report
+    from tileplan.report.format import read_report
+
+    for path in sorted(Path(tmp).rglob("*.json")):
+        if path.name.startswith(("bad", "cut", "deep", "list", "nan")):
+            continue
+        text = path.read_text()
+        if '"timeline"' not in text:
+            continue  # a sweep or a summary, not a report
+        result = check_report(read_report(str(path)))
+        assert result.consistent, (path, [f.to_text() for f in result.findings if f.kind != "rejected"][:3])

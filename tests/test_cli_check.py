@@ -51,8 +51,9 @@ def test_check_of_a_consistent_report_exits_0(tmp_path, capsys, reference_json):
     assert code == 0, out
     assert "consistent" in out
     doc["timeline"]["steps"][1]["usage"]["standard"] = 93433
-    path.write_text(json.dumps(doc))
-    code, out, _ = run(capsys, "check", str(path))
+    broken = tmp_path / "bad-usage.json"
+    broken.write_text(json.dumps(doc))
+    code, out, _ = run(capsys, "check", str(broken))
     assert code == 1
     assert "disagree: timeline.steps[1].usage.standard: reports 93433; re-derived 93432" in out
 
