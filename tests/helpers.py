@@ -29,6 +29,10 @@ def plan(model: str = siglip.DEFAULT_MODEL, layers: int | None = None, weights: 
         # every report the suite writes must pass `tileplan check`
         findings = check_report(round_trip(result))
         assert findings.consistent, [f.to_text() for f in findings.findings if f.kind != "rejected"][:5]
+        if result.exact is not None:  # exact worst tile <= estimate, step by step
+            for step, worst in zip(result.steps, result.exact.steps):
+                assert worst.total <= step.usage["standard"] + step.usage["interleaved"], step.index
+                assert worst.max_interleaved <= step.usage["interleaved"], step.index
         _CACHE[key] = result
     return _CACHE[key]
 
