@@ -5,27 +5,41 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 TILEPLAN := $(VENV)/bin/tileplan
 REFERENCE := tests/data/reference_000.json
+REPORT := out/siglip-so400m-patch14-384
+CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test install install-test clean
+.PHONY: demo test install install-render install-test chromium clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -e .
 	touch $@
 
+$(VENV)/.installed-render: $(VENV)/.installed
+	$(PIP) install -e '.[render]'
+	touch $@
+
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[render,test]'
 	touch $@
 
 install: $(VENV)/.installed
+install-render: $(VENV)/.installed-render
 install-test: $(VENV)/.installed-test
 
-demo: install
-	mkdir -p out
-	$(TILEPLAN) plan -o out/siglip-so400m-patch14-384.json -f
-	$(TILEPLAN) check out/siglip-so400m-patch14-384.json
+# The browser test drives Debian's chromium (never a downloaded browser); as root.
+chromium:
+	@test -x $(CHROMIUM) || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
-test: install-test
+demo: install-render
+	mkdir -p out
+	$(TILEPLAN) plan -o $(REPORT).json -f
+	$(TILEPLAN) check $(REPORT).json
+	$(TILEPLAN) html $(REPORT).json -f
+	$(TILEPLAN) plot $(REPORT).json -f
+	$(TILEPLAN) summary $(REPORT).json
+
+test: install-test chromium
 	$(PY) -m pytest
 
 clean:

@@ -4,6 +4,9 @@ Recomputes each value's shard bytes from its layout text, shape and precision, e
 step's usage from its live set, storage groups and scratch, the peaks, their steps
 and the verdict; prints each disagreement and each defect (sentinel, wrapped
 arithmetic). Exit 0: consistent; 1: not; 2: the report cannot be read.
+
+`--budget` makes it a CI gate: after the check, a consistent report whose program
+does not fit (`fits_budget` false) prints the verdict line and exits 3.
 """
 
 from __future__ import annotations
@@ -12,10 +15,15 @@ import argparse
 
 from tileplan.report.check import check_report
 from tileplan.report.format import read_report
+from tileplan.report.views import verdict_line
+
+EXIT_OVER_BUDGET = 3
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("report", help="a version-1 report (JSON)")
+    p.add_argument("--budget", action="store_true",
+                   help="also gate on the budget: exit 3 when the (consistent) report does not fit")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
         rejected = sum(f.kind == "rejected" for f in result.findings)
         note = f" ({rejected} unrepresentable values are null and listed under rejections)" if rejected else ""
         print(f"consistent: every number re-derives from the report{note}")
+        if args.budget:
+            print(verdict_line(report))
+            if not report.fits_budget:
+                return EXIT_OVER_BUDGET
         return 0
     print(f"inconsistent: {counts['unrepresentable']} unrepresentable, {counts['defect']} defects, "
           f"{counts['disagree']} disagreements")

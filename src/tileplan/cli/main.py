@@ -11,10 +11,10 @@ import sys
 from typing import Sequence
 
 from tileplan import __version__
-from tileplan.cli import check, plan
+from tileplan.cli import check, diff, html, plan, plot, summary
 from tileplan.errors import TileplanError
 
-COMMANDS = {"plan": plan, "check": check}
+COMMANDS = {"plan": plan, "check": check, "summary": summary, "html": html, "plot": plot, "diff": diff}
 
 
 class _Parser(argparse.ArgumentParser):

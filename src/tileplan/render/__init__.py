@@ -1,0 +1,37 @@
+"""Renderers: view models (tileplan.report.summary, .liveness, .diff) to the terminal
+(`terminal`, rich), a self-contained HTML page (`html`, jinja2) and a PNG (`plot`,
+matplotlib). They need the optional `render` extra; the core never imports them.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from tileplan.errors import InputError
+
+EXTRA = "render"
+
+
+def require_extra(verb: str, *modules: str) -> None:
+    """Raise a one-line `InputError` unless `modules` import (they come with the
+    `render` extra)."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            raise InputError(f"tileplan {verb} needs the optional '{EXTRA}' extra, and {name} is not installed: "
+                             f"pip install 'tileplan[{EXTRA}]'") from None
+
+
+def human_bytes(n: int | None) -> str:
+    """Bytes for people: `368480` -> `359.8 KiB`; None -> `unknown`."""
+    if n is None:
+        return "unknown"
+    sign, n = ("-" if n < 0 else ""), abs(n)
+    if n < 1024:
+        return f"{sign}{n} B"
+    for unit in ("KiB", "MiB", "GiB"):
+        n /= 1024  # type: ignore[assignment]
+        if n < 1024 or unit == "GiB":
+            return f"{sign}{n:.1f} {unit}"
+    raise AssertionError("unreachable")

@@ -1,0 +1,307 @@
+// tileplan report: draws the charts from the embedded data and lists the live values of a step.
+// Every text from the report goes into the page through textContent, never as markup.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("tileplan-data").textContent);
+  var NS = "http://www.w3.org/2000/svg";
+  var PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+                 "#9c755f", "#a0cbe8", "#ffbe7d", "#8cd17d", "#b6992d", "#499894", "#86bcb6", "#d37295",
+                 "#fabfd2", "#d4a6c8", "#f1ce63", "#2f4b7c"];
+  function colourAt(k) {  // the palette, then golden-angle hues
+    return k < PALETTE.length ? PALETTE[k] : "hsl(" + Math.round((k * 137.508) % 360) + ",55%,55%)";
+  }
+  var OTHER = "other groups", SCRATCH = "scratch";
+  var values = {};
+  data.values.forEach(function (v) { values[v.id] = v; });
+  var nSteps = data.steps.length;
+  var opNames = {};
+  data.operations.forEach(function (o) { opNames[o[0]] = o[1]; });
+
+  function svgEl(name, attrs, parent) {
+    var e = document.createElementNS(NS, name);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function svgText(parent, x, y, s, attrs) {
+    var t = svgEl("text", Object.assign({x: x, y: y}, attrs || {}), parent);
+    t.textContent = s;
+    return t;
+  }
+  function tip(e, s) { svgEl("title", {}, e).textContent = s; }
+  function human(n) {
+    if (n === null || n === undefined) return "unknown";
+    var sign = n < 0 ? "-" : "", a = Math.abs(n);
+    if (a < 1024) return sign + a + " B";
+    var units = ["KiB", "MiB", "GiB"], i = -1;
+    do { a /= 1024; i++; } while (a >= 1024 && i < units.length - 1);
+    return sign + a.toFixed(1) + " " + units[i];
+  }
+  function cell(tr, s, cls) {
+    var td = document.createElement("td");
+    td.textContent = s;
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+    return td;
+  }
+  function niceTicks(max, count) {
+    // round steps in the unit the labels use (B, KiB or MiB), so labels read 100 KiB, 200 KiB, ...
+    var unit = max >= 4 * 1048576 ? 1048576 : (max >= 4096 ? 1024 : 1);
+    var raw = Math.max(max / unit / count, 1e-9), mag = Math.pow(10, Math.floor(Math.log10(raw))), step = mag;
+    [1, 2, 2.5, 5, 10].some(function (m) { step = m * mag; return step >= raw; });
+    var out = [];
+    for (var k = 0; k * step * unit <= max; k++) out.push(k * step * unit);
+    return out;
+  }
+
+  // colours: one per band label, the same in both regions
+  var colours = {};
+  var next = 0;
+  data.bands.forEach(function (b) {
+    if (colours[b.label] !== undefined) return;
+    if (b.group === OTHER) colours[b.label] = "#bab0ac";
+    else if (b.group === SCRATCH) colours[b.label] = "#79706e";
+    else colours[b.label] = colourAt(next++);
+  });
+  var EXCHANGE_COLOUR = "#3b3b3b";
+
+  // ---- the liveness chart -------------------------------------------------------------
+  var chart = document.getElementById("chart");
+  var M = {left: 76, right: 16, top: 26, gap: 46, bottom: 34};
+  var H1 = 300, H2 = 110;
+  var barW = Math.max(3, Math.min(120, Math.floor(1100 / Math.max(1, nSteps))));
+  var W = M.left + barW * Math.max(1, nSteps) + M.right;
+  var totalH = M.top + H1 + M.gap + H2 + M.bottom;
+  var svg = svgEl("svg", {viewBox: "0 0 " + W + " " + totalH, width: W, height: totalH, id: "liveness-svg"}, chart);
+  var exchange = data.exchange_bytes || 0;
+  var std = data.bands.filter(function (b) { return b.region === "standard"; });
+  var inter = data.bands.filter(function (b) { return b.region === "interleaved"; });
+  function stackAt(bands, i) { return bands.reduce(function (s, b) { return s + b.bytes[i]; }, 0); }
+
+  var top1 = Math.max(data.budget_bytes, 1);
+  var top2 = Math.max(data.interleaved_budget_bytes, 1);
+  for (var i = 0; i < nSteps; i++) {
+    top1 = Math.max(top1, stackAt(std, i) + stackAt(inter, i) + exchange, data.steps[i].total || 0);
+    top2 = Math.max(top2, stackAt(inter, i));
+  }
+  top1 *= 1.08; top2 *= 1.08;
+  var panel1 = {y0: M.top, h: H1, top: top1, title: "All memory per tile: standard + interleaved" +
+                (exchange ? " + exchange rows" : "")};
+  var panel2 = {y0: M.top + H1 + M.gap, h: H2, top: top2, title: "Interleaved region"};
+  function X(step) { return M.left + step * barW; }
+  function Y(p, bytes) { return p.y0 + p.h - bytes / p.top * p.h; }
+
+  function axes(p) {
+    var g = svgEl("g", {"class": "axis"}, svg);
+    svgText(g, M.left, p.y0 - 8, p.title, {"font-weight": "600"});
+    niceTicks(p.top, p === panel1 ? 5 : 2).forEach(function (v) {
+      var y = Y(p, v);
+      svgEl("line", {x1: M.left - 4, x2: M.left, y1: y, y2: y}, g);
+      svgEl("line", {x1: M.left, x2: W - M.right, y1: y, y2: y, stroke: "#eaeef2"}, g);
+      svgText(g, M.left - 6, y + 4, human(v), {"text-anchor": "end"});
+    });
+    svgEl("line", {x1: M.left, x2: M.left, y1: p.y0, y2: p.y0 + p.h}, g);
+    svgEl("line", {x1: M.left, x2: W - M.right, y1: p.y0 + p.h, y2: p.y0 + p.h}, g);
+  }
+  function repeats(p) {
+    data.repeats.forEach(function (r) {
+      var rect = svgEl("rect", {"class": "repeat", x: X(r.first_step), y: p.y0,
+                                width: (r.last_step - r.first_step + 1) * barW, height: p.h}, svg);
+      tip(rect, "steps " + r.first_step + "-" + r.last_step + ": a repeat block run " + r.count + " times (" +
+          r.operations.length + " operations)");
+      if (p === panel1) svgText(svg, X(r.first_step) + 2, p.y0 + p.h + 14, "repeat block x" + r.count + " (steps " +
+                                r.first_step + "-" + r.last_step + ")", {fill: "#57606a"});
+    });
+  }
+  function bars(p, bandList, withExchange) {
+    var g = svgEl("g", {"class": "bars"}, svg);
+    for (var i = 0; i < nSteps; i++) {
+      var y = 0;
+      bandList.forEach(function (b) {
+        var v = b.bytes[i];
+        if (!v) { return; }
+        svgEl("rect", {x: X(i), width: Math.max(1, barW - 1), y: Y(p, y + v), height: Y(p, y) - Y(p, y + v),
+                       fill: colours[b.label], "fill-opacity": b.region === "interleaved" && p === panel1 ? 0.55 : 1}, g);
+        y += v;
+      });
+      if (withExchange && exchange) {
+        svgEl("rect", {x: X(i), width: Math.max(1, barW - 1), y: Y(p, y + exchange),
+                       height: Y(p, y) - Y(p, y + exchange), fill: EXCHANGE_COLOUR}, g);
+        y += exchange;
+      }
+      var s = data.steps[i];
+      var unknownHere = p === panel1 ? s.standard === null || s.interleaved === null : s.interleaved === null;
+      if (data.unknown[i] > 0 && unknownHere) {
+        var u = svgEl("rect", {"class": "unknown", x: X(i), width: Math.max(1, barW - 1), y: p.y0 + 2,
+                               height: Math.max(4, Y(p, y) - p.y0 - 2)}, g);
+        tip(u, "step " + i + ": " + data.unknown[i] + " live values have no size; usage unknown (the bar is the known part)");
+        svgText(g, X(i) + barW / 2, p.y0 + 14, "?", {"text-anchor": "middle", fill: "#7d4e00"});
+      }
+    }
+  }
+  function hline(p, bytes, cls, label) {
+    if (bytes > p.top) return;
+    var y = Y(p, bytes);
+    svgEl("line", {"class": cls, x1: M.left, x2: W - M.right, y1: y, y2: y}, svg);
+    svgText(svg, W - M.right - 4, y - 4, label, {"text-anchor": "end", fill: cls === "budget" ? "#cf222e" : "#7d4e00"});
+  }
+
+  axes(panel1); repeats(panel1); bars(panel1, std.concat(inter), true);
+  axes(panel2); repeats(panel2); bars(panel2, inter, false);
+  hline(panel1, data.budget_bytes, "budget", "budget " + human(data.budget_bytes));
+  hline(panel1, data.standard_budget_bytes, "region-line",
+        "non-interleaved region " + human(data.standard_budget_bytes) + ": standard data overflows above");
+  hline(panel2, data.interleaved_budget_bytes, "budget", "interleaved budget " + human(data.interleaved_budget_bytes));
+
+  if (data.judged_on === "exact") {
+    var d = "";
+    data.steps.forEach(function (s, i) {
+      if (s.total === null) return;
+      var y = Y(panel1, s.total);
+      d += (d ? "L" : "M") + X(i) + " " + y + "L" + (X(i) + barW) + " " + y;
+    });
+    if (d) tip(svgEl("path", {"class": "exact", d: d}, svg), "the exact worst tile of each step, with the exchange rows");
+  }
+  var peak = data.regions[0];
+  if (data.peak_step !== null && peak.peak !== null) {
+    var px = X(data.peak_step) + barW / 2, py = Y(panel1, peak.peak);
+    var mark = svgEl("path", {d: "M" + px + " " + (py - 2) + "l-6 -10h12z", fill: "#cf222e", id: "peak-marker"}, svg);
+    tip(mark, "peak");
+    var label = "peak " + human(peak.peak) + " at step " + data.peak_step + (peak.tile !== null ? ", tile " + peak.tile : "");
+    var right = data.peak_step > nSteps * 0.6;
+    svgText(svg, px + (right ? -10 : 10), Math.max(panel1.y0 + 10, py - 14), label,
+            {"text-anchor": right ? "end" : "start", "font-weight": "600"});
+  }
+  // x axis
+  var every = Math.max(1, Math.ceil(nSteps / 20));
+  for (var s = 0; s < nSteps; s += every) {
+    svgText(svg, X(s) + barW / 2, panel2.y0 + panel2.h + 14, String(s), {"text-anchor": "middle", fill: "#57606a"});
+  }
+  svgText(svg, M.left, totalH - 4, "step", {fill: "#57606a"});
+  var selected = svgEl("rect", {"class": "selected", x: 0, y: M.top, width: barW, height: panel2.y0 + H2 - M.top,
+                                visibility: "hidden"}, svg);
+  // click targets, one per step, over both panels
+  var hits = svgEl("g", {id: "step-targets"}, svg);
+  data.steps.forEach(function (s, i) {
+    var r = svgEl("rect", {"class": "hit", x: X(i), y: M.top, width: barW, height: panel2.y0 + H2 - M.top,
+                           "data-step": i, id: "hit-step-" + i}, hits);
+    tip(r, "step " + i + ": " + s.operation + " of operation " + s.source +
+        (opNames[s.source] !== undefined ? " (" + opNames[s.source] + ")" : "") +
+        (s.execution_count > 1 ? ", runs " + s.execution_count + " times" : "") + "; " + human(s.total) +
+        (s.tile !== null ? " on tile " + s.tile : ""));
+    r.addEventListener("click", function () { selectStep(i, true); });
+  });
+
+  // legend
+  var legend = document.getElementById("legend");
+  function swatch(colour, label, opacity) {
+    var span = document.createElement("span");
+    var i = document.createElement("i");
+    i.style.background = colour;
+    if (opacity) i.style.opacity = opacity;
+    span.appendChild(i);
+    span.appendChild(document.createTextNode(label));
+    legend.appendChild(span);
+  }
+  var shown = {};
+  data.bands.forEach(function (b) {
+    if (shown[b.label]) return;
+    shown[b.label] = true;
+    swatch(colours[b.label], b.label);
+  });
+  if (exchange) swatch(EXCHANGE_COLOUR, "exchange rows");
+  if (data.repeats.length) swatch("#eaeef2", "repeat block");
+
+  // ---- live values of a step ------------------------------------------------------------
+  function selectStep(i, scroll) {
+    if (!(i >= 0 && i < nSteps)) return;
+    var s = data.steps[i];
+    selected.setAttribute("x", X(i));
+    selected.setAttribute("visibility", "visible");
+    document.getElementById("step-title").textContent = "Live values at step " + i;
+    var live = data.live[i].map(function (id) { return values[id]; });
+    live.sort(function (a, b) {
+      var au = a.bytes === null, bu = b.bytes === null;
+      if (au !== bu) return au ? 1 : -1;
+      return (b.bytes || 0) - (a.bytes || 0) || a.id - b.id;
+    });
+    var info = s.operation + " of operation " + s.source + (opNames[s.source] !== undefined ? " (" + opNames[s.source] + ")" : "") +
+        (s.execution_count > 1 ? ", runs " + s.execution_count + " times" : "") + ". " + live.length +
+        " values live; standard " + human(s.standard) + ", interleaved " + human(s.interleaved) +
+        " (estimate)" + (s.tile !== null ? "; worst tile " + s.tile + ": " + human(s.total) + " with exchange rows" : "") +
+        (data.unknown[i] ? "; " + data.unknown[i] + " values of unknown size" : "") + ".";
+    document.getElementById("step-info").textContent = info;
+    var body = document.querySelector("#live-values tbody");
+    while (body.firstChild) body.removeChild(body.firstChild);
+    live.forEach(function (v) {
+      var tr = document.createElement("tr");
+      tr.setAttribute("data-value", v.id);
+      cell(tr, human(v.bytes)).title = v.bytes === null ? "unknown" : v.bytes + " B";
+      cell(tr, v.name, "name");
+      cell(tr, v.shape.join("x"));
+      cell(tr, v.precision);
+      cell(tr, v.layout).title = v.layout_text;
+      cell(tr, v.region);
+      cell(tr, v.role || "-");
+      cell(tr, v.first_step === null ? "-" : v.first_step + "-" + v.last_step);
+      body.appendChild(tr);
+    });
+    document.body.setAttribute("data-selected-step", i);
+    if (scroll && history.replaceState) history.replaceState(null, "", "#step-" + i);
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("a.step-link"), function (a) {
+    a.addEventListener("click", function (e) {
+      e.preventDefault();
+      selectStep(Number(a.getAttribute("data-step")), true);
+      document.getElementById("step").scrollIntoView();
+    });
+  });
+
+  // ---- per tile --------------------------------------------------------------------------
+  var tiles = data.tiles;
+  if (tiles) {
+    var hist = tiles.histogram, counts = hist.counts, hw = 480, hh = 160, hm = 30;
+    var hsvg = svgEl("svg", {viewBox: "0 0 " + (hw + 2 * hm) + " " + (hh + 2 * hm), width: hw + 2 * hm,
+                             height: hh + 2 * hm}, document.getElementById("histogram"));
+    var cmax = Math.max.apply(null, counts.concat([1])), bw = hw / Math.max(1, counts.length);
+    counts.forEach(function (c, k) {
+      var h = c / cmax * hh;
+      var r = svgEl("rect", {x: hm + k * bw, y: hm + hh - h, width: Math.max(1, bw - 1), height: h, fill: "#4e79a7"}, hsvg);
+      var lo = hist.first_bytes + k * hist.bin_bytes;
+      tip(r, c + " tiles with a peak of " + lo + " to " + (lo + hist.bin_bytes - 1) + " B");
+    });
+    svgEl("line", {x1: hm, x2: hm + hw, y1: hm + hh, y2: hm + hh, stroke: "#8c959f"}, hsvg);
+    svgText(hsvg, hm, hm + hh + 16, human(hist.first_bytes));
+    svgText(hsvg, hm + hw, hm + hh + 16, human(hist.first_bytes + counts.length * hist.bin_bytes),
+            {"text-anchor": "end"});
+    svgText(hsvg, hm, hm - 8, cmax + " tiles", {fill: "#57606a"});
+
+    var n = tiles.peak.length, cols = tiles.columns, rows = Math.ceil(n / cols), c = 12;
+    var msvg = svgEl("svg", {viewBox: "0 0 " + (cols * c + 20) + " " + (rows * c + 40), width: cols * c + 20,
+                             height: rows * c + 40, id: "heatmap-svg"}, document.getElementById("heatmap"));
+    var lo = Math.min.apply(null, tiles.peak), hi = Math.max.apply(null, tiles.peak);
+    var STOPS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+    function ramp(f) {
+      var x = Math.max(0, Math.min(1, f)) * (STOPS.length - 1), k = Math.min(STOPS.length - 2, Math.floor(x)), t = x - k;
+      var a = STOPS[k], b = STOPS[k + 1];
+      return "rgb(" + [0, 1, 2].map(function (j) { return Math.round(a[j] + (b[j] - a[j]) * t); }).join(",") + ")";
+    }
+    tiles.peak.forEach(function (b, t) {
+      var r = svgEl("rect", {"class": "tile", x: 10 + (t % cols) * c, y: 10 + Math.floor(t / cols) * c, width: c - 1,
+                             height: c - 1, fill: ramp(hi > lo ? (b - lo) / (hi - lo) : 0.5), "data-tile": t}, msvg);
+      tip(r, "tile " + t + ": peak " + b + " B at step " + tiles.peak_step[t] + " (" + tiles.peak_resident[t] +
+          " B resident)");
+      r.addEventListener("click", function () {
+        selectStep(tiles.peak_step[t], true);
+        document.getElementById("step").scrollIntoView();
+      });
+    });
+    svgText(msvg, 10, rows * c + 30, "low " + human(lo));
+    svgText(msvg, cols * c + 10, rows * c + 30, "high " + human(hi), {"text-anchor": "end"});
+  }
+
+  var m = /^#step-(\d+)$/.exec(location.hash);
+  if (m) selectStep(Number(m[1]), false);
+  else if (data.peak_step !== null) selectStep(data.peak_step, false);
+  document.body.setAttribute("data-ready", "1");
+})();

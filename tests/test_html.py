@@ -1,0 +1,149 @@
+"""`tileplan html`: a self-contained page; model names reach it only as text."""
+
+import base64
+import hashlib
+import json
+from html.parser import HTMLParser
+
+import pytest
+
+from tileplan.cli.main import main
+from tileplan.render.html import embed_json, render_html
+from tileplan.report.liveness import build_liveness
+
+from report_files import HOSTILE_OPERATION, HOSTILE_PROGRAM, HOSTILE_TENSOR, read_back
+
+pytest_plugins = ["report_fixtures"]
+
+
+class Page(HTMLParser):
+    """The parts of a page the tests look at: elements with their attributes, the
+    text of each <script>, and the text of table cells."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict]] = []
+        self.scripts: list[tuple[dict, str]] = []
+        self.cells: list[str] = []
+        self.title = ""
+        self._in: list[str] = []
+        self._text: list[str] = []
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs)))
+        if tag in ("script", "td", "title"):
+            self._in.append(tag)
+            self._text = []
+            self._attrs = dict(attrs)
+
+    def handle_endtag(self, tag):
+        if self._in and self._in[-1] == tag:
+            self._in.pop()
+            text = "".join(self._text)
+            if tag == "script":
+                self.scripts.append((self._attrs, text))
+            elif tag == "td":
+                self.cells.append(text)
+            else:
+                self.title = text
+
+    def handle_data(self, data):
+        if self._in:
+            self._text.append(data)
+
+
+def data_of(page: Page) -> dict:
+    (blob,) = [text for attrs, text in page.scripts if attrs.get("type") == "application/json"]
+    return json.loads(blob)
+
+
+def test_embedded_json_cannot_close_its_script():
+    obj = {"name": HOSTILE_TENSOR, "op": HOSTILE_OPERATION, "p": HOSTILE_PROGRAM, "sep": "a\u2029b", "n": [1, None]}
+    text = embed_json(obj)
+    for raw in ("<", ">", "&", "\u2028", "\u2029"):
+        assert raw not in text
+    assert json.loads(text) == obj
+    assert embed_json(obj) == embed_json(dict(reversed(list(obj.items()))))  # sorted keys
+
+
+def test_hostile_names_are_text_everywhere(hostile_path):
+    lv = build_liveness(read_back(hostile_path))
+    assert HOSTILE_TENSOR in {v.name for v in lv.values}
+    text = render_html(lv)
+    assert HOSTILE_TENSOR not in text and HOSTILE_OPERATION not in text and "<u>hostile" not in text
+    page = Page(text)
+    # only the page's own two scripts, and no element a name could have made
+    assert [attrs.get("type") for attrs, _ in page.scripts] == ["application/json", None]
+    assert not [tag for tag, _ in page.elements if tag in ("img", "u", "iframe", "object", "embed")]
+    assert HOSTILE_TENSOR in page.cells  # the largest allocations table shows it as text
+    assert page.title.startswith(HOSTILE_PROGRAM)
+    data = data_of(page)
+    assert HOSTILE_TENSOR in [v["name"] for v in data["values"]]
+    assert [HOSTILE_OPERATION] == [name for _, name in data["operations"]]
+
+
+def test_the_page_allows_its_own_script_and_nothing_else(f8_path):
+    page = Page(render_html(build_liveness(read_back(f8_path))))
+    (csp,) = [a["content"] for t, a in page.elements
+              if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    (script,) = [text for attrs, text in page.scripts if "type" not in attrs]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp and "default-src 'none'" in csp
+    # nothing is fetched: no linked style sheet, script, image or font
+    for tag, attrs in page.elements:
+        assert tag != "link"
+        assert "src" not in attrs, (tag, attrs)
+        assert not attrs.get("href", "#").startswith(("http:", "https:", "//")), (tag, attrs)
+
+
+def test_the_page_embeds_the_view_model_and_is_deterministic(f8_path):
+    lv = build_liveness(read_back(f8_path))
+    text = render_html(lv)
+    assert text == render_html(build_liveness(read_back(f8_path)))
+    assert data_of(Page(text)) == json.loads(json.dumps(lv.to_json()))
+
+
+def test_the_page_says_what_a_stopped_plan_does_not_know(rejected_path):
+    page = Page(render_html(build_liveness(read_back(rejected_path))))
+    assert "unknown" in page.cells
+    text = " ".join(page.cells)
+    assert "Linear tiling of 288 blocks of 4 elements cannot fill 1472 partitions" in text
+    raw = render_html(build_liveness(read_back(rejected_path)))
+    assert "No per-tile accounting in this report" in raw
+    assert "No what-if in this report." in raw
+
+
+def test_cli_writes_beside_the_report_and_needs_force_to_overwrite(f8_path, tmp_path, capsys):
+    report = tmp_path / "model.json"
+    report.write_text(f8_path.read_text())
+    assert main(["html", str(report)]) == 0
+    page = tmp_path / "model.html"
+    assert f"wrote {page}" in capsys.readouterr().out
+    assert page.stat().st_size > 100_000
+    assert main(["html", str(report)]) == 2
+    assert f"{page} exists; pass -f to overwrite it" in capsys.readouterr().err
+    assert main(["html", str(report), "-f"]) == 0
+    other = tmp_path / "other.html"
+    assert main(["html", str(report), "-o", str(other)]) == 0 and other.read_text() == page.read_text()
+    assert main(["html", str(report), "-o", str(report), "-f"]) == 2
+    assert "is the input report" in capsys.readouterr().err
+
+
+def test_cli_needs_the_render_extra(f8_path, tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jinja2", None)
+    monkeypatch.delitem(sys.modules, "tileplan.render.html", raising=False)
+    assert main(["html", str(f8_path), "-o", str(tmp_path / "x.html")]) == 2
+    assert "tileplan html needs the optional 'render' extra, and jinja2 is not installed" in capsys.readouterr().err
+    assert not (tmp_path / "x.html").exists()
+
+
+@pytest.mark.parametrize("name,expected", [("a/r.json", "a/r.html"), ("a/r.JSON", "a/r.html"), ("a/r", "a/r.html"),
+                                           ("a/r.v1.json", "a/r.v1.html")])
+def test_default_output_names(name, expected):
+    from tileplan.ioutil import derived_path
+
+    assert str(derived_path(name, ".html")) == expected

@@ -1,0 +1,175 @@
+"""`tileplan summary`: the summary view model, its terminal rendering and --json."""
+
+import json
+import sys
+
+import pytest
+
+from tileplan.cli.main import main
+from tileplan.render import human_bytes
+from tileplan.render.terminal import bucket, usage_chart
+from tileplan.report.summary import build_summary
+from tileplan.report.views import layout_brief, precision_brief, verdict_line
+
+from report_files import HOSTILE_INPUT, HOSTILE_OPERATION, HOSTILE_TENSOR, read_back
+
+pytest_plugins = ["report_fixtures"]
+
+
+def test_fitting_report_summary_follows_the_verdict(f8_path):
+    report = read_back(f8_path)
+    s = build_summary(report)
+    verdict = report.extra["verdict"]
+    total = next(r for r in verdict["regions"] if r["region"] == "total")
+    assert s.fits and s.judged_on == "exact"
+    assert s.verdict == (f"Fits: worst tile {total['tile']} at step {total['step']}: {total['peak']} bytes used, "
+                         f"budget {report.budget_bytes} (margin {total['margin']} B)")
+    assert [r.region for r in s.regions] == ["total", "standard", "interleaved"]
+    for r in s.regions:
+        stated = next(x for x in verdict["regions"] if x["region"] == r.region)
+        assert (r.peak, r.step, r.tile) == (stated["peak"], stated["step"], stated["tile"])
+        assert r.percent == round(100 * r.peak / r.budget, 1)
+        assert r.margin == r.budget - r.peak
+    assert s.peak_step == total["step"]
+    assert s.over_budget_steps == 0
+    assert "operation 4 (vit.encoder.layer{i}.attention.qkv), runs 27 times" in s.peak_operation
+
+
+def test_top_values_are_the_largest_live_at_the_peak_step(f8_path):
+    report = read_back(f8_path)
+    s = build_summary(report, top=7)
+    live = set(report.steps[s.peak_step].live)
+    assert s.values_live == len(live)
+    assert len(s.top_values) == 7 and {v.id for v in s.top_values} <= live
+    sizes = [v.bytes for v in s.top_values]
+    assert sizes == sorted(sizes, reverse=True)
+    all_live = sorted((v.bytes for v in report.values if v.id in live), reverse=True)
+    assert sizes == all_live[:7]
+
+
+def test_over_budget_report_counts_the_steps_the_verdict_counts(f16_path):
+    report = read_back(f16_path)
+    s = build_summary(report)
+    assert not s.fits
+    assert s.verdict == report.extra["verdict"]["out_of_memory"]
+    assert s.over_budget_steps == report.extra["verdict"]["over_budget"]["steps"] == 7
+    over = [st.index for st in s.steps if st.over]
+    assert over[0] == report.extra["verdict"]["over_budget"]["first"]["step"]
+    # a step's total is its worst tile plus the exchange rows, as the verdict judges it
+    columns = report.extra["exact"]["steps_columns"]
+    row = dict(zip(columns, report.extra["exact"]["steps"][s.peak_step], strict=True))
+    assert s.steps[s.peak_step].total == row["total"] + s.exchange_bytes == s.regions[0].peak
+
+
+def test_stopped_plan_keeps_its_nulls(rejected_path):
+    report = read_back(rejected_path)
+    s = build_summary(report)
+    assert s.scope == "rejected-op0" and not s.fits
+    assert s.verdict == ("Not planned: stopped at operation 0 (vit.embedding): unrepresentable values are live in "
+                         "its steps; 43 values of unknown size")
+    total, standard, interleaved = s.regions
+    assert (total.peak, total.percent, total.margin, total.step) == (None, None, None, None)
+    assert standard.peak is None
+    assert interleaved.peak == report.peak.interleaved and interleaved.percent is not None
+    assert s.peak_step is None and s.top_values == () and s.values_live == 0
+    assert all(st.total is None for st in s.steps)
+    assert s.rejections_total == 43 and len(s.rejections) == 5
+    doc = json.loads(json.dumps(s.to_json()))
+    assert doc["regions"][0]["peak"] is None and doc["peak_step"] is None
+
+
+def test_summary_prints_the_verdict_line_first_and_a_chart(f16_path, capsys):
+    assert main(["summary", str(f16_path), "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == verdict_line(read_back(f16_path))
+    assert "Top 3 of 288 values live at step 12" in out
+    assert "115.3%" in out  # the total peak against the budget
+    assert "▲ peak at step 12" in out
+    assert "7 of 87 steps over budget" in out
+
+
+def test_summary_of_a_stopped_plan_says_unknown(rejected_path, capsys):
+    assert main(["summary", str(rejected_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Not planned: stopped at operation 0")
+    assert "No peak step" in out and "unknown" in out
+    assert "43 values rejected" in out and "vit.embedding.bias" in out
+    assert "? = usage unknown" in out
+
+
+def test_summary_json_is_the_view_model(f8_path, capsys):
+    assert main(["summary", str(f8_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == json.loads(json.dumps(build_summary(read_back(f8_path)).to_json()))
+    assert doc["fits"] is True and len(doc["steps"]) == 97
+
+
+def test_summary_needs_the_render_extra_unless_json(f8_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "rich", None)  # as if rich were not installed
+    assert main(["summary", str(f8_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "tileplan summary needs the optional 'render' extra, and rich is not installed" in err
+    assert "pip install 'tileplan[render]'" in err
+    assert main(["summary", str(f8_path), "--json"]) == 0
+
+
+def test_summary_rejects_bad_arguments(f8_path, tmp_path, capsys):
+    assert main(["summary", str(f8_path), "--top", "0"]) == 2
+    assert "--top must be >= 1, found 0" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    assert main(["summary", str(bad)]) == 2
+    assert f"{bad}: not valid JSON" in capsys.readouterr().err
+
+
+def test_bucket_keeps_every_peak():
+    values = [1, 9, 2, None, None, 3, 4, 8]
+    assert bucket(values, 8) == values
+    assert bucket(values, 4) == [9, 2, 3, 8]
+    assert bucket([None, None, 5, 1], 2) == [None, 5]
+    with pytest.raises(ValueError):
+        bucket(values, 0)
+
+
+def test_usage_chart_scales_to_the_budget_and_marks_unknown():
+    lines = [line.plain for line in usage_chart([100, 50, None, 200], budget=100, width=4, height=4, peak_step=3)]
+    # 4 rows, the axis, the step labels, the peak marker
+    assert len(lines) == 7
+    columns = [line.split("│")[1] for line in lines[:4]]
+    assert columns[0][3] == "█" and columns[0][0] == " "  # 200 reaches the top; 100 is half of it
+    assert columns[3] == "██?█"  # bottom row: every known step has usage; step 2 is unknown
+    assert lines[0].strip().startswith("200 B")
+    assert lines[-1].endswith("▲ peak at step 3")
+
+
+def test_human_bytes_and_briefs():
+    assert human_bytes(None) == "unknown"
+    assert human_bytes(1023) == "1023 B"
+    assert human_bytes(368480) == "359.8 KiB"
+    assert human_bytes(-89584) == "-87.5 KiB"
+    assert human_bytes(3 * 1024**3) == "3.0 GiB"
+    assert precision_brief("F8F143 { scale_exponent: -4 }") == "F8F143 2^-4"
+    assert precision_brief("F16") == "F16"
+
+
+def test_layout_brief_names_order_partitions_replicas_region(f8_path):
+    report = read_back(f8_path)
+    patches = next(v for v in report.values if v.name == "vit.image.patches")
+    assert layout_brief(patches.layout) == "BlockMajor 160x16, FromEnd(2)/46 x FromEnd(1)/4, 8 replicas, Standard"
+
+
+def test_names_print_as_they_are(hostile_path, capsys):
+    assert main(["summary", str(hostile_path)]) == 0
+    out = capsys.readouterr().out
+    for name in (HOSTILE_TENSOR, HOSTILE_OPERATION):
+        assert name in out
+    assert HOSTILE_INPUT not in out  # not live at the peak step: its markup [bold] is shown by test_diff
+
+
+def test_rich_markup_in_names_stays_text(hostile_path, f8_path, capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(["diff", str(hostile_path), str(f8_path), "--top", "50"]) == 0
+    out = capsys.readouterr().out
+    assert HOSTILE_INPUT in out and HOSTILE_TENSOR in out
