@@ -24,6 +24,7 @@ next splits need 409600 (11 % more), so this one is taken. For the QKV projectio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tileplan.errors import TileplanError
 from tileplan.model.layout import (
@@ -86,7 +87,17 @@ def _split(m: int, k: int, n: int, pm: int, pk: int, pn: int, g: AmpGeometry) ->
 
 def partition_gemm(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, multiply_bytes: int,
                    accumulate_bytes: int, name: str = "gemm") -> GemmPartition:
-    """The best split of an M x K x N product over `tile_count` tiles (see module doc)."""
+    """The best split of an M x K x N product over `tile_count` tiles (see module doc);
+    memoized on everything but `name`, which only locates errors."""
+    try:
+        return _best_partition(m, k, n, tile_count, geometry, multiply_bytes, accumulate_bytes)
+    except PlanningError as e:
+        raise PlanningError(e.detail, name) from None
+
+
+@lru_cache(maxsize=4096)
+def _best_partition(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, multiply_bytes: int,
+                    accumulate_bytes: int, name: str | None = None) -> GemmPartition:
     if min(m, k, n, tile_count) < 1:
         raise PlanningError(f"gemm {m} x {k} x {n} over {tile_count} tiles: every size must be >= 1", name)
     candidates: list[tuple[int, int, GemmPartition]] = []
@@ -109,8 +120,9 @@ def partition_gemm(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometr
     return min(within, key=lambda c: (c[1], c[0], c[2].pk, -c[2].pm))[2]
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+@lru_cache(maxsize=256)
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
 
 
 # Layouts of a partition -------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -81,9 +82,11 @@ def boxes(shards: Shards) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=4096)
 def same_placement(a: Shards, b: Shards) -> bool:
     """True when every tile holds the same elements under both layouts (a copy between
-    them reuses local data and exchanges nothing)."""
+    them reuses local data and exchanges nothing). Memoized: a long program re-lays
+    out between the same few layouts again and again."""
     if a.layout == b.layout:
         return True
     if a.shape != b.shape or a.layout.tiling.tile_count != b.layout.tiling.tile_count:

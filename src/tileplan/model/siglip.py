@@ -72,7 +72,7 @@ def config(name: str, layers: int | None = None, map_head: bool | None = None) -
     return c
 
 
-class _Builder:
+class GraphBuilder:
     """Numbers graph nodes (`origin`) and operations (`index`) in declaration order."""
 
     def __init__(self, weights: Precision) -> None:
@@ -107,10 +107,56 @@ class _Builder:
         return out
 
 
-def build_vit(cfg: ViTConfig, weights: Precision) -> Program:
-    """The tower as a program: patch embedding, position, the encoder as one repeat
-    block of `cfg.layers` iterations, the final norm and (optionally) the MAP head."""
-    b = _Builder(weights)
+def _encoder_families(D: int, F: int) -> dict[str, tuple[int, ...]]:
+    """The encoder's parameter families, suffix -> shape, in declaration order (family
+    by family, each family's members layer by layer: the reference's order)."""
+    return {
+        "attention_norm.scale": (1, 1, D), "attention_norm.bias": (1, 1, D),
+        "attention.qkv.weight": (D, 3 * D), "attention.qkv.bias": (1, 1, 3 * D),
+        "attention.output.weight": (D, D), "attention.output.bias": (1, 1, D),
+        "mlp_norm.scale": (1, 1, D), "mlp_norm.bias": (1, 1, D),
+        "mlp.up.weight": (D, F), "mlp.up.bias": (1, 1, F),
+        "mlp.down.weight": (F, D), "mlp.down.bias": (1, 1, D),
+    }
+
+
+def _encoder_layer(b: GraphBuilder, cfg: ViTConfig, layer: str, h: str, body: list[Operation] | None) -> str:
+    """One encoder layer's 14 operations on `h`, reading the parameters `{layer}.*`;
+    returns the layer's output. `layer` is the family form (`vit.encoder.layer{i}`,
+    operations appended to `body`) or one layer (`vit.encoder.layer3`, `body` None:
+    appended to the program's items)."""
+    D, F, S = cfg.hidden, cfg.mlp, cfg.tokens
+    row = (1, S, D)
+    p = lambda suffix: f"{layer}.{suffix}"  # noqa: E731
+    n1 = b.op("layernorm", p("attention_norm"), (h, p("attention_norm.scale"), p("attention_norm.bias")),
+              row, body, eps=1e-6)
+    qkv = b.op("matmul", p("attention.qkv"), (n1, p("attention.qkv.weight")), (1, S, 3 * D), body)
+    qkv = b.op("add", p("attention.qkv.bias_add"), (qkv, p("attention.qkv.bias")), (1, S, 3 * D), body)
+    a = b.op("attention", p("attention.products"), (qkv,), row, body, heads=cfg.heads)
+    o = b.op("matmul", p("attention.output"), (a, p("attention.output.weight")), row, body)
+    o = b.op("add", p("attention.output.bias_add"), (o, p("attention.output.bias")), row, body)
+    h2 = b.op("add", p("attention.residual"), (h, o), row, body)
+    n2 = b.op("layernorm", p("mlp_norm"), (h2, p("mlp_norm.scale"), p("mlp_norm.bias")), row, body, eps=1e-6)
+    u = b.op("matmul", p("mlp.up"), (n2, p("mlp.up.weight")), (1, S, F), body)
+    u = b.op("add", p("mlp.up.bias_add"), (u, p("mlp.up.bias")), (1, S, F), body)
+    g = b.op("gelu", p("mlp.gelu"), (u,), (1, S, F), body, approximate="tanh")
+    d = b.op("matmul", p("mlp.down"), (g, p("mlp.down.weight")), row, body)
+    d = b.op("add", p("mlp.down.bias_add"), (d, p("mlp.down.bias")), row, body)
+    return b.op("add", p("mlp.residual"), (h2, d), row, body)
+
+
+def build_vit(cfg: ViTConfig, weights: Precision, unroll: bool = False) -> Program:
+    """The tower as a program: patch embedding, position, the encoder, the final norm
+    and (optionally) the MAP head.
+
+    The encoder is one repeat block of `cfg.layers` iterations, or with `unroll` that
+    many copies of its body, layer i reading its own parameters
+    (`vit.encoder.layer3.attention.qkv.weight`) and layer i + 1 reading layer i's
+    output. Invariant: the declared tensors (hence the values 0..n-1 of a plan) are the
+    same, in the same order, either way; only the operations differ (unrolled: every
+    step runs once, operations named per layer and numbered in execution order).
+    """
+    b = GraphBuilder(weights)
     D, F, S = cfg.hidden, cfg.mlp, cfg.tokens
     row = (1, S, D)
 
@@ -122,40 +168,21 @@ def build_vit(cfg: ViTConfig, weights: Precision) -> Program:
     pos = b.declare("vit.position", row)
     x = b.op("add", "vit.position_add", (x, pos), row)
 
-    # The encoder: one repeat block; parameters declared per family, one per layer.
-    layer = f"vit.encoder.layer{ITERATION}"
-    families = {
-        "attention_norm.scale": (1, 1, D), "attention_norm.bias": (1, 1, D),
-        "attention.qkv.weight": (D, 3 * D), "attention.qkv.bias": (1, 1, 3 * D),
-        "attention.output.weight": (D, D), "attention.output.bias": (1, 1, D),
-        "mlp_norm.scale": (1, 1, D), "mlp_norm.bias": (1, 1, D),
-        "mlp.up.weight": (D, F), "mlp.up.bias": (1, 1, F),
-        "mlp.down.weight": (F, D), "mlp.down.bias": (1, 1, D),
-    }
+    # The encoder's parameters: declared per family, one per layer.
+    family = f"vit.encoder.layer{ITERATION}"
+    families = _encoder_families(D, F)
     for suffix, shape in families.items():
         for i in range(cfg.layers):
-            name = family_member(f"{layer}.{suffix}", i)
+            name = family_member(f"{family}.{suffix}", i)
             (b.weight if suffix.endswith(".weight") else b.declare)(name, shape)  # type: ignore[operator]
-    body: list[Operation] = []
-    p = lambda suffix: f"{layer}.{suffix}"  # noqa: E731
-    h = x
-    n1 = b.op("layernorm", f"{layer}.attention_norm", (h, p("attention_norm.scale"), p("attention_norm.bias")),
-              row, body, eps=1e-6)
-    qkv = b.op("matmul", f"{layer}.attention.qkv", (n1, p("attention.qkv.weight")), (1, S, 3 * D), body)
-    qkv = b.op("add", f"{layer}.attention.qkv.bias_add", (qkv, p("attention.qkv.bias")), (1, S, 3 * D), body)
-    a = b.op("attention", f"{layer}.attention.products", (qkv,), row, body, heads=cfg.heads)
-    o = b.op("matmul", f"{layer}.attention.output", (a, p("attention.output.weight")), row, body)
-    o = b.op("add", f"{layer}.attention.output.bias_add", (o, p("attention.output.bias")), row, body)
-    h2 = b.op("add", f"{layer}.attention.residual", (h, o), row, body)
-    n2 = b.op("layernorm", f"{layer}.mlp_norm", (h2, p("mlp_norm.scale"), p("mlp_norm.bias")), row, body, eps=1e-6)
-    u = b.op("matmul", f"{layer}.mlp.up", (n2, p("mlp.up.weight")), (1, S, F), body)
-    u = b.op("add", f"{layer}.mlp.up.bias_add", (u, p("mlp.up.bias")), (1, S, F), body)
-    g = b.op("gelu", f"{layer}.mlp.gelu", (u,), (1, S, F), body, approximate="tanh")
-    d = b.op("matmul", f"{layer}.mlp.down", (g, p("mlp.down.weight")), row, body)
-    d = b.op("add", f"{layer}.mlp.down.bias_add", (d, p("mlp.down.bias")), row, body)
-    out = b.op("add", f"{layer}.mlp.residual", (h2, d), row, body)
-    b.items.append(RepeatBlock(cfg.layers, "vit.encoder", tuple(f"{layer}.{s}" for s in families), tuple(body)))
-    x = out  # the block's loop-carried value; after the block it holds the last layer's output
+    if unroll:
+        for i in range(cfg.layers):
+            x = _encoder_layer(b, cfg, family_member(family, i), x, None)
+    else:
+        body: list[Operation] = []
+        out = _encoder_layer(b, cfg, family, x, body)
+        b.items.append(RepeatBlock(cfg.layers, "vit.encoder", tuple(f"{family}.{s}" for s in families), tuple(body)))
+        x = out  # the block's loop-carried value; after the block it holds the last layer's output
 
     scale = b.declare("vit.encoder.final_norm.scale", (1, 1, D))
     shift = b.declare("vit.encoder.final_norm.bias", (1, 1, D))
@@ -191,7 +218,9 @@ def build_vit(cfg: ViTConfig, weights: Precision) -> Program:
         d = b.op("add", "vit.map.mlp.down.bias_add", (d, db), (1, 1, D))
         outputs = (b.op("add", "vit.map.mlp.residual", (y, d), (1, 1, D)),)
 
-    program = Program(cfg.name, tuple(b.tensors), tuple(b.items), outputs,
-                      {"layers": cfg.layers, "weights": weights.to_text(), "map_head": cfg.map_head})
+    options: dict[str, object] = {"layers": cfg.layers, "weights": weights.to_text(), "map_head": cfg.map_head}
+    if unroll:  # like a repr, the options omit the default (a repeat block)
+        options["unroll"] = True
+    program = Program(cfg.name, tuple(b.tensors), tuple(b.items), outputs, options)
     check_program(program)
     return program

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
+from tileplan.model.timeline import Step
 from tileplan.planner.plan import Plan
 from tileplan.planner.usage import verdict_json
 from tileplan.report.exact import exact_json, peak_tile_json
@@ -17,6 +18,7 @@ MODEL_TEXT = ("Planner estimate (peak.*, usage): sum of per-allocation maximum s
 def build_report(plan: Plan) -> Report:
     m = plan.machine
     p = plan.peaks
+    spans = operation_steps(plan.steps)
     extra: dict[str, Any] = {
         "program": {
             "name": plan.program.name, "machine": m.name, "policy": plan.policy,
@@ -24,10 +26,8 @@ def build_report(plan: Plan) -> Report:
         },
         "operations": [
             {"index": o.index, "origin": o.origin, "name": o.name, "kind": o.kind,
-             "execution_count": o.execution_count,
-             "steps": [min(s.index for s in plan.steps if s.source == o.index),
-                       max(s.index for s in plan.steps if s.source == o.index)]}
-            for o in plan.operations if any(s.source == o.index for s in plan.steps)
+             "execution_count": o.execution_count, "steps": list(spans[o.index])}
+            for o in plan.operations if o.index in spans
         ],
     }
     exchange = plan.exchange_rows * m.exchange_row_bytes
@@ -52,3 +52,11 @@ def build_report(plan: Plan) -> Report:
         values=plan.values, steps=plan.steps, rejections=plan.rejections,
         exchange_row_bytes=m.exchange_row_bytes, extra=extra,
     )
+
+
+def operation_steps(steps: Sequence[Step]) -> dict[int, tuple[int, int]]:
+    """Each operation's first and last step, in one pass over the steps (in order)."""
+    spans: dict[int, tuple[int, int]] = {}
+    for s in steps:
+        spans[s.source] = (spans.get(s.source, (s.index,))[0], s.index)
+    return spans

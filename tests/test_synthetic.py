@@ -1,0 +1,99 @@
+"""Issue 5: the synthetic program that measures the planner at scale."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tileplan.errors import InputError
+from tileplan.lowering.core import Options
+from tileplan.lowering.policy import policy
+from tileplan.model.ir import RepeatBlock
+from tileplan.model.machine import IPU21
+from tileplan.model.synthetic import BLOCK_OPERATIONS, SET_PARAMETERS, SyntheticConfig, build_synthetic, graph_values
+from tileplan.planner.plan import plan_program
+from tileplan.report.check import check_report
+
+from helpers import round_trip
+
+_CACHE: dict = {}
+
+
+def planned(values: int, shared: int = 4):
+    if (values, shared) not in _CACHE:
+        program = build_synthetic(SyntheticConfig(values, shared=shared))
+        _CACHE[values, shared] = plan_program(program, IPU21, policy("default"), Options())
+    return _CACHE[values, shared]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 5), st.integers(0, 400))
+def test_the_program_has_exactly_the_requested_graph_values(shared, extra):
+    cfg = SyntheticConfig(1 + shared * (len(SET_PARAMETERS) + BLOCK_OPERATIONS) + extra, shared=shared)
+    program = build_synthetic(cfg)
+    assert graph_values(program) == cfg.values
+    assert len(program.tensors) == 1 + len(SET_PARAMETERS) * shared
+    ops = program.operations()
+    assert [op.index for op in ops] == list(range(cfg.operations))
+    assert not any(isinstance(item, RepeatBlock) for item in program.items)
+    assert program.outputs == (ops[-1].output,)
+    # every parameter is read, set k by blocks k, k + shared, ...
+    read = {name for op in ops for name in op.inputs}
+    assert {t.name for t in program.tensors} <= read
+    for op in ops:
+        block = int(op.name.split(".")[1].removeprefix("layer"))
+        assert {n.split(".")[1] for n in op.inputs if n.startswith("synthetic.shared")} <= {f"shared{block % shared}"}
+
+
+def test_the_program_is_deterministic_and_a_chain_of_mlp_blocks():
+    a, b = build_synthetic(SyntheticConfig(200)), build_synthetic(SyntheticConfig(200))
+    assert a == b
+    kinds = [op.kind for op in a.operations()[:BLOCK_OPERATIONS]]
+    assert kinds == ["layernorm", "matmul", "add", "gelu", "matmul", "add", "add"]
+    residual = a.operations()[BLOCK_OPERATIONS - 1]
+    assert residual.inputs == ("synthetic.input", "synthetic.layer0.mlp.down.bias_add.out")
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"values": 52}, "52 values cannot hold one block per parameter set; 4 sets need at least 53"),
+    ({"values": 100, "shared": 0}, "shared must be >= 1, found 0"),
+    ({"values": 100, "rows": 0}, "rows must be >= 1, found 0"),
+])
+def test_bad_sizes_are_one_line_errors(kwargs, message):
+    with pytest.raises(InputError) as info:
+        SyntheticConfig(**kwargs)
+    assert str(info.value) == f"synthetic program: {message}"
+
+
+def test_it_plans_to_the_end_and_its_report_passes_check():
+    plan = planned(300)
+    assert plan.scope == "program" and plan.rejections == () and plan.exact is not None
+    assert len(plan.values) > 300  # the lowering adds copies of the parameters and Gemm partials
+    assert {s.execution_count for s in plan.steps} == {1}
+    findings = check_report(round_trip(plan))
+    assert findings.consistent, [f.to_text() for f in findings.findings][:5]
+
+
+@pytest.mark.parametrize("shared", [1, 4])
+def test_live_sets_and_peaks_stay_bounded_as_the_program_grows(shared):
+    small, large = planned(300, shared), planned(1200, shared)
+    params = len(SET_PARAMETERS) * shared
+    for plan in (small, large):
+        assert max(len(s.live) for s in plan.steps) <= params + 4
+        by_id = {v.id: v for v in plan.values}
+        # parameters live from the first step; every other value dies within two blocks' steps
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for s in plan.steps:
+            for v in s.live:
+                first.setdefault(v, s.index)
+                last[v] = s.index
+        ending = set(plan.steps[-1].live)  # the output and what its last operation reads
+        assert all(first[v] == 0 for v in first if by_id[v].resident)
+        blocks = 2 * len(plan.steps) // (len(plan.operations) // BLOCK_OPERATIONS)
+        assert max(last[v] - first[v] for v in first if not by_id[v].resident and v not in ending) < blocks
+    assert len(large.steps) > 3 * len(small.steps)
+    for region in ("standard", "interleaved", "total"):
+        assert getattr(large.peaks, region) == getattr(small.peaks, region)
+    assert large.exact.peak("total")[0] == small.exact.peak("total")[0]
+    # only the exchange code grows with the program (one row per exchanging step)
+    assert large.exchange_rows > 3 * small.exchange_rows
