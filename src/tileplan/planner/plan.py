@@ -77,14 +77,22 @@ def size_values(drafts: tuple[ValueDraft, ...]) -> tuple[dict[int, Shards], dict
 
 def compute_live_ranges(lowering: Lowering) -> dict[int, LiveRange]:
     """Declared tensors live from step 0, other values from the step writing them; all
-    until the last step reading them (program outputs: until the last step)."""
+    until the last step reading them (program outputs: until the last step). The steps
+    of a repeat block stand for its first iteration, the one with the most still to
+    come: the members of a parameter family that later iterations read (layers 1..26's
+    weights, read by the same step as layer 0's) stay live to the block's last step."""
     first: dict[int, int] = {v: 0 for v in range(lowering.declared)}
     last: dict[int, int] = {}
+    block_end = {}
+    for a, b in lowering.blocks:
+        for i in range(a, b + 1):
+            block_end[i] = (a, b)
     for i, s in enumerate(lowering.steps):
         for v in s.writes:
             first.setdefault(v, i)
+        span = block_end.get(i)
         for v in s.reads:
-            last[v] = i
+            last[v] = span[1] if span is not None and v in lowering.later_members else i
     end = len(lowering.steps) - 1
     for v in lowering.outputs:
         last[v] = end
