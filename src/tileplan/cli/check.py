@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 
+from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.report.check import check_report
 from tileplan.report.format import read_report
 from tileplan.report.views import verdict_line
 
-EXIT_OVER_BUDGET = 3
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

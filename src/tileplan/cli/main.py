@@ -1,7 +1,8 @@
 """`tileplan VERB ...`: the only place that turns errors into messages and exit codes.
 
 Exit codes: 0 success; 1 a report is inconsistent (`check`); 2 bad input (one line on
-stderr, no traceback); 3 the program does not fit (`--fail-over-budget`).
+stderr, no traceback); 3 the program does not fit (`plan --fail-over-budget`,
+`check --budget`).
 """
 
 from __future__ import annotations

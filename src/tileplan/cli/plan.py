@@ -13,6 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
+from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.cli.progress import Progress
 from tileplan.errors import InputError
 from tileplan.ioutil import write_atomic
@@ -24,9 +25,9 @@ from tileplan.planner.request import PlanRequest
 from tileplan.planner.sweep import KNOBS, expand, run_sweep
 from tileplan.planner.whatif import what_if, what_if_json
 from tileplan.report.build import build_report
-from tileplan.report.format import to_json_dict, to_json_text
+from tileplan.report.format import Report, to_json_text
+from tileplan.report.views import group_label, operations, verdict_line
 
-EXIT_OVER_BUDGET = 3
 TOP_VALUES = 10
 
 
@@ -78,10 +79,9 @@ def run(args: argparse.Namespace) -> int:
         report.extra["what_if"] = what_if_json(request, plan, rows)
     progress.done()
     write_atomic(output, to_json_text(report))
-    doc = to_json_dict(report)
     print(f"wrote {output}: scope {report.scope}, {len(report.values)} values, {len(report.steps)} steps "
           f"({request.command()})")
-    for line in verdict_lines(doc):
+    for line in verdict_lines(report):
         print(line)
     if args.fail_over_budget and not report.fits_budget:
         return EXIT_OVER_BUDGET
@@ -122,34 +122,29 @@ def format_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [fmt(header), *(fmt(r) for r in rows)]
 
 
-def verdict_lines(doc: dict) -> list[str]:
-    """The verdict as people read it, from the report's own fields (nothing recomputed)."""
-    if doc["scope"] != "program":
-        rejected = doc.get("rejected_operation", {})
-        lines = [f"Not planned: stopped at operation {rejected.get('index')} ({rejected.get('name')}): "
-                 f"{rejected.get('reason')}"]
-        for j in doc["rejections"][:3]:
-            lines.append(f"  {j['name']}: {j['reason']}")
-        if len(doc["rejections"]) > 3:
-            lines.append(f"  ... {len(doc['rejections']) - 3} more under rejections")
+def verdict_lines(report: Report) -> list[str]:
+    """The verdict as people read it, from the report's own fields (nothing recomputed):
+    the verdict line first, then where, the regions, what is live there, the what-if."""
+    lines = [verdict_line(report)]
+    if report.scope != "program":
+        for j in report.rejections[:3]:
+            lines.append(f"  {j.name}: {j.reason}")
+        if len(report.rejections) > 3:
+            lines.append(f"  ... {len(report.rejections) - 3} more under rejections")
         return lines
-    verdict = doc["verdict"]
+    verdict = report.extra["verdict"]
     regions = {r["region"]: r for r in verdict["regions"]}
     total = regions["total"]
-    if verdict["fits"]:
-        lines = [f"Fits: worst tile {total['tile']} at step {total['step']}: {total['peak']} bytes used, "
-                 f"budget {total['budget']} (margin {total['margin']} B)"]
-    else:
-        lines = [verdict.get("out_of_memory") or f"Does not fit: {total['peak']} bytes used, budget {total['budget']}"]
-    step = doc["timeline"]["steps"][total["step"]]
-    op = next((o for o in doc["operations"] if o["index"] == step["source"]), None)
+    step = report.steps[total["step"]]
+    ops = operations(report)
+    op = ops.get(step.source)
     if op is not None:
         runs = f", runs {op['execution_count']} times" if op["execution_count"] > 1 else ""
-        lines.append(f"  at step {step['index']}: {step['operation'].split(' {')[0]} of operation {op['index']} "
+        lines.append(f"  at step {step.index}: {step.operation.split(' {')[0]} of operation {op['index']} "
                      f"({op['name']}{runs})")
-    exact = doc.get("exact", {})
+    ratio = report.extra.get("exact", {}).get("ratio_exact_to_estimate")
     lines.append(f"  total        {total['peak']:>8} B of {total['budget']} (margin {total['margin']}; estimate "
-                 f"{total['estimate']}, exact/estimate {exact.get('ratio_exact_to_estimate')})")
+                 f"{total['estimate']}, exact/estimate {ratio})")
     if "standard" in regions:
         r = regions["standard"]
         lines.append(f"  standard     {r['peak']:>8} B on tile {r['tile']} at step {r['step']} "
@@ -170,11 +165,10 @@ def verdict_lines(doc: dict) -> list[str]:
         lines.append(f"live on tile {peak['tile']} at step {peak['step']}, by group "
                      f"({peak['values_live']} allocations; scratch {peak['scratch']['standard']} B standard, "
                      f"{peak['scratch']['interleaved']} B interleaved):")
-        op_names = {f"operation {o['index']} result 0": o["name"] for o in doc["operations"]}
         for g in peak["groups"][:TOP_VALUES]:
-            label = g["group"] + (f" ({op_names[g['group']]})" if g["group"] in op_names else "")
+            label = group_label(g["group"], ops)
             lines.append(f"  {g['bytes']:>8} B  {label}" + (f", {g['values']} values" if g["values"] > 1 else ""))
-    wi = doc.get("what_if")
+    wi = report.extra.get("what_if")
     if wi:
         lines.append("what if (each row re-planned; its command re-derives it):")
         base = wi["baseline"]
