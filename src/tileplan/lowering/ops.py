@@ -29,6 +29,9 @@ from tileplan.model.precision import F16, Precision
 F32_BYTES = 4
 #: keys per chunk when attention products are streamed
 KEY_CHUNK = 64
+#: partial statistics a tile combines at once: a row split over more partitions is
+#: reduced in a tree of this fan-in (as Poplar's multi-stage reductions do)
+REDUCE_FAN_IN = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,9 +234,9 @@ def row_split(ctx: LoweringContext, layout: Layout, shape: tuple[int, ...], name
 def lower_layernorm(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
                     dies: list[bool]) -> int:
     """Two steps. `Statistics`: each tile sums its columns of its rows (sum and sum
-    of squares, F32) and exchanges them with the other partitions of the row; scratch
-    (column partitions + 1) x rows x 2 x 4 B. `Normalize`: scales, shifts; scratch rows
-    x 2 x 4 B (mean and inverse deviation)."""
+    of squares, F32) and exchanges them with the other partitions of the row, reduced
+    in a tree of fan-in 16; scratch (min(column partitions, 16) + 1) x rows x 2 x 4 B.
+    `Normalize`: scales, shifts; scratch rows x 2 x 4 B (mean and inverse deviation)."""
     (x,), scales, biases = ins
     x = copy_if_needed(ctx, op, x, plan.wanted[0], count)  # type: ignore[arg-type]
     scales = place(ctx, op, scales, plan.wanted[1], count)
@@ -242,7 +245,7 @@ def lower_layernorm(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list
     rows, parts = row_split(ctx, xv.layout, xv.shape, xv.name)
     stats = 2 * F32_BYTES * rows
     ctx.add_step(op, f"LayerNorm {{ stage: Statistics, exchange: {str(parts > 1).lower()} }}", count, (x,), (),
-                 {"standard": (parts + 1) * stats})
+                 {"standard": (min(parts, REDUCE_FAN_IN) + 1) * stats})
     in_place = _can_write_in_place(ctx, x, dies[0], plan.output, op)
     out = _write(ctx, op, x, plan.output, in_place)
     ctx.add_step(op, f"LayerNorm {{ stage: Normalize, in_place: {str(in_place).lower()} }}", count,
