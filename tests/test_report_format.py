@@ -80,3 +80,17 @@ def test_hostile_json_shapes_are_input_errors():
         from_json_text("[]", "list.json")
     with pytest.raises(InputError, match=r"tile_count: expected an integer, found NaN"):
         from_json_text(REFERENCE.read_text().replace('"tile_count":1472', '"tile_count":NaN'), "nan.json")
+
+
+def test_schema_accepts_full_tileplan_reports_and_nothing_unknown(tmp_path):
+    from tileplan.cli.main import main
+
+    for argv, name in ((["--weights", "f16"], "f16.json"), (["--layers", "4", "--policy", "reference"], "ref.json")):
+        out = tmp_path / name
+        assert main(["plan", *argv, "--layers", "2", "-o", str(out)] if "--layers" not in argv
+                    else ["plan", *argv, "-o", str(out)]) == 0
+        doc = json.loads(out.read_text())
+        jsonschema.validate(doc, schema())
+    doc["surprise"] = 1
+    with pytest.raises(jsonschema.ValidationError, match="surprise"):
+        jsonschema.validate(doc, schema())

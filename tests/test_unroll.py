@@ -1,4 +1,5 @@
 """Issue 5: the SigLIP encoder unrolled, layer by layer, against the repeat block."""
+import json
 
 import pytest
 
@@ -147,3 +148,14 @@ def test_so400m_unrolled_plans_to_the_end_and_fits():
 
 def test_repeat_block_peak_counts_the_parameters_later_iterations_need():
     assert repeat_plan().peaks.total == unrolled(27).peaks.total
+
+
+def test_cli_unroll_flag(tmp_path, capsys):
+    from tileplan.cli.main import main
+
+    out = tmp_path / "u.json"
+    assert main(["plan", "--layers", "2", "--unroll", "--no-what-if", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["program"]["unroll"] is True
+    assert {o["execution_count"] for o in doc["operations"]} == {1}
+    assert "--unroll" in capsys.readouterr().out

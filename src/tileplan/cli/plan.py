@@ -38,6 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weights", default="f8f143:-4",
                    help="weight precision: f16, f32, bf16, f8f143:SCALE or f8f152:SCALE (default f8f143:-4)")
     p.add_argument("--no-map-head", action="store_true", help="leave out the MAP head")
+    p.add_argument("--unroll", action="store_true",
+                   help="plan the encoder as one copy of its operations per layer, not as a repeat block")
     p.add_argument("--policy", default="default", choices=sorted(POLICIES), help="layout policy (default: default)")
     p.add_argument("--machine", default="ipu21", help=f"a preset ({', '.join(PRESETS)}) or a machine .toml file")
     p.add_argument("--attention-products", default="automatic", choices=[c.value.lower() for c in AttentionProducts],
@@ -54,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def request_from(args: argparse.Namespace) -> PlanRequest:
     return PlanRequest(model=args.model, layers=args.layers, weights=args.weights, map_head=not args.no_map_head,
-                       policy=args.policy, machine=args.machine, attention_products=args.attention_products,
+                       unroll=args.unroll, policy=args.policy, machine=args.machine, attention_products=args.attention_products,
                        gemm_output_packing=args.gemm_output_packing)
 
 

@@ -27,6 +27,7 @@ class PlanRequest:
     layers: int | None = None
     weights: str = "f8f143:-4"
     map_head: bool = True
+    unroll: bool = False
     policy: str = "default"
     machine: str = "ipu21"
     attention_products: str = "automatic"
@@ -52,7 +53,7 @@ class PlanRequest:
                        AttentionProducts(self.attention_products.capitalize()))
 
     def program(self) -> Program:
-        return siglip.build_vit(self.config, from_option(self.weights))
+        return siglip.build_vit(self.config, from_option(self.weights), unroll=self.unroll)
 
     def plan(self) -> Plan:
         return plan_program(self.program(), machine(self.machine), policy(self.policy), self.options)
@@ -65,6 +66,8 @@ class PlanRequest:
         parts = ["tileplan plan", self.model, f"--layers {self.config.layers}", f"--weights {self.weights}"]
         if not self.map_head:
             parts.append("--no-map-head")
+        if self.unroll:
+            parts.append("--unroll")
         defaults = PlanRequest()
         for key in ("policy", "machine", "attention_products", "gemm_output_packing"):
             if getattr(self, key) != getattr(defaults, key):
