@@ -1,4 +1,5 @@
 """Issue 5: the SigLIP encoder unrolled, layer by layer, against the repeat block."""
+
 import json
 
 import pytest
