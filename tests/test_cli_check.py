@@ -105,3 +105,17 @@ def test_missing_file_and_unknown_verb(capsys, tmp_path):
     assert code == 2 and "cannot read: No such file or directory" in err
     code, _, err = run(capsys, "frobnicate")
     assert code == 2 and "invalid choice: 'frobnicate'" in err
+
+
+@pytest.mark.parametrize("target,message", [
+    ("", "names no file"),
+    (".", "names no file"),
+    ("DIR", "exists and is not a regular file"),
+    ("/proc/x.json", "cannot write in /proc"),
+])
+def test_unwritable_outputs_are_one_line_errors(tmp_path, capsys, target, message):
+    target = str(tmp_path) if target == "DIR" else target
+    assert main(["plan", "--layers", "1", "--no-what-if", "-f", "-o", target]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))

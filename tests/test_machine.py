@@ -49,13 +49,13 @@ def test_machine_from_toml_plans_on_1216_tiles(tmp_path, capsys):
 @pytest.mark.parametrize("change,message", [
     (lambda t: t.replace("tile_count = 1216\n", ""), "missing machine field 'tile_count'"),
     (lambda t: "colour = 3\n" + t, "unknown machine field 'colour'"),
-    (lambda t: t + "colour = 3\n", "bad amp entry"),
+    (lambda t: t + "colour = 3\n", "amp[0]: unknown field 'colour'"),
     (lambda t: t.replace("interleaved_budget_bytes = 424880", "interleaved_budget_bytes = 500000"),
      "interleaved budget 500000 exceeds the interleaved region 425984"),
     (lambda t: t.replace("tile_count = 1216", "tile_count = 0"), "tile_count must be positive, found 0"),
     (lambda t: t.replace("tile_count = 1216", "tile_count = \"many\""), "tile_count must be an integer"),
     (lambda t: t.replace("[[amp]]", "[[amp"), "not valid TOML"),
-    (lambda t: t.replace('accumulate = "F16"', 'accumulate = "F12"'), "unknown precision 'F12'"),
+    (lambda t: t.replace('accumulate = "F16"', 'accumulate = "F12"'), "accumulate must be a precision name"),
 ])
 def test_bad_machine_files_are_one_line_errors(tmp_path, capsys, change, message):
     path = tmp_path / "bad.toml"
@@ -72,3 +72,21 @@ def test_preset_fields_are_all_documented():
     for f in fields(Machine):
         if f.name != "amp":
             assert f"`{f.name}`" in text, f.name
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda t: t.replace('multiply = "F8F143"', "multiply = 5"), "amp[0]: AMP geometry: multiply must be a precision"),
+    (lambda t: t.replace('class_prefix = "Ipu21"', "class_prefix = 7"), "class_prefix must be a string"),
+    (lambda t: t.replace('class_prefix = "Ipu21"', 'class_prefix = ""'), "class_prefix must be a string"),
+    (lambda t: t.replace("input_channels = 32", 'input_channels = "32"'), "input_channels must be an integer"),
+    (lambda t: t.replace('accumulate = "F16"', 'accumulate = "F8F143"'), "accumulate must not be FP8"),
+    (lambda t: t.replace('name = "ipu-1216"', "name = 3"), "name must be a string"),
+    (lambda t: t + t[t.index("[[amp]]"):], "amp lists F8F143 twice"),
+    (lambda t: t.replace("tile_count = 1216", "tile_count = 100000000"), "tile_count must be in [0, 65536]"),
+])
+def test_machine_fields_of_the_wrong_type_are_named(tmp_path, capsys, change, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(change(TOML))
+    assert main(["plan", "--machine", str(path), "-o", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and str(path) in err and err.count("\n") == 1

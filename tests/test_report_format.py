@@ -94,3 +94,11 @@ def test_schema_accepts_full_tileplan_reports_and_nothing_unknown(tmp_path):
     doc["surprise"] = 1
     with pytest.raises(jsonschema.ValidationError, match="surprise"):
         jsonschema.validate(doc, schema())
+
+
+def test_a_layout_on_another_tile_count_is_an_input_error(reference_json):
+    doc = json.loads(json.dumps(reference_json))
+    doc["tile_count"] = 1216
+    with pytest.raises(InputError, match=r"timeline\.values\[0\]\.layout: layout tile_count 1472 differs from the "
+                                         r"report's tile_count 1216"):
+        from_json_text(json.dumps(doc), "t.json")

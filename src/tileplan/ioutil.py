@@ -9,16 +9,30 @@ from pathlib import Path
 from tileplan.errors import InputError
 
 
+def check_target(target: Path, overwrite: bool) -> None:
+    """An output path must name a regular file (new, or replaced with `overwrite`) in an
+    existing folder: never a folder, a device or a path with no name."""
+    if not str(target) or target.name in ("", ".", ".."):
+        raise InputError(f"output path {str(target)!r} names no file")
+    if target.exists() or target.is_symlink():
+        if not target.is_file():
+            raise InputError(f"{target} exists and is not a regular file; choose another output")
+        if not overwrite:
+            raise InputError(f"{target} exists; pass -f to overwrite it")
+    folder = target.parent
+    if not folder.is_dir():
+        raise InputError(f"{target}: folder {folder} does not exist")
+
+
 def write_atomic(path: str | os.PathLike, data: str | bytes, overwrite: bool = True) -> None:
     """Write `data` to `path` via a temporary file in the same folder and a rename."""
     target = Path(path)
-    if not overwrite and target.exists():
-        raise InputError(f"{target} exists; pass -f to overwrite it")
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"{target}: folder {folder} does not exist")
+    check_target(target, overwrite)
     raw = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as e:
+        raise InputError(f"cannot write in {target.parent}: {e.strerror}", str(target)) from None
     try:
         umask = os.umask(0)
         os.umask(umask)
@@ -26,6 +40,10 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, overwrite: bool = T
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
         os.replace(tmp, target)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise InputError(f"cannot write: {e.strerror}", str(target)) from None
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -42,9 +60,8 @@ def derived_path(source: str | os.PathLike, suffix: str) -> Path:
 def output_path(source: str | os.PathLike, output: str | None, suffix: str, force: bool) -> Path:
     """Where a verb writes what it makes of `source`: `output`, else `derived_path`.
     Refuses to overwrite an existing file without `force`, and never the input."""
-    target = Path(output) if output else derived_path(source, suffix)
+    target = Path(output) if output is not None else derived_path(source, suffix)
     if target.resolve() == Path(source).resolve():
         raise InputError(f"{target} is the input report; choose another output with -o")
-    if target.exists() and not force:
-        raise InputError(f"{target} exists; pass -f to overwrite it")
+    check_target(target, force)
     return target

@@ -16,7 +16,7 @@ from pathlib import Path
 from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.cli.progress import Progress
 from tileplan.errors import InputError
-from tileplan.ioutil import write_atomic
+from tileplan.ioutil import check_target, write_atomic
 from tileplan.lowering.core import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
 from tileplan.model import siglip
@@ -61,9 +61,8 @@ def request_from(args: argparse.Namespace) -> PlanRequest:
 
 
 def _output(args: argparse.Namespace, suffix: str) -> Path:
-    output = Path(args.output) if args.output else Path(f"{args.model}{suffix}")
-    if output.exists() and not args.force:
-        raise InputError(f"{output} exists; pass -f to overwrite it")
+    output = Path(args.output) if args.output is not None else Path(f"{args.model}{suffix}")
+    check_target(output, args.force)
     return output
 
 

@@ -13,12 +13,16 @@ Any machine can come from a TOML file with the same fields (`Machine.from_toml`)
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from typing import Any
 
 from tileplan.errors import InputError
-from tileplan.model.precision import Precision
+from tileplan.model.precision import FP8_FORMATS, PLAIN_BYTES, Precision
+
+#: upper bounds of machine fields read from files (anything beyond is surely a typo)
+LIMITS = {"tile_count": 1 << 16}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +38,18 @@ class AmpGeometry:
     rows: int = 16
 
     def __post_init__(self) -> None:
+        for key in ("multiply", "accumulate"):
+            value = getattr(self, key)
+            if not isinstance(value, str) or value not in (*PLAIN_BYTES, *FP8_FORMATS):
+                raise InputError(f"AMP geometry: {key} must be a precision name "
+                                 f"({', '.join((*FP8_FORMATS, 'F16', 'F32', 'BF16'))}), found {value!r}")
+        if self.accumulate in FP8_FORMATS:
+            raise InputError(f"AMP geometry {self.multiply}: accumulate must not be FP8, found {self.accumulate}")
         for key in ("input_channels", "output_channels", "rows"):
-            if getattr(self, key) < 1:
-                raise InputError(f"AMP geometry {self.multiply}: {key} must be >= 1, found {getattr(self, key)}")
-        Precision(self.multiply, 0) if self.multiply.startswith("F8") else Precision(self.multiply)
-        Precision(self.accumulate)
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4096:
+                raise InputError(f"AMP geometry {self.multiply}: {key} must be an integer in [1, 4096], "
+                                 f"found {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,17 +106,38 @@ class Machine:
         if missing:
             raise InputError(f"missing machine field {missing[0]!r}", source)
         amp = data["amp"]
-        if not isinstance(amp, list) or not all(isinstance(a, dict) for a in amp):
-            raise InputError("amp must be an array of tables ([[amp]])", source)
+        if not isinstance(amp, list) or not amp or not all(isinstance(a, dict) for a in amp):
+            raise InputError("amp must be a non-empty array of tables ([[amp]])", source)
+        geometries = []
+        amp_fields = {f.name for f in fields(AmpGeometry)}
+        for i, entry in enumerate(amp):
+            place = f"{source}: amp[{i}]"
+            extra = sorted(set(entry) - amp_fields)
+            if extra:
+                raise InputError(f"unknown field {extra[0]!r}; expected {', '.join(sorted(amp_fields))}", place)
+            absent = sorted({"multiply", "input_channels", "output_channels", "accumulate"} - set(entry))
+            if absent:
+                raise InputError(f"missing field {absent[0]!r}", place)
+            try:
+                geometries.append(AmpGeometry(**entry))
+            except InputError as e:
+                raise e.at(place, sep=": ") from None
+        multiplies = [g.multiply for g in geometries]
+        for m in multiplies:
+            if multiplies.count(m) > 1:
+                raise InputError(f"amp lists {m} twice; give one geometry per multiply precision", source)
+        values = {k: v for k, v in data.items() if k != "amp"}
+        for k, v in values.items():
+            if k in ("name", "class_prefix"):
+                pattern = r"[A-Za-z0-9][A-Za-z0-9_.-]*" if k == "name" else r"[A-Z][A-Za-z0-9]*"
+                if not isinstance(v, str) or not re.fullmatch(pattern, v):
+                    raise InputError(f"{k} must be a string matching {pattern}, found {v!r}", source)
+            elif isinstance(v, bool) or not isinstance(v, int):
+                raise InputError(f"{k} must be an integer, found {v!r}", source)
+            elif not 0 <= v <= LIMITS.get(k, 1 << 40):
+                raise InputError(f"{k} must be in [0, {LIMITS.get(k, 1 << 40)}], found {v}", source)
         try:
-            geometries = tuple(AmpGeometry(**a) for a in amp)
-            values = {k: v for k, v in data.items() if k != "amp"}
-            for k, v in values.items():
-                if k not in ("name", "class_prefix") and (isinstance(v, bool) or not isinstance(v, int)):
-                    raise InputError(f"{k} must be an integer, found {v!r}")
-            return cls(amp=geometries, **values)
-        except TypeError as e:
-            raise InputError(f"bad amp entry: {e}", source) from None
+            return cls(amp=tuple(geometries), **values)
         except InputError as e:
             raise e.at(source, sep=": ") from None
 

@@ -231,6 +231,11 @@ def from_json_dict(obj: Any) -> Report:
     timeline = r.sub("timeline")
     values = tuple(_read_value(v) for v in timeline.sub("values").items())
     steps = tuple(_read_step(s) for s in timeline.sub("steps").items())
+    tile_count = r.sub("tile_count").integer(minimum=1)
+    for i, v in enumerate(values):
+        if v.layout.tiling.tile_count != tile_count:
+            raise InputError(f"layout tile_count {v.layout.tiling.tile_count} differs from the report's tile_count "
+                             f"{tile_count}", f"timeline.values[{i}].layout")
     ids = [v.id for v in values]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -247,7 +252,7 @@ def from_json_dict(obj: Any) -> Report:
     return Report(
         version=version,
         scope=r.sub("scope").string(), model=r.sub("model").string(),
-        tile_count=r.sub("tile_count").integer(minimum=1),  # type: ignore[arg-type]
+        tile_count=tile_count,  # type: ignore[arg-type]
         budget_bytes=r.sub("budget_bytes").integer(),  # type: ignore[arg-type]
         interleaved_budget_bytes=r.sub("interleaved_budget_bytes").integer(),  # type: ignore[arg-type]
         standard_contiguous_overflow_bytes=r.sub("standard_contiguous_overflow_bytes").integer(nullable=True),
