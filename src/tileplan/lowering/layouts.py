@@ -13,12 +13,29 @@ from tileplan.model.layout import (
 from tileplan.model.tiling import Shards, default_strides, tile_of
 
 
-def linear_layout(tile_count: int, element_bytes: int, prefix: str, padding: Padding) -> Layout:
-    """All elements over all tiles in blocks of 8 bytes (the reference's resting layout
-    with `Padding.REJECT`; representable for any tensor with `Padding.ZERO`)."""
+def linear_layout(tile_count: int, element_bytes: int, prefix: str, padding: Padding,
+                  partitions: int | None = None) -> Layout:
+    """All elements in blocks of 8 bytes over `partitions` (default: every tile), each
+    held by tile_count / partitions replicas: the reference's resting layout with
+    `Padding.REJECT` and all tiles; representable for any tensor with `Padding.ZERO`."""
     block = max(1, 8 // element_bytes)
-    axis = AxisTiling(LINEAR, tile_count, 1, block, block, 1, padding, None)
-    return Layout(ROW_MAJOR, TensorTiling(tile_count, 1, (axis,)), MemoryClass(prefix, "Standard"))
+    parts = tile_count if partitions is None else partitions
+    axis = AxisTiling(LINEAR, parts, 1, block, block, 1, padding, None)
+    return Layout(ROW_MAJOR, TensorTiling(tile_count, tile_count // parts, (axis,)), MemoryClass(prefix, "Standard"))
+
+
+def compact_layout(elements: int, element_bytes: int, tile_count: int, prefix: str) -> Layout:
+    """Where a tensor rests when nothing reads it in place: Linear in 8-byte blocks over
+    as many partitions as it has blocks, at most every tile, the partition count a
+    divisor of the tile count (the rest are replicas). A `[1,1,1152]` F16 vector's 288
+    blocks of 4 take 184 partitions (the largest divisor of 1472 not above 288) x 8
+    replicas; a weight with more blocks than tiles takes all 1472. Padding Reject when
+    the blocks are whole (then always representable), Zero otherwise."""
+    block = max(1, 8 // element_bytes)
+    blocks = -(-elements // block)
+    parts = max(d for d in range(1, min(blocks, tile_count) + 1) if tile_count % d == 0)
+    padding = Padding.REJECT if elements % block == 0 else Padding.ZERO
+    return linear_layout(tile_count, element_bytes, prefix, padding, parts)
 
 
 def broadcast_layout(x: Layout, x_shape: tuple[int, ...], b_shape: tuple[int, ...], prefix: str) -> Layout:

@@ -8,11 +8,13 @@ operations that read it.
 * `default`: the first operation's inputs rest where it wants them (there is no
   earlier step to re-lay them out in); every other tensor (the Gemm weights, which
   the AMP wants replicated over the M partitions, the vectors, which an add or a norm
-  wants replicated over the rows, the position table) rests compactly, once, in a
-  Linear tiling over all tiles in 8-byte blocks, and is re-laid out by a `Copy` just
-  before its use, so resident parameters cost the least memory per tile. The Linear tiling has
-  padding Reject when its blocks fill every tile (as the reference) and Zero when
-  they cannot: a `[1,1,1152]` F16 vector's 288 blocks of 4 sit on tiles 0..287.
+  wants replicated over the rows, the position table) rests compactly in a Linear
+  tiling in 8-byte blocks, and is re-laid out by a `Copy` just before its use, so
+  resident parameters cost the least memory per tile. The Linear
+  tiling takes at most as many partitions as the tensor has blocks (a divisor of the
+  tile count; the rest are replicas) with padding Reject: the weights take all 1472
+  tiles as in the reference, a `[1,1,1152]` F16 vector's 288 blocks of 4 take 184
+  partitions x 8 replicas (see `compact_layout`).
 * `reference`: the reference planner's resting layouts. The first operation's inputs
   rest where it wants them, every Gemm weight rounded up to one element pair; every
   other tensor rests in a Linear tiling over all tiles in 8-byte blocks with padding
@@ -24,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tileplan.errors import InputError
-from tileplan.lowering.layouts import linear_layout
+from tileplan.lowering.layouts import compact_layout, linear_layout
 from tileplan.model.ir import Tensor
 from tileplan.model.layout import Layout, Padding
 
@@ -56,10 +58,7 @@ class DefaultPolicy(Policy):
         first = next((r for r in readers if r.rest is not None), None)
         if first is not None and first.op_index == 0:
             return first.rest, first.alignment  # type: ignore[return-value]
-        block = max(1, 8 // tensor.precision.bytes)
-        fills = tensor.elements % block == 0 and tensor.elements // block >= tile_count
-        return linear_layout(tile_count, tensor.precision.bytes, prefix,
-                             Padding.REJECT if fills else Padding.ZERO), None
+        return compact_layout(tensor.elements, tensor.precision.bytes, tile_count, prefix), None
 
 
 class ReferencePolicy(Policy):
