@@ -2,9 +2,11 @@
 region, the verdict and the program. Plain data (`diff_reports`); `tileplan diff`
 renders it as a table or prints `to_json`.
 
-Values are matched by name; a name held by several values (a tensor and its
-converted copy, an operation's results) pairs them in id order, the k-th of A with
-the k-th of B. Sizes are per tile (the estimate, `bytes`).
+Values are matched by name and shape; a name held by several values (a tensor and
+its converted copy, an operation's results) pairs them most alike first (same
+precision and layout, then same precision, then same layout, then same shape), each
+tier in id order. Namesakes of different shapes are not the same value: they show as
+removed and added. Sizes are per tile (the estimate, `bytes`).
 """
 
 from __future__ import annotations
@@ -137,8 +139,7 @@ class Diff:
 
 def pair_values(a: tuple[ValueRow, ...], b: tuple[ValueRow, ...]) -> list[tuple[ValueRow | None, ValueRow | None]]:
     """Pairs of the same value in A and B, in the order of A, then B's values that A
-    does not have. Values pair by name; among namesakes, first those of the same shape
-    and precision, then of the same shape, then the rest, each in id order."""
+    does not have (see the module docstring for the matching)."""
     by_name: dict[str, list[ValueRow]] = {}
     for r in b:
         by_name.setdefault(r.name, []).append(r)
@@ -148,8 +149,10 @@ def pair_values(a: tuple[ValueRow, ...], b: tuple[ValueRow, ...]) -> list[tuple[
     match: dict[int, ValueRow] = {}  # A id -> B row
     taken: set[int] = set()
     for name, rows in a_by_name.items():
-        for same in (lambda x, y: (x.shape, x.precision) == (y.shape, y.precision),
-                     lambda x, y: x.shape == y.shape, lambda x, y: True):
+        for same in (lambda x, y: (x.shape, x.precision, x.layout_text) == (y.shape, y.precision, y.layout_text),
+                     lambda x, y: (x.shape, x.precision) == (y.shape, y.precision),
+                     lambda x, y: (x.shape, x.layout_text) == (y.shape, y.layout_text),
+                     lambda x, y: x.shape == y.shape):
             for r in rows:
                 if r.id in match:
                     continue
