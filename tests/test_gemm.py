@@ -67,12 +67,7 @@ def test_partials_and_output_share_tiles():
 @given(st.integers(1, 800), st.integers(1, 2000), st.integers(1, 2000), st.sampled_from([64, 92, 1216, 1472]),
        st.sampled_from([F8, F16]))
 def test_any_gemm_gets_a_valid_split(m, k, n, tiles, geometry):
-    k = max(k, geometry.input_channels * 1)
-    try:
-        p = gemm.partition_gemm(m, k, n, tiles, geometry, 1, 2)
-    except gemm.PlanningError as e:
-        assert "no legal partition" in str(e)
-        return
+    p = gemm.partition_gemm(m, k, n, tiles, geometry, 1, 2)
     _check_valid(p, tiles)
 
 

@@ -12,7 +12,7 @@ from tileplan.planner.whatif import most_layers_that_fit, outcome, what_if
 @pytest.fixture(scope="module")
 def f16_rows():
     base = PlanRequest(weights="f16")
-    return base, base.plan(), what_if(base, base.plan())
+    return base, base.plan(), what_if(base)
 
 
 def test_f16_what_if_shows_which_knobs_make_it_fit(f16_rows):

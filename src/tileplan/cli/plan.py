@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     plan = request.plan()
     report = build_report(plan)
     if not args.no_what_if:
-        rows = what_if(request, plan, progress=lambda text: progress.update(text))
+        rows = what_if(request, progress=lambda text: progress.update(text))
         report.extra["what_if"] = what_if_json(request, plan, rows)
     progress.done()
     write_atomic(output, to_json_text(report))

@@ -39,7 +39,7 @@ WORK_SLACK_NUM, WORK_SLACK_DEN = 11, 10
 
 
 class PlanningError(TileplanError):
-    """An operation that cannot be planned at all (no legal partition)."""
+    """An operation that cannot be planned at all (impossible sizes for its partitioner)."""
 
     exit_code = 2
 
@@ -97,9 +97,9 @@ def partition_gemm(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometr
 
 @lru_cache(maxsize=4096)
 def _best_partition(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, multiply_bytes: int,
-                    accumulate_bytes: int, name: str | None = None) -> GemmPartition:
+                    accumulate_bytes: int) -> GemmPartition:
     if min(m, k, n, tile_count) < 1:
-        raise PlanningError(f"gemm {m} x {k} x {n} over {tile_count} tiles: every size must be >= 1", name)
+        raise PlanningError(f"gemm {m} x {k} x {n} over {tile_count} tiles: every size must be >= 1")
     candidates: list[tuple[int, int, GemmPartition]] = []
     for pm in _divisors(tile_count):
         for pk in _divisors(tile_count // pm):
@@ -111,10 +111,7 @@ def _best_partition(m: int, k: int, n: int, tile_count: int, geometry: AmpGeomet
             per_tile = (p.m_tile * p.k_tile + p.k_tile * p.n_tile) * multiply_bytes \
                 + p.m_tile * p.n_tile * accumulate_bytes
             candidates.append((p.work, per_tile, p))
-    if not candidates:
-        raise PlanningError(f"no legal partition of {m} x {k} x {n} over {tile_count} tiles: every split "
-                            f"leaves a K partition empty (K {k} has {ceil_div(k, geometry.input_channels)} "
-                            f"blocks of {geometry.input_channels})", name)
+    assert candidates, "pk = 1 is always a legal split"
     least = min(work for work, _, _ in candidates)
     within = [c for c in candidates if c[0] * WORK_SLACK_DEN <= least * WORK_SLACK_NUM]
     return min(within, key=lambda c: (c[1], c[0], c[2].pk, -c[2].pm))[2]

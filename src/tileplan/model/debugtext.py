@@ -31,10 +31,6 @@ class Node:
     def __post_init__(self) -> None:
         assert self.args is None or self.fields is None, "a node has args or fields"
 
-    def field_map(self, what: str) -> dict[str, object]:
-        if self.fields is None:
-            raise TextSyntaxError(f"expected {what} with fields {{...}}, found {self.name}")
-        return dict(self.fields)
 
 
 def parse(text: str, what: str = "text") -> object:

@@ -151,10 +151,6 @@ class TensorTiling:
         if any(a.axis.is_linear for a in self.axes) and len(self.axes) != 1:
             raise LayoutError("TensorTiling: a Linear axis must be the only axis")
 
-    @property
-    def shard_count(self) -> int:
-        return self.tile_count // self.replicas
-
     def to_text(self) -> str:
         axes = ", ".join(a.to_text() for a in self.axes)
         return (f"TensorTiling {{ tile_count: {self.tile_count}, replicas: {self.replicas}, "

@@ -82,10 +82,6 @@ F16 = Precision("F16")
 BF16 = Precision("BF16")
 
 
-def f8(name: str = "F8F143", scale_exponent: int = 0) -> Precision:
-    return Precision(name, scale_exponent)
-
-
 def from_option(text: str) -> Precision:
     """Parse a command-line precision: ``f16``, ``f32``, ``f8f143:-4``, ``f8f152:0``."""
     name, _, scale = text.partition(":")

@@ -54,6 +54,11 @@ class Plan:
     exact: ExactAccounting | None
     resident: frozenset[int]
 
+    @property
+    def exchange_bytes(self) -> int:
+        """What the exchange rows cost on every tile."""
+        return self.exchange_rows * self.machine.exchange_row_bytes
+
 
 def size_values(drafts: tuple[ValueDraft, ...]) -> tuple[dict[int, Shards], dict[int, str]]:
     """Shards of every value, or why it has none."""
@@ -168,7 +173,7 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     exact = account(values, steps, shards, machine.tile_count, set(resident)) \
         if steps and all(v.id in shards for v in values) else None
     verdict = judge_budget(steps, peaks, machine.budget_bytes, machine.interleaved_budget_bytes,
-                           rows * machine.exchange_row_bytes, complete=scope == "program", exact=exact)
+                           rows * machine.exchange_row_bytes, complete=scope == "program", exact=exact)  # = exchange_bytes
     rejections = tuple(Rejection(v, lowering.values[v].name, reasons[v]) for v in in_report if v in reasons)
     ops = tuple(o for o in lowering.operations if any(s.source == o.index for s in steps)) \
         if scope != "program" else lowering.operations

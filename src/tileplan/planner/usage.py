@@ -14,9 +14,6 @@ from tileplan.model.timeline import REGIONS, Step, Value
 if TYPE_CHECKING:
     from tileplan.planner.exact import ExactAccounting
 
-SENTINEL = 2**64 - 1
-
-
 @dataclass(frozen=True, slots=True)
 class StorageGroup:
     """One allocation: its region and size (the largest member's `bytes`; None if a

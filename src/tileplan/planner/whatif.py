@@ -40,7 +40,7 @@ class Outcome:
 
 def outcome(plan: Plan) -> Outcome:
     m = plan.machine
-    exchange = plan.exchange_rows * m.exchange_row_bytes
+    exchange = plan.exchange_bytes
     if plan.exact is not None:
         total, tile, step = plan.exact.peak("total")
         return Outcome(plan.verdict.fits, plan.scope, total + exchange, m.budget_bytes, tile, step,
@@ -89,7 +89,7 @@ def most_layers_that_fit(base: PlanRequest, planner: Callable[[PlanRequest], Pla
     return best
 
 
-def what_if(base: PlanRequest, base_plan: Plan, planner: Callable[[PlanRequest], Plan] | None = None,
+def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = None,
             progress: Callable[[str], None] | None = None) -> list[WhatIfRow]:
     run = planner or (lambda r: r.plan())
     rows = []

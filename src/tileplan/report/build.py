@@ -30,7 +30,7 @@ def build_report(plan: Plan) -> Report:
             for o in plan.operations if o.index in spans
         ],
     }
-    exchange = plan.exchange_rows * m.exchange_row_bytes
+    exchange = plan.exchange_bytes
     extra["verdict"] = verdict_json(plan.steps, p, plan.verdict, m.budget_bytes, m.interleaved_budget_bytes, exchange,
                                     plan.exact)
     if plan.exact is not None:

@@ -20,9 +20,9 @@ from tileplan.planner.exact import account
 from tileplan.planner.exchange import exchange_rows
 from tileplan.planner.usage import Peaks, find_peaks, judge_budget, step_usage, storage_groups, verdict_json
 from tileplan.report.exact import exact_json, peak_tile_json
-from tileplan.report.format import Report
+from tileplan.report.format import U64_MAX, Report
 
-SENTINEL = 2**64 - 1
+SENTINEL = U64_MAX  # the reference's "unknown"
 WRAP_FLOOR = 2**63
 #: Version-1 reports without `alignment_bytes` align AMP-read values to one
 #: interleaved memory element pair (32 KiB) and nothing else.
