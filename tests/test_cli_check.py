@@ -119,3 +119,19 @@ def test_unwritable_outputs_are_one_line_errors(tmp_path, capsys, target, messag
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_tampered_exact_figure_is_named_by_its_path(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["plan", "--layers", "1", "--no-what-if", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    doc["exact"]["tiles"]["peak"][17] += 1
+    doc["verdict"]["regions"][1]["margin"] -= 1
+    broken = tmp_path / "bad-exact.json"
+    broken.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["check", str(broken)]) == 1
+    out_text = capsys.readouterr().out
+    expected = doc["exact"]["tiles"]["peak"][17]
+    assert f"disagree: exact.tiles.peak[17]: reports {expected}; re-derived {expected - 1}" in out_text
+    assert "disagree: verdict.regions[1].margin: reports" in out_text

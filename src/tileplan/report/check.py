@@ -215,15 +215,34 @@ def check_report(report: Report) -> CheckResult:
 
 
 def _compare_json(result: CheckResult, place: str, reported: object, derived: object) -> None:
-    """Compare a JSON section key by key; name the first keys that differ."""
-    if reported == derived:
-        return
-    if isinstance(reported, dict) and isinstance(derived, dict):
-        keys = sorted(k for k in set(reported) | set(derived) if reported.get(k) != derived.get(k))
-        shown = json.dumps({k: derived.get(k) for k in keys[:3]}, sort_keys=True)
-        result.add("disagree", place, f"{', '.join(keys)} differ from the re-derived {shown[:240]}")
-    else:
-        result.add("disagree", place, f"reports {json.dumps(reported)[:120]}; re-derived {json.dumps(derived)[:120]}")
+    """Compare a JSON section; name the first place inside it that differs."""
+    found = first_difference(reported, derived, place)
+    if found is not None:
+        where, mine, theirs = found
+        result.add("disagree", where, f"reports {json.dumps(mine)[:120]}; re-derived {json.dumps(theirs)[:120]}")
+
+
+_MISSING = "(missing)"
+
+
+def first_difference(a: object, b: object, place: str) -> tuple[str, object, object] | None:
+    """The first path (in key and index order) where two JSON values differ, with
+    both sides there; None when equal."""
+    if a == b:
+        return None
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            found = first_difference(a.get(key, _MISSING), b.get(key, _MISSING), f"{place}.{key}")
+            if found is not None:
+                return found
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            found = first_difference(x, y, f"{place}[{i}]")
+            if found is not None:
+                return found
+    if isinstance(a, list) and isinstance(b, list):
+        return f"{place} (length)", len(a), len(b)
+    return place, a, b
 
 
 def _unknown_size(v: Value) -> Value:
