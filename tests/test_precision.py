@@ -36,3 +36,5 @@ def test_command_line_form():
     assert from_option("f16") == Precision("F16")
     with pytest.raises(InputError, match="only F8F143/F8F152 take"):
         from_option("f16:3")
+    with pytest.raises(InputError, match="FP8 needs its scale exponent after ':', e.g. f8f143:-4"):
+        from_option("f8f143")

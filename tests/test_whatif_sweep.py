@@ -65,7 +65,7 @@ def test_sweep_rows_in_order(tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["knobs"] == ["weights", "layers"]
     assert [(r["weights"], r["layers"]) for r in doc["rows"]] == [
-        ("f8f143:-4", "2"), ("f8f143:-4", "27"), ("f16", "2"), ("f16", "27")]
+        ("f8f143:-4", 2), ("f8f143:-4", 27), ("f16", 2), ("f16", 27)]
     assert [r["fits"] for r in doc["rows"]] == [True, True, True, False]
     single = outcome(PlanRequest(weights="f16", layers=27).plan()).to_json()
     assert {k: doc["rows"][3][k] for k in single} == single
@@ -78,7 +78,9 @@ def test_sweep_rows_in_order(tmp_path, capsys):
     ("colour=red", "unknown knob 'colour'"),
     ("layers=two", "expected integers, found 'two'"),
     ("weights=f12", "unknown precision 'F12'"),
-    ("attention-products=fast", "attention-products must be one of"),
+    ("attention-products=fast", "--sweep attention-products=fast: attention-products must be one of"),
+    ("policy=smart", "--sweep policy=smart: unknown policy 'smart'"),
+    ("layers=0,2", "--sweep layers=0: --layers must be >= 1, found 0"),
 ])
 def test_bad_sweeps_are_one_line_errors(tmp_path, capsys, spec, message):
     assert main(["plan", "--sweep", spec, "-o", str(tmp_path / "s.json")]) == 2

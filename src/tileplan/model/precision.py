@@ -88,8 +88,10 @@ def from_option(text: str) -> Precision:
     upper = name.strip().upper()
     upper = {"BOOL": "Bool"}.get(upper, upper)
     if upper in FP8_FORMATS:
+        if not scale:
+            raise InputError(f"precision {text!r}: FP8 needs its scale exponent after ':', e.g. {name.lower()}:-4")
         try:
-            exponent = int(scale) if scale else 0
+            exponent = int(scale)
         except ValueError:
             raise InputError(
                 f"precision {text!r}: scale after ':' must be an integer, e.g. f8f143:-4") from None

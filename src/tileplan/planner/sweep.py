@@ -13,7 +13,9 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Sequence
 
-from tileplan.errors import InputError
+from tileplan.errors import InputError, TileplanError
+from tileplan.lowering.policy import policy
+from tileplan.model.machine import machine
 from tileplan.planner.request import PlanRequest
 from tileplan.planner.whatif import outcome
 
@@ -49,9 +51,16 @@ def expand(base: PlanRequest, specs: Sequence[str]) -> list[tuple[dict[str, str]
                     raise InputError(f"--sweep layers: expected integers, found {value!r}") from None
             else:
                 changes[KNOBS[name]] = value
-        request = base.with_(**changes)
-        request.program()  # fail early, in this process, on a bad value (one-line error)
-        combos.append((dict(zip(names, values)), request))
+        where = "--sweep " + ",".join(f"{n}={v}" for n, v in zip(names, values))
+        try:  # fail early, in this process, on a bad value (one-line error)
+            request = base.with_(**changes)
+            request.program()
+            policy(request.policy)
+            machine(request.machine)
+        except TileplanError as e:
+            raise e.at(where, sep=": ") from None
+        knob_values = {n: changes.get(KNOBS[n], v) for n, v in zip(names, values)}
+        combos.append((knob_values, request))
     return combos
 
 
