@@ -1,4 +1,4 @@
-"""The lowering's data and its context: drafts of values and steps.
+"""The lowering's data and its context: values (not yet sized) and drafts of steps.
 
 `lower_program` (in `tileplan.lowering.program`) walks the operations and asks one
 function per operation kind for its steps; those functions create values and steps
@@ -18,6 +18,7 @@ from tileplan.model.layout import Layout
 from tileplan.model.machine import Machine
 from tileplan.model.precision import Precision
 from tileplan.model.tiling import Shards, shards_of
+from tileplan.model.timeline import Value
 
 if TYPE_CHECKING:
     from tileplan.lowering.policy import Policy
@@ -45,24 +46,6 @@ class AttentionProducts(Enum):
 class Options:
     gemm_output_packing: GemmOutputPacking = GemmOutputPacking.NATIVE
     attention_products: AttentionProducts = AttentionProducts.AUTOMATIC
-
-
-@dataclass(frozen=True, slots=True)
-class ValueDraft:
-    """A value before liveness. `alignment_bytes` None: unaligned."""
-
-    id: int
-    origin: int
-    root: int
-    name: str
-    group: str
-    shape: tuple[int, ...]
-    precision: Precision
-    layout: Layout
-    storage_group: int
-    alignment_bytes: int | None = None
-    copies: int = 1
-    role: str = "intermediate"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +84,9 @@ class LoweringContext:
     machine: Machine
     policy: "Policy"
     options: Options
-    values: list[ValueDraft] = field(default_factory=list)
+    #: the values made so far, not yet sized (`shard_bytes`, `aligned_bytes`,
+    #: `bytes` None until the planner sizes them)
+    values: list[Value] = field(default_factory=list)
     steps: list[StepDraft] = field(default_factory=list)
     #: tensor name -> value id; a family name ("...layer{i}...") -> its members' ids
     binding: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -122,11 +107,12 @@ class LoweringContext:
         vid = len(self.values)
         # a storage group is numbered by the value that owns the storage
         sg = vid if storage_of is None else self.values[storage_of].storage_group
-        self.values.append(ValueDraft(vid, origin, vid, name, group if group is not None else group_of(name),
-                                      shape, precision, layout, sg, alignment_bytes, role=role))
+        self.values.append(Value(vid, origin, vid, name, group if group is not None else group_of(name), shape,
+                                 precision, layout, sg, None, None, 1, None, alignment_bytes=alignment_bytes,
+                                 role=role))
         return vid
 
-    def value(self, vid: int) -> ValueDraft:
+    def value(self, vid: int) -> Value:
         return self.values[vid]
 
     def is_declared(self, vid: int) -> bool:

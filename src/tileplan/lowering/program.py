@@ -14,13 +14,14 @@ from dataclasses import dataclass
 
 from tileplan.errors import TileplanError
 from tileplan.lowering.core import (
-    LoweringContext, OperationInfo, Options, StepDraft, ValueDraft, declared_tensor_value,
+    LoweringContext, OperationInfo, Options, StepDraft, declared_tensor_value,
 )
 from tileplan.lowering.gemm import PlanningError
 from tileplan.lowering.ops import LOWERINGS, PLANS, InputInfo, OpPlan
 from tileplan.lowering.policy import Policy, Reader
 from tileplan.model.ir import Operation, Program, RepeatBlock, family_member
 from tileplan.model.machine import Machine
+from tileplan.model.timeline import Value
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +29,7 @@ class Lowering:
     """The lowered program. `failed` is (operation index, reason) when an operation
     could not be planned at all; `steps` then end before it."""
 
-    values: tuple[ValueDraft, ...]
+    values: tuple[Value, ...]
     steps: tuple[StepDraft, ...]
     operations: tuple[OperationInfo, ...]
     outputs: tuple[int, ...]

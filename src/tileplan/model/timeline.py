@@ -2,8 +2,9 @@
 
 A `Value` is one allocation-shaped thing: a tensor with a layout and a precision,
 sized per tile. A `Step` is one tile-level operation with the values live in it.
-Byte figures are plain integers; `None` means "not representable" and is always
-accompanied by a rejection that says why (never a sentinel).
+Byte figures are plain integers; in a plan `None` means "not representable" and is
+always accompanied by a rejection that says why (never a sentinel). The lowering makes
+values with no sizes yet; the planner sizes them.
 """
 
 from __future__ import annotations

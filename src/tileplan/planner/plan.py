@@ -7,10 +7,10 @@ and usage) -> `find_peaks` -> `judge_budget`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tileplan.errors import TilingError
-from tileplan.lowering.core import OperationInfo, Options, ValueDraft
+from tileplan.lowering.core import OperationInfo, Options
 from tileplan.lowering.policy import Policy
 from tileplan.lowering.program import Lowering, lower_program
 from tileplan.model.ir import Program
@@ -60,7 +60,7 @@ class Plan:
         return self.exchange_rows * self.machine.exchange_row_bytes
 
 
-def size_values(drafts: tuple[ValueDraft, ...]) -> tuple[dict[int, Shards], dict[int, str]]:
+def size_values(drafts: tuple[Value, ...]) -> tuple[dict[int, Shards], dict[int, str]]:
     """Shards of every value, or why it has none."""
     shards: dict[int, Shards] = {}
     reasons: dict[int, str] = {}
@@ -153,12 +153,8 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
         if vid in shards:
             shard = shards[vid].largest_bytes(d.precision)
             aligned = round_up(shard, d.alignment_bytes) if d.alignment_bytes else shard
-            sizes = (shard, aligned, aligned * d.copies)
-        else:
-            sizes = (None, None, None)
-        values.append(Value(d.id, d.origin, d.root, d.name, d.group, d.shape, d.precision, d.layout,
-                            d.storage_group, sizes[0], sizes[1], d.copies, sizes[2],
-                            alignment_bytes=d.alignment_bytes, role=d.role))
+            d = replace(d, shard_bytes=shard, aligned_bytes=aligned, bytes=aligned * d.copies)
+        values.append(d)
     groups = storage_groups(values)
     value_group = {v.id: v.storage_group for v in values}
     steps = []
