@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from tileplan.errors import TilingError
 from tileplan.model.ir import Operation, Tensor, group_of
 from tileplan.model.layout import Layout
 from tileplan.model.machine import Machine
@@ -94,7 +93,6 @@ class LoweringContext:
     declared_count: int = 0
     #: family members read by iterations after the first (see `Lowering.later_members`)
     later_members: set[int] = field(default_factory=set)
-    _shards: dict[tuple[Layout, tuple[int, ...]], Shards | TilingError] = field(default_factory=dict)
 
     @property
     def prefix(self) -> str:
@@ -124,20 +122,8 @@ class LoweringContext:
         self.steps.append(StepDraft(op.index, operation, count, reads, writes, items))
 
     def shards(self, layout: Layout, shape: tuple[int, ...], name: str) -> Shards:
-        """Shards of a layout on a shape (memoized); raises the `TilingError`."""
-        key = (layout, shape)
-        if key not in self._shards:
-            try:
-                self._shards[key] = shards_of(layout, shape, name)
-            except TilingError as e:
-                self._shards[key] = e
-        found = self._shards[key]
-        if isinstance(found, TilingError):
-            raise TilingError(found.detail, name)
-        return found
-
-    def shard_bytes(self, layout: Layout, shape: tuple[int, ...], precision: Precision, name: str) -> int:
-        return self.shards(layout, shape, name).largest_bytes(precision)
+        """Shards of a layout on a shape; raises the `TilingError` naming `name`."""
+        return shards_of(layout, shape, name)
 
 
 def op_result_name(op: Operation, k: int = 0) -> str:

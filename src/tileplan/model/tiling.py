@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -107,10 +108,11 @@ def split_axis(axis: AxisTiling, extent: int, name: str, what: str) -> AxisSplit
                 f"{what} of {blocks} blocks of {axis.block_size} elements cannot fill "
                 f"{axis.partitions} partitions (padding Reject)", name)
     P = axis.partitions
-    starts = [(2 * p * blocks + P) // (2 * P) for p in range(P + 1)]  # round(p * blocks / P), halves up
-    counts = tuple(b - a for a, b in zip(starts, starts[1:]))
-    stored = tuple(round_up(c * axis.block_size, axis.shard_padding_multiple) for c in counts)
-    return AxisSplit(extent, padded, blocks, axis.block_size, counts, stored)
+    starts = (2 * np.arange(P + 1, dtype=np.int64) * blocks + P) // (2 * P)  # round(p * blocks / P), halves up
+    counts = np.diff(starts)
+    multiple = axis.shard_padding_multiple
+    stored = (counts * axis.block_size + multiple - 1) // multiple * multiple
+    return AxisSplit(extent, padded, blocks, axis.block_size, tuple(counts.tolist()), tuple(stored.tolist()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +212,17 @@ def tile_of(layout: Layout, name: str = "value") -> np.ndarray:
 
 def shards_of(layout: Layout, shape: tuple[int, ...], name: str = "value") -> Shards:
     """Apply `layout` to a tensor of `shape`; raise `TilingError` naming `name` if the
-    tensor is not representable. Checks the tile map too (one shard per tile)."""
+    tensor is not representable. Checks the tile map too (one shard per tile).
+    Memoized on (layout, shape): a program re-uses a few layouts for many values."""
+    try:
+        return _shards(layout, tuple(shape))
+    except TilingError as e:
+        raise TilingError(e.detail, name) from None
+
+
+@lru_cache(maxsize=8192)
+def _shards(layout: Layout, shape: tuple[int, ...]) -> Shards:
+    name = None
     if any(d < 1 for d in shape):
         raise TilingError(f"shape {list(shape)} has a dimension < 1", name)
     tiling = layout.tiling

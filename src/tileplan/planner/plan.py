@@ -64,19 +64,11 @@ def size_values(drafts: tuple[Value, ...]) -> tuple[dict[int, Shards], dict[int,
     """Shards of every value, or why it has none."""
     shards: dict[int, Shards] = {}
     reasons: dict[int, str] = {}
-    memo: dict[tuple, Shards | TilingError] = {}
     for v in drafts:
-        key = (v.layout, v.shape)
-        if key not in memo:
-            try:
-                memo[key] = shards_of(v.layout, v.shape, v.name)
-            except TilingError as e:
-                memo[key] = e
-        found = memo[key]
-        if isinstance(found, TilingError):
-            reasons[v.id] = found.detail
-        else:
-            shards[v.id] = found
+        try:
+            shards[v.id] = shards_of(v.layout, v.shape, v.name)
+        except TilingError as e:
+            reasons[v.id] = e.detail
     return shards, reasons
 
 
