@@ -1,0 +1,80 @@
+"""Hostile reports: whatever a field holds, reading gives a Report or one InputError,
+and checking what was read gives findings, never a crash."""
+
+import json
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tileplan.errors import InputError
+from tileplan.report.check import check_report
+from tileplan.report.format import from_json_text
+
+from conftest import REFERENCE
+
+DOC = json.loads(REFERENCE.read_text())
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=6)
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node[:3]):  # the first few of each list are enough
+            yield from _paths(v, (*prefix, i))
+
+
+PATHS = [p for p in _paths(DOC) if p]
+
+
+def _with(doc, path, value):
+    doc = json.loads(json.dumps(doc))
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return doc
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(PATHS), json_values)
+def test_any_field_replaced_reads_or_fails_in_one_line(path, value):
+    text = json.dumps(_with(DOC, path, value))
+    try:
+        report = from_json_text(text, "fuzz.json")
+    except InputError as e:
+        assert "\n" not in str(e) and str(e).startswith("fuzz.json: ")
+        return
+    check_report(report)  # findings, not exceptions
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from([p for p in PATHS if p[-1] in ("layout", "precision")]), st.text(max_size=200))
+def test_any_text_in_a_layout_or_precision(path, text):
+    try:
+        from_json_text(json.dumps(_with(DOC, path, text)), "fuzz.json")
+    except InputError as e:
+        assert "\n" not in str(e)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 70), st.integers(0, 40), st.integers(-5, 5000))
+def test_any_number_in_a_layout_changed(value_index, number_index, number):
+    v = DOC["timeline"]["values"][value_index]
+    numbers = list(re.finditer(r"-?\d+", v["layout"]))
+    m = numbers[number_index % len(numbers)]
+    layout = v["layout"][:m.start()] + str(number) + v["layout"][m.end():]
+    doc = _with(DOC, ("timeline", "values", value_index, "layout"), layout)
+    try:
+        report = from_json_text(json.dumps(doc), "fuzz.json")
+    except InputError as e:
+        assert "\n" not in str(e)
+        return
+    check_report(report)
