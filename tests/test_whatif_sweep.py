@@ -80,7 +80,7 @@ def test_sweep_rows_in_order(tmp_path, capsys):
     ("weights=f12", "unknown precision 'F12'"),
     ("attention-products=fast", "--sweep attention-products=fast: attention-products must be one of"),
     ("policy=smart", "--sweep policy=smart: unknown policy 'smart'"),
-    ("layers=0,2", "--sweep layers=0: --layers must be >= 1, found 0"),
+    ("layers=0,2", "--sweep layers=0: --layers must be in [1, 1000], found 0"),
 ])
 def test_bad_sweeps_are_one_line_errors(tmp_path, capsys, spec, message):
     assert main(["plan", "--sweep", spec, "-o", str(tmp_path / "s.json")]) == 2

@@ -19,6 +19,10 @@ from tileplan.model.precision import from_option
 from tileplan.planner.plan import Plan, plan_program
 
 
+#: more encoder layers than any real tower; beyond it a typo would take minutes and GBs
+MAX_LAYERS = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class PlanRequest:
     """Invariant: every field names something that exists (checked by `program()`)."""
@@ -34,8 +38,8 @@ class PlanRequest:
     gemm_output_packing: str = "native"
 
     def __post_init__(self) -> None:
-        if self.layers is not None and self.layers < 1:
-            raise InputError(f"--layers must be >= 1, found {self.layers}")
+        if self.layers is not None and not 1 <= self.layers <= MAX_LAYERS:
+            raise InputError(f"--layers must be in [1, {MAX_LAYERS}], found {self.layers}")
         choices = {"attention_products": [c.value.lower() for c in AttentionProducts],
                    "gemm_output_packing": [c.value.lower() for c in GemmOutputPacking]}
         for key, allowed in choices.items():
