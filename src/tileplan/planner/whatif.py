@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tileplan.planner.plan import Plan
-from tileplan.planner.request import PlanRequest
+from tileplan.planner.request import MAX_LAYERS, PlanRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +74,10 @@ def variations(base: PlanRequest) -> list[tuple[str, str, PlanRequest]]:
 
 
 def most_layers_that_fit(base: PlanRequest, planner: Callable[[PlanRequest], Plan]) -> tuple[int, Plan] | None:
-    """The largest layer count in [1, 2 x planned] that fits, by bisection (fitting is
+    """The largest layer count in [1, 2 x planned] (at most MAX_LAYERS) that fits, by bisection (fitting is
     monotone in the layer count: each layer adds resident weights); None if even one
     layer does not fit."""
-    hi = 2 * base.config.layers
+    hi = min(2 * base.config.layers, MAX_LAYERS)
     lo, best = 0, None
     while lo < hi:
         mid = (lo + hi + 1) // 2
