@@ -74,9 +74,9 @@ def variations(base: PlanRequest) -> list[tuple[str, str, PlanRequest]]:
 
 
 def most_layers_that_fit(base: PlanRequest, planner: Callable[[PlanRequest], Plan]) -> tuple[int, Plan] | None:
-    """The largest layer count in [1, 2 x planned] (at most MAX_LAYERS) that fits, by bisection (fitting is
-    monotone in the layer count: each layer adds resident weights); None if even one
-    layer does not fit."""
+    """The largest layer count in [1, min(2 x planned, MAX_LAYERS)] that fits, by
+    bisection (fitting is monotone in the layer count: each layer adds resident
+    weights); None if even one layer does not fit."""
     hi = min(2 * base.config.layers, MAX_LAYERS)
     lo, best = 0, None
     while lo < hi:
