@@ -59,7 +59,8 @@ def _mutated(reference_json, path, value):
     (("timeline", "values", 3, "shape", 1), 0, r"timeline\.values\[3\]\.shape\[1\]: expected an integer in \[1,"),
     (("timeline", "values", 3, "shape", 1), -729, r"timeline\.values\[3\]\.shape\[1\]: expected an integer in \[1,"),
     (("timeline", "values", 3, "precision"), "F12", r"timeline\.values\[3\]\.precision: unknown precision 'F12'"),
-    (("timeline", "values", 3, "layout"), "Layout { order: RowMajor", r"timeline\.values\[3\]\.layout: layout: expected"),
+    (("timeline", "values", 3, "layout"), "Layout { order: RowMajor",
+     r"timeline\.values\[3\]\.layout: layout: expected"),
     (("version",), 2, "unsupported version 2"),
     (("timeline", "steps", 0, "live", 0), 999, r"live value 999 is not in timeline\.values"),
 ])

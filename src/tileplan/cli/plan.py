@@ -15,7 +15,6 @@ from pathlib import Path
 
 from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.cli.progress import Progress
-from tileplan.errors import InputError
 from tileplan.ioutil import check_target, write_atomic
 from tileplan.lowering.core import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
@@ -56,7 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def request_from(args: argparse.Namespace) -> PlanRequest:
     return PlanRequest(model=args.model, layers=args.layers, weights=args.weights, map_head=not args.no_map_head,
-                       unroll=args.unroll, policy=args.policy, machine=args.machine, attention_products=args.attention_products,
+                       unroll=args.unroll, policy=args.policy, machine=args.machine,
+                       attention_products=args.attention_products,
                        gemm_output_packing=args.gemm_output_packing)
 
 

@@ -17,7 +17,8 @@ Worked example (the reference): M 729, K 588, N 1152, FP8, 1472 tiles -> pm 46 x
 rows, pk 4 x 160, pn 8 x 144: 16 x 160 x 144 = 368640 MACs per tile, the least; the
 next splits need 409600 (11 % more), so this one is taken. For the QKV projection
 (K 1152, N 3456) the least-work split (46, 4, 8) needs 142848 B per tile, while
-(23, 4, 16) needs 85248 B for 3.7 % more work: the partitioner takes the latter. The left operand is replicated pn times, the weights pm times; K partials
+(23, 4, 16) needs 85248 B for 3.7 % more work: the partitioner takes the latter.
+The left operand is replicated pn times, the weights pm times; K partials
 [pk, .., M, N] go to interleaved memory and a Sum adds them.
 """
 

@@ -271,7 +271,8 @@ def _order_from_node(node: object, what: str) -> Order:
             return ROW_MAJOR
         if node.name == "Amp" and node.args is not None and len(node.args) == 1:
             inner = node.args[0]
-            if isinstance(inner, Node) and inner.name == "TransposedLeft" and inner.args is None and inner.fields is None:
+            if isinstance(inner, Node) and inner.name == "TransposedLeft" and inner.args is None \
+                    and inner.fields is None:
                 return AMP_TRANSPOSED_LEFT
         if node.name == "BlockMajor" and node.args is not None and len(node.args) == 1:
             f = expect_fields(node.args[0], "TransposedMatrix", ("row_block", "column_block"), what)

@@ -72,7 +72,8 @@ class Machine:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, int) and value < (0 if f.name in ("support_reserve_bytes", "exchange_row_bytes") else 1):
+            least = 0 if f.name in ("support_reserve_bytes", "exchange_row_bytes") else 1
+            if isinstance(value, int) and value < least:
                 raise InputError(f"machine {self.name}: {f.name} must be positive, found {value}")
         if self.non_interleaved_bytes + self.interleaved_bytes != self.tile_bytes:
             raise InputError(f"machine {self.name}: regions {self.non_interleaved_bytes} + {self.interleaved_bytes} "

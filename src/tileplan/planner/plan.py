@@ -161,7 +161,7 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     exact = account(values, steps, shards, machine.tile_count, set(resident)) \
         if steps and all(v.id in shards for v in values) else None
     verdict = judge_budget(steps, peaks, machine.budget_bytes, machine.interleaved_budget_bytes,
-                           rows * machine.exchange_row_bytes, complete=scope == "program", exact=exact)  # = exchange_bytes
+                           rows * machine.exchange_row_bytes, complete=scope == "program", exact=exact)
     rejections = tuple(Rejection(v, lowering.values[v].name, reasons[v]) for v in in_report if v in reasons)
     ops = tuple(o for o in lowering.operations if any(s.source == o.index for s in steps)) \
         if scope != "program" else lowering.operations

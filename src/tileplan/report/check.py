@@ -183,8 +183,9 @@ def check_report(report: Report) -> CheckResult:
         _compare(result, "peak.exchange_rows", rows, exchange_rows(s.operation for s in report.steps))
     if report.exchange_row_bytes is None:
         if rows:
-            result.add("defect", "peak.exchange_rows", f"{rows} rows with no stated byte cost "
-                                                       "(no exchange_row_bytes); the effective peak cannot be re-derived")
+            result.add("defect", "peak.exchange_rows",
+                       f"{rows} rows with no stated byte cost (no exchange_row_bytes); the effective peak cannot "
+                       "be re-derived")
         exchange = 0
     else:
         exchange = (rows or 0) * report.exchange_row_bytes

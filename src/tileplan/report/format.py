@@ -151,7 +151,8 @@ class _Reader:
         if v is None and nullable:
             return None
         if isinstance(v, bool) or not isinstance(v, int):
-            raise InputError(f"expected an integer{' or null' if nullable else ''}, found {json.dumps(v)[:40]}", self.place)
+            expected = "an integer or null" if nullable else "an integer"
+            raise InputError(f"expected {expected}, found {json.dumps(v)[:40]}", self.place)
         if not minimum <= v <= U64_MAX:
             raise InputError(f"expected an integer in [{minimum}, 2^64 - 1], found {v}", self.place)
         return v
