@@ -86,3 +86,18 @@ def test_bad_sweeps_are_one_line_errors(tmp_path, capsys, spec, message):
     assert main(["plan", "--sweep", spec, "-o", str(tmp_path / "s.json")]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_the_gate_keeps_exit_3_when_the_reader_leaves_early(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "f16.json"
+    code = subprocess.run(
+        f"{sys.executable} -m tileplan.cli.main plan --weights f16 --no-what-if --fail-over-budget -o {out} | head -1",
+        shell=True, executable="/bin/bash", capture_output=True, text=True)
+    assert code.stdout.startswith("wrote ") and "Traceback" not in code.stderr
+    status = subprocess.run(
+        f"set -o pipefail; {sys.executable} -m tileplan.cli.main check --budget {out} | head -1",
+        shell=True, executable="/bin/bash", capture_output=True, text=True)
+    assert status.returncode == 3 and "Traceback" not in status.stderr

@@ -29,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     report = read_report(args.report)
     result = check_report(report)
+    args.decided = (1 if not result.consistent else
+                    EXIT_OVER_BUDGET if args.budget and not report.fits_budget else 0)
     unrepresentable = [f for f in result.findings if f.kind in ("unrepresentable", "rejected")]
     representable = result.values_total - len(unrepresentable)
     print(f"{args.report}: {result.values_total} values, {len(report.steps)} steps, scope {report.scope}")
@@ -53,9 +55,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"consistent: every number re-derives from the report{note}")
         if args.budget:
             print(verdict_line(report))
-            if not report.fits_budget:
-                return EXIT_OVER_BUDGET
-        return 0
+        return args.decided
     print(f"inconsistent: {counts['unrepresentable']} unrepresentable, {counts['defect']} defects, "
           f"{counts['disagree']} disagreements")
-    return 1
+    return args.decided

@@ -8,6 +8,7 @@ stderr, no traceback); 3 the program does not fit (`plan --fail-over-budget`,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -37,17 +38,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = None
     try:
         args = build_parser().parse_args(argv)
-        return int(args.run(args))
+        code = int(args.run(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
     except TileplanError as e:
         print(f"tileplan: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("tileplan: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
+    except BrokenPipeError:  # the reader left (`| head`): keep the verdict the verb had reached
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return int(getattr(args, "decided", 0))
 
 
 def entry() -> None:

@@ -80,13 +80,12 @@ def run(args: argparse.Namespace) -> int:
         report.extra["what_if"] = what_if_json(request, plan, rows)
     progress.done()
     write_atomic(output, to_json_text(report))
+    args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not report.fits_budget else 0
     print(f"wrote {output}: scope {report.scope}, {len(report.values)} values, {len(report.steps)} steps "
           f"({request.command()})")
     for line in verdict_lines(report):
         print(line)
-    if args.fail_over_budget and not report.fits_budget:
-        return EXIT_OVER_BUDGET
-    return 0
+    return args.decided
 
 
 def run_sweep_command(args: argparse.Namespace, base: PlanRequest) -> int:
@@ -98,6 +97,7 @@ def run_sweep_command(args: argparse.Namespace, base: PlanRequest) -> int:
     knobs = list(combos[0][0])
     doc = {"version": 1, "kind": "sweep", "base": base.command(), "knobs": knobs, "rows": rows}
     write_atomic(output, json.dumps(doc, separators=(",", ":")) + "\n")
+    args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not all(r["fits"] for r in rows) else 0
     print(f"wrote {output}: {len(rows)} combinations")
     header = [*knobs, "verdict", "peak B", "margin B", "tile", "step", "interleaved B"]
     table = [[*(str(r[k]) for k in knobs), "fits" if r["fits"] else ("does not fit" if r["scope"] == "program"
@@ -106,9 +106,7 @@ def run_sweep_command(args: argparse.Namespace, base: PlanRequest) -> int:
              for r in rows]
     for line in format_table(header, table):
         print(line)
-    if args.fail_over_budget and not all(r["fits"] for r in rows):
-        return EXIT_OVER_BUDGET
-    return 0
+    return args.decided
 
 
 def _num(x: object) -> str:
