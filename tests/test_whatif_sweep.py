@@ -101,3 +101,17 @@ def test_the_gate_keeps_exit_3_when_the_reader_leaves_early(tmp_path):
         f"set -o pipefail; {sys.executable} -m tileplan.cli.main check --budget {out} | head -1",
         shell=True, executable="/bin/bash", capture_output=True, text=True)
     assert status.returncode == 3 and "Traceback" not in status.stderr
+
+
+def test_plan_splits_the_worst_tile_into_resident_and_step_dependent(tmp_path, capsys):
+    import re
+
+    out = tmp_path / "r.json"
+    assert main(["plan", "--layers", "3", "--no-what-if", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    m = re.search(r"on tile (\d+): (\d+) B resident parameters, (\d+) B step-dependent .*, (\d+) B exchange rows", text)
+    doc = json.loads(out.read_text())
+    total = doc["verdict"]["regions"][-1]
+    assert m and int(m.group(1)) == total["tile"]
+    assert int(m.group(2)) + int(m.group(3)) + int(m.group(4)) == total["peak"]
+    assert int(m.group(2)) > 0 and int(m.group(3)) > 0

@@ -141,9 +141,14 @@ def verdict_lines(report: Report) -> list[str]:
         runs = f", runs {op['execution_count']} times" if op["execution_count"] > 1 else ""
         lines.append(f"  at step {step.index}: {step.operation.split(' {')[0]} of operation {op['index']} "
                      f"({op['name']}{runs})")
-    ratio = report.extra.get("exact", {}).get("ratio_exact_to_estimate")
+    exact = report.extra.get("exact", {})
     lines.append(f"  total        {total['peak']:>8} B of {total['budget']} (margin {total['margin']}; estimate "
-                 f"{total['estimate']}, exact/estimate {ratio})")
+                 f"{total['estimate']}, exact/estimate {exact.get('ratio_exact_to_estimate')})")
+    if exact and total["tile"] is not None:
+        tile = total["tile"]
+        peak, resident = exact["tiles"]["peak"][tile], exact["tiles"]["peak_resident"][tile]
+        lines.append(f"  on tile {tile}: {resident} B resident parameters, {peak - resident} B step-dependent "
+                     f"(activations, re-laid-out operands, scratch), {total.get('exchange_bytes', 0)} B exchange rows")
     if "standard" in regions:
         r = regions["standard"]
         lines.append(f"  standard     {r['peak']:>8} B on tile {r['tile']} at step {r['step']} "
