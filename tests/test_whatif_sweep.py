@@ -115,3 +115,6 @@ def test_plan_splits_the_worst_tile_into_resident_and_step_dependent(tmp_path, c
     assert m and int(m.group(1)) == total["tile"]
     assert int(m.group(2)) + int(m.group(3)) + int(m.group(4)) == total["peak"]
     assert int(m.group(2)) > 0 and int(m.group(3)) > 0
+    top = doc["verdict"]["peak_tile"]["values"][0]
+    assert f"largest live values on tile {total['tile']} (bytes there):" in text
+    assert f"{top['bytes']:>8} B  " in text and f"(value {top['id']})" in text

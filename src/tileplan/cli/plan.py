@@ -28,6 +28,7 @@ from tileplan.report.format import Report, to_json_text
 from tileplan.report.views import group_label, operations, verdict_line
 
 TOP_VALUES = 10
+TOP_LISTED = 5
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -172,6 +173,11 @@ def verdict_lines(report: Report) -> list[str]:
         for g in peak["groups"][:TOP_VALUES]:
             label = group_label(g["group"], ops)
             lines.append(f"  {g['bytes']:>8} B  {label}" + (f", {g['values']} values" if g["values"] > 1 else ""))
+        lines.append(f"largest live values on tile {peak['tile']} (bytes there):")
+        for v in peak["values"][:TOP_LISTED]:
+            label = group_label(v["name"], ops)
+            shape = "x".join(map(str, v["shape"]))
+            lines.append(f"  {v['bytes']:>8} B  {label} [{shape}] {v['precision']} (value {v['id']})")
     wi = report.extra.get("what_if")
     if wi:
         lines.append("what if (each row re-planned; its command re-derives it):")
