@@ -33,7 +33,8 @@ TOP_LISTED = 5
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", nargs="?", default=siglip.DEFAULT_MODEL,
-                   help=f"a model configuration: {', '.join(sorted(siglip.CONFIGS))} (default {siglip.DEFAULT_MODEL})")
+                   help=f"a model configuration: {', '.join(sorted(siglip.CONFIGS))} (default "
+                        f"{siglip.DEFAULT_MODEL}), or a Hugging Face SigLIP config.json")
     p.add_argument("--layers", type=int, help="encoder layers (default: the configuration's)")
     p.add_argument("--weights", default="f8f143:-4",
                    help="weight precision: f16, f32, bf16, f8f143:SCALE or f8f152:SCALE (default f8f143:-4)")
@@ -61,8 +62,10 @@ def request_from(args: argparse.Namespace) -> PlanRequest:
                        gemm_output_packing=args.gemm_output_packing)
 
 
-def _output(args: argparse.Namespace, suffix: str) -> Path:
-    output = Path(args.output) if args.output is not None else Path(f"{args.model}{suffix}")
+def _output(args: argparse.Namespace, request: PlanRequest, suffix: str) -> Path:
+    """-o, else the model's name (its last path segment) with `suffix`, in this folder."""
+    stem = request.config.name.rstrip("/").rsplit("/", 1)[-1] or "model"
+    output = Path(args.output) if args.output is not None else Path(f"{stem}{suffix}")
     check_target(output, args.force)
     return output
 
@@ -71,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     request = request_from(args)
     if args.sweep:
         return run_sweep_command(args, request)
-    output = _output(args, ".json")
+    output = _output(args, request, ".json")
     progress = Progress()
     progress.update(f"planning {request.command()}")
     plan = request.plan()
@@ -90,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_sweep_command(args: argparse.Namespace, base: PlanRequest) -> int:
-    output = _output(args, ".sweep.json")
+    output = _output(args, base, ".sweep.json")
     combos = expand(base, args.sweep)
     progress = Progress(delay=0)
     rows = run_sweep(combos, progress=lambda done, total: progress.update(f"planned {done}/{total}"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tileplan.errors import InputError
+from tileplan.model.hf_config import read_vision_config
 from tileplan.model.ir import ITERATION, Operation, Program, RepeatBlock, Tensor, check_program, family_member
 from tileplan.model.precision import F16, Precision
 
@@ -62,9 +63,16 @@ DEFAULT_MODEL = "siglip-so400m-patch14-384"
 
 
 def config(name: str, layers: int | None = None, map_head: bool | None = None) -> ViTConfig:
-    if name not in CONFIGS:
-        raise InputError(f"unknown model {name!r}; expected one of {', '.join(sorted(CONFIGS))}")
-    c = CONFIGS[name]
+    """A named configuration, or the one a Hugging Face `config.json` describes (a path
+    ending in .json), with the layer count and MAP head overridden when given."""
+    if name.endswith(".json"):
+        model, fields = read_vision_config(name)
+        c = ViTConfig(model, **fields)
+    elif name not in CONFIGS:
+        raise InputError(f"unknown model {name!r}; expected one of {', '.join(sorted(CONFIGS))} or a Hugging "
+                         "Face config.json")
+    else:
+        c = CONFIGS[name]
     if layers is not None:
         c = replace(c, layers=layers)
     if map_head is not None:
