@@ -1,12 +1,36 @@
-"""Atomic file output: a reader never sees a half-written report."""
+"""File input and output: JSON read with one-line errors; atomic writes, so a reader
+never sees a half-written report."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
 
 from tileplan.errors import InputError
+
+
+def read_json(path: str) -> object:
+    """The JSON document in a UTF-8 file; `InputError` naming the file otherwise."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", path) from None
+    return parse_json(text, path)
+
+
+def parse_json(text: str, source: str) -> object:
+    """Parse JSON text; `InputError` naming `source`, the line and the column otherwise."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", source) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply", source) from None
 
 
 def check_target(target: Path, overwrite: bool) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tileplan.errors import InputError
+from tileplan.ioutil import read_json
 
 FIELDS = {  # ViTConfig field <- config.json key
     "hidden": "hidden_size", "mlp": "intermediate_size", "layers": "num_hidden_layers",
@@ -25,18 +26,7 @@ MODEL_TYPES = ("siglip", "siglip_vision_model", "siglip2", "siglip2_vision_model
 
 def read_vision_config(path: str) -> tuple[str, dict[str, Any]]:
     """(name, the ViTConfig fields) from a config.json; one-line errors naming the key."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", path) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", path) from None
-    except RecursionError:
-        raise InputError("not a model config: JSON nested too deeply", path) from None
+    doc = read_json(path)
     if not isinstance(doc, dict):
         raise InputError("expected a JSON object (a Hugging Face config.json)", path)
     kind = doc.get("model_type")

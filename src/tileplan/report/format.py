@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileplan.errors import InputError, TileplanError
+from tileplan.ioutil import parse_json, read_json
 from tileplan.model.layout import Layout
 from tileplan.model.precision import Precision
 from tileplan.model.timeline import REGIONS, Rejection, Step, Value
@@ -274,24 +275,15 @@ def from_json_dict(obj: Any) -> Report:
 
 
 def from_json_text(text: str, source: str = "report") -> Report:
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", source) from None
-    except RecursionError:
-        raise InputError("not a report: JSON nested too deeply", source) from None
+    return _located(parse_json(text, source), source)
+
+
+def read_report(path: str) -> Report:
+    return _located(read_json(path), path)
+
+
+def _located(obj: object, source: str) -> Report:
     try:
         return from_json_dict(obj)
     except TileplanError as e:
         raise e.at(source, sep=": ") from None
-
-
-def read_report(path: str) -> Report:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", path) from None
-    return from_json_text(text, path)
