@@ -110,12 +110,9 @@ def judge_budget(steps: Sequence[Step], peaks: Peaks, budget_bytes: int, interle
     else:
         overflow = max((max(0, x - standard_budget) for x in std), default=0)  # type: ignore[operator]
     effective = None if peaks.total is None else peaks.total + exchange_bytes
-    if exact is not None:
-        fits = (complete and exact.peak("total")[0] + exchange_bytes <= budget_bytes
-                and exact.peak("interleaved")[0] <= interleaved_budget_bytes)
-    else:
-        fits = (complete and effective is not None and peaks.interleaved is not None
-                and effective <= budget_bytes and peaks.interleaved <= interleaved_budget_bytes)
+    known = exact is not None or (effective is not None and peaks.interleaved is not None)
+    fits = (complete and known
+            and not over_budget_steps(steps, budget_bytes, interleaved_budget_bytes, exchange_bytes, exact))
     return BudgetVerdict(standard_budget, overflow, effective, fits)
 
 
