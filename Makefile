@@ -20,7 +20,7 @@ $(VENV)/.installed-render: $(VENV)/.installed
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -e '.[render,test]'
+	$(PIP) install -e '.[render,test,import]'
 	touch $@
 
 install: $(VENV)/.installed
