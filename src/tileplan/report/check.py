@@ -1,25 +1,36 @@
-"""Re-derive every number of a report from the report alone.
+"""`tileplan check`: re-derive every number of a report from the report alone, with
+check's own code and the rules of docs/report-format.md.
 
-`check_report` recomputes each value's shard bytes (from its layout text, shape and
-precision), alignment and bytes, each step's usage (live storage groups + scratch),
-the peaks and their steps, the overflow, the effective peak and the verdict, and
-returns what agrees, what disagrees and what is a defect (a sentinel, wrapped
-arithmetic, a number without a stated rule).
+It imports only the model (layouts, precisions, the timeline's types, machine limits),
+the errors, the reader and its own `check_*` modules: nothing of the planner, the
+lowering or the report builder, so a report passing check is two implementations
+agreeing, not one agreeing with itself. The passes, in order:
+
+1. values: shard, aligned and total bytes from layout text, shape and precision
+   (`check_shards`); unrepresentable values are null and listed under `rejections`;
+2. live sets: ascending, each value live in one run of steps, declared tensors from
+   step 0, a storage group held by one member at a time (hand-off at an in-place step);
+3. usage of each step = its live storage groups (each once) + scratch;
+4. peaks and their first steps, the largest standard allocation, exchange rows,
+   the standard overflow, the effective peak;
+5. `exact` from the tile maps (`check_exact`), `verdict` (with `over_budget`,
+   `out_of_memory` and `peak_tile`), `fits_budget`;
+6. the sections views read (`check_sections`): scope, program, operations,
+   rejected_operation, what_if (its baseline re-derived; its rows are other plans).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
 
-from tileplan.errors import TilingError
-from tileplan.model.tiling import round_up, shards_of
-from tileplan.model.timeline import REGIONS, Value
-from tileplan.model.tiling import Shards
-from tileplan.planner.exact import account
-from tileplan.planner.exchange import exchange_rows
-from tileplan.planner.usage import Peaks, find_peaks, judge_budget, step_usage, storage_groups, verdict_json
-from tileplan.report.exact import exact_json, peak_tile_json
+from tileplan.errors import InputError, TilingError
+from tileplan.model.machine import LIMITS
+from tileplan.model.timeline import REGIONS, Step, Value
+from tileplan.report.check_exact import StepTiles, TileAccount, TileBytes, account_tiles, exact_section, \
+    peak_tile_section
+from tileplan.report.check_sections import check_operations, check_program, check_scope, check_what_if, show
+from tileplan.report.check_shards import Sharding, shard_layout
 from tileplan.report.format import U64_MAX, Report
 
 SENTINEL = U64_MAX  # the reference's "unknown"
@@ -27,6 +38,25 @@ WRAP_FLOOR = 2**63
 #: Version-1 reports without `alignment_bytes` align AMP-read values to one
 #: interleaved memory element pair (32 KiB) and nothing else.
 ELEMENT_PAIR_BYTES = 32768
+#: the most tiles check accounts for (a machine file's own limit): beyond it, one line
+MAX_TILES = LIMITS["tile_count"]
+#: per-tile sums stay below this, so the exact accounting's int64 never wraps
+INT64_SAFE = 2**62
+
+#: Operations that exchange data between tiles whatever their fields (docs, "Exchange rows").
+EXCHANGING_KINDS = ("Sum ", "AttentionScores ", "AttentionValues ", "AttentionStreamed ")
+
+
+def exchanges(operation: str) -> bool:
+    """Whether a step's operation text reserves an exchange row: a `Sum`, an attention
+    product, a `Copy` with `reuse_local: false`, or any operation stating
+    `exchange: true` (e.g. `LayerNorm { stage: Statistics, exchange: true }`,
+    `Reduce { op: Sum, exchange: true }`). The one place check states the rule."""
+    if operation.startswith(EXCHANGING_KINDS):
+        return True
+    if operation.startswith("Copy ") and "reuse_local: false" in operation:
+        return True
+    return "exchange: true" in operation
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +71,20 @@ class Finding:
 
     def to_text(self) -> str:
         return f"{self.kind}: {self.place}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Peaks:
+    """Peak usage per region and in total with the first step reaching each, and the
+    largest standard storage group live in any step; None where a size is unknown."""
+
+    standard: int | None
+    interleaved: int | None
+    total: int | None
+    standard_step: int | None
+    interleaved_step: int | None
+    total_step: int | None
+    maximum_standard_allocation: int | None
 
 
 @dataclass(slots=True)
@@ -73,6 +117,13 @@ def describe_number(n: int | None) -> str:
     return str(n)
 
 
+def text(s: str, limit: int = 80) -> str:
+    """A name from a report as one printable line: escapes for what is not printable
+    (newlines, lone surrogates), cut at `limit` characters."""
+    out = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in s[:limit])
+    return out + ("..." if len(s) > limit else "")
+
+
 def _compare(result: CheckResult, place: str, reported: int | None, derived: int | None,
              why_unknown: str = "") -> bool:
     """Record a finding unless `reported` equals `derived`; True when they agree."""
@@ -90,85 +141,57 @@ def _compare(result: CheckResult, place: str, reported: int | None, derived: int
 
 
 def check_report(report: Report) -> CheckResult:
+    """Every finding about `report`; `InputError` (one line) only for a report beyond
+    what check can account for in bounded memory (more than `MAX_TILES` tiles)."""
+    if report.tile_count > MAX_TILES:
+        raise InputError(f"tile_count {report.tile_count} is beyond the {MAX_TILES} tiles check accounts for",
+                         "tile_count")
     result = CheckResult(values_total=len(report.values), steps_total=len(report.steps))
-    rejected = {j.value: j for j in report.rejections}
-    unknown: set[int] = set()
-    shards: dict[int, Shards] = {}
+    if report.interleaved_budget_bytes > report.budget_bytes:
+        result.add("disagree", "interleaved_budget_bytes", f"reports {report.interleaved_budget_bytes}, more than "
+                                                           f"budget_bytes {report.budget_bytes} (both regions)")
+    shardings, sizes, alignments = check_values(report, result)
+    unknown = {v.id for v in report.values if v.id not in shardings}
+    check_live_sets(report, result)
 
-    # values: shard, aligned and total bytes from layout, shape and precision
-    for i, v in enumerate(report.values):
-        place = f"timeline.values[{i}] ({v.name})"
-        try:
-            shards[v.id] = shards_of(v.layout, v.shape, v.name)
-            shard = shards[v.id].largest_bytes(v.precision)
-        except TilingError as e:
-            unknown.add(v.id)
-            sizes = {"shard_bytes": v.shard_bytes, "aligned_bytes": v.aligned_bytes, "bytes": v.bytes}
-            sentinels = [k for k, n in sizes.items() if n == SENTINEL]
-            numbers = [k for k, n in sizes.items() if n is not None and n != SENTINEL]
-            properly = not sentinels and not numbers and v.id in rejected
-            result.add("rejected" if properly else "unrepresentable", place, e.detail)
-            if sentinels:
-                result.add("defect", place, f"{', '.join(sentinels)} hold the sentinel 2^64 - 1 for an "
-                                            "unrepresentable shard; expected null and a rejection")
-            if numbers:
-                result.add("disagree", place, f"{', '.join(numbers)} given for an unrepresentable shard")
-            if v.id not in rejected and not sentinels:
-                result.add("defect", place, "unrepresentable but not listed under rejections")
-            continue
-        if v.id in rejected:
-            result.add("disagree", place, f"listed under rejections ({rejected[v.id].reason}) "
-                                          "but its layout represents it")
-        ok = _compare(result, f"{place}.shard_bytes", v.shard_bytes, shard)
-        if v.alignment_bytes is not None:
-            aligned = round_up(shard, v.alignment_bytes)
-        else:
-            element = round_up(shard, ELEMENT_PAIR_BYTES)
-            aligned = v.aligned_bytes if v.aligned_bytes in (shard, element) else shard
-        ok &= _compare(result, f"{place}.aligned_bytes", v.aligned_bytes, aligned)
-        ok &= _compare(result, f"{place}.bytes", v.bytes, aligned * v.copies)
-        result.values_agreeing += ok
-
-    ids = {v.id for v in report.values}
-    for i, v in enumerate(report.values):
-        if v.root not in ids:
-            result.add("disagree", f"timeline.values[{i}] ({v.name})", f"root {v.root} is not a value id")
-    for j in report.rejections:
-        if j.value not in ids:
-            result.add("disagree", "rejections", f"value {j.value} ({j.name}) is not in the timeline")
-
-    # steps: usage = live storage groups (each once) + scratch
+    # storage groups: one region each, sized by the largest member
     regions_of: dict[int, set[str]] = {}
     for v in report.values:
         regions_of.setdefault(v.storage_group, set()).add(v.region)
-    mixed = {g for g, rs in regions_of.items() if len(rs) > 1}
-    for g in sorted(mixed):
+    mixed = sorted(g for g, rs in regions_of.items() if len(rs) > 1)
+    for g in mixed:
         result.add("disagree", f"storage_group {g}", f"members span regions {sorted(regions_of[g])}")
+    check_scope(report.scope, report.extra, result.add)
+    check_program(report.extra, result.add)
+    check_operations(report.extra, report.steps, result.add)
     if mixed:
         return result
-    sized = [v if v.id not in unknown else _unknown_size(v) for v in report.values]
-    groups = storage_groups(sized)
-    value_group = {v.id: v.storage_group for v in sized}
-    derived_steps = []
+    group_of = {v.id: v.storage_group for v in report.values}
+    region_of = {g: next(iter(rs)) for g, rs in regions_of.items()}
+    group_bytes = storage_group_bytes(report.values, sizes)
+
+    # usage of each step: live groups, each once, + scratch
+    usage = []
     for i, s in enumerate(report.steps):
         place = f"timeline.steps[{i}]"
         if s.index != i:
             result.add("disagree", f"{place}.index", f"reports {s.index}, expected {i} (its position)")
-        usage = step_usage(s.live, s.scratch, value_group, groups)
+        derived = step_usage(s, group_of, region_of, group_bytes)
         live_unknown = sorted(v for v in s.live if v in unknown)
         why = f" (live unrepresentable values: {_ids(live_unknown)})" if live_unknown else ""
         ok = True
         for region in REGIONS:
-            ok &= _compare(result, f"{place}.usage.{region}", s.usage[region], usage[region], why)
+            ok &= _compare(result, f"{place}.usage.{region}", s.usage[region], derived[region], why)
         result.steps_agreeing += ok
-        derived_steps.append(replace(s, usage=usage))
+        usage.append(derived)
 
-    # peaks, overflow, effective peak, verdict
-    peaks = find_peaks(derived_steps, groups, value_group)
+    # peaks, exchange rows, overflow, effective peak
+    peaks = find_peaks(report.steps, usage, group_of, region_of, group_bytes)
     if unknown:
-        zero = storage_groups([v if v.id not in unknown else replace(v, bytes=0) for v in report.values])
-        known_steps = [replace(s, usage=step_usage(s.live, s.scratch, value_group, zero)) for s in report.steps]
-        result.known_peaks = find_peaks(known_steps, zero, value_group)
+        zero = {g: (0 if b is None else b) for g, b in storage_group_bytes(
+            report.values, {k: (0 if v is None else v) for k, v in sizes.items()}).items()}
+        known_usage = [step_usage(s, group_of, region_of, zero) for s in report.steps]
+        result.known_peaks = find_peaks(report.steps, known_usage, group_of, region_of, zero)
     why = " (a step's usage is unknown)" if peaks.total is None else ""
     _compare(result, "peak.standard", report.peak.standard, peaks.standard, why)
     _compare(result, "peak.interleaved", report.peak.interleaved, peaks.interleaved, why)
@@ -179,8 +202,6 @@ def check_report(report: Report) -> CheckResult:
     _compare(result, "interleaved_peak_step", report.interleaved_peak_step, peaks.interleaved_step, why)
     _compare(result, "total_peak_step", report.total_peak_step, peaks.total_step, why)
     rows = report.peak.exchange_rows
-    if report.exchange_row_bytes is not None:
-        _compare(result, "peak.exchange_rows", rows, exchange_rows(s.operation for s in report.steps))
     if report.exchange_row_bytes is None:
         if rows:
             result.add("defect", "peak.exchange_rows",
@@ -188,66 +209,366 @@ def check_report(report: Report) -> CheckResult:
                        "be re-derived")
         exchange = 0
     else:
+        _compare(result, "peak.exchange_rows", rows, exchange_rows(s.operation for s in report.steps))
         exchange = (rows or 0) * report.exchange_row_bytes
-    exact = None
-    if "exact" in report.extra:
-        if unknown or not derived_steps:
-            result.add("disagree", "exact", "given, but exact accounting needs every value representable")
-        else:
-            exact = account(sized, derived_steps, shards, report.tile_count, {v.id for v in sized if v.resident})
-            _compare_json(result, "exact", report.extra["exact"], exact_json(exact, peaks.total))
-    verdict = judge_budget(derived_steps, peaks, report.budget_bytes, report.interleaved_budget_bytes,
-                           exchange, complete=report.scope == "program", exact=exact)
-    _compare(result, "standard_contiguous_overflow_bytes", report.standard_contiguous_overflow_bytes,
-             verdict.standard_contiguous_overflow_bytes, why)
+    standard_budget = report.budget_bytes - report.interleaved_budget_bytes
+    overflow = None if any(u["standard"] is None for u in usage) else \
+        max((max(0, u["standard"] - standard_budget) for u in usage), default=0)  # type: ignore[operator]
+    _compare(result, "standard_contiguous_overflow_bytes", report.standard_contiguous_overflow_bytes, overflow, why)
+    effective = None if peaks.total is None else peaks.total + exchange
     if report.exchange_row_bytes is not None or report.effective_peak_bytes is None \
             or report.effective_peak_bytes >= WRAP_FLOOR:
-        _compare(result, "effective_peak_bytes", report.effective_peak_bytes, verdict.effective_peak_bytes, why)
+        _compare(result, "effective_peak_bytes", report.effective_peak_bytes, effective, why)
+
+    # exact per-tile accounting, then the verdict
+    account, tiles = None, None
+    if "exact" in report.extra:
+        account, tiles = check_exact(report, result, shardings, alignments, group_bytes, peaks)
+    over = over_budget(report, usage, account, exchange)
+    known = account is not None or (effective is not None and peaks.interleaved is not None)
+    fits = report.scope == "program" and known and not over
     if "verdict" in report.extra:
-        derived = verdict_json(derived_steps, peaks, verdict, report.budget_bytes, report.interleaved_budget_bytes,
-                               exchange, exact)
-        if exact is not None:
-            derived["peak_tile"] = peak_tile_json(sized, derived_steps, shards, exact)
-        _compare_json(result, "verdict", report.extra["verdict"], derived)
-    if report.fits_budget != verdict.fits:
+        derived = verdict_section(report, peaks, effective, exchange, account, over, fits)
+        if account is not None and tiles is not None:
+            derived["peak_tile"] = peak_tile(report, account, tiles)
+        compare_json(result, "verdict", report.extra["verdict"], derived)
+    if report.fits_budget != fits:
         result.add("disagree", "fits_budget", f"reports {str(report.fits_budget).lower()}; re-derived "
-                                              f"{str(verdict.fits).lower()} (scope {report.scope})")
+                                              f"{str(fits).lower()} (scope {report.scope})")
+    check_what_if(report.extra, baseline(report, fits, peaks, effective, exchange, account), result.add)
     return result
 
 
-def _compare_json(result: CheckResult, place: str, reported: object, derived: object) -> None:
-    """Compare a JSON section; name the first place inside it that differs."""
-    found = first_difference(reported, derived, place)
-    if found is not None:
-        where, mine, theirs = found
-        result.add("disagree", where, f"reports {json.dumps(mine)[:120]}; re-derived {json.dumps(theirs)[:120]}")
+# values -------------------------------------------------------------------------------
 
+def check_values(report: Report, result: CheckResult) -> tuple[dict[int, Sharding], dict[int, int | None],
+                                                                dict[int, int]]:
+    """Shardings of the representable values, every value's re-derived `bytes` (None
+    when unrepresentable) and each representable value's alignment."""
+    rejected = {j.value: j for j in report.rejections}
+    shardings: dict[int, Sharding] = {}
+    sizes: dict[int, int | None] = {}
+    alignments: dict[int, int] = {}
+    memo: dict[tuple, Sharding | TilingError] = {}
+    for i, v in enumerate(report.values):
+        place = f"timeline.values[{i}] ({text(v.name)})"
+        key = (v.layout, v.shape)
+        if key not in memo:
+            try:
+                memo[key] = shard_layout(v.layout, v.shape)
+            except TilingError as e:
+                memo[key] = e
+        found = memo[key]
+        sizes[v.id] = None
+        if isinstance(found, TilingError):
+            sized = {"shard_bytes": v.shard_bytes, "aligned_bytes": v.aligned_bytes, "bytes": v.bytes}
+            sentinels = [k for k, n in sized.items() if n == SENTINEL]
+            numbers = [k for k, n in sized.items() if n is not None and n != SENTINEL]
+            properly = not sentinels and not numbers and v.id in rejected
+            result.add("rejected" if properly else "unrepresentable", place, found.detail)
+            if sentinels:
+                result.add("defect", place, f"{', '.join(sentinels)} hold the sentinel 2^64 - 1 for an "
+                                            "unrepresentable shard; expected null and a rejection")
+            if numbers:
+                result.add("disagree", place, f"{', '.join(numbers)} given for an unrepresentable shard")
+            if v.id not in rejected and not sentinels:
+                result.add("defect", place, "unrepresentable but not listed under rejections")
+            continue
+        shardings[v.id] = found
+        if v.id in rejected:
+            result.add("disagree", place, f"listed under rejections ({text(rejected[v.id].reason)}) "
+                                          "but its layout represents it")
+        shard = found.largest_elements * v.precision.bytes
+        ok = _compare(result, f"{place}.shard_bytes", v.shard_bytes, shard)
+        if v.alignment_bytes is not None:
+            alignment = v.alignment_bytes
+        else:  # version 1: unaligned, or one element pair when aligned_bytes says so
+            pair = -(-shard // ELEMENT_PAIR_BYTES) * ELEMENT_PAIR_BYTES
+            alignment = ELEMENT_PAIR_BYTES if v.aligned_bytes == pair != shard else 1
+        aligned = -(-shard // alignment) * alignment
+        alignments[v.id] = alignment
+        ok &= _compare(result, f"{place}.aligned_bytes", v.aligned_bytes, aligned)
+        ok &= _compare(result, f"{place}.bytes", v.bytes, aligned * v.copies)
+        sizes[v.id] = aligned * v.copies
+        result.values_agreeing += ok
+    ids = {v.id for v in report.values}
+    for i, v in enumerate(report.values):
+        if v.root not in ids:
+            result.add("disagree", f"timeline.values[{i}] ({text(v.name)})", f"root {v.root} is not a value id")
+    for i, j in enumerate(report.rejections):
+        if j.value not in ids:
+            result.add("disagree", f"rejections[{i}]", f"value {j.value} ({text(j.name)}) is not in the timeline")
+    if report.scope == "program" and len(shardings) < len(report.values):
+        result.add("disagree", "scope", f"program, but {len(report.values) - len(shardings)} values are "
+                                        "unrepresentable (planning stops at the first operation they are live in)")
+    return shardings, sizes, alignments
+
+
+# live sets ----------------------------------------------------------------------------
+
+def check_live_sets(report: Report, result: CheckResult) -> None:
+    """Each `live` ascending with each id once; each value live in one run of steps
+    (its live range), at least one; declared tensors (role input or parameter) from
+    step 0; the members of a storage group that own their data (root = id) hold it one
+    after another, each from the step where the previous one is last live."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    count: dict[int, int] = {}
+    for i, s in enumerate(report.steps):
+        place = f"timeline.steps[{i}].live"
+        bad = next((k for k in range(1, len(s.live)) if s.live[k] <= s.live[k - 1]), None)
+        if bad is not None:
+            word = "twice" if s.live[bad] == s.live[bad - 1] else f"after {s.live[bad - 1]}"
+            result.add("disagree", place, f"value {s.live[bad]} {word}; expected ascending ids, each once")
+        for v in set(s.live):
+            first.setdefault(v, i)
+            last[v] = i
+            count[v] = count.get(v, 0) + 1
+    for i, v in enumerate(report.values):
+        place = f"timeline.values[{i}] ({text(v.name)})"
+        if v.id not in first:
+            result.add("disagree", place, "is live in no step; the timeline lists only values live in some step")
+            continue
+        if count[v.id] != last[v.id] - first[v.id] + 1:
+            gap = next(k for k in range(first[v.id], last[v.id] + 1) if v.id not in report.steps[k].live)
+            result.add("disagree", place, f"live in steps {first[v.id]} to {last[v.id]} but not in step {gap}; "
+                                          "a value is live in one run of steps")
+        if v.resident and first[v.id] != 0:
+            result.add("disagree", place, f"a declared tensor ({v.role}) first live in step {first[v.id]}; "
+                                          "expected step 0")
+    owners: dict[int, list[Value]] = {}
+    for v in report.values:
+        if v.root == v.id and v.id in first:
+            owners.setdefault(v.storage_group, []).append(v)
+    for g, members in sorted(owners.items()):
+        chain = sorted(members, key=lambda m: (first[m.id], last[m.id], m.id))
+        for a, b in zip(chain, chain[1:]):
+            if first[b.id] != last[a.id]:
+                result.add("disagree", f"storage_group {g}",
+                           f"value {b.id} ({text(b.name)}) first live in step {first[b.id]}, value {a.id} "
+                           f"({text(a.name)}) last live in step {last[a.id]}; a group's next member starts where "
+                           "the previous ends (written in place)")
+                break
+
+
+# usage, peaks, exchange -----------------------------------------------------------------
+
+def storage_group_bytes(values: Sequence[Value], sizes: Mapping[int, int | None]) -> dict[int, int | None]:
+    """Each storage group's bytes: its largest member's (None if a member's is unknown)."""
+    out: dict[int, int | None] = {}
+    seen: set[int] = set()
+    for v in values:
+        b = sizes[v.id]
+        if v.storage_group not in seen:
+            seen.add(v.storage_group)
+            out[v.storage_group] = b
+        elif out[v.storage_group] is not None:
+            current = out[v.storage_group]
+            out[v.storage_group] = None if b is None else max(current, b)  # type: ignore[type-var]
+    return out
+
+
+def step_usage(step: Step, group_of: Mapping[int, int], region_of: Mapping[int, str],
+               group_bytes: Mapping[int, int | None]) -> dict[str, int | None]:
+    """A step's usage per region: its live storage groups, each once, + its scratch."""
+    usage: dict[str, int | None] = {r: step.scratch.get(r, 0) for r in REGIONS}
+    for g in sorted({group_of[v] for v in step.live}):
+        current, b = usage[region_of[g]], group_bytes[g]
+        usage[region_of[g]] = None if current is None or b is None else current + b
+    return usage
+
+
+def find_peaks(steps: Sequence[Step], usage: Sequence[Mapping[str, int | None]], group_of: Mapping[int, int],
+               region_of: Mapping[int, str], group_bytes: Mapping[int, int | None]) -> Peaks:
+    """Largest usage per region and of their sum, each at its first step; None when a
+    step's usage is unknown or there are no steps."""
+    def peak(series: list[int | None]) -> tuple[int | None, int | None]:
+        if not series or any(x is None for x in series):
+            return None, None
+        best = max(series)  # type: ignore[type-var]
+        return best, series.index(best)
+
+    std = [u["standard"] for u in usage]
+    inter = [u["interleaved"] for u in usage]
+    total = [None if a is None or b is None else a + b for a, b in zip(std, inter)]
+    live = {group_of[v] for s in steps for v in s.live}
+    allocations = [group_bytes[g] for g in live if region_of[g] == "standard"]
+    largest = None if any(b is None for b in allocations) else max(allocations, default=0)  # type: ignore[type-var]
+    (ps, ss), (pi, si), (pt, st) = peak(std), peak(inter), peak(total)
+    return Peaks(ps, pi, pt, ss, si, st, largest)
+
+
+def exchange_rows(operations: Iterable[str]) -> int:
+    """One exchange row per exchanging step of the timeline (a repeat block's step once)."""
+    return sum(exchanges(op) for op in operations)
+
+
+# exact and verdict ------------------------------------------------------------------------
+
+def check_exact(report: Report, result: CheckResult, shardings: Mapping[int, Sharding], alignments: Mapping[int, int],
+                group_bytes: Mapping[int, int | None], peaks: Peaks) -> tuple[TileAccount | None, TileBytes | None]:
+    """Re-derive `exact` when the report gives it; the accounting, or None when it
+    cannot be derived (a finding says why)."""
+    if len(shardings) < len(report.values) or not report.steps:
+        result.add("disagree", "exact", "given, but exact accounting needs steps and every value representable")
+        return None, None
+    bound = sum(b or 0 for b in group_bytes.values()) + max(sum(s.scratch.values()) for s in report.steps)
+    if bound >= INT64_SAFE:
+        result.add("defect", "exact", f"not re-derived: the storage groups and scratch add up to {bound} bytes per "
+                                      "tile, beyond 2^62")
+        return None, None
+    tiles = TileBytes(report.values, shardings, alignments, report.tile_count)
+    account = account_tiles(report.values, report.steps, tiles)
+    derived = exact_section(account, peaks.total)
+    reported = report.extra["exact"]
+    model = reported.get("model") if isinstance(reported, dict) else None
+    derived = {"model": model if isinstance(model, str) else "(the accounting model, in words)", **derived}
+    compare_json(result, "exact", reported, derived)
+    return account, tiles
+
+
+@dataclass(frozen=True, slots=True)
+class OverBudget:
+    """One step over a budget: region "interleaved" or "total", the tile (None on the
+    estimate), its usage there (with exchange for "total") and the budget."""
+
+    step: int
+    region: str
+    tile: int | None
+    usage: int
+    budget: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.step, "region": self.region, "tile": self.tile, "usage": self.usage,
+                "budget": self.budget, "bytes_over": self.usage - self.budget}
+
+
+def over_budget(report: Report, usage: Sequence[Mapping[str, int | None]], account: TileAccount | None,
+                exchange: int) -> list[OverBudget]:
+    """Every (step, region) over budget, in step order, interleaved before total: the
+    interleaved usage over `interleaved_budget_bytes`, or standard + interleaved +
+    exchange over `budget_bytes`; on each step's worst tiles with `exact`, else on the
+    estimate (steps of unknown usage skipped)."""
+    out = []
+    for i, u in enumerate(usage):
+        if account is not None:
+            w: StepTiles = account.steps[i]
+            inter, inter_tile, total, tile = w.max_interleaved, w.max_interleaved_tile, w.total, w.tile
+        else:
+            std, inter_or_none = u["standard"], u["interleaved"]
+            if std is None or inter_or_none is None:
+                continue
+            inter, inter_tile, total, tile = inter_or_none, None, std + inter_or_none, None  # type: ignore[assignment]
+        if inter > report.interleaved_budget_bytes:
+            out.append(OverBudget(i, "interleaved", inter_tile, inter, report.interleaved_budget_bytes))
+        if total + exchange > report.budget_bytes:
+            out.append(OverBudget(i, "total", tile, total + exchange, report.budget_bytes))
+    return out
+
+
+def verdict_section(report: Report, peaks: Peaks, effective: int | None, exchange: int,
+                    account: TileAccount | None, over: list[OverBudget], fits: bool) -> dict[str, Any]:
+    """`verdict` as docs/report-format.md defines it (without `peak_tile`)."""
+    estimates = {"standard": (peaks.standard, peaks.standard_step),
+                 "interleaved": (peaks.interleaved, peaks.interleaved_step),
+                 "total": (effective, peaks.total_step)}
+    budgets = {"standard": report.budget_bytes - report.interleaved_budget_bytes,
+               "interleaved": report.interleaved_budget_bytes, "total": report.budget_bytes}
+    regions = []
+    for region in ("standard", "interleaved", "total"):
+        estimate, estimate_step = estimates[region]
+        if estimate is None:
+            continue
+        if account is not None:
+            peak, tile, step = account.peak(region)
+            peak += exchange if region == "total" else 0
+        else:
+            peak, tile, step = estimate, None, estimate_step  # type: ignore[assignment]
+        entry = {"region": region, "peak": peak, "tile": tile, "step": step, "budget": budgets[region],
+                 "margin": budgets[region] - peak, "estimate": estimate}
+        if region == "total":
+            entry["exchange_bytes"] = exchange
+        regions.append(entry)
+    out: dict[str, Any] = {"fits": fits, "judged_on": "exact" if account is not None else "estimate",
+                           "regions": regions, "over_budget": None}
+    if over:
+        worst = over[0]
+        for o in over[1:]:
+            if o.usage - o.budget > worst.usage - worst.budget:  # the most bytes over, the first on ties
+                worst = o
+        out["over_budget"] = {"steps": len({o.step for o in over}), "first": over[0].to_json(),
+                              "worst": worst.to_json()}
+        if worst.tile is not None:
+            out["out_of_memory"] = (f"Out of memory on tile {worst.tile} at step {worst.step}: {worst.usage} bytes "
+                                    f"used, budget {worst.budget}")
+    return out
+
+
+def peak_tile(report: Report, account: TileAccount, tiles: TileBytes) -> dict[str, Any]:
+    """`verdict.peak_tile`, each value's `class` from its layout; its `precision` is
+    display text (its form is the views' business): any non-empty string passes."""
+    derived = peak_tile_section(report.steps, account, tiles)
+    verdict = report.extra.get("verdict")
+    stated = verdict.get("peak_tile") if isinstance(verdict, dict) else None
+    stated_values = stated.get("values") if isinstance(stated, dict) else None
+    for i, entry in enumerate(derived["values"]):
+        v = tiles.by_id[entry["id"]]
+        reported = stated_values[i] if isinstance(stated_values, list) and i < len(stated_values) else None
+        precision = reported.get("precision") if isinstance(reported, dict) else None
+        entry["precision"] = precision if isinstance(precision, str) and precision else v.precision.to_text()
+        entry["class"] = v.memory_class.to_text()
+    return derived
+
+
+def baseline(report: Report, fits: bool, peaks: Peaks, effective: int | None, exchange: int,
+             account: TileAccount | None) -> dict[str, Any]:
+    """`what_if.baseline` but its command: this plan's own outcome (exact when known)."""
+    if account is not None:
+        total, tile, step = account.peak("total")
+        peak, inter = total + exchange, account.peak("interleaved")[0]
+    else:
+        peak, tile, step, inter = effective, None, peaks.total_step, peaks.interleaved  # type: ignore[assignment]
+    return {"fits": fits, "scope": report.scope, "peak": peak, "budget": report.budget_bytes,
+            "margin": None if peak is None else report.budget_bytes - peak, "tile": tile, "step": step,
+            "interleaved_peak": inter}
+
+
+# comparing JSON sections ------------------------------------------------------------------
 
 _MISSING = "(missing)"
 
 
+def compare_json(result: CheckResult, place: str, reported: object, derived: object) -> None:
+    """Compare a JSON section; name the first place inside it that differs."""
+    found = first_difference(reported, derived, place)
+    if found is not None:
+        where, mine, theirs = found
+        result.add("disagree", where, f"reports {show(mine)}; re-derived {show(theirs)}")
+
+
 def first_difference(a: object, b: object, place: str) -> tuple[str, object, object] | None:
-    """The first path (in key and index order) where two JSON values differ, with
-    both sides there; None when equal."""
-    if a == b:
-        return None
+    """The first path (in key and index order) where two JSON values differ, with both
+    sides there; None when equal. `True` and `1` differ; recursion follows `b`, the
+    derived side, so its depth is bounded."""
     if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b)):
-            found = first_difference(a.get(key, _MISSING), b.get(key, _MISSING), f"{place}.{key}")
+        for key in sorted(set(a) | set(b), key=str):
+            found = first_difference(a.get(key, _MISSING), b.get(key, _MISSING), f"{place}.{text(str(key))}")
             if found is not None:
                 return found
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{place} (length)", len(a), len(b)
+        if a == b and all(type(x) is type(y) and not isinstance(y, (list, dict)) for x, y in zip(a, b)):
+            return None  # the common case, a list of numbers, without a call per element
         for i, (x, y) in enumerate(zip(a, b)):
             found = first_difference(x, y, f"{place}[{i}]")
             if found is not None:
                 return found
-    if isinstance(a, list) and isinstance(b, list):
-        return f"{place} (length)", len(a), len(b)
+        return None
+    if type(a) is type(b) and a == b:
+        return None
     return place, a, b
-
-
-def _unknown_size(v: Value) -> Value:
-    return replace(v, shard_bytes=None, aligned_bytes=None, bytes=None)
 
 
 def _ids(ids: list[int], limit: int = 8) -> str:

@@ -1,0 +1,177 @@
+"""`tileplan check` on the sections people's views read: `scope`, `program`,
+`operations`, `rejected_operation` and `what_if` (docs/report-format.md). Shapes and
+types first, so that no renderer meets a field it cannot read; then the rules that tie
+them to the timeline (an operation's step range is exactly its steps).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Sequence
+
+from tileplan.model.timeline import Step
+
+Add = Callable[[str, str, str], None]  # (kind, place, message)
+
+_SCOPE = re.compile(r"rejected-op(0|[1-9][0-9]{0,17})")
+
+
+def is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def show(x: object, limit: int = 120) -> str:
+    """A JSON value as one short line: huge integers and deep structures by kind."""
+    import json
+
+    if is_int(x) and abs(x) >= 10**40:  # type: ignore[arg-type]
+        return f"an integer of {x.bit_length()} bits"  # type: ignore[union-attr]
+    try:
+        text = json.dumps(x)
+    except (ValueError, RecursionError, TypeError):
+        text = f"a {type(x).__name__}"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def rejected_index(scope: str) -> int | None:
+    """N of `rejected-op<N>`, None for any other scope."""
+    m = _SCOPE.fullmatch(scope)
+    return int(m.group(1)) if m else None
+
+
+def check_scope(scope: str, extra: dict[str, Any], add: Add) -> None:
+    """`scope` is `program` or `rejected-op<N>`; `rejected_operation`, when given,
+    names operation N with a name and a reason, and is absent from a whole program."""
+    index = rejected_index(scope)
+    if scope != "program" and index is None:
+        add("disagree", "scope", f"expected program or rejected-op<N>, found {show(scope)}")
+    if "rejected_operation" not in extra:
+        return
+    r = extra["rejected_operation"]
+    if scope == "program":
+        add("disagree", "rejected_operation", "given, but the scope is program (every operation was planned)")
+        return
+    if not isinstance(r, dict):
+        add("disagree", "rejected_operation", f"expected an object, found {show(r)}")
+        return
+    for key, ok, expected in (("index", is_int(r.get("index")), "an integer"),
+                              ("name", isinstance(r.get("name"), str), "a string"),
+                              ("reason", isinstance(r.get("reason"), str), "a string")):
+        if not ok:
+            add("disagree", f"rejected_operation.{key}", f"expected {expected}, found {show(r.get(key))}")
+    if is_int(r.get("index")) and index is not None and r["index"] != index:
+        add("disagree", "rejected_operation.index", f"reports {r['index']}; the scope {scope} names operation {index}")
+
+
+def check_program(extra: dict[str, Any], add: Add) -> None:
+    """`program`: an object with a string `name`; every field a string, an integer,
+    true/false or null (views print them as text)."""
+    if "program" not in extra:
+        return
+    p = extra["program"]
+    if not isinstance(p, dict):
+        add("disagree", "program", f"expected an object, found {show(p)}")
+        return
+    if not isinstance(p.get("name"), str):
+        add("disagree", "program.name", f"expected a string, found {show(p.get('name'))}")
+    for key in sorted(p):
+        if not (p[key] is None or isinstance(p[key], (str, int))):  # bool is an int
+            add("disagree", f"program.{key}", f"expected a string, integer, boolean or null, found {show(p[key])}")
+
+
+def check_operations(extra: dict[str, Any], steps: Sequence[Step], add: Add) -> None:
+    """`operations`: objects in ascending `index`, each with `origin`, `name`, `kind`,
+    `execution_count` and `steps` [first, last]; the steps in [first, last] are
+    exactly the steps whose `source` is that operation, all with its execution count;
+    every step's source is a listed operation."""
+    if "operations" not in extra:
+        return
+    ops = extra["operations"]
+    if not isinstance(ops, list):
+        add("disagree", "operations", f"expected a list, found {show(ops)}")
+        return
+    spans: dict[int, list[int]] = {}
+    for s in steps:
+        spans.setdefault(s.source, [s.index, s.index])[1] = s.index
+    listed: set[int] = set()
+    previous = -1
+    for i, o in enumerate(ops):
+        place = f"operations[{i}]"
+        if not isinstance(o, dict):
+            add("disagree", place, f"expected an object, found {show(o)}")
+            continue
+        bad = False
+        for key, ok, expected in (
+                ("index", is_int(o.get("index")) and o["index"] >= 0, "an integer >= 0"),
+                ("origin", is_int(o.get("origin")), "an integer"),
+                ("name", isinstance(o.get("name"), str), "a string"),
+                ("kind", isinstance(o.get("kind"), str), "a string"),
+                ("execution_count", is_int(o.get("execution_count")) and o["execution_count"] >= 1,
+                 "an integer >= 1"),
+                ("steps", isinstance(o.get("steps"), list) and len(o["steps"]) == 2
+                 and all(is_int(x) for x in o["steps"]), "[first, last] step indices")):
+            if not ok:
+                add("disagree", f"{place}.{key}", f"expected {expected}, found {show(o.get(key))}")
+                bad = True
+        if bad:
+            continue
+        index, (first, last) = o["index"], o["steps"]
+        if index <= previous:
+            add("disagree", f"{place}.index", f"reports {index}; expected ascending indices, after {previous}")
+        previous = max(previous, index)
+        listed.add(index)
+        span = spans.get(index)
+        if span is None:
+            add("disagree", f"{place}.steps", f"reports {show(o['steps'])}; no step has source {index}")
+            continue
+        if [first, last] != span:
+            add("disagree", f"{place}.steps", f"reports {show(o['steps'])}; the steps with source {index} run "
+                                             f"from {span[0]} to {span[1]}")
+            continue
+        others = [s.index for s in steps[first:last + 1] if s.source != index]
+        if others:
+            add("disagree", f"{place}.steps", f"[{first}, {last}] holds step {others[0]} of operation "
+                                             f"{steps[others[0]].source}; an operation's steps are consecutive")
+        counts = sorted({s.execution_count for s in steps[first:last + 1] if s.execution_count != o["execution_count"]})
+        if counts:
+            add("disagree", f"{place}.execution_count", f"reports {o['execution_count']}; its steps run "
+                                                         f"{counts[0]} times")
+    for source in sorted(set(spans) - listed):
+        add("disagree", f"timeline.steps[{spans[source][0]}].source",
+            f"operation {source} is not listed under operations")
+
+
+_OUTCOME_INTS = ("peak", "budget", "margin", "tile", "step", "interleaved_peak")
+
+
+def check_what_if(extra: dict[str, Any], baseline: dict[str, Any], add: Add) -> None:
+    """`what_if`: `baseline` (this plan's own outcome: re-derived here, all but its
+    `command`) and `rows` (other plans: typed, `margin` = `budget` - `peak`)."""
+    if "what_if" not in extra:
+        return
+    w = extra["what_if"]
+    if not isinstance(w, dict) or not isinstance(w.get("rows"), list) or not isinstance(w.get("baseline"), dict):
+        add("disagree", "what_if", f"expected an object with a baseline object and a rows list, found {show(w)}")
+        return
+    entries = [("what_if.baseline", w["baseline"], ())] + [
+        (f"what_if.rows[{i}]", r, ("knob", "value")) for i, r in enumerate(w["rows"])]
+    for place, r, labels in entries:
+        if not isinstance(r, dict):
+            add("disagree", place, f"expected an object, found {show(r)}")
+            continue
+        for key in (*labels, "scope", "command"):
+            if not isinstance(r.get(key), str):
+                add("disagree", f"{place}.{key}", f"expected a string, found {show(r.get(key))}")
+        if not isinstance(r.get("fits"), bool):
+            add("disagree", f"{place}.fits", f"expected true or false, found {show(r.get('fits'))}")
+        for key in _OUTCOME_INTS:
+            if not (r.get(key) is None or is_int(r.get(key))) or (key == "budget" and not is_int(r.get(key))):
+                add("disagree", f"{place}.{key}", f"expected an integer{'' if key == 'budget' else ' or null'}, "
+                                                  f"found {show(r.get(key))}")
+        if all(is_int(r.get(k)) for k in ("peak", "budget", "margin")) and r["margin"] != r["budget"] - r["peak"]:
+            add("disagree", f"{place}.margin", f"reports {r['margin']}; budget {r['budget']} - peak {r['peak']} = "
+                                               f"{r['budget'] - r['peak']}")
+    for key in sorted(baseline):
+        reported = w["baseline"].get(key)
+        if reported != baseline[key] or type(reported) is not type(baseline[key]):
+            add("disagree", f"what_if.baseline.{key}", f"reports {show(reported)}; re-derived {show(baseline[key])}")
