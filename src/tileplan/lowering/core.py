@@ -93,6 +93,9 @@ class LoweringContext:
     declared_count: int = 0
     #: family members read by iterations after the first (see `Lowering.later_members`)
     later_members: set[int] = field(default_factory=set)
+    #: name intermediates as the reference does (`operation N result 0`) rather than
+    #: by what they are (`<operation> partials`, `<weight> [AMP copy]`)
+    reference_names: bool = False
 
     @property
     def prefix(self) -> str:
@@ -113,6 +116,21 @@ class LoweringContext:
     def value(self, vid: int) -> Value:
         return self.values[vid]
 
+    def result_name(self, op: Operation, what: str = "") -> str:
+        """The name of a value operation `op` makes: the operation's name with what the
+        value is (`partials`, `scores`), or the reference's `operation N result 0`."""
+        if self.reference_names:
+            return op_result_name(op)
+        return f"{op.name} {what}" if what else op.name
+
+    def copy_name(self, op: Operation, vid: int, why: str = "copy", source: str | None = None) -> str:
+        """A re-laid-out input: `<input> [<why>]`, or the reference's name. `source`
+        names the input as the operation reads it (a parameter family's
+        `...layer{i}...` in a repeat block, where `vid` is its first member)."""
+        if self.reference_names:
+            return op_result_name(op)
+        return f"{source if source is not None else self.values[vid].name} [{why}]"
+
     def is_declared(self, vid: int) -> bool:
         return vid < self.declared_count
 
@@ -127,7 +145,7 @@ class LoweringContext:
 
 
 def op_result_name(op: Operation, k: int = 0) -> str:
-    """Values an operation's lowering creates are named after its result."""
+    """The reference's name for every value an operation's lowering creates."""
     return f"operation {op.index} result {k}"
 
 

@@ -1,6 +1,8 @@
 """Lower a whole program: plan layouts, place the declared tensors, emit the steps.
 
-Three passes, data in and data out:
+The program is checked first (`tileplan.ops.check_program`); each operation is planned
+and lowered by its operator's registry entry (`tileplan.ops.REGISTRY`). Three passes,
+data in and data out:
 1. `plan_operations`: each operation's plan, activations' layouts flowing forward.
 2. `place_tensors`: the policy picks each declared tensor's resting layout from the
    plans of the operations that read it; values 0..n-1 are the declared tensors.
@@ -17,11 +19,11 @@ from tileplan.lowering.core import (
     LoweringContext, OperationInfo, Options, StepDraft, declared_tensor_value,
 )
 from tileplan.lowering.gemm import PlanningError
-from tileplan.lowering.ops import LOWERINGS, PLANS, InputInfo, OpPlan
 from tileplan.lowering.policy import Policy, Reader
 from tileplan.model.ir import Operation, Program, RepeatBlock, family_member
 from tileplan.model.machine import Machine
 from tileplan.model.timeline import Value
+from tileplan.ops import REGISTRY, InputInfo, OpPlan, check_program
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +73,7 @@ def plan_operations(ctx: LoweringContext, program: Program) -> tuple[dict[int, O
             shape, precision = shapes[first]
             infos.append(InputInfo(shape, precision, layouts.get(name), first in declared))  # type: ignore[arg-type]
         try:
-            plan = PLANS[op.kind](ctx, op, infos)
+            plan = REGISTRY[op.kind].plan(ctx, op, infos)
         except PlanningError as e:
             return plans, (op.index, str(e))
         plans[op.index] = plan
@@ -99,14 +101,32 @@ def place_tensors(ctx: LoweringContext, program: Program, plans: dict[int, OpPla
 
 
 def last_readers(program: Program) -> dict[str, int]:
-    """For each name, the index of the last operation reading it (outputs: never die)."""
+    """For each name, the index of the last operation reading it (outputs: never die).
+    A view may share its input's storage, so the input lives as long as the view is
+    read: the last read of a view counts as a read of its input (transitively), and
+    a name's entry is that of the whole chain of views it belongs to."""
     last: dict[str, int] = {}
-    for op, _, _ in _schedule(program):
+    schedule = _schedule(program)
+    for op, _, _ in schedule:
         for name in op.inputs:
             last[name] = op.index
     for name in program.outputs:
         last[name] = 1 << 62
-    return last
+    source: dict[str, str] = {}
+    for op, _, _ in schedule:
+        if REGISTRY[op.kind].view:
+            source[op.output] = op.inputs[0]
+    for op, _, _ in reversed(schedule):
+        if op.output in source and op.output in last:
+            src = source[op.output]
+            last[src] = max(last.get(src, -1), last[op.output])
+
+    def root(name: str) -> str:
+        while name in source:
+            name = source[name]
+        return name
+
+    return {name: last.get(root(name), when) for name, when in last.items()}
 
 
 def emit_steps(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], blocks: list[tuple[int, int]]
@@ -134,7 +154,7 @@ def _emit(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], decl
         dies = [last.get(name) == op.index for name in op.inputs]
         values_before, steps_before = len(ctx.values), len(ctx.steps)
         try:
-            out = LOWERINGS[op.kind](ctx, op, plans[op.index], ins, count, dies)
+            out = REGISTRY[op.kind].lower(ctx, op, plans[op.index], ins, count, dies)
         except TileplanError as e:  # nothing of a failed operation stays
             del ctx.values[values_before:], ctx.steps[steps_before:]
             return infos, (op.index, str(e))
@@ -148,7 +168,8 @@ def _emit(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], decl
 
 
 def lower_program(program: Program, machine: Machine, policy: Policy, options: Options) -> Lowering:
-    ctx = LoweringContext(machine, policy, options)
+    check_program(program)
+    ctx = LoweringContext(machine, policy, options, reference_names=policy.name == "reference")
     plans, failed = plan_operations(ctx, program)
     place_tensors(ctx, program, plans, policy)
     blocks: list[tuple[int, int]] = []

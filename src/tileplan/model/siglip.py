@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from tileplan.errors import InputError
 from tileplan.model.hf_config import read_vision_config
-from tileplan.model.ir import ITERATION, Operation, Program, RepeatBlock, Tensor, check_program, family_member
+from tileplan.model.ir import ITERATION, Operation, Program, RepeatBlock, Tensor, family_member
 from tileplan.model.precision import F16, Precision
 
 
@@ -230,5 +230,4 @@ def build_vit(cfg: ViTConfig, weights: Precision, unroll: bool = False) -> Progr
     if unroll:  # like a repr, the options omit the default (a repeat block)
         options["unroll"] = True
     program = Program(cfg.name, tuple(b.tensors), tuple(b.items), outputs, options)
-    check_program(program)
     return program

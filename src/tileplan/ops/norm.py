@@ -1,0 +1,115 @@
+"""Normalisations: `layernorm` and `rmsnorm` over the last dimension, `batchnorm`
+(inference) over the channel axis 1.
+
+LayerNorm is Poplar's GroupNorm with one group: statistics as F32 reductions into
+small tensors, then one full-size output (in place when the input dies). RMSNorm is
+the same with one statistic. Inference batch norm is one elementwise step with four
+per-channel vectors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from tileplan.errors import ModelError
+from tileplan.lowering.core import LoweringContext
+from tileplan.lowering.layouts import broadcast_layout
+from tileplan.model.ir import Operation
+from tileplan.model.layout import Layout
+from tileplan.ops.base import (
+    F32_BYTES, REDUCE_FAN_IN, Gathered, InputInfo, OpPlan, Shape, activation_layout, can_write_in_place,
+    copy_if_needed, flag, gather_operand, place, register, row_split,
+)
+
+
+def norm_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    x, *params = ins
+    for p in params:
+        if p[-1:] != x[-1:] or len(p) > len(x) or any(d != 1 for d in p[:-1]):
+            raise ModelError(f"norm scale and bias must be vectors of {x[-1]}, found {list(p)}")
+    return x
+
+
+def _param_layout(layout: Layout, x: Shape, p: Shape, prefix: str) -> Layout | None:
+    if any(a.axis.is_linear for a in layout.tiling.axes):
+        return None  # received as scratch: see `lower_norm`
+    return broadcast_layout(layout, x, p, prefix)
+
+
+def plan_norm(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    x, *params = ins
+    layout = activation_layout(ctx, x)
+    wanted = (layout, *(_param_layout(layout, x.shape, p.shape, ctx.prefix) for p in params))
+    return OpPlan(wanted=wanted, rest=wanted, output=layout)
+
+
+def lower_norm(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
+               dies: list[bool]) -> int:
+    """Two steps. `Statistics`: each tile sums its columns of its rows (LayerNorm: sum
+    and sum of squares; RMSNorm: sum of squares; F32) and exchanges them with the other
+    partitions of the row, reduced in a tree of fan-in 16; scratch (min(column
+    partitions, 16) + 1) x rows x statistics x 4 B. `Normalize`: scales, shifts;
+    scratch rows x statistics x 4 B. Vectors of a linearly spread input are received
+    as scratch (at most min(vector, shard) elements each)."""
+    (x,), *params = ins
+    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))  # type: ignore[arg-type]
+    got = Gathered()
+    reads: list[int] = []
+    for j, (ids, wanted) in enumerate(zip(params, plan.wanted[1:])):
+        if wanted is None:
+            gather_operand(ctx, ids[0], plan.output, op.output_shape, got)
+            reads.append(ids[0])
+        else:
+            reads.extend(place(ctx, op, ids, wanted, count, name=ctx.copy_name(op, ids[0], source=op.inputs[1 + j])))
+    xv = ctx.value(x)
+    rows, parts = row_split(ctx, xv.layout, xv.shape, xv.name)
+    kind, statistics = ("RmsNorm", 1) if op.kind == "rmsnorm" else ("LayerNorm", 2)
+    stats = statistics * F32_BYTES * rows
+    ctx.add_step(op, f"{kind} {{ stage: Statistics, exchange: {flag(parts > 1)} }}", count, (x,), (),
+                 {"standard": (min(parts, REDUCE_FAN_IN) + 1) * stats})
+    in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
+    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
+                        storage_of=x if in_place else None)
+    received = ", exchange: true" if got.exchange else ""
+    ctx.add_step(op, f"{kind} {{ stage: Normalize, in_place: {flag(in_place)}{received} }}", count,
+                 (x, *reads), (out,), {"standard": stats + got.scratch})
+    return out
+
+
+def batchnorm_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    x, *params = ins
+    if len(x) < 2:
+        raise ModelError(f"batchnorm needs [N, C, ...], found {list(x)}")
+    for p in params:
+        if p != (x[1],):
+            raise ModelError(f"batchnorm parameters must be vectors of the {x[1]} channels, found {list(p)}")
+    return x
+
+
+def plan_batchnorm(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    layout = activation_layout(ctx, ins[0])
+    return OpPlan(wanted=(layout, *(None for _ in ins[1:])), rest=tuple(None for _ in ins), output=layout)
+
+
+def lower_batchnorm(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
+                    dies: list[bool]) -> int:
+    """One `BatchNorm` step (inference: scale, bias, running mean and variance per
+    channel), in place when the input dies; each tile receives the channels its shard
+    touches, at most min(C, shard) elements of each vector, as scratch."""
+    (x,), *params = ins
+    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))  # type: ignore[arg-type]
+    got = Gathered()
+    for ids in params:
+        gather_operand(ctx, ids[0], plan.output, op.output_shape, got)
+    in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
+    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
+                        storage_of=x if in_place else None)
+    ctx.add_step(op, f"BatchNorm {{ in_place: {flag(in_place)}, exchange: true }}", count,
+                 (x, *(ids[0] for ids in params)), (out,), {"standard": got.scratch})
+    return out
+
+
+register("layernorm", inputs=(1, 3), attrs={"eps": 1e-5}, shape=norm_shape, plan=plan_norm, lower=lower_norm)
+register("rmsnorm", inputs=(1, 2), attrs={"eps": 1e-6}, shape=norm_shape, plan=plan_norm, lower=lower_norm)
+register("batchnorm", inputs=(1, 5), attrs={"eps": 1e-5}, shape=batchnorm_shape, plan=plan_batchnorm,
+         lower=lower_batchnorm)

@@ -1,0 +1,131 @@
+"""Reductions (`reduce_sum`, `reduce_mean`, `reduce_max`, `reduce_min`, `reduce_prod`,
+`reduce_any`, `reduce_all`, `reduce_var`, `argmax`, `argmin`), `softmax`,
+`log_softmax` and `cumsum`.
+
+Poplar's reduce: each tile reduces what it holds into partials without exchange, then
+stages of fan-in up to 16 bring the partials to the output (spread linearly); half
+inputs accumulate in F32 (4 B a partial). Softmax keeps its input's layout (in place
+when the input dies): a max and a sum reduction per row, each F32.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from tileplan.errors import ModelError
+from tileplan.lowering.core import LoweringContext
+from tileplan.model.ir import Operation
+from tileplan.ops.base import (
+    F32_BYTES, REDUCE_FAN_IN, InputInfo, OpPlan, Shape, activation_layout, axis_of, can_write_in_place,
+    copy_if_needed, flag, register, row_split, shard_elements, spread_layout,
+)
+
+REDUCTIONS = {"reduce_sum": "Sum", "reduce_mean": "Mean", "reduce_max": "Max", "reduce_min": "Min",
+              "reduce_prod": "Product", "reduce_any": "Any", "reduce_all": "All", "reduce_var": "Variance",
+              "argmax": "ArgMax", "argmin": "ArgMin"}
+
+
+def reduce_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    (x,) = ins
+    axes = attrs["axes"]
+    axes = tuple(range(len(x))) if axes is None else tuple(axes)
+    dims = {axis_of(int(a), len(x)) for a in axes}
+    if attrs["keepdims"]:
+        return tuple(1 if d in dims else n for d, n in enumerate(x))
+    out = tuple(n for d, n in enumerate(x) if d not in dims)
+    return out or (1,)
+
+
+def plan_reduce(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(ctx, op.output_precision))
+
+
+def lower_reduce(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
+                 dies: list[bool]) -> int:
+    """One `Reduce` step reading the input where it is. Scratch: each tile's partials,
+    p = min(outputs, input shard) x 4 B, plus a stage receiving up to 16 partials for
+    each output it holds, min(16, tiles) x output shard x 4 B."""
+    ((x,),) = ins
+    xv = ctx.value(x)
+    outputs = math.prod(op.output_shape)
+    partials = min(outputs, shard_elements(ctx, xv.layout, xv.shape, xv.name))
+    stage = min(REDUCE_FAN_IN, ctx.machine.tile_count) * shard_elements(ctx, plan.output, op.output_shape, op.name)
+    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
+    ctx.add_step(op, f"Reduce {{ op: {REDUCTIONS[op.kind]}, exchange: true }}", count, (x,), (out,),
+                 {"standard": (partials + stage) * F32_BYTES})
+    return out
+
+
+def softmax_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    (x,) = ins
+    axis_of(int(attrs["axis"]), len(x))
+    return x
+
+
+def plan_softmax(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    layout = activation_layout(ctx, ins[0])
+    return OpPlan(wanted=(layout,), rest=(layout,), output=layout)
+
+
+def _rows(ctx: LoweringContext, vid: int, axis: int) -> tuple[int, int]:
+    """(rows per tile, partitions of a row) for a reduction along `axis`."""
+    v = ctx.value(vid)
+    if axis == len(v.shape) - 1:
+        return row_split(ctx, v.layout, v.shape, v.name)
+    rows = math.prod(v.shape) // v.shape[axis]
+    return min(rows, shard_elements(ctx, v.layout, v.shape, v.name)), REDUCE_FAN_IN
+
+
+def lower_softmax(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
+                  dies: list[bool]) -> int:
+    """One `Softmax` step, in place when its input dies. Scratch: the row maxima and
+    sums in F32 with their reduction tree, (min(partitions of a row, 16) + 1) x rows x
+    2 x 4 B."""
+    ((x,),) = ins
+    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))  # type: ignore[arg-type]
+    axis = axis_of(int(op.attr("axis", -1)), len(op.output_shape))  # type: ignore[arg-type]
+    rows, parts = _rows(ctx, x, axis)
+    in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
+    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
+                        storage_of=x if in_place else None)
+    name = "LogSoftmax" if op.kind == "log_softmax" else "Softmax"
+    rel = axis - len(op.output_shape)
+    ctx.add_step(op, f"{name} {{ axis: {rel}, in_place: {flag(in_place)}, exchange: {flag(parts > 1)} }}", count,
+                 (x,), (out,), {"standard": (min(parts, REDUCE_FAN_IN) + 1) * rows * 2 * F32_BYTES})
+    return out
+
+
+def lower_cumsum(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
+                 dies: list[bool]) -> int:
+    """One `Scan` step, in place when its input dies; scratch: each row's running total
+    carried between tiles, rows x 4 B."""
+    ((x,),) = ins
+    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))  # type: ignore[arg-type]
+    axis = axis_of(int(op.attr("axis", -1)), len(op.output_shape))  # type: ignore[arg-type]
+    rows, parts = _rows(ctx, x, axis)
+    in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
+    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
+                        storage_of=x if in_place else None)
+    ctx.add_step(op, f"Scan {{ op: Sum, in_place: {flag(in_place)}, exchange: {flag(parts > 1)} }}", count,
+                 (x,), (out,), {"standard": rows * F32_BYTES})
+    return out
+
+
+def _check_keepdims(attrs: Mapping[str, Any]) -> None:
+    if not isinstance(attrs["keepdims"], bool):
+        raise ModelError(f"keepdims must be true or false, found {attrs['keepdims']!r}")
+
+
+def _reduce_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    _check_keepdims(attrs)
+    return reduce_shape(ins, attrs)
+
+
+for _kind in REDUCTIONS:
+    register(_kind, inputs=(1, 1), attrs={"axes": None, "keepdims": False, "correction": None},
+             shape=_reduce_shape, plan=plan_reduce, lower=lower_reduce)
+register("softmax", inputs=(1, 1), attrs={"axis": -1}, shape=softmax_shape, plan=plan_softmax, lower=lower_softmax)
+register("log_softmax", inputs=(1, 1), attrs={"axis": -1}, shape=softmax_shape, plan=plan_softmax,
+         lower=lower_softmax)
+register("cumsum", inputs=(1, 1), attrs={"axis": -1}, shape=softmax_shape, plan=plan_softmax, lower=lower_cumsum)
