@@ -1,0 +1,2 @@
+"""Everything that makes a program: the torch.export and ONNX importers, Hugging Face
+configurations, and the graph builder they share (`tileplan.importers.graph`)."""

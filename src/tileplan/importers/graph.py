@@ -1,0 +1,289 @@
+"""What every importer builds: a graph of registry operators, then a program.
+
+An importer (torch.export, ONNX, a built-in builder) calls `GraphBuilder`: `input`,
+`parameter` and `op` (an operator of `tileplan.ops` by name, its inputs and
+attributes; the output's shape comes from the operator's shape rule, so an importer
+never states shapes it could get wrong) and `output`. Element types are classes
+(`float`, `int`, `bool`), not precisions: `Graph.to_program` assigns those, so one
+import serves every `--weights` choice. `build` runs small named passes that take a
+graph and return a graph: `fold_aliases` (clone, contiguous, dropout: nothing),
+`fold_parameter_transposes` (a weight read only transposed is declared transposed:
+the bytes are the same), `fold_expands` (an expand read only by broadcasting
+operators is not materialised) and `prune` (operations whose results nothing reads).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from tileplan.errors import ModelError
+from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, Tensor
+from tileplan.model.precision import BF16, F16, F32, Precision
+from tileplan.ops import REGISTRY, infer_shape
+from tileplan.ops.elementwise import BINARY
+
+DTYPES = ("float", "int", "bool")
+INT = Precision("I32")  # Poplar indexes with 32-bit integers
+BOOL = Precision("Bool")
+#: operators that broadcast their operands without materialising them
+BROADCASTING = frozenset({*BINARY, "where"})
+#: operators whose second input is a weight in the weight precision
+WEIGHT_READERS = {"matmul": 1, "conv": 1}
+
+
+@dataclass(frozen=True, slots=True)
+class GraphTensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    role: str  # "input" | "parameter"
+
+
+@dataclass(frozen=True, slots=True)
+class GraphOp:
+    """One operation: `name` is what people read (the module path and what it does),
+    `output` the tensor it makes."""
+
+    kind: str
+    name: str
+    inputs: tuple[str, ...]
+    output: str
+    shape: tuple[int, ...]
+    dtype: str
+    attrs: tuple[tuple[str, Any], ...]
+    module: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """Tensors (inputs first), operations in execution order, outputs."""
+
+    name: str
+    tensors: tuple[GraphTensor, ...]
+    ops: tuple[GraphOp, ...]
+    outputs: tuple[str, ...]
+
+    def to_program(self, weights: Precision, activations: Precision = F16,
+                   options: Mapping[str, object] | None = None) -> Program:
+        """The program with precisions: parameters read (possibly through views) as a
+        matmul's or convolution's weights take `weights`, other floating parameters and
+        every floating activation `activations`; integers I32, booleans Bool."""
+        weight_params = weight_parameters(self)
+        tensors = []
+        for origin, t in enumerate(self.tensors):
+            precision = weights if t.name in weight_params else _precision(t.dtype, activations)
+            tensors.append(Tensor(origin, t.name, t.shape, precision, t.role))
+        ops = tuple(Operation(len(self.tensors) + i, i, o.kind, o.name, o.inputs, o.output, o.shape,
+                              _precision(o.dtype, activations), o.attrs, o.module)
+                    for i, o in enumerate(self.ops))
+        opts: dict[str, object] = {"weights": weights.to_text(), **(options or {})}
+        return Program(self.name, tuple(tensors), ops, self.outputs, opts)
+
+    @property
+    def parameter_count(self) -> int:
+        return sum(math.prod(t.shape) for t in self.tensors if t.role == "parameter")
+
+
+def _precision(dtype: str, activations: Precision) -> Precision:
+    return {"float": activations, "int": INT, "bool": BOOL}[dtype]
+
+
+def weight_parameters(graph: Graph) -> set[str]:
+    """Floating parameters read as a matmul's or convolution's weight operand, directly
+    or through views."""
+    source = {o.output: o.inputs[0] for o in graph.ops if REGISTRY[o.kind].view}
+    floats = {t.name for t in graph.tensors if t.role == "parameter" and t.dtype == "float"}
+    out = set()
+    for o in graph.ops:
+        position = WEIGHT_READERS.get(o.kind)
+        if position is None or len(o.inputs) <= position:
+            continue
+        name = o.inputs[position]
+        while name in source:
+            name = source[name]
+        if name in floats:
+            out.add(name)
+    return out
+
+
+# Building -----------------------------------------------------------------------------
+
+class GraphBuilder:
+    """Collects tensors and operations; shapes come from the registry's rules."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.tensors: list[GraphTensor] = []
+        self.ops: list[GraphOp] = []
+        self.outputs: list[str] = []
+        self.shapes: dict[str, tuple[int, ...]] = {}
+        self.dtypes: dict[str, str] = {}
+        self._names: Counter[str] = Counter()
+
+    def _declare(self, name: str, shape: Sequence[int], dtype: str, role: str) -> str:
+        shape = _shape(shape, name)
+        if dtype not in DTYPES:
+            raise ModelError(f"element type {dtype!r}: expected one of {', '.join(DTYPES)}", name)
+        if name in self.shapes:
+            raise ModelError("tensor declared twice", name)
+        self.tensors.append(GraphTensor(name, shape, dtype, role))
+        self.shapes[name], self.dtypes[name] = shape, dtype
+        return name
+
+    def input(self, name: str, shape: Sequence[int], dtype: str) -> str:
+        return self._declare(name, shape, dtype, "input")
+
+    def parameter(self, name: str, shape: Sequence[int], dtype: str) -> str:
+        return self._declare(name, shape, dtype, "parameter")
+
+    def unique(self, name: str) -> str:
+        """`name`, or `name:2`, `name:3`, ... when it is taken."""
+        self._names[name] += 1
+        n = self._names[name]
+        return name if n == 1 else f"{name}:{n}"
+
+    def op(self, kind: str, inputs: Sequence[str], attrs: Mapping[str, Any] | None = None, *, name: str,
+           module: str | None = None, dtype: str | None = None) -> str:
+        """Add an operation; returns its output tensor's name. `dtype` defaults to the
+        first input's element type (`bool` for comparisons)."""
+        for i in inputs:
+            if i not in self.shapes:
+                raise ModelError(f"input {i!r} is not defined before this operation", name)
+        label = self.unique(name)
+        items = tuple(sorted((k, _frozen(v)) for k, v in (attrs or {}).items()))
+        probe = Operation(0, len(self.ops), kind, label, tuple(inputs), label, (1,), F32, items, module)
+        shape = _shape(infer_shape(probe, [self.shapes[i] for i in inputs]), label)
+        if dtype is None:
+            dtype = "bool" if kind in COMPARISONS else (self.dtypes[inputs[0]] if inputs else "float")
+        self.ops.append(GraphOp(kind, label, tuple(inputs), label, shape, dtype, items, module))
+        self.shapes[label], self.dtypes[label] = shape, dtype
+        return label
+
+    def output(self, name: str) -> None:
+        if name not in self.shapes:
+            raise ModelError("program output is never computed", name)
+        if name not in self.outputs:
+            self.outputs.append(name)
+
+    def build(self) -> Graph:
+        inputs = [t for t in self.tensors if t.role == "input"]
+        params = [t for t in self.tensors if t.role != "input"]
+        graph = Graph(self.name, (*inputs, *params), tuple(self.ops), tuple(self.outputs))
+        for step in (fold_aliases, fold_parameter_transposes, fold_expands, prune):
+            graph = step(graph)
+        if not graph.ops:
+            raise ModelError("the model computes nothing from its inputs (no operation reaches an output)",
+                             self.name)
+        return graph
+
+
+COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "isnan", "isinf"})
+
+
+def _shape(shape: Iterable[int], name: str) -> tuple[int, ...]:
+    """A shape as tileplan holds it: integers >= 1, rank >= 1 (a scalar is [1])."""
+    out = []
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, int):
+            raise ModelError(f"dimension {d!r} is not a fixed integer: export with static shapes "
+                             "(tileplan plans one shape at a time)", name)
+        out.append(d)
+    if any(d < 1 for d in out):
+        raise ModelError(f"shape {out} has a dimension < 1", name)
+    if math.prod(out) > MAX_ELEMENTS:
+        raise ModelError(f"shape {out} has more than 2^48 elements", name)
+    return tuple(out) or (1,)
+
+
+def _frozen(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return tuple(_frozen(x) for x in v)
+    return v
+
+
+# Passes -------------------------------------------------------------------------------
+
+def _rename(ops: Iterable[GraphOp], names: Mapping[str, str]) -> list[GraphOp]:
+    def resolve(n: str) -> str:
+        while n in names:
+            n = names[n]
+        return n
+    return [replace(o, inputs=tuple(resolve(i) for i in o.inputs)) for o in ops]
+
+
+def _outputs(graph: Graph, names: Mapping[str, str]) -> tuple[str, ...]:
+    out = []
+    for n in graph.outputs:
+        while n in names:
+            n = names[n]
+        out.append(n)
+    return tuple(dict.fromkeys(out))
+
+
+def fold_aliases(graph: Graph) -> Graph:
+    """`alias` operations (clone, contiguous, dropout at inference) disappear."""
+    names = {o.output: o.inputs[0] for o in graph.ops if o.kind == "alias"}
+    ops = _rename((o for o in graph.ops if o.kind != "alias"), names)
+    return replace(graph, ops=tuple(ops), outputs=_outputs(graph, names))
+
+
+def fold_parameter_transposes(graph: Graph) -> Graph:
+    """A parameter every reader of which transposes it the same way is declared in the
+    transposed shape (a Linear weight [out, in] read as [in, out]); the transposes go."""
+    readers: dict[str, list[GraphOp]] = {}
+    for o in graph.ops:
+        for i in set(o.inputs):
+            readers.setdefault(i, []).append(o)
+    params = {t.name: t for t in graph.tensors if t.role == "parameter"}
+    names: dict[str, str] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, t in params.items():
+        users = readers.get(name, [])
+        perms = {o.attrs for o in users if o.kind == "transpose"}
+        if users and len(perms) == 1 and all(o.kind == "transpose" for o in users) and name not in graph.outputs:
+            shapes[name] = users[0].shape
+            names.update({o.output: name for o in users})
+    if not names:
+        return graph
+    tensors = tuple(replace(t, shape=shapes.get(t.name, t.shape)) for t in graph.tensors)
+    ops = _rename((o for o in graph.ops if o.output not in names), names)
+    return replace(graph, tensors=tensors, ops=tuple(ops), outputs=_outputs(graph, names))
+
+
+def fold_expands(graph: Graph) -> Graph:
+    """An `expand` read only by broadcasting operators is read unexpanded."""
+    readers: dict[str, list[GraphOp]] = {}
+    for o in graph.ops:
+        for i in o.inputs:
+            readers.setdefault(i, []).append(o)
+    names = {o.output: o.inputs[0] for o in graph.ops
+             if o.kind == "expand" and o.output not in graph.outputs and readers.get(o.output)
+             and all(r.kind in BROADCASTING for r in readers[o.output])}
+    if not names:
+        return graph
+    ops = _rename((o for o in graph.ops if o.output not in names), names)
+    return replace(graph, ops=tuple(ops))
+
+
+def prune(graph: Graph) -> Graph:
+    """Keep the operations an output depends on, and the tensors they read."""
+    needed = set(graph.outputs)
+    kept = []
+    for o in reversed(graph.ops):
+        if o.output in needed:
+            kept.append(o)
+            needed.update(o.inputs)
+    tensors = tuple(t for t in graph.tensors if t.name in needed or t.role == "input")
+    return replace(graph, tensors=tensors, ops=tuple(reversed(kept)))
+
+
+def unsupported(unknown: Mapping[str, tuple[int, str]], where: str) -> ModelError:
+    """One error for every operator an importer does not know: how often each occurs
+    and the first module using it."""
+    items = sorted(unknown.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    listed = "; ".join(f"{op} x{count} (first in {module or 'the top level'})" for op, (count, module) in items)
+    return ModelError(f"{len(items)} operator{'s' if len(items) > 1 else ''} tileplan does not know: {listed}. "
+                      "Nothing was planned; see `tileplan.ops` for what it knows", where)
