@@ -39,7 +39,7 @@ class GraphTensor:
     name: str
     shape: tuple[int, ...]
     dtype: str
-    role: str  # "input" | "parameter"
+    role: str  # "input" | "parameter" | "buffer" (state that is not trained: resident like a parameter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,7 @@ class Graph:
         tensors = []
         for origin, t in enumerate(self.tensors):
             precision = weights if t.name in weight_params else _precision(t.dtype, activations)
-            tensors.append(Tensor(origin, t.name, t.shape, precision, t.role))
+            tensors.append(Tensor(origin, t.name, t.shape, precision, "input" if t.role == "input" else "parameter"))
         ops = tuple(Operation(len(self.tensors) + i, i, o.kind, o.name, o.inputs, o.output, o.shape,
                               _precision(o.dtype, activations), o.attrs, o.module)
                     for i, o in enumerate(self.ops))
@@ -95,7 +95,7 @@ def weight_parameters(graph: Graph) -> set[str]:
     """Floating parameters read as a matmul's or convolution's weight operand, directly
     or through views."""
     source = {o.output: o.inputs[0] for o in graph.ops if REGISTRY[o.kind].view}
-    floats = {t.name for t in graph.tensors if t.role == "parameter" and t.dtype == "float"}
+    floats = {t.name for t in graph.tensors if t.role != "input" and t.dtype == "float"}
     out = set()
     for o in graph.ops:
         position = WEIGHT_READERS.get(o.kind)
@@ -136,8 +136,10 @@ class GraphBuilder:
     def input(self, name: str, shape: Sequence[int], dtype: str) -> str:
         return self._declare(name, shape, dtype, "input")
 
-    def parameter(self, name: str, shape: Sequence[int], dtype: str) -> str:
-        return self._declare(name, shape, dtype, "parameter")
+    def parameter(self, name: str, shape: Sequence[int], dtype: str, buffer: bool = False) -> str:
+        """A parameter, or with `buffer` state that is not trained (running statistics,
+        position ids, constants): resident all the same."""
+        return self._declare(name, shape, dtype, "buffer" if buffer else "parameter")
 
     def unique(self, name: str) -> str:
         """`name`, or `name:2`, `name:3`, ... when it is taken."""
@@ -237,7 +239,7 @@ def fold_parameter_transposes(graph: Graph) -> Graph:
     for o in graph.ops:
         for i in set(o.inputs):
             readers.setdefault(i, []).append(o)
-    params = {t.name: t for t in graph.tensors if t.role == "parameter"}
+    params = {t.name: t for t in graph.tensors if t.role != "input"}
     names: dict[str, str] = {}
     shapes: dict[str, tuple[int, ...]] = {}
     for name, t in params.items():
