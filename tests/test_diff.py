@@ -32,12 +32,12 @@ def test_f8_to_f16_names_the_weights_whose_bytes_doubled(f8_path, f16_path, caps
     assert doubled == expected
     up = resized["vit.encoder.layer3.mlp.up.weight"]
     assert (up["a"]["bytes"], up["b"]["bytes"], up["delta"]) == (3376, 6744, 3368)
-    assert (up["a"]["precision"], up["b"]["precision"]) == ("F8F143 { scale_exponent: -4 }", "F16")
+    assert (up["a"]["precision"], up["b"]["precision"]) == ("F8 E4M3 x2^-4", "F16")  # the display form
     # the embedding weight changed precision, yet its shard stays 32 KiB
     changed = {v["name"] for v in doc["values"]["changed"]}
     assert "vit.embedding.weight" in changed and "vit.embedding.weight" not in resized
     assert doc["verdict"]["a_fits"] is True and doc["verdict"]["b_fits"] is False and doc["verdict"]["changed"]
-    assert doc["program"] == [{"field": "weights", "a": "F8F143 { scale_exponent: -4 }", "b": "F16"}]
+    assert doc["program"] == [{"field": "weights", "a": "F8 E4M3 x2^-4", "b": "F16"}]
     peaks = {p["region"]: p for p in doc["peaks"]}
     f8_total, f16_total = _total_peak(f8_path), _total_peak(f16_path)
     assert peaks["total"]["a"]["peak"] == f8_total and peaks["total"]["b"]["peak"] == f16_total
@@ -59,7 +59,7 @@ def test_the_table_folds_the_layers_of_each_weight(f8_path, f16_path, capsys, mo
     for group in ("vit.encoder.mlp.up.weight", "vit.encoder.mlp.down.weight", "vit.encoder.attention.qkv.weight",
                   "vit.encoder.attention.output.weight"):
         row = next(line for line in lines if f" {group} " in line)
-        assert row.split()[0] == "27" and "x2.00" in row and "F8F143 2^-4 -> F16" in row
+        assert row.split()[0] == "27" and "x2.00" in row and "F8 E4M3 x2^-4 -> F16" in row
 
 
 def test_a_report_against_itself_has_no_changes(f8_path):

@@ -11,6 +11,7 @@ from playwright.sync_api import sync_playwright
 
 from tileplan.cli.main import main
 from tileplan.render import human_bytes
+from tileplan.report.views import precision_display
 
 from report_files import HOSTILE_OPERATION, HOSTILE_PROGRAM, HOSTILE_TENSOR
 
@@ -96,7 +97,8 @@ def test_clicking_the_peak_step_lists_its_live_values_offline(browser, so400m_pa
         for r in rows[:20]:
             v = values[r["id"]]
             bytes_cell, name, shape, precision, layout, region, role, live = r["cells"]
-            assert (name, precision, role) == (v["name"], v["precision"], v["role"])
+            assert (name, precision, role) == (v["name"], precision_display(v["precision"]), v["role"])
+            assert "scale_exponent" not in precision  # one display form for people
             assert shape == "x".join(map(str, v["shape"]))
             assert bytes_cell == human_bytes(v["bytes"]) and r["title"] == f"{v['bytes']} B"
             assert layout and region in ("standard", "interleaved")

@@ -79,7 +79,7 @@ def test_hostile_json_shapes_are_input_errors():
         from_json_text("[" * 100000 + "]" * 100000, "deep.json")
     with pytest.raises(InputError, match="expected a JSON object, found list"):
         from_json_text("[]", "list.json")
-    with pytest.raises(InputError, match=r"tile_count: expected an integer, found NaN"):
+    with pytest.raises(InputError, match=r"nan.json: not a number tileplan reads: NaN is not a JSON number"):
         from_json_text(REFERENCE.read_text().replace('"tile_count":1472', '"tile_count":NaN'), "nan.json")
 
 

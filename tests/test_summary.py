@@ -9,7 +9,7 @@ from tileplan.cli.main import main
 from tileplan.render import human_bytes
 from tileplan.render.terminal import bucket, usage_chart
 from tileplan.report.summary import build_summary
-from tileplan.report.views import layout_brief, precision_brief, verdict_line
+from tileplan.report.views import layout_brief, precision_display, verdict_line
 
 from report_files import HOSTILE_INPUT, HOSTILE_OPERATION, HOSTILE_TENSOR, read_back
 
@@ -111,13 +111,15 @@ def test_summary_json_is_the_view_model(f8_path, capsys):
     assert doc["fits"] is True and len(doc["steps"]) == 97
 
 
-def test_summary_needs_the_render_extra_unless_json(f8_path, capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "rich", None)  # as if rich were not installed
-    assert main(["summary", str(f8_path)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert "tileplan summary needs the optional 'render' extra, and rich is not installed" in err
-    assert "pip install 'tileplan[render]'" in err
+def test_summary_and_diff_need_no_extra(f8_path, f16_path, capsys, monkeypatch):
+    """After a bare `pip install tileplan` (no rich, jinja2 or matplotlib)."""
+    for name in ("rich", "jinja2", "matplotlib"):
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed
+    assert main(["summary", str(f8_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == verdict_line(read_back(f8_path)) and "▲ peak at step" in out
+    assert main(["diff", str(f8_path), str(f16_path)]) == 0
+    assert "verdict changed: fits -> does not fit" in capsys.readouterr().out
     assert main(["summary", str(f8_path), "--json"]) == 0
 
 
@@ -140,7 +142,7 @@ def test_bucket_keeps_every_peak():
 
 
 def test_usage_chart_scales_to_the_budget_and_marks_unknown():
-    lines = [line.plain for line in usage_chart([100, 50, None, 200], budget=100, width=4, height=4, peak_step=3)]
+    lines = [line for line in usage_chart([100, 50, None, 200], budget=100, width=4, height=4, peak_step=3)]
     # 4 rows, the axis, the step labels, the peak marker
     assert len(lines) == 7
     columns = [line.split("│")[1] for line in lines[:4]]
@@ -156,8 +158,9 @@ def test_human_bytes_and_briefs():
     assert human_bytes(368480) == "359.8 KiB"
     assert human_bytes(-89584) == "-87.5 KiB"
     assert human_bytes(3 * 1024**3) == "3.0 GiB"
-    assert precision_brief("F8F143 { scale_exponent: -4 }") == "F8F143 2^-4"
-    assert precision_brief("F16") == "F16"
+    assert precision_display("F8F143 { scale_exponent: -4 }") == "F8 E4M3 x2^-4"
+    assert precision_display("F8F152 { scale_exponent: 3 }") == "F8 E5M2 x2^3"
+    assert precision_display("F16") == "F16"
 
 
 def test_layout_brief_names_order_partitions_replicas_region(f8_path):
@@ -171,7 +174,7 @@ def test_names_print_as_they_are(hostile_path, capsys):
     out = capsys.readouterr().out
     for name in (HOSTILE_TENSOR, HOSTILE_OPERATION):
         assert name in out
-    assert HOSTILE_INPUT not in out  # not live at the peak step: its markup [bold] is shown by test_diff
+    assert f"{HOSTILE_INPUT} [AMP copy]" in out  # its copy for the AMP, named after it, markup shown as text
 
 
 def test_rich_markup_in_names_stays_text(hostile_path, f8_path, capsys, monkeypatch):

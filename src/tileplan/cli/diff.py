@@ -1,15 +1,19 @@
-"""What changed from report A to report B: the verdict, the peak of each region, the
-program's options, and the values added, removed and resized (bytes per tile; values
-match by name). A table, or `--json` for every value.
+"""Show what changed from report A to report B.
+
+The verdict, the peak of each region, the program's options, and the values added,
+removed and resized (bytes per tile; values match by name and shape). A table, or
+`--json` for every value. Plain text, coloured on a terminal; it needs no optional
+extra.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from tileplan.errors import InputError
-from tileplan.render import require_extra
+from tileplan.render.terminal import render_diff, terminal_style
 from tileplan.report.diff import diff_reports
 from tileplan.report.format import read_report
 
@@ -26,13 +30,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError(f"--top must be >= 1, found {args.top}")
-    if not args.json:
-        require_extra("diff", "rich")
     diff = diff_reports(read_report(args.a), read_report(args.b))
+    args.decided = 0  # what a reader that leaves early (| head) does not change
     if args.json:
-        print(json.dumps({"a": args.a, "b": args.b, **diff.to_json()}, sort_keys=True, indent=1, ensure_ascii=False))
-        return 0
-    from tileplan.render.terminal import render_diff  # noqa: PLC0415 (the optional extra)
-
-    render_diff(diff, top=args.top, a_path=args.a, b_path=args.b)
-    return 0
+        doc = {"a": args.a, "b": args.b, **diff.to_json()}
+        text = json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    else:
+        text = render_diff(diff, top=args.top, a_path=args.a, b_path=args.b, style=terminal_style(sys.stdout))
+    sys.stdout.write(text)
+    return args.decided

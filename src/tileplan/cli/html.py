@@ -1,7 +1,9 @@
-"""Write a report as one self-contained HTML page that works offline: the verdict,
-the liveness chart (usage per step stacked by value group, both regions, budgets, the
-peak, repeat blocks; click a step to list its live values), the largest allocations,
-the per-tile view (histogram and heat map of the tiles' peaks) and the what-if table.
+"""Write a report as one self-contained HTML page that works offline.
+
+It shows the verdict, the liveness chart (usage per step stacked by value group, both
+regions, budgets, the peak, repeat blocks; click a step to list its live values), the
+largest allocations, the per-tile view (histogram and heat map of the tiles' peaks)
+and the what-if table.
 The page is REPORT.html beside REPORT.json unless -o says otherwise.
 """
 

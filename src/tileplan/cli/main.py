@@ -1,59 +1,120 @@
-"""`tileplan VERB ...`: the only place that turns errors into messages and exit codes.
+"""`tileplan VERB ...`: maps the project's errors to one line on stderr and an exit code.
 
 Exit codes: 0 success; 1 a report is inconsistent (`check`); 2 bad input (one line on
 stderr, no traceback); 3 the program does not fit (`plan --fail-over-budget`,
-`check --budget`).
+`check --budget`). A reader that leaves early (`| head`) does not change the exit
+code the verb had decided; standard output that cannot be written (closed, a full
+disk) is exit 2 with one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from typing import Sequence
 
 from tileplan import __version__
-from tileplan.cli import check, diff, html, plan, plot, summary
+from tileplan.cli import check, diff, html, place, plan, plot, summary
 from tileplan.errors import TileplanError
 
-COMMANDS = {"plan": plan, "check": check, "summary": summary, "html": html, "plot": plot, "diff": diff}
+COMMANDS = {"plan": plan, "check": check, "summary": summary, "html": html, "plot": plot, "diff": diff,
+            "place": place}
+
+DESCRIPTION = ("tileplan: will a model fit in the per-tile SRAM of a Graphcore IPU? It plans the model's tensors "
+               "onto the tiles before any compile and writes a JSON report that says where memory peaks, why, and "
+               "what would make it fit; the other verbs check, summarize, draw and compare reports.")
+EPILOG = ("Exit codes: 0 success, 1 inconsistent report (check), 2 bad input (one line on stderr), 3 does not fit "
+          "(plan --fail-over-budget, check --budget). `tileplan VERB --help` for a verb's options.")
+
+#: errors of writing standard output that a verb cannot act on
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT, errno.EFBIG)
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, as for any bad input
+    def error(self, message: str) -> None:  # type: ignore[override]  # one line, exit 2, as for any bad input
         raise TileplanError(f"{self.prog}: {message} (see --help)")
 
 
+def purpose(doc: str | None) -> str:
+    """A verb's one-line purpose: the first sentence of its docstring's first
+    paragraph, however the source folds it."""
+    para = " ".join((doc or "").strip().split("\n\n")[0].split())
+    end = para.find(". ")
+    return para if end < 0 else para[: end + 1]
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tileplan", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(prog="tileplan", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"tileplan {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="VERB")
     for name, module in COMMANDS.items():
         doc = (module.__doc__ or "").strip()
-        p = sub.add_parser(name, help=doc.splitlines()[0], description=doc,
+        p = sub.add_parser(name, help=purpose(doc), description=doc,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
         p.set_defaults(run=module.run)
     return parser
 
 
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's last flush finds
+    nothing to complain about."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:
+        pass
+    if sys.stdout is not None:
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (lives until exit)
+        except OSError:
+            pass
+
+
+def _text_streams() -> None:
+    """Names that are not text (lone surrogates) print escaped, never as a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+def _error(message: str) -> None:
+    if sys.stderr is not None:
+        try:
+            print(f"tileplan: error: {message}", file=sys.stderr)
+        except OSError:
+            pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = None
+    _text_streams()
     try:
         args = build_parser().parse_args(argv)
+        if sys.stdout is None:
+            raise TileplanError("standard output is closed; redirect it to a file or to /dev/null")
         code = int(args.run(args))
-        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        sys.stdout.flush()  # a closed pipe or a full disk shows here, not at interpreter exit
         return code
     except TileplanError as e:
-        print(f"tileplan: error: {e}", file=sys.stderr)
+        _error(str(e))
         return e.exit_code
     except KeyboardInterrupt:
-        print("tileplan: interrupted", file=sys.stderr)
+        _error("interrupted")
         return 130
     except BrokenPipeError:  # the reader left (`| head`): keep the verdict the verb had reached
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _silence_stdout()
         return int(getattr(args, "decided", 0))
+    except OSError as e:
+        if e.errno not in _OUTPUT_ERRNOS:
+            raise
+        _silence_stdout()
+        _error(f"cannot write to standard output: {e.strerror}")
+        return 2
 
 
 def entry() -> None:

@@ -1,6 +1,8 @@
-"""Draw a report's liveness chart as a PNG image: usage per step stacked by value
-group, both regions against their budgets, the peak and the repeat blocks. The image
-is REPORT.png beside REPORT.json unless -o says otherwise.
+"""Draw a report's liveness chart as a PNG image.
+
+Usage per step stacked by value group, both regions against their budgets, the peak
+and the repeat blocks. The image is REPORT.png beside REPORT.json unless -o says
+otherwise.
 """
 
 from __future__ import annotations

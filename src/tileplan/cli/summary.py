@@ -1,15 +1,18 @@
-"""Summarize a report in the terminal: the verdict line first, then each region's peak
-against its budget, the largest values live at the peak step and usage per step as a
-chart. `--json` prints the same summary as JSON (this needs no extra).
+"""Summarize a report in the terminal, the verdict line first.
+
+Then each region's peak against its budget, the largest values live at the peak step
+and usage per step as a chart. `--json` prints the same summary as JSON. Plain text,
+coloured on a terminal; it needs no optional extra.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from tileplan.errors import InputError
-from tileplan.render import require_extra
+from tileplan.render.terminal import render_summary, terminal_style
 from tileplan.report.format import read_report
 from tileplan.report.summary import TOP_VALUES, build_summary
 
@@ -24,13 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError(f"--top must be >= 1, found {args.top}")
-    if not args.json:
-        require_extra("summary", "rich")
     summary = build_summary(read_report(args.report), top=args.top)
+    args.decided = 0  # what a reader that leaves early (| head) does not change
     if args.json:
-        print(json.dumps(summary.to_json(), sort_keys=True, indent=1, ensure_ascii=False))
-        return 0
-    from tileplan.render.terminal import render_summary  # noqa: PLC0415 (the optional extra)
-
-    render_summary(summary)
-    return 0
+        text = json.dumps(summary.to_json(), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    else:
+        text = render_summary(summary, terminal_style(sys.stdout))
+    sys.stdout.write(text)
+    return args.decided

@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from tileplan.errors import TextSyntaxError
 
 _TOKEN = re.compile(r"\s+|(-?\d+)|([A-Za-z_][A-Za-z0-9_]*)|([{}()\[\],:])|(.)", re.S)
+#: nesting the parser follows (a real layout nests 5 deep); deeper text is refused, not recursed into
+MAX_DEPTH = 64
+#: digits of a number (2^64 has 20); longer numbers are refused before conversion
+MAX_DIGITS = 24
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,9 @@ def _tokenize(text: str, what: str) -> list[tuple[str, object, int]]:
     for m in _TOKEN.finditer(text):
         number, ident, punct, other = m.groups()
         if number is not None:
+            if len(number.lstrip("-")) > MAX_DIGITS:
+                raise TextSyntaxError(f"{what}: a number of {len(number.lstrip('-'))} digits at offset {m.start()} "
+                                      f"(at most {MAX_DIGITS}) in {_clip(text)!r}")
             tokens.append(("int", int(number), m.start()))
         elif ident is not None:
             tokens.append(("ident", ident, m.start()))
@@ -69,6 +76,7 @@ class _Parser:
         self.text = text
         self.what = what
         self.pos = 0
+        self.depth = 0
 
     def fail(self, expected: str) -> None:
         if self.pos < len(self.tokens):
@@ -90,6 +98,17 @@ class _Parser:
         return value
 
     def value(self) -> object:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                offset = self.tokens[self.pos][2] if self.pos < len(self.tokens) else len(self.text)
+                raise TextSyntaxError(f"{self.what}: nested more than {MAX_DEPTH} deep at offset {offset} "
+                                      f"in {_clip(self.text)!r}")
+            return self._value()
+        finally:
+            self.depth -= 1
+
+    def _value(self) -> object:
         kind = self.peek()
         if kind == "int":
             return self.take("int", "a number")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from tileplan.errors import InputError
+from tileplan.ioutil import MAX_CONFIG_BYTES, read_text
 from tileplan.model.precision import FP8_FORMATS, PLAIN_BYTES, Precision
 
 #: upper bounds of machine fields read from files (anything beyond is surely a typo)
@@ -144,13 +145,16 @@ class Machine:
 
     @classmethod
     def from_toml(cls, path: str) -> "Machine":
+        """A machine from a TOML file: a regular file of at most `MAX_CONFIG_BYTES`."""
+        text = read_text(path, MAX_CONFIG_BYTES)
         try:
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror}", path) from None
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
-            raise InputError(f"not valid TOML: {e}", path) from None
+            raise InputError(f"not valid TOML: {' '.join(str(e).split())}", path) from None
+        except RecursionError:
+            raise InputError("not valid TOML: nested too deeply (a machine file is flat tables)", path) from None
+        except ValueError as e:  # an integer past Python's digit limit
+            raise InputError(f"not valid TOML: {str(e).split(';')[0].split(':')[0]}", path) from None
         return cls.from_dict(data, path)
 
 

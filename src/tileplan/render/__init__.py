@@ -1,6 +1,7 @@
-"""Renderers: view models (tileplan.report.summary, .liveness, .diff) to the terminal
-(`terminal`, rich), a self-contained HTML page (`html`, jinja2) and a PNG (`plot`,
-matplotlib). They need the optional `render` extra; the core never imports them.
+"""Renderers: view models (tileplan.report.summary, .liveness, .diff) to terminal text
+(`terminal`, no dependency), a self-contained HTML page (`html`, jinja2) and a PNG
+(`plot`, matplotlib). The last two need the optional `render` extra; the core never
+imports the renderers.
 """
 
 from __future__ import annotations

@@ -1,37 +1,79 @@
-"""The summary and the diff in the terminal (rich): tables and a per-step usage chart."""
+"""The summary and the diff as terminal text: tables and a per-step usage chart.
+
+Plain text with no dependency (so `tileplan summary` and `diff` work after a bare
+`pip install tileplan`), coloured with ANSI escapes only on a terminal (and not with
+NO_COLOR set). Names from models are printed as they are: nothing here interprets
+markup. The renderers return text; the verb writes it.
+"""
 
 from __future__ import annotations
 
 import os
-import sys
+import shutil
 from collections.abc import Sequence
-
-from rich import box
-from rich.console import Console, Group
-from rich.table import Table
-from rich.text import Text
+from dataclasses import dataclass
 
 from tileplan.render import human_bytes
 from tileplan.report.diff import Diff
 from tileplan.report.summary import Summary
-from tileplan.report.views import precision_brief
+from tileplan.report.views import RegionPeak, precision_display
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 CHART_HEIGHT = 8
+PIPE_WIDTH = 120
 REGION_NOTES = {
     "total": "both regions + exchange rows (judged)",
-    "standard": "overflows into interleaved past this",
+    "standard": "non-interleaved region; overflows into interleaved past it",
     "interleaved": "",
 }
+_SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "bold red": "1;31",
+        "bold green": "1;32", "dim red": "2;31"}
 
 
-def name_width(names: Sequence[str], cap: int = 44) -> int:
-    """A name column's minimum width: its longest name, up to `cap` (names fold past it)."""
-    return min(cap, max((len(n) for n in names), default=4))
+@dataclass(frozen=True, slots=True)
+class Style:
+    """How text is marked: ANSI colours on a terminal, nothing elsewhere; `width` is
+    the line width charts and notes fit in."""
+
+    colour: bool = False
+    width: int = PIPE_WIDTH
+
+    def __call__(self, text: str, style: str) -> str:
+        if not self.colour or not style or not text:
+            return text
+        return f"\x1b[{_SGR[style]}m{text}\x1b[0m"
+
+
+def terminal_style(stream: object) -> Style:
+    """Colour only on a terminal without NO_COLOR; the terminal's width there (or
+    COLUMNS), else `PIPE_WIDTH`, so that a log or a file gets whole lines."""
+    isatty = getattr(stream, "isatty", None)
+    tty = bool(isatty and isatty())
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and 20 <= int(columns) <= 1000:
+        width = int(columns)
+    else:
+        width = shutil.get_terminal_size((PIPE_WIDTH, 24)).columns if tty else PIPE_WIDTH
+    return Style(colour=tty and not os.environ.get("NO_COLOR"), width=max(40, width))
 
 
 def percent_text(p: float | None) -> str:
     return "unknown" if p is None else f"{p:.1f}%"
+
+
+def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool],
+          style: Style = Style()) -> list[str]:
+    """A titled table: columns as wide as their widest cell, numbers right-aligned;
+    cells are never cut (a long name widens its column)."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    out = [style(title, "bold"), style(line(headers), "bold"), "  ".join("-" * w for w in widths)]
+    out += [line(r) for r in rows]
+    return out
 
 
 def bucket(values: Sequence[int | None], width: int) -> list[int | None]:
@@ -50,7 +92,7 @@ def bucket(values: Sequence[int | None], width: int) -> list[int | None]:
 
 
 def usage_chart(values: Sequence[int | None], budget: int, width: int, height: int = CHART_HEIGHT,
-                peak_step: int | None = None) -> list[Text]:
+                peak_step: int | None = None, style: Style = Style()) -> list[str]:
     """Columns of block characters, one per step (or run of steps), scaled to the
     larger of the budget and the highest value; the budget is the dotted row, columns
     over it are red, unknown steps a `?`. Ends with a step axis and the peak marked."""
@@ -59,180 +101,149 @@ def usage_chart(values: Sequence[int | None], budget: int, width: int, height: i
     budget_row = min(height - 1, int(budget * height / top))  # the row whose band holds the budget
     lines = []
     for row in range(height - 1, -1, -1):
-        line = Text()
         label = human_bytes(top) if row == height - 1 else ("budget" if row == budget_row else "")
-        line.append(f"{label:>10} │", style="dim")
+        line = style(f"{label:>10} │", "dim")
         for v in columns:
             if v is None:
-                line.append("?" if row == 0 else " ", style="yellow")
+                line += style("?" if row == 0 else " ", "yellow")
                 continue
             eighths = round(v * height * 8 / top) - row * 8
             ch = EIGHTHS[max(0, min(8, eighths))]
-            style = "red" if v > budget else "green"
             if ch == " " and row == budget_row:
-                line.append("┈", style="dim red")
+                line += style("┈", "dim red")
             else:
-                line.append(ch, style=style)
+                line += style(ch, "red" if v > budget else "green")
         lines.append(line)
     n = len(values)
-    axis = Text(f"{'':>10} └" + "─" * len(columns), style="dim")
-    lines.append(axis)
-    ticks = Text(f"{'':>10}  step 0", style="dim")
+    lines.append(style(f"{'':>10} └" + "─" * len(columns), "dim"))
+    ticks = f"{'':>10}  step 0"
     end = f"step {n - 1}" if n else ""
     pad = len(columns) - len("step 0") - len(end)
     if pad > 0:
-        ticks.append(" " * pad + end, style="dim")
-    lines.append(ticks)
+        ticks += " " * pad + end
+    lines.append(style(ticks, "dim"))
     if peak_step is not None and 0 <= peak_step < n:
         col = peak_step * len(columns) // n if n > len(columns) else peak_step
-        lines.append(Text(f"{'':>10}  " + " " * col + f"▲ peak at step {peak_step}", style="bold"))
+        lines.append(style(f"{'':>10}  " + " " * col + f"▲ peak at step {peak_step}", "bold"))
     return lines
 
 
-PIPE_WIDTH = 120
+def region_cells(r: RegionPeak) -> tuple[str, str]:
+    """(used, margin) cells. The standard region has no budget of its own: past the
+    non-interleaved region it overflows, legally, into the interleaved one, so it shows
+    how much overflows there instead of a percentage over 100 and a negative margin."""
+    if r.overflow:
+        return "overflows", f"{human_bytes(r.overflow)} into interleaved"
+    return percent_text(r.percent), human_bytes(r.margin)
 
 
-def make_console() -> Console:
-    """stdout; colour only on a terminal; no guessing of what to highlight. Piped
-    into a file or a CI log it is `PIPE_WIDTH` wide (unless COLUMNS says otherwise),
-    not the 80 columns rich assumes, so that names do not fold."""
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return Console(highlight=False, width=width)
+def of_budget(r: RegionPeak) -> str:
+    """A region's peak against its budget in one cell (the standard region's overflow
+    into the interleaved one as such, see `region_cells`)."""
+    return f"overflows {human_bytes(r.overflow)}" if r.overflow else percent_text(r.percent)
 
 
-def render_summary(s: Summary, console: Console | None = None) -> None:
-    console = console or make_console()
-    style = "bold green" if s.fits else "bold red"
-    console.print(Text(s.verdict, style=style), soft_wrap=True)  # one line, for logs and grep
+def render_summary(s: Summary, style: Style = Style()) -> str:
+    """The summary as text, the verdict line first (one line, for logs and grep)."""
+    out = [style(s.verdict, "bold green" if s.fits else "bold red")]
     if s.program:
-        console.print(Text(", ".join(f"{k} {v}" for k, v in s.program), style="dim"), soft_wrap=True)
+        out.append(style(", ".join(f"{k} {v}" for k, v in s.program), "dim"))
     judged = "the exact worst tile" if s.judged_on == "exact" else "the planner's estimate (largest shards)"
-    console.print(Text(f"scope {s.scope}; judged on {judged}; {len(s.steps)} steps", style="dim"))
+    out.append(style(f"scope {s.scope}; judged on {judged}; {len(s.steps)} steps", "dim"))
+    out.append("")
 
-    peaks = Table(title="Peak per region (bytes per tile)", box=box.SIMPLE_HEAD, title_justify="left")
-    notes = console.width >= 110
-    for name, justify in (("region", "left"), ("peak", "right"), ("budget", "right"), ("used", "right"),
-                          ("margin", "right"), ("step", "right"), ("tile", "right")):
-        peaks.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    if notes:
-        peaks.add_column("")
+    rows = []
     for r in s.regions:
-        over = r.margin is not None and r.margin < 0 and r.region != "standard"
-        peaks.add_row(r.region, human_bytes(r.peak), human_bytes(r.budget),
-                      Text(percent_text(r.percent), style="red" if over else ""),
-                      human_bytes(r.margin), "-" if r.step is None else str(r.step),
-                      "-" if r.tile is None else str(r.tile),
-                      *([Text(REGION_NOTES[r.region], style="dim")] if notes else []))
-    console.print(peaks)
-    if not notes:
-        console.print(Text("total: both regions + exchange rows (what the verdict judges); standard data overflows "
-                           "into the interleaved region past its budget", style="dim"))
+        used, margin = region_cells(r)
+        rows.append([r.region, human_bytes(r.peak), human_bytes(r.budget), used, margin,
+                     "-" if r.step is None else str(r.step), "-" if r.tile is None else str(r.tile),
+                     REGION_NOTES[r.region]])
+    out += table("Peak per region (bytes per tile)", ["region", "peak", "budget", "used", "margin", "step", "tile", ""],
+                 rows, [False, True, True, True, True, True, True, False], style)
+    out.append("")
 
     if s.peak_step is None:
-        console.print(Text(f"No peak step: the report does not know every step's usage (scope {s.scope}).",
-                           style="yellow"))
+        out.append(style(f"No peak step: the report does not know every step's usage (scope {s.scope}).", "yellow"))
     else:
-        top = Table(title=Text(f"Top {len(s.top_values)} of {s.values_live} values live at step {s.peak_step}"
-                               f" ({s.peak_operation})", style="bold"), box=box.SIMPLE_HEAD, title_justify="left")
-        wide = console.width >= 120  # the layout column only where it does not squeeze the names
-        columns = [("bytes/tile", "right"), ("name", "left"), ("shape", "left"), ("precision", "left")]
-        for name, justify in columns + ([("layout", "left")] if wide else []):
-            width = name_width([v.name for v in s.top_values]) if name == "name" else None
-            top.add_column(name, justify=justify, overflow="fold", min_width=width,  # type: ignore[arg-type]
-                           no_wrap=name == "bytes/tile")
-        for v in s.top_values:
-            cells = [human_bytes(v.bytes), Text(v.name), "x".join(map(str, v.shape)),
-                     Text(precision_brief(v.precision))]
-            top.add_row(*cells, *([Text(v.layout)] if wide else []))
-        console.print(top)
+        rows = [[human_bytes(v.bytes), v.name, "x".join(map(str, v.shape)), precision_display(v.precision), v.layout]
+                for v in s.top_values]
+        out += table(f"Top {len(s.top_values)} of {s.values_live} values live at step {s.peak_step}"
+                     f" ({s.peak_operation})", ["bytes/tile", "name", "shape", "precision", "layout"], rows,
+                     [True, False, False, False, False], style)
+    out.append("")
 
     if s.rejections_total:
-        rej = Table(title=f"{s.rejections_total} values rejected (unknown size)", box=box.SIMPLE_HEAD,
-                    title_justify="left")
-        rej.add_column("value", justify="right")
-        rej.add_column("name")
-        rej.add_column("reason", overflow="fold")
-        for vid, name, reason in s.rejections:
-            rej.add_row(str(vid), Text(name), Text(reason))
+        rows = [[str(vid), name, reason] for vid, name, reason in s.rejections]
         if s.rejections_total > len(s.rejections):
-            rej.add_row("", f"... {s.rejections_total - len(s.rejections)} more", "")
-        console.print(rej)
+            rows.append(["", f"... {s.rejections_total - len(s.rejections)} more", ""])
+        out += table(f"{s.rejections_total} values rejected (unknown size)", ["value", "name", "reason"], rows,
+                     [True, False, False], style)
+        out.append("")
 
     what = ("worst tile" if s.judged_on == "exact" else "estimate") + (" + exchange rows" if s.exchange_bytes else "")
-    console.print(Text(f"Usage per step ({what}) against the budget of {human_bytes(s.budget_bytes)}",
-                       style="bold"))
-    width = max(10, min(len(s.steps) or 1, console.width - 14))
-    console.print(Group(*usage_chart([st.total for st in s.steps], s.budget_bytes, width, peak_step=s.peak_step)))
+    out.append(style(f"Usage per step ({what}) against the budget of {human_bytes(s.budget_bytes)}", "bold"))
+    width = max(10, min(len(s.steps) or 1, style.width - 14))
+    out += usage_chart([st.total for st in s.steps], s.budget_bytes, width, peak_step=s.peak_step, style=style)
     if any(st.total is None for st in s.steps):
-        console.print(Text("? = usage unknown: a live value has no size (see the rejections)", style="yellow"))
+        out.append(style("? = usage unknown: a live value has no size (see the rejections)", "yellow"))
     if s.over_budget_steps:
-        console.print(Text(f"{s.over_budget_steps} of {len(s.steps)} steps over budget", style="red"))
+        out.append(style(f"{s.over_budget_steps} of {len(s.steps)} steps over budget", "red"))
+    return "\n".join(out) + "\n"
 
 
-def render_diff(d: Diff, console: Console | None = None, top: int = 20, a_path: str = "", b_path: str = "") -> None:
+def render_diff(d: Diff, top: int = 20, a_path: str = "", b_path: str = "", style: Style = Style()) -> str:
     """Tables of what changed from A to B, the biggest changes first, `top` rows each."""
-    console = console or make_console()
-    a_name, b_name = "A", "B"
+    out = []
     for name, path, line, fits in (("A", a_path, d.a_verdict, d.a_fits), ("B", b_path, d.b_verdict, d.b_fits)):
-        console.print(Text(f"{name} {path}: " if path else f"{name}: ") + Text(line, style="green" if fits else "red"),
-                      soft_wrap=True)
+        out.append((f"{name} {path}: " if path else f"{name}: ") + style(line, "green" if fits else "red"))
     if d.verdict_changed:
         word = lambda fits, scope: "fits" if fits else ("does not fit" if scope == "program" else scope)  # noqa: E731
-        console.print(Text(f"verdict changed: {word(d.a_fits, d.a_scope)} -> {word(d.b_fits, d.b_scope)}",
-                           style="bold"))
+        out.append(style(f"verdict changed: {word(d.a_fits, d.a_scope)} -> {word(d.b_fits, d.b_scope)}", "bold"))
     else:
-        console.print(Text("verdict unchanged", style="dim"))
+        out.append(style("verdict unchanged", "dim"))
+    out.append("")
 
     if d.program:
-        prog = Table(title="Program", box=box.SIMPLE_HEAD, title_justify="left")
-        for c in ("field", a_name, b_name):
-            prog.add_column(c, overflow="fold")
-        for field, a, b in d.program:
-            prog.add_row(Text(field), Text("-" if a is None else a), Text("-" if b is None else b))
-        console.print(prog)
+        rows = [[f, "-" if a is None else a, "-" if b is None else b] for f, a, b in d.program]
+        out += table("Program", ["field", "A", "B"], rows, [False, False, False], style)
+        out.append("")
 
-    peaks = Table(title="Peaks (bytes per tile)", box=box.SIMPLE_HEAD, title_justify="left")
-    for c, j in (("region", "left"), (a_name, "right"), (b_name, "right"), ("change", "right"),
-                 (f"{a_name} of budget", "right"), (f"{b_name} of budget", "right")):
-        peaks.add_column(c, justify=j)  # type: ignore[arg-type]
+    rows = []
     for p in d.peaks:
         delta = "unknown" if p.delta is None else ("+" if p.delta > 0 else "") + human_bytes(p.delta)
-        peaks.add_row(p.region, human_bytes(p.a.peak), human_bytes(p.b.peak), delta,
-                      percent_text(p.a.percent), percent_text(p.b.percent))
-    console.print(peaks)
-    console.print(Text(f"steps: {d.a_steps} -> {d.b_steps}; values: {len(d.of_kind('added'))} added, "
-                       f"{len(d.of_kind('removed'))} removed, {len(d.of_kind('resized'))} resized, "
-                       f"{len(d.of_kind('changed'))} changed without resizing, {d.unchanged} unchanged"))
+        rows.append([p.region, human_bytes(p.a.peak), human_bytes(p.b.peak), delta,
+                     of_budget(p.a), of_budget(p.b)])
+    out += table("Peaks (bytes per tile)", ["region", "A", "B", "change", "A of budget", "B of budget"], rows,
+                 [False, True, True, True, True, True], style)
+    out.append(f"steps: {d.a_steps} -> {d.b_steps}; values: {len(d.of_kind('added'))} added, "
+               f"{len(d.of_kind('removed'))} removed, {len(d.of_kind('resized'))} resized, "
+               f"{len(d.of_kind('changed'))} changed without resizing, {d.unchanged} unchanged")
+    out.append("")
 
     if d.resized_groups:
-        t = Table(title="Resized (per tile, folded by value group)", box=box.SIMPLE_HEAD, title_justify="left")
-        shown = d.resized_groups[:top]
-        for c, j in (("values", "right"), ("group", "left"), (a_name, "right"), (b_name, "right"),
-                     ("ratio", "right"), ("precision", "left")):
-            width = name_width([g.label for g in shown]) if c == "group" else None
-            t.add_column(c, justify=j, overflow="fold", min_width=width, no_wrap=c in (a_name, b_name, "ratio"))
-        for g in shown:
-            ap, bp = precision_brief(g.a_precision), precision_brief(g.b_precision)
-            prec = ap if ap == bp else f"{ap} -> {bp}"
+        rows = []
+        for g in d.resized_groups[:top]:
+            ap, bp = precision_display(g.a_precision), precision_display(g.b_precision)
             ratio = "-" if g.ratio is None else f"x{g.ratio:.2f}"
-            t.add_row(str(g.count), Text(g.label), human_bytes(g.a_bytes), human_bytes(g.b_bytes), ratio, Text(prec))
+            rows.append([str(g.count), g.label, human_bytes(g.a_bytes), human_bytes(g.b_bytes), ratio,
+                         ap if ap == bp else f"{ap} -> {bp}"])
         if len(d.resized_groups) > top:
-            t.add_row("", f"... {len(d.resized_groups) - top} more (--json lists every value)", "", "", "", "")
-        console.print(t)
-    for kind, title in (("added", f"Only in {b_name}"), ("removed", f"Only in {a_name}")):
-        rows = d.of_kind(kind)
-        if not rows:
+            rows.append(["", f"... {len(d.resized_groups) - top} more (--json lists every value)", "", "", "", ""])
+        out += table("Resized (per tile, folded by value group)", ["values", "group", "A", "B", "ratio", "precision"],
+                     rows, [True, False, True, True, True, False], style)
+        out.append("")
+    for kind, title in (("added", "Only in B"), ("removed", "Only in A")):
+        changes = d.of_kind(kind)
+        if not changes:
             continue
-        t = Table(title=f"{title} ({len(rows)})", box=box.SIMPLE_HEAD, title_justify="left")
-        t.add_column("bytes/tile", justify="right", no_wrap=True)
-        t.add_column("name", overflow="fold", min_width=name_width([(v.a or v.b).name for v in rows[:top]]))  # type: ignore[union-attr]
-        t.add_column("shape")
-        t.add_column("precision")
-        for v in rows[:top]:
+        rows = []
+        for v in changes[:top]:
             r = v.b if kind == "added" else v.a
-            assert r is not None
-            t.add_row(human_bytes(r.bytes), Text(r.name), "x".join(map(str, r.shape)),
-                      Text(precision_brief(r.precision)))
-        if len(rows) > top:
-            t.add_row("", f"... {len(rows) - top} more", "", "")
-        console.print(t)
+            assert r is not None, "an added value has B, a removed one A"
+            rows.append([human_bytes(r.bytes), r.name, "x".join(map(str, r.shape)), precision_display(r.precision)])
+        if len(changes) > top:
+            rows.append(["", f"... {len(changes) - top} more", "", ""])
+        out += table(f"{title} ({len(changes)})", ["bytes/tile", "name", "shape", "precision"], rows,
+                     [True, False, False, False], style)
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"

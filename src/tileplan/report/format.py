@@ -21,6 +21,15 @@ from tileplan.model.timeline import REGIONS, Rejection, Step, Value
 VERSION = 1
 U64_MAX = 2**64 - 1
 
+# What a real report can hold. A report beyond these is refused at reading with one
+# line, before any reader allocates per tile or multiplies shard sizes in int64.
+#: tiles of a machine (the IPU21 has 1472)
+MAX_TILES = 1 << 16
+#: dimensions of a value
+MAX_RANK = 16
+#: bins of the exact accounting's histogram
+MAX_HISTOGRAM_BINS = 1 << 12
+
 
 @dataclass(frozen=True, slots=True)
 class PeakFigures:
@@ -147,35 +156,68 @@ class _Reader:
     def has(self, key: str) -> bool:
         return isinstance(self.obj, dict) and key in self.obj
 
-    def integer(self, minimum: int = 0, nullable: bool = False) -> int | None:
+    def integer(self, minimum: int = 0, nullable: bool = False, maximum: int = U64_MAX) -> int | None:
         v = self.obj
         if v is None and nullable:
             return None
         if isinstance(v, bool) or not isinstance(v, int):
             expected = "an integer or null" if nullable else "an integer"
-            raise InputError(f"expected {expected}, found {json.dumps(v)[:40]}", self.place)
-        if not minimum <= v <= U64_MAX:
-            raise InputError(f"expected an integer in [{minimum}, 2^64 - 1], found {v}", self.place)
+            raise InputError(f"expected {expected}, found {_brief(v)}", self.place)
+        if not minimum <= v <= maximum:
+            low = "-(2^64 - 1)" if minimum == -U64_MAX else str(minimum)
+            high = "2^64 - 1" if maximum == U64_MAX else str(maximum)
+            raise InputError(f"expected an integer in [{low}, {high}], found {_brief(v)}", self.place)
         return v
+
+    def number(self, nullable: bool = False) -> float | int | None:
+        v = self.obj
+        if v is None and nullable:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or abs(v) > U64_MAX:
+            raise InputError(f"expected a number{' or null' if nullable else ''}, found {_brief(v)}", self.place)
+        return v
+
+    def optional(self, key: str) -> "_Reader | None":
+        """The field `key` when present and not null."""
+        return self.sub(key) if self.has(key) and self.obj[key] is not None else None
+
+    def mapping(self) -> "_Reader":
+        if not isinstance(self.obj, dict):
+            raise InputError(f"expected an object, found {_brief(self.obj)}", self.place)
+        return self
 
     def string(self) -> str:
         if not isinstance(self.obj, str):
-            raise InputError(f"expected a string, found {json.dumps(self.obj)[:40]}", self.place)
+            raise InputError(f"expected a string, found {_brief(self.obj)}", self.place)
         return self.obj
 
     def boolean(self) -> bool:
         if not isinstance(self.obj, bool):
-            raise InputError(f"expected true or false, found {json.dumps(self.obj)[:40]}", self.place)
+            raise InputError(f"expected true or false, found {_brief(self.obj)}", self.place)
         return self.obj
 
-    def items(self) -> list["_Reader"]:
+    def items(self, most: int | None = None) -> list["_Reader"]:
         if not isinstance(self.obj, list):
-            raise InputError(f"expected a list, found {type(self.obj).__name__}", self.place)
+            raise InputError(f"expected a list, found {_brief(self.obj)}", self.place)
+        if most is not None and len(self.obj) > most:
+            raise InputError(f"expected at most {most} entries, found {len(self.obj)}", self.place)
         return [self.sub(i) for i in range(len(self.obj))]
 
 
+def _brief(v: object) -> str:
+    """A JSON value in a few characters, for an error message."""
+    if isinstance(v, dict):
+        return "an object"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10**30:
+        return f"an integer of {len(str(abs(v)))} digits"
+    text = json.dumps(v, ensure_ascii=True)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _read_value(r: _Reader) -> Value:
-    shape = tuple(d.integer(minimum=1) for d in r.sub("shape").items())
+    shape = tuple(d.integer(minimum=1) for d in r.sub("shape").items(most=MAX_RANK))
     try:
         precision = Precision.from_text(r.sub("precision").string())
     except TileplanError as e:
@@ -184,6 +226,7 @@ def _read_value(r: _Reader) -> Value:
         layout = Layout.from_text(r.sub("layout").string())
     except TileplanError as e:
         raise e.at(f"{r.place}.layout") from None
+    _check_layout_bounds(layout, f"{r.place}.layout")
     cls = r.sub("class").string()
     if cls != layout.memory_class.to_text():
         raise InputError(f"class {cls} differs from the layout's memory_class "
@@ -199,6 +242,15 @@ def _read_value(r: _Reader) -> Value:
         alignment_bytes=r.sub("alignment_bytes").integer(minimum=1) if r.has("alignment_bytes") else None,
         role=_role(r) if r.has("role") else None,
     )
+
+
+def _check_layout_bounds(layout: Layout, place: str) -> None:
+    """Refuse a layout for more tiles than any machine has (`MAX_TILES`) before any
+    reader sizes something per tile. Other layout numbers, however large, are read:
+    `check` sizes shards with exact integers and names what is wrong."""
+    tiling = layout.tiling
+    if not 1 <= tiling.tile_count <= MAX_TILES:
+        raise InputError(f"tile_count must be in [1, {MAX_TILES}], found {tiling.tile_count}", place)
 
 
 def _role(r: "_Reader") -> str:
@@ -221,6 +273,138 @@ def _read_step(r: _Reader) -> Step:
     )
 
 
+REGION_NAMES = ("total", "standard", "interleaved")
+
+
+def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int]) -> None:
+    """Check the sections tileplan adds (`verdict`, `exact`, `operations`, `what_if`,
+    `program`, `rejected_operation`) for every field a view reads: its type, and steps,
+    tiles and value ids within the report. They stay in `Report.extra` as written."""
+    step = lambda x, nullable=False: x.integer(nullable=nullable, maximum=max(0, n_steps - 1))  # noqa: E731
+    tile = lambda x, nullable=False: x.integer(nullable=nullable, maximum=tile_count - 1)  # noqa: E731
+    signed = lambda x: x.integer(minimum=-U64_MAX, nullable=True)  # noqa: E731
+
+    if (v := r.optional("verdict")) is not None:
+        v.mapping()
+        if (x := v.optional("fits")) is not None:
+            x.boolean()
+        if (x := v.optional("judged_on")) is not None and x.string() not in ("exact", "estimate"):
+            raise InputError(f"expected exact or estimate, found {_brief(x.obj)}", x.place)
+        if (x := v.optional("out_of_memory")) is not None:
+            x.string()
+        seen = set()
+        for region in (v.sub("regions").items(most=len(REGION_NAMES)) if v.has("regions") else []):
+            name = region.mapping().sub("region").string()
+            if name not in REGION_NAMES or name in seen:
+                raise InputError(f"expected one of {', '.join(REGION_NAMES)} once each, found {_brief(name)}",
+                                 f"{region.place}.region")
+            seen.add(name)
+            for key in ("peak", "estimate", "budget"):
+                if region.has(key):
+                    region.sub(key).integer(nullable=True)
+            if region.has("margin"):
+                signed(region.sub("margin"))
+            if region.has("step"):
+                step(region.sub("step"), nullable=True)
+            if region.has("tile"):
+                tile(region.sub("tile"), nullable=True)
+        if (over := v.optional("over_budget")) is not None:
+            over.mapping().sub("steps").integer(maximum=n_steps)
+            for key in ("first", "worst"):
+                if (x := over.optional(key)) is not None:
+                    step(x.mapping().sub("step"))
+
+    if (e := r.optional("exact")) is not None:
+        e.mapping()
+        if e.has("steps"):
+            columns = [c.string() for c in e.sub("steps_columns").items(most=64)]
+            for needed in ("worst_tile", "total"):
+                if needed not in columns:
+                    raise InputError(f"expected a column {needed!r}, found {columns}", f"{e.place}.steps_columns")
+            rows = e.sub("steps").items()
+            if len(rows) != n_steps:
+                raise InputError(f"expected one row per step ({n_steps}), found {len(rows)}", f"{e.place}.steps")
+            for row in rows:
+                cells = row.items()
+                if len(cells) != len(columns):
+                    raise InputError(f"expected {len(columns)} numbers ({', '.join(columns)}), found {len(cells)}",
+                                     row.place)
+                for name, c in zip(columns, cells, strict=True):
+                    tile(c) if name == "worst_tile" else c.integer()
+        if (t := e.optional("tiles")) is not None:
+            t.mapping()
+            for key in ("peak", "peak_step", "peak_resident"):
+                cells = t.sub(key).items(most=tile_count)
+                if len(cells) != tile_count:
+                    raise InputError(f"expected one number per tile ({tile_count}), found {len(cells)}",
+                                     f"{t.place}.{key}")
+                for c in cells:
+                    step(c) if key == "peak_step" else c.integer()
+        if (h := e.optional("histogram")) is not None:
+            h.mapping()
+            if h.has("first_bytes"):
+                h.sub("first_bytes").integer()
+            if h.has("bin_bytes"):
+                h.sub("bin_bytes").integer(minimum=1)
+            for c in (h.sub("counts").items(most=MAX_HISTOGRAM_BINS) if h.has("counts") else []):
+                c.integer(maximum=tile_count)
+        for t in (e.sub("top_tiles").items(most=tile_count) if e.has("top_tiles") else []):
+            tile(t.mapping().sub("tile"))
+            t.sub("bytes").integer()
+            step(t.sub("step"))
+        if (x := e.optional("ratio_exact_to_estimate")) is not None:
+            x.number()
+
+    if (ops := r.optional("operations")) is not None:
+        seen = set()
+        for o in ops.items():
+            index = o.mapping().sub("index").integer()
+            if index in seen:
+                raise InputError(f"operation index {index} appears twice", f"{o.place}.index")
+            seen.add(index)
+            o.sub("name").string()
+            if o.has("execution_count"):
+                o.sub("execution_count").integer(minimum=1)
+            span = o.sub("steps").items()
+            if len(span) != 2:
+                raise InputError(f"expected [first, last] step, found {len(span)} numbers", f"{o.place}.steps")
+            first, last = step(span[0]), step(span[1])
+            if first > last:  # type: ignore[operator]
+                raise InputError(f"first step {first} is after last step {last}", f"{o.place}.steps")
+
+    if (w := r.optional("what_if")) is not None:
+        if isinstance(w.obj, dict):
+            rows = w.sub("rows").items() if w.has("rows") else []
+            if (b := w.optional("baseline")) is not None:
+                rows.append(b.mapping())
+        else:
+            rows = w.items()
+        for row in rows:
+            row.mapping()
+            for key in ("knob", "value", "scope", "command"):
+                if (x := row.optional(key)) is not None:
+                    x.string()
+            if (x := row.optional("fits")) is not None:
+                x.boolean()
+            if row.has("peak"):
+                row.sub("peak").integer(nullable=True)
+            if row.has("margin"):
+                signed(row.sub("margin"))
+
+    if (p := r.optional("program")) is not None:
+        for key in p.mapping().obj:
+            x = p.sub(key)
+            if x.obj is not None and (isinstance(x.obj, (dict, list)) or isinstance(x.obj, float)):
+                raise InputError(f"expected a string, an integer or true/false, found {_brief(x.obj)}", x.place)
+            if isinstance(x.obj, int) and not isinstance(x.obj, bool):
+                x.integer(minimum=-U64_MAX)
+
+    if (j := r.optional("rejected_operation")) is not None:
+        j.mapping().sub("index").integer()
+        j.sub("name").string()
+        j.sub("reason").string()
+
+
 def from_json_dict(obj: Any) -> Report:
     """Read a report object; raise `InputError` naming the JSON path of any problem."""
     r = _Reader(obj, "")
@@ -233,7 +417,7 @@ def from_json_dict(obj: Any) -> Report:
     timeline = r.sub("timeline")
     values = tuple(_read_value(v) for v in timeline.sub("values").items())
     steps = tuple(_read_step(s) for s in timeline.sub("steps").items())
-    tile_count = r.sub("tile_count").integer(minimum=1)
+    tile_count = r.sub("tile_count").integer(minimum=1, maximum=MAX_TILES)
     for i, v in enumerate(values):
         if v.layout.tiling.tile_count != tile_count:
             raise InputError(f"layout tile_count {v.layout.tiling.tile_count} differs from the report's tile_count "
@@ -243,6 +427,10 @@ def from_json_dict(obj: Any) -> Report:
         dup = next(i for i in ids if ids.count(i) > 1)
         raise InputError(f"value id {dup} appears twice", "timeline.values")
     known = set(ids)
+    for i, s in enumerate(steps):
+        if s.index != i:
+            raise InputError(f"step index {s.index} at position {i}; steps are listed in order from 0",
+                             f"timeline.steps[{i}].index")
     for s in steps:
         for vid in s.live:
             if vid not in known:
@@ -251,6 +439,7 @@ def from_json_dict(obj: Any) -> Report:
         Rejection(j.sub("value").integer(), j.sub("name").string(), j.sub("reason").string())  # type: ignore[arg-type]
         for j in (r.sub("rejections").items() if r.has("rejections") else []))
     nullable_step = lambda key: r.sub(key).integer(nullable=True)  # noqa: E731
+    _check_extra(r, len(steps), tile_count, known)  # type: ignore[arg-type]
     return Report(
         version=version,
         scope=r.sub("scope").string(), model=r.sub("model").string(),

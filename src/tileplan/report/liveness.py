@@ -115,8 +115,10 @@ class WhatIfRow:
 
 @dataclass(frozen=True, slots=True)
 class Liveness:
-    """Everything the HTML report and the plot show. `live[i]` are the ids of the
-    values live at step i; `values` holds every value (by id order)."""
+    """Everything the HTML report and the plot show. `live_runs[id]` are the steps
+    value `id` is live in, as inclusive runs (see `live_runs`); `values` holds every
+    value (by id order). Its size is linear in the report's values and steps, never
+    steps x values."""
 
     title: str
     program: tuple[tuple[str, str], ...]
@@ -132,7 +134,7 @@ class Liveness:
     steps: tuple[StepUsage, ...]
     operations: tuple[tuple[int, str], ...]  # (index, name)
     unknown: tuple[int, ...]
-    live: tuple[tuple[int, ...], ...]
+    live_runs: dict[int, tuple[int, ...]]
     bands: tuple[Band, ...]
     peak_step: int | None
     repeats: tuple[RepeatSpan, ...]
@@ -142,6 +144,17 @@ class Liveness:
     what_if: tuple[WhatIfRow, ...] | None
     rejections: tuple[tuple[int, str, str], ...]
 
+    @property
+    def live(self) -> tuple[tuple[int, ...], ...]:
+        """Per step, the ids of the values live there (sorted), rebuilt from `live_runs`:
+        steps x live values in size, so never part of what a page embeds."""
+        out: list[list[int]] = [[] for _ in self.steps]
+        for vid, runs in sorted(self.live_runs.items()):
+            for k in range(0, len(runs), 2):
+                for i in range(runs[k], runs[k + 1] + 1):
+                    out[i].append(vid)
+        return tuple(tuple(x) for x in out)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "title": self.title, "program": [list(p) for p in self.program], "scope": self.scope, "fits": self.fits,
@@ -150,7 +163,8 @@ class Liveness:
             "standard_budget_bytes": self.standard_budget_bytes, "exchange_bytes": self.exchange_bytes,
             "steps": [s.to_json() for s in self.steps], "operations": [list(o) for o in self.operations],
             "unknown": list(self.unknown),
-            "live": [list(x) for x in self.live], "bands": [b.to_json() for b in self.bands],
+            "live_runs": [[vid, list(runs)] for vid, runs in sorted(self.live_runs.items())],
+            "bands": [b.to_json() for b in self.bands],
             "peak_step": self.peak_step, "repeats": [r.to_json() for r in self.repeats],
             "values": [v.to_json() for v in self.values],
             "top_allocations": [v.id for v in self.top_allocations],
@@ -160,53 +174,103 @@ class Liveness:
         }
 
 
+def _storage_owners(report: Report) -> dict[int, tuple[str, str, int | None]]:
+    """Storage group -> (region, value group, bytes) of its largest member (ties: the
+    lowest id); bytes None when a member's size is unknown."""
+    owner: dict[int, tuple[str, str, int | None, int, int]] = {}  # + (largest known bytes, id) for ties
+    unknown_size: set[int] = set()
+    for v in report.values:
+        size = known(v.bytes)
+        if size is None:
+            unknown_size.add(v.storage_group)
+        key = (size or 0, -v.id)
+        held = owner.get(v.storage_group)
+        if held is None or key > (held[3], -held[4]):
+            owner[v.storage_group] = (v.region, v.group, None, size or 0, v.id)
+    return {gid: (region, group, None if gid in unknown_size else top)
+            for gid, (region, group, _, top, _) in owner.items()}
+
+
 def compute_bands(report: Report) -> tuple[tuple[Band, ...], tuple[int, ...]]:
     """The stacked bands of every region (see the module docstring) and, per step,
-    how many live values have no known size."""
-    values = {v.id: v for v in report.values}
-    # one owner per storage group: its largest member (ties: lowest id)
-    members: dict[int, list] = {}
-    for v in sorted(report.values, key=lambda v: v.id):
-        members.setdefault(v.storage_group, []).append(v)
-    owner: dict[int, tuple[str, str, int | None]] = {}
-    for gid, vs in members.items():
-        sizes = [known(v.bytes) for v in vs]
-        size = None if any(s is None for s in sizes) else max(sizes)  # type: ignore[type-var]
-        top = min(vs, key=lambda v: (-(known(v.bytes) or 0), v.id))
-        owner[gid] = (top.region, top.group, size)
+    how many live values have no known size.
 
-    # bytes per (region, group) per step
+    Linear in the report: one pass totals each (region, value group) over the run and
+    finds the groups that keep a band; a second pass fills only those bands and the
+    "other groups" band, step by step (never an array per group)."""
+    values = {v.id: v for v in report.values}
+    owner = _storage_owners(report)
     n = len(report.steps)
-    series: dict[tuple[str, str], list[int]] = {}
+
+    # pass 1: bytes x steps and the first step of every (region, group); the unknowns; scratch
+    totals: dict[tuple[str, str], int] = {}
+    first: dict[tuple[str, str], int] = {}
     unknown = []
+    scratch = {region: [0] * n for region in REGIONS}
     for i, s in enumerate(report.steps):
-        missing = sum(known(values[vid].bytes) is None for vid in s.live)
-        unknown.append(missing)
-        for gid in sorted({values[vid].storage_group for vid in s.live}):
+        unknown.append(sum(known(values[vid].bytes) is None for vid in s.live))
+        for gid in {values[vid].storage_group for vid in s.live}:
             region, group, size = owner[gid]
             if size is not None:
-                series.setdefault((region, group), [0] * n)[i] += size
+                key = (region, group)
+                totals[key] = totals.get(key, 0) + size
+                if size:
+                    first.setdefault(key, i)
         for region in REGIONS:
-            scratch = s.scratch.get(region, 0)
-            if scratch:
-                series.setdefault((region, SCRATCH), [0] * n)[i] += scratch
+            scratch[region][i] = s.scratch.get(region, 0)
 
-    # the groups holding the most bytes over the whole run (bytes x steps) keep a band
+    # the groups holding the most bytes over the whole run keep a band
+    kept: dict[tuple[str, str], list[int]] = {}
+    rest: dict[str, int] = {}
+    for region in REGIONS:
+        ranked = sorted((g for (r, g) in totals if r == region), key=lambda g: (-totals[(region, g)], g))
+        for g in ranked[:BANDS_PER_REGION]:
+            kept[(region, g)] = [0] * n
+        if len(ranked) > BANDS_PER_REGION:
+            rest[region] = len(ranked) - BANDS_PER_REGION
+    other = {region: [0] * n for region in rest}
+
+    # pass 2: fill the kept bands and the other groups' band
+    for i, s in enumerate(report.steps):
+        for gid in {values[vid].storage_group for vid in s.live}:
+            region, group, size = owner[gid]
+            if not size:
+                continue
+            band = kept.get((region, group))
+            if band is not None:
+                band[i] += size
+            else:
+                other[region][i] += size
+
     ops = operations(report)
     bands = []
     for region in REGIONS:
-        groups = [(g, b) for (r, g), b in series.items() if r == region and g != SCRATCH]
-        ranked = sorted(groups, key=lambda gb: (-sum(gb[1]), gb[0]))
-        kept, rest = ranked[:BANDS_PER_REGION], ranked[BANDS_PER_REGION:]
         # stack bottom-up: the earliest-live group first, so resident weights lie flat at the bottom
-        kept.sort(key=lambda gb: (next((i for i, x in enumerate(gb[1]) if x), n), -sum(gb[1]), gb[0]))
-        bands += [Band(g, group_label(g, ops), region, tuple(b)) for g, b in kept]
-        if rest:
-            bands.append(Band(OTHER, f"{len(rest)} other groups", region,
-                              tuple(sum(col) for col in zip(*(b for _, b in rest), strict=True))))
-        if (region, SCRATCH) in series:
-            bands.append(Band(SCRATCH, SCRATCH, region, tuple(series[(region, SCRATCH)])))
+        mine = sorted((g for (r, g) in kept if r == region),
+                      key=lambda g: (first.get((region, g), n), -totals[(region, g)], g))
+        bands += [Band(g, group_label(g, ops), region, tuple(kept[(region, g)])) for g in mine]
+        if region in rest:
+            bands.append(Band(OTHER, f"{rest[region]} other groups", region, tuple(other[region])))
+        if any(scratch[region]):
+            bands.append(Band(SCRATCH, SCRATCH, region, tuple(scratch[region])))
     return tuple(bands), tuple(unknown)
+
+
+def live_runs(report: Report) -> dict[int, tuple[int, ...]]:
+    """Value id -> the steps it is live in, as inclusive runs `(first, last, first,
+    last, ...)`: what a page needs to list any step's live values, in space linear in
+    the values' runs rather than steps x live values."""
+    runs: dict[int, list[int]] = {}
+    for s in report.steps:
+        for vid in s.live:
+            r = runs.get(vid)
+            if r is None:
+                runs[vid] = [s.index, s.index]
+            elif r[-1] == s.index - 1:
+                r[-1] = s.index
+            elif r[-1] != s.index:  # a value listed twice in a step counts once
+                r += (s.index, s.index)
+    return {vid: tuple(r) for vid, r in sorted(runs.items())}
 
 
 def repeat_spans(report: Report) -> tuple[RepeatSpan, ...]:
@@ -276,7 +340,7 @@ def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
         interleaved_budget_bytes=report.interleaved_budget_bytes, standard_budget_bytes=standard_budget(report),
         exchange_bytes=exchange_bytes(report), steps=step_usage(report),
         operations=tuple((i, str(o["name"])) for i, o in sorted(operations(report).items())), unknown=unknown,
-        live=tuple(tuple(sorted(s.live)) for s in report.steps), bands=bands, peak_step=regions[0].step,
+        live_runs=live_runs(report), bands=bands, peak_step=regions[0].step,
         repeats=repeat_spans(report), values=rows, top_allocations=tuple(by_bytes(rows)[:top]),
         tiles=tile_view(report), what_if=what_if_rows(report),
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections),

@@ -18,6 +18,7 @@ from tileplan.report.views import (
     known,
     operation_brief,
     operations,
+    precision_display,
     region_peaks,
     standard_budget,
     value_rows,
@@ -100,7 +101,7 @@ def program_fields(report: Report) -> tuple[tuple[str, str], ...]:
     if not isinstance(program, dict):
         return ()
     keys = ["name", *sorted(k for k in program if k != "name")]
-    return tuple((k, str(program[k])) for k in keys if k in program)
+    return tuple((k, precision_display(str(program[k]))) for k in keys if k in program)
 
 
 def step_usage(report: Report) -> tuple[StepUsage, ...]:

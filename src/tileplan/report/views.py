@@ -51,10 +51,19 @@ def layout_brief(layout: Layout) -> str:
     return ", ".join(parts)
 
 
-def precision_brief(text: str) -> str:
-    """`F8F143 { scale_exponent: -4 }` -> `F8F143 2^-4`; other precisions as they are."""
-    m = re.fullmatch(r"(\w+) \{ scale_exponent: (-?\d+) \}", text)
-    return f"{m.group(1)} 2^{m.group(2)}" if m else text
+#: the FP8 formats by what people call them (sign, exponent and mantissa bits)
+FP8_DISPLAY = {"F8F143": "F8 E4M3", "F8F152": "F8 E5M2"}
+_FP8_TEXT = re.compile(r"(\w+) \{ scale_exponent: (-?\d+) \}")
+
+
+def precision_display(text: str) -> str:
+    """The one form people read a precision in, from the report's text form:
+    `F8F143 { scale_exponent: -4 }` -> `F8 E4M3 x2^-4` (F8F152 is E5M2); other
+    precisions by their plain name (`F16`)."""
+    m = _FP8_TEXT.fullmatch(text)
+    if not m:
+        return text
+    return f"{FP8_DISPLAY.get(m.group(1), m.group(1))} x2^{m.group(2)}"
 
 
 def operation_brief(text: str) -> str:
@@ -65,9 +74,9 @@ def operation_brief(text: str) -> str:
 @dataclass(frozen=True, slots=True)
 class ValueRow:
     """One value as people read it. `label` is its group for people (see
-    `group_label`); `bytes` is per tile (the planner's estimate: the largest shard,
-    aligned, times copies); `first_step`/`last_step` bound its live range (None when it
-    is live in no step)."""
+    `group_label`); `precision` is in the display form (`precision_display`); `bytes`
+    is per tile (the planner's estimate: the largest shard, aligned, times copies);
+    `first_step`/`last_step` bound its live range (None when it is live in no step)."""
 
     id: int
     name: str
@@ -124,7 +133,8 @@ def value_rows(report: Report) -> tuple[ValueRow, ...]:
 def value_row(v: Value, live: tuple[int, int] | None, label: str | None = None) -> ValueRow:
     return ValueRow(id=v.id, name=v.name, group=v.group, label=v.group if label is None else label, role=v.role,
                     shape=tuple(v.shape),
-                    precision=v.precision.to_text(), layout=layout_brief(v.layout), layout_text=v.layout.to_text(),
+                    precision=precision_display(v.precision.to_text()), layout=layout_brief(v.layout),
+                    layout_text=v.layout.to_text(),
                     region=v.region, storage_group=v.storage_group, bytes=known(v.bytes),
                     first_step=live[0] if live else None, last_step=live[1] if live else None)
 
@@ -140,7 +150,9 @@ class RegionPeak:
     (both regions plus the exchange rows); `standard` has no budget of its own: past
     the non-interleaved region it overflows into the interleaved one, so its
     `budget` is that region's size, for reference. `tile` is None when the verdict is
-    judged on the estimate; `peak`, `step`, `margin`, `percent` are None when unknown."""
+    judged on the estimate; `peak`, `step`, `margin`, `percent` are None when unknown.
+    `overflow`: for the standard region, the bytes past the non-interleaved region that
+    live in the interleaved one (0 when none; legal, not a failure); None elsewhere."""
 
     region: str
     peak: int | None
@@ -151,9 +163,16 @@ class RegionPeak:
     percent: float | None
     estimate: int | None
 
+    @property
+    def overflow(self) -> int | None:
+        if self.region != "standard" or self.peak is None:
+            return None
+        return max(0, self.peak - self.budget)
+
     def to_json(self) -> dict[str, Any]:
         return {"region": self.region, "peak": self.peak, "budget": self.budget, "step": self.step,
-                "tile": self.tile, "margin": self.margin, "percent": self.percent, "estimate": self.estimate}
+                "tile": self.tile, "margin": self.margin, "percent": self.percent, "estimate": self.estimate,
+                "overflow": self.overflow}
 
 
 def standard_budget(report: Report) -> int:

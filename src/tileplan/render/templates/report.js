@@ -13,6 +13,18 @@
   var OTHER = "other groups", SCRATCH = "scratch";
   var values = {};
   data.values.forEach(function (v) { values[v.id] = v; });
+  // each value's live steps as inclusive runs [first, last, first, last, ...]
+  var runs = data.live_runs;
+  function liveAt(i) {
+    var out = [];
+    runs.forEach(function (entry) {
+      var r = entry[1];
+      for (var k = 0; k < r.length; k += 2) {
+        if (r[k] <= i && i <= r[k + 1]) { out.push(values[entry[0]]); break; }
+      }
+    });
+    return out;
+  }
   var nSteps = data.steps.length;
   var opNames = {};
   data.operations.forEach(function (o) { opNames[o[0]] = o[1]; });
@@ -219,7 +231,7 @@
     selected.setAttribute("x", X(i));
     selected.setAttribute("visibility", "visible");
     document.getElementById("step-title").textContent = "Live values at step " + i;
-    var live = data.live[i].map(function (id) { return values[id]; });
+    var live = liveAt(i);
     live.sort(function (a, b) {
       var au = a.bytes === null, bu = b.bytes === null;
       if (au !== bu) return au ? 1 : -1;
