@@ -33,9 +33,13 @@ TOP_LISTED = 5
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", nargs="?", default=siglip.DEFAULT_MODEL,
-                   help=f"a model configuration: {', '.join(sorted(siglip.CONFIGS))} (default "
-                        f"{siglip.DEFAULT_MODEL}), or a Hugging Face SigLIP config.json")
+                   help=f"a built-in tower ({', '.join(sorted(siglip.CONFIGS))}; default {siglip.DEFAULT_MODEL}), "
+                        "a Hugging Face config.json (any architecture transformers builds), an ONNX file (.onnx) "
+                        "or a saved torch.export program (.pt2)")
     p.add_argument("--layers", type=int, help="encoder layers (default: the configuration's)")
+    p.add_argument("--batch", type=int, help="batch size of an imported model's inputs (default 1)")
+    p.add_argument("--sequence-length", type=int, help="sequence length of a text model's inputs (default 128)")
+    p.add_argument("--image-size", type=int, help="image size of a vision model built from a config.json")
     p.add_argument("--weights", default="f8f143:-4",
                    help="weight precision: f16, f32, bf16, f8f143:SCALE or f8f152:SCALE (default f8f143:-4)")
     p.add_argument("--no-map-head", action="store_true", help="leave out the MAP head")
@@ -59,12 +63,13 @@ def request_from(args: argparse.Namespace) -> PlanRequest:
     return PlanRequest(model=args.model, layers=args.layers, weights=args.weights, map_head=not args.no_map_head,
                        unroll=args.unroll, policy=args.policy, machine=args.machine,
                        attention_products=args.attention_products,
-                       gemm_output_packing=args.gemm_output_packing)
+                       gemm_output_packing=args.gemm_output_packing, batch=args.batch,
+                       sequence_length=args.sequence_length, image_size=args.image_size)
 
 
 def _output(args: argparse.Namespace, request: PlanRequest, suffix: str) -> Path:
     """-o, else the model's name (its last path segment) with `suffix`, in this folder."""
-    stem = request.config.name.rstrip("/").rsplit("/", 1)[-1] or "model"
+    stem = request.name.rstrip("/").rsplit("/", 1)[-1] or "model"
     output = Path(args.output) if args.output is not None else Path(f"{stem}{suffix}")
     check_target(output, args.force)
     return output

@@ -103,12 +103,16 @@ class LoweringContext:
 
     def new_value(self, origin: int, name: str, shape: tuple[int, ...], precision: Precision, layout: Layout,
                   alignment_bytes: int | None = None, storage_of: int | None = None, group: str | None = None,
-                  role: str = "intermediate") -> int:
-        """Create a value; `storage_of` shares that value's storage group (in place)."""
+                  role: str = "intermediate", alias_of: int | None = None) -> int:
+        """Create a value; `storage_of` shares that value's storage group (written in
+        place), `alias_of` too and says it is a view of that value's data (its `root`)."""
         vid = len(self.values)
+        if alias_of is not None:
+            storage_of = alias_of
         # a storage group is numbered by the value that owns the storage
         sg = vid if storage_of is None else self.values[storage_of].storage_group
-        self.values.append(Value(vid, origin, vid, name, group if group is not None else group_of(name), shape,
+        root = vid if alias_of is None else self.values[alias_of].root
+        self.values.append(Value(vid, origin, root, name, group if group is not None else group_of(name), shape,
                                  precision, layout, sg, None, None, 1, None, alignment_bytes=alignment_bytes,
                                  role=role))
         return vid

@@ -228,7 +228,7 @@ def lower_view(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tupl
             layout = None
     if layout is not None:
         out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, layout,
-                            storage_of=x)
+                            alias_of=x)
         ctx.add_step(op, f"View {{ op: {kind} }}", count, (x,), (out,))
         return out
     out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from tileplan.errors import InputError
 from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
+from tileplan.importers.sources import import_graph, kind_of
 from tileplan.model import siglip
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
@@ -36,10 +37,18 @@ class PlanRequest:
     machine: str = "ipu21"
     attention_products: str = "automatic"
     gemm_output_packing: str = "native"
+    #: shape knobs of imported models (None: the model's own or the default)
+    batch: int | None = None
+    sequence_length: int | None = None
+    image_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.layers is not None and not 1 <= self.layers <= MAX_LAYERS:
             raise InputError(f"--layers must be in [1, {MAX_LAYERS}], found {self.layers}")
+        for key in ("batch", "sequence_length", "image_size"):
+            value = getattr(self, key)
+            if value is not None and not 1 <= value <= 1 << 20:
+                raise InputError(f"--{key.replace('_', '-')} must be in [1, 2^20], found {value}")
         choices = {"attention_products": [c.value.lower() for c in AttentionProducts],
                    "gemm_output_packing": [c.value.lower() for c in GemmOutputPacking]}
         for key, allowed in choices.items():
@@ -48,8 +57,25 @@ class PlanRequest:
                                  f"found {getattr(self, key)!r}")
 
     @property
+    def imported(self) -> bool:
+        """True for models that come through an importer (ONNX, .pt2, a non-SigLIP
+        Hugging Face config); False for the built-in towers."""
+        return kind_of(self.model) not in ("builtin", "siglip-config")
+
+    @property
     def config(self) -> siglip.ViTConfig:
+        if self.imported:
+            raise InputError("an imported model has no built-in tower configuration", self.model)
         return siglip.config(self.model, layers=self.layers, map_head=self.map_head)
+
+    @property
+    def name(self) -> str:
+        """The model's name (reports and default output names)."""
+        if not self.imported:
+            return self.config.name
+        from pathlib import Path
+        path = Path(self.model)
+        return path.parent.name if path.name == "config.json" and path.parent.name else path.stem
 
     @property
     def options(self) -> Options:
@@ -57,6 +83,16 @@ class PlanRequest:
                        AttentionProducts(self.attention_products.capitalize()))
 
     def program(self) -> Program:
+        if self.imported:
+            if self.unroll or not self.map_head:
+                raise InputError("--unroll and --no-map-head are for the built-in towers", self.model)
+            graph = import_graph(self.model, self.batch, self.sequence_length, self.image_size, self.layers)
+            shapes = {k: getattr(self, k) for k in ("batch", "sequence_length", "image_size", "layers")
+                      if getattr(self, k) is not None}
+            return graph.to_program(from_option(self.weights), options={"source": self.model, **shapes})
+        if any(getattr(self, k) is not None for k in ("batch", "sequence_length", "image_size")):
+            raise InputError("--batch, --sequence-length and --image-size are for imported models; the built-in "
+                             "towers plan one image at their configured size", self.model)
         return siglip.build_vit(self.config, from_option(self.weights), unroll=self.unroll)
 
     def plan(self) -> Plan:
@@ -67,7 +103,15 @@ class PlanRequest:
 
     def command(self) -> str:
         """The `tileplan plan` line that plans exactly this request."""
-        parts = ["tileplan plan", self.model, f"--layers {self.config.layers}", f"--weights {self.weights}"]
+        parts = ["tileplan plan", self.model]
+        if not self.imported:
+            parts.append(f"--layers {self.config.layers}")
+        elif self.layers is not None:
+            parts.append(f"--layers {self.layers}")
+        parts.append(f"--weights {self.weights}")
+        for key in ("batch", "sequence_length", "image_size"):
+            if getattr(self, key) is not None:
+                parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
         if not self.map_head:
             parts.append("--no-map-head")
         if self.unroll:

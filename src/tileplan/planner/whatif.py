@@ -97,6 +97,8 @@ def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = N
         if progress:
             progress(f"what-if {knob} = {value}")
         rows.append(WhatIfRow(knob, value, request, outcome(run(request))))
+    if base.imported:  # an imported model's layers are its own: no layer count to vary
+        return rows
     if progress:
         progress("what-if layers")
     best = most_layers_that_fit(base, run)
