@@ -1,0 +1,173 @@
+"""The portfolio: greedy orders first, then the exact search while the best placement
+is above the capacity or the lower bound, all under one time limit.
+
+Passes, in order: `measure` (lower bound), `run_greedy` (every greedy member, the
+lowest height wins, ties to the earlier member), `reach_capacity` (exact search at the
+capacity when the greedy answer is over it), `tighten` (exact search at the lower bound,
+then bisection between proven bounds). Each attempt is kept in the result.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tileplan.errors import InputError
+from tileplan.placement.greedy import PORTFOLIO, place_greedy
+from tileplan.placement.problem import VALUE_LIMIT, Columns, Problem, lower_bound
+from tileplan.placement.search import search, searchable
+
+DEFAULT_TIME_LIMIT = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One member of the portfolio as it ran: its height (None: no placement), the
+    capacity it searched at (greedy: None), whether it proved that capacity
+    infeasible, the search nodes it visited and its wall-clock seconds."""
+
+    method: str
+    height: int | None
+    capacity: int | None = None
+    infeasible: bool = False
+    nodes: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Offsets for a problem's buffers (input order) and what is known about them.
+
+    `height` is the highest buffer top; `lower_bound` the best proven bound on any
+    placement's height (at least the largest live total); `optimal` means height equals
+    it. `ranges_kept` is False only when no placement found keeps every buffer under
+    its ceiling (the offsets then never overlap but some buffer passes its ceiling).
+    `fits` says height <= capacity with the ranges kept; `infeasible` means no placement
+    within the capacity exists (proven). Invariants: lower_bound <= height when the
+    ranges are kept; optimal implies the two are equal; infeasible implies not fits.
+    """
+
+    offsets: tuple[int, ...]
+    height: int
+    lower_bound: int
+    capacity: int
+    optimal: bool
+    infeasible: bool
+    method: str
+    greedy_height: int
+    ranges_kept: bool = True
+    attempts: tuple[Attempt, ...] = ()
+
+    def __post_init__(self) -> None:
+        assert not self.ranges_kept or self.lower_bound <= self.height, (
+            f"bound {self.lower_bound} above height {self.height}")
+        assert not self.optimal or self.lower_bound == self.height, "optimal needs height == bound"
+        assert not (self.infeasible and self.fits), "a placement within capacity is not infeasible"
+
+    @property
+    def fits(self) -> bool:
+        return self.ranges_kept and self.height <= self.capacity
+
+    @property
+    def verdict(self) -> str:
+        """One line: the height against the capacity and the bound, and what is proven."""
+        gap = 100.0 * (self.height - self.lower_bound) / self.lower_bound if self.lower_bound else 0.0
+        proof = "optimal" if self.optimal else ("no placement within capacity exists" if self.infeasible
+                                                else f"{gap:.2f}% over the lower bound")
+        where = "within" if self.fits else ("over" if self.ranges_kept else "with buffers past their ceilings,")
+        return (f"height {self.height} {where} capacity {self.capacity}; lower bound {self.lower_bound}; "
+                f"{proof} ({self.method})")
+
+
+def place(problem: Problem, capacity: int, time_limit: float = DEFAULT_TIME_LIMIT,
+          node_limit: int | None = None) -> Placement:
+    """Place `problem` under `capacity` bytes, minimising the height, within about
+    `time_limit` seconds; `node_limit` caps each exact search (then the outcome does not
+    depend on the machine's speed at all)."""
+    if type(capacity) is not int or capacity < 0:
+        raise InputError(f"capacity must be an integer >= 0, found {capacity!r}")
+    if not time_limit > 0:
+        raise InputError(f"time limit must be > 0 seconds, found {time_limit}")
+    deadline = time.perf_counter() + time_limit
+    cols = problem.columns()
+    bound = lower_bound(cols)
+    attempts: list[Attempt] = []
+    best, method, kept = run_greedy(cols, attempts)
+    greedy_height = _height(cols, best) if kept else VALUE_LIMIT
+    positive = np.flatnonzero(cols.size > 0)
+    sub = _select(cols, positive)
+    if greedy_height > bound and searchable(sub):
+        best, bound, method, kept = _improve(sub, positive, capacity, bound, greedy_height, best, method,
+                                       deadline, node_limit, attempts)
+    height = _height(cols, best)
+    return Placement(offsets=tuple(int(v) for v in best), height=height, lower_bound=bound, capacity=capacity,
+                     optimal=kept and height == bound, infeasible=bound > capacity, method=method, ranges_kept=kept,
+                     greedy_height=greedy_height, attempts=tuple(attempts))
+
+
+def run_greedy(cols: Columns, attempts: list[Attempt]) -> tuple[np.ndarray, str, bool]:
+    """The lowest greedy placement that keeps every buffer under its ceiling (ties to
+    the earlier member; if none does, the lowest of all), its member's name, and
+    whether it keeps the ceilings."""
+    best: tuple[bool, int] | None = None
+    chosen = (np.zeros(len(cols), dtype=np.int64), "none", True)
+    for greedy in PORTFOLIO:
+        start = time.perf_counter()
+        offsets, kept = place_greedy(cols, greedy)
+        height = _height(cols, offsets)
+        attempts.append(Attempt(greedy.name, height if kept else None, seconds=time.perf_counter() - start))
+        if best is None or (not kept, height) < best:
+            best, chosen = (not kept, height), (offsets, greedy.name, kept)
+    return chosen
+
+
+def _improve(sub: Columns, positive: np.ndarray, capacity: int, bound: int, height: int, best: np.ndarray,
+             method: str, deadline: float, node_limit: int | None,
+             attempts: list[Attempt]) -> tuple[np.ndarray, int, str, bool]:
+    """Exact searches on the buffers of positive size: first at the capacity (when
+    the best is over it and the bound allows), then at the lower bound, then bisecting
+    between the proven bounds. Stops at the first search that runs out of nodes or time.
+    Returns (offsets, proven lower bound, method, whether the offsets keep the ceilings)."""
+    kept = height < VALUE_LIMIT
+    if not kept:  # any placement that keeps the ceilings is below the highest one (or the greedy stack)
+        stack = int(sub.size.sum() + sub.floor.max() + sub.alignment.max())
+        height = int(np.where(sub.ceiling < VALUE_LIMIT, sub.ceiling, stack).max()) + 1
+    low, high = bound, height  # a placement of height `high` is known; none below `low` exists
+    targets = [capacity] if high > capacity >= low else []
+    tried_low = False
+    while low < high and time.perf_counter() < deadline:
+        if targets:
+            target = targets.pop()
+        elif not tried_low:
+            target, tried_low = low, True
+        else:
+            target = (low + high - 1) // 2
+        start = time.perf_counter()
+        outcome = search(sub, target, deadline, node_limit)
+        found_height = None
+        if outcome.offsets is not None:
+            found_height = _height(sub, np.array(outcome.offsets, dtype=np.int64))
+            best = best.copy()
+            best[positive] = outcome.offsets
+            method, high, kept = "exact search", found_height, True
+        elif outcome.infeasible:
+            low = target + 1
+        attempts.append(Attempt("exact search", found_height, target, outcome.infeasible, outcome.nodes,
+                                time.perf_counter() - start))
+        if outcome.offsets is None and not outcome.infeasible:
+            break  # out of nodes or time
+    if not kept and low >= high:  # proven: no placement keeps the ceilings at any height
+        low = max(low, capacity + 1)
+    return best, low, method, kept
+
+
+def _select(cols: Columns, index: np.ndarray) -> Columns:
+    return Columns(cols.lower[index], cols.upper[index], cols.size[index], cols.alignment[index],
+                   cols.floor[index], cols.ceiling[index])
+
+
+def _height(cols: Columns, offsets: np.ndarray) -> int:
+    return int((offsets + cols.size).max(initial=0))
+
