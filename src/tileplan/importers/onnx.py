@@ -37,14 +37,16 @@ import math
 import os
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from tileplan.errors import InputError, ModelError
-from tileplan.importers.graph import Graph, GraphBuilder, unsupported
+from tileplan.importers.graph import Graph, GraphBuilder, GraphOp, unsupported
 from tileplan.model.ir import MAX_ELEMENTS
-from tileplan.ops.base import broadcast_shapes
+from tileplan.ops import REGISTRY
+from tileplan.ops.elementwise import BINARY, UNARY
 
 #: a value computed at import time with more elements than this is not folded
 FOLD_LIMIT = 1 << 22
@@ -60,6 +62,7 @@ BINARY_ONNX = {
     "Less": "lt", "LessOrEqual": "le", "Greater": "gt", "GreaterOrEqual": "ge", "And": "and", "Or": "or",
     "Xor": "xor", "Max": "maximum", "Min": "minimum",
 }
+ONE_INPUT_ELEMENTWISE = frozenset({*BINARY, *UNARY, "gelu", "clamp"})
 COMMUTATIVE = {"add", "mul", "eq", "and", "or", "xor", "maximum", "minimum"}
 UNARY_ONNX = {
     "Neg": "neg", "Exp": "exp", "Log": "log", "Tanh": "tanh", "Sigmoid": "sigmoid", "Relu": "relu",
@@ -221,7 +224,7 @@ class _Importer:
                 raise ModelError("graph output is never computed", f"{self.path}: {out.name}")
             self.b.output(self.names[out.name])
         try:
-            return self.b.build()
+            return place_views_beside_readers(elementwise_before_views(self.b.build()))
         except ModelError as e:
             raise e.at(self.path, ": ") from None
 
@@ -421,6 +424,65 @@ class _Importer:
 
     def set_shape(self, onnx_name: str, shape: Sequence[int]) -> None:
         self.shapes[onnx_name] = tuple(shape)
+
+
+def elementwise_before_views(graph: Graph) -> Graph:
+    """A one-input elementwise operation (unary, or binary with a `scalar`) that is the
+    only reader of a reshape or transpose runs before it instead: the same values, and
+    the view then reads the elementwise result (the dynamo exporter scales the key after
+    transposing it: `Mul(Reshape(Transpose(k)), s)`). Worked example: k [4, 17, 16] ->
+    transpose [4, 16, 17] -> mul 0.5 becomes k -> mul 0.5 [4, 17, 16] -> transpose."""
+    ops = list(graph.ops)
+    shapes = {t.name: t.shape for t in graph.tensors} | {o.output: o.shape for o in ops}
+    changed = True
+    while changed:
+        changed = False
+        readers: Counter[str] = Counter(i for o in ops for i in o.inputs)
+        producer = {o.output: k for k, o in enumerate(ops)}
+        for k, o in enumerate(ops):
+            if len(o.inputs) != 1 or o.kind not in ONE_INPUT_ELEMENTWISE or o.inputs[0] not in producer:
+                continue
+            v = ops[producer[o.inputs[0]]]
+            if v.kind not in ("reshape", "transpose") or readers[v.output] != 1 or v.output in graph.outputs:
+                continue
+            j = producer[v.output]
+            source = v.inputs[0]
+            first = replace(o, inputs=(source,), shape=shapes[source])
+            view = replace(v, inputs=(o.output,))
+            rest = [replace(x, inputs=tuple(v.output if i == o.output else i for i in x.inputs)) for x in ops[k + 1:]]
+            ops = [*ops[:j], first, view, *ops[j + 1:k], *rest]
+            graph = replace(graph, outputs=tuple(v.output if n == o.output else n for n in graph.outputs))
+            shapes[o.output] = shapes[source]
+            changed = True
+            break
+    return replace(graph, ops=tuple(ops))
+
+
+def place_views_beside_readers(graph: Graph) -> Graph:
+    """The same graph with each view (reshape, transpose, slice) moved to just before
+    its first reader: exports compute a view early (the key's transpose before the
+    query's scaling), and a view's storage then stays live across unrelated steps.
+    Execution order stays topological."""
+    views = {o.output: o for o in graph.ops if REGISTRY[o.kind].view}
+    placed: set[str] = set()
+    order: list[GraphOp] = []
+
+    def place(op: GraphOp) -> None:
+        for i in op.inputs:
+            if i in views and i not in placed:
+                placed.add(i)
+                place(views[i])
+        order.append(op)
+
+    for op in graph.ops:
+        if op.output not in views:
+            place(op)
+    for op in graph.ops:
+        if op.output not in placed and op.output in views:
+            placed.add(op.output)
+            place(op)
+    assert len(order) == len(graph.ops), "every operation placed once"
+    return replace(graph, ops=tuple(order))
 
 
 # Folding: NumPy rules for values computed at import time --------------------------------
@@ -1092,4 +1154,4 @@ MAPPERS: dict[str, Mapper] = {
     "ConstantOfShape": _map_constant_of_shape,
 }
 
-__all__ = ["from_onnx", "broadcast_shapes"]
+__all__ = ["from_onnx", "place_views_beside_readers"]
