@@ -356,6 +356,8 @@ def _linear(im: _Importer, node: Any) -> str:
 @aten("aten.convolution.default")
 def _convolution(im: _Importer, node: Any) -> str:
     x, w, bias, stride, padding, dilation, transposed, _, groups = (im.arg(i) for i in range(9))
+    n = len(im.shape(w)) - 2
+    stride, padding, dilation = (tuple(v) * (n if len(v) == 1 else 1) for v in (stride, padding, dilation))
     if transposed:
         raise ModelError("transposed convolution is not supported")
     pads = (*padding, *padding)

@@ -336,18 +336,24 @@ def check_live_sets(report: Report, result: CheckResult) -> None:
         if v.resident and first[v.id] != 0:
             result.add("disagree", place, f"a declared tensor ({v.role}) first live in step {first[v.id]}; "
                                           "expected step 0")
-    owners: dict[int, list[Value]] = {}
+    members: dict[int, list[Value]] = {}
     for v in report.values:
-        if v.root == v.id and v.id in first:
-            owners.setdefault(v.storage_group, []).append(v)
-    for g, members in sorted(owners.items()):
-        chain = sorted(members, key=lambda m: (first[m.id], last[m.id], m.id))
-        for a, b in zip(chain, chain[1:]):
-            if first[b.id] != last[a.id]:
+        if v.id in first:
+            members.setdefault(v.storage_group, []).append(v)
+    for g, group in sorted(members.items()):
+        # an owner of the storage (root == id) after the first is written in place of
+        # a member (an owner or a view aliasing one) whose last step is its first
+        chain = sorted(group, key=lambda m: (first[m.id], last[m.id], m.id))
+        for k, b in enumerate(chain[1:], start=1):
+            if b.root != b.id:
+                continue
+            ends = {last[a.id] for a in chain[:k]}
+            if first[b.id] not in ends:
+                prev = max(chain[:k], key=lambda a: (last[a.id], a.id))
                 result.add("disagree", f"storage_group {g}",
-                           f"value {b.id} ({text(b.name)}) first live in step {first[b.id]}, value {a.id} "
-                           f"({text(a.name)}) last live in step {last[a.id]}; a group's next member starts where "
-                           "the previous ends (written in place)")
+                           f"value {b.id} ({text(b.name)}) first live in step {first[b.id]}, but no earlier member "
+                           f"ends there (value {prev.id} ({text(prev.name)}) last live in step {last[prev.id]}); "
+                           "a value written in place starts where a member of its group ends")
                 break
 
 

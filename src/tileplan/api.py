@@ -1,0 +1,88 @@
+"""The Python API for notebooks: `tileplan.plan(model, example_inputs=(x,), ...)`.
+
+`model` is a `torch.nn.Module` (exported here with `example_inputs`), a
+`torch.export.ExportedProgram`, an imported `Graph`, or a name: a built-in tower, a
+Hugging Face `config.json`, an `.onnx` or a `.pt2` file. The result holds the report:
+`.fits`, `.verdict` (the verdict line, Poplar's words when it does not fit),
+`.to_json()` (exactly what `tileplan plan -o` writes) and `.to_html()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from tileplan.errors import InputError
+from tileplan.importers.graph import Graph
+from tileplan.lowering.policy import policy as layout_policy
+from tileplan.model.machine import machine as find_machine
+from tileplan.model.precision import from_option
+from tileplan.planner.plan import plan_program
+from tileplan.planner.request import PlanRequest
+from tileplan.report.build import build_report
+from tileplan.report.format import Report, to_json_text
+from tileplan.report.views import verdict_line
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """A planned model: its report, with what a notebook asks of it."""
+
+    report: Report
+
+    @property
+    def fits(self) -> bool:
+        return self.report.fits_budget
+
+    @property
+    def verdict(self) -> str:
+        return verdict_line(self.report)
+
+    def to_json(self) -> str:
+        return to_json_text(self.report)
+
+    def to_html(self) -> str:
+        from tileplan.render.html import render_html
+        from tileplan.report.liveness import build_liveness
+        return render_html(build_liveness(self.report))
+
+    def _repr_html_(self) -> str:  # notebooks show the page
+        return self.to_html()
+
+    def __repr__(self) -> str:
+        return f"PlanResult({self.verdict!r})"
+
+
+def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: str = "ipu21",
+         weights: str = "f8f143:-4", policy: str = "default", attention_products: str = "automatic",
+         gemm_output_packing: str = "native", batch: int | None = None, sequence_length: int | None = None,
+         image_size: int | None = None, layers: int | None = None) -> PlanResult:
+    """Plan `model` on `machine` with weights in `weights` (see the module docstring)."""
+    if isinstance(model, (str, Path)):
+        request = PlanRequest(model=str(model), layers=layers, weights=weights, policy=policy, machine=machine,
+                              attention_products=attention_products, gemm_output_packing=gemm_output_packing,
+                              batch=batch, sequence_length=sequence_length, image_size=image_size)
+        return PlanResult(build_report(request.plan()))
+    if any(x is not None for x in (batch, sequence_length, image_size, layers)):
+        raise InputError("batch, sequence_length, image_size and layers apply to models named by path; a module's "
+                         "shapes come from its example inputs")
+    graph = _graph(model, example_inputs)
+    options = PlanRequest(attention_products=attention_products, gemm_output_packing=gemm_output_packing).options
+    program = graph.to_program(from_option(weights))
+    return PlanResult(build_report(plan_program(program, find_machine(machine), layout_policy(policy), options)))
+
+
+def _graph(model: Any, example_inputs: Sequence[Any] | None) -> Graph:
+    if isinstance(model, Graph):
+        return model
+    from tileplan.importers.torch_export import _torch, from_exported, from_torch
+    torch = _torch()
+    if isinstance(model, torch.export.ExportedProgram):
+        return from_exported(model)
+    if isinstance(model, torch.nn.Module):
+        if example_inputs is None:
+            raise InputError("a torch.nn.Module needs example_inputs=(x, ...) to be exported")
+        return from_torch(model, tuple(example_inputs))
+    raise InputError(f"cannot plan a {type(model).__name__}: expected a torch.nn.Module, an ExportedProgram, a "
+                     "Graph, or a path or name")

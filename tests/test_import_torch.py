@@ -1,0 +1,146 @@
+"""Importing PyTorch models through torch.export: real transformers models built on the
+meta device (no weights in memory), planned end to end, checked, and compared with the
+built-in SigLIP builder."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+from transformers import (
+    BertConfig, BertModel, LlamaConfig, LlamaModel, SiglipVisionConfig, SiglipVisionModel, ViTConfig, ViTModel,
+)
+
+import tileplan
+from tileplan.cli.main import main
+from tileplan.errors import ModelError
+from tileplan.importers.torch_export import from_torch
+from tileplan.lowering.core import Options
+from tileplan.lowering.policy import policy
+from tileplan.model import siglip
+from tileplan.model.machine import IPU21
+from tileplan.model.precision import from_option
+from tileplan.planner.plan import Plan, plan_program
+from tileplan.report.build import build_report
+from tileplan.report.check import check_report
+from tileplan.report.format import from_json_text, to_json_text
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+def planned(graph, weights: str = "f16") -> Plan:
+    p = plan_program(graph.to_program(from_option(weights)), IPU21, policy("default"), Options())
+    result = check_report(from_json_text(to_json_text(build_report(p))))
+    assert result.consistent, [f.to_text() for f in result.findings if f.kind != "rejected"][:3]
+    return p
+
+
+def on_meta(build):
+    with torch.device("meta"):
+        return build().eval()
+
+
+def ids(n: int) -> torch.Tensor:
+    return torch.zeros(1, n, dtype=torch.long, device="meta")
+
+
+@pytest.fixture(scope="module")
+def llama():
+    cfg = LlamaConfig(use_cache=False, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, intermediate_size=160, vocab_size=1000)
+    model = on_meta(lambda: LlamaModel(cfg))
+    return model, from_torch(model, (ids(16),), "llama")
+
+
+def test_vit_bert_and_a_grouped_query_decoder_plan_with_their_own_parameters(llama):
+    vit = on_meta(lambda: ViTModel(ViTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                             intermediate_size=128, image_size=32, patch_size=8),
+                                   add_pooling_layer=False))
+    bert = on_meta(lambda: BertModel(BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                intermediate_size=128)))
+    cases = [(vit, from_torch(vit, (torch.zeros(1, 3, 32, 32, device="meta"),), "vit")),
+             (bert, from_torch(bert, (ids(16),), "bert")), llama]
+    for model, graph in cases:
+        assert graph.parameter_count == sum(p.numel() for p in model.parameters())
+        names = {t.name for t in graph.tensors if t.role == "parameter"}
+        assert names == {n for n, _ in model.named_parameters()}
+        p = planned(graph)
+        assert p.scope == "program" and p.verdict.fits
+        assert not any(v.name.startswith("operation ") for v in p.values)
+    # the decoder: attention kept whole, grouped-query heads, names from its modules
+    p = planned(llama[1])
+    kinds = {o.kind for o in p.program.operations()}
+    assert "sdpa" in kinds and "bmm" not in kinds
+    assert any(v.name == "layers.0.self_attn.q_proj.weight [AMP copy]" for v in p.values)
+    assert any(v.name.startswith("layers.1.mlp.down_proj.") for v in p.values)
+
+
+def test_weights_of_linear_layers_are_declared_transposed_and_take_the_weight_precision(llama):
+    _, graph = llama
+    program = graph.to_program(from_option("f8f143:-4"))
+    w = program.tensor("layers.0.self_attn.k_proj.weight")
+    assert w.shape == (64, 32) and w.precision.is_fp8  # [in, out]: 2 kv heads x 16
+    assert program.tensor("layers.0.input_layernorm.weight").precision == from_option("f16")
+    assert program.tensor("embed_tokens.weight").precision == from_option("f16")  # a table, not a matmul weight
+
+
+def test_the_so400m_tower_plans_within_two_percent_of_the_builtin_builder():
+    """transformers' SiglipVisionModel (so400m, 2 layers) through torch.export against the
+    built-in builder: the same parameters; total and standard peaks within 2 %. The
+    interleaved peak of F8 differs (README): transformers computes q, k and v as three
+    products, the built-in tower as one fused qkv product."""
+    cfg = SiglipVisionConfig(hidden_size=1152, intermediate_size=4304, num_hidden_layers=2, num_attention_heads=16,
+                             image_size=384, patch_size=14)
+    model = on_meta(lambda: SiglipVisionModel(cfg))
+    graph = from_torch(model, (torch.zeros(1, 3, 384, 384, device="meta"),), "siglip")
+    assert graph.parameter_count == sum(p.numel() for p in model.parameters())
+    for weights in ("f8f143:-4", "f16"):
+        imported = planned(graph, weights)
+        builtin = plan_program(siglip.build_vit(siglip.config(siglip.DEFAULT_MODEL, layers=2), from_option(weights)),
+                               IPU21, policy("default"), Options())
+        for region in ("total", "standard") + (("interleaved",) if weights == "f16" else ()):
+            a, b = imported.exact.peak(region)[0], builtin.exact.peak(region)[0]
+            assert abs(a - b) <= 0.02 * b, (weights, region, a, b)
+
+
+def test_an_unknown_operator_is_one_error_with_its_count_and_first_module():
+    class Sorts(torch.nn.Module):
+        def forward(self, x):
+            return x.sort(dim=-1).values + x.sort(dim=0).values
+
+    with pytest.raises(ModelError, match=r"aten\.sort\.\w+ x2 \(first in the top level\).*Nothing was planned"):
+        from_torch(Sorts(), (torch.zeros(4, 8),))
+
+
+def test_plan_a_saved_export_and_a_config_from_the_command_line(tmp_path, llama, capsys):
+    model, _ = llama
+    ep = torch.export.export(model, (ids(16),), strict=False)
+    torch.export.save(ep, tmp_path / "llama.pt2")
+    assert main(["plan", str(tmp_path / "llama.pt2"), "-o", str(tmp_path / "llama.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].startswith("Fits: worst tile")
+    report = json.loads((tmp_path / "llama.json").read_text())
+    assert report["program"]["source"] == str(tmp_path / "llama.pt2")
+    folder = tmp_path / "bert"
+    folder.mkdir()
+    BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128).to_json_file(
+        folder / "config.json")
+    assert main(["plan", str(folder / "config.json"), "--sequence-length", "32", "--no-what-if",
+                 "-o", str(tmp_path / "bert.json")]) == 0
+    doc = json.loads((tmp_path / "bert.json").read_text())
+    assert doc["program"]["sequence_length"] == 32 and doc["scope"] == "program"
+    assert main(["plan", str(tmp_path / "llama.pt2"), "--batch", "2", "-o", str(tmp_path / "bad.json")]) == 2
+    assert "fixed shapes" in capsys.readouterr().err
+
+
+def test_the_python_api_returns_the_report_plan_writes(tmp_path, llama):
+    model, _ = llama
+    result = tileplan.plan(model, example_inputs=(ids(16),), weights="f16")
+    assert result.fits and result.verdict.startswith("Fits: worst tile")
+    assert from_json_text(result.to_json()).fits_budget
+    assert "<html" in result.to_html()
+    builtin = tileplan.plan(siglip.DEFAULT_MODEL, layers=2)
+    assert main(["plan", "--layers", "2", "--no-what-if", "-o", str(tmp_path / "b.json")]) == 0
+    assert builtin.to_json() == (tmp_path / "b.json").read_text()
