@@ -360,7 +360,7 @@ def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int])
         for o in ops.items():
             index = o.mapping().sub("index").integer()
             if index in seen:
-                raise InputError(f"operation index {index} appears twice", f"{o.place}.index")
+                raise InputError(f"expected each operation index once, found {index} twice", f"{o.place}.index")
             seen.add(index)
             o.sub("name").string()
             if o.has("execution_count"):
@@ -370,7 +370,8 @@ def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int])
                 raise InputError(f"expected [first, last] step, found {len(span)} numbers", f"{o.place}.steps")
             first, last = step(span[0]), step(span[1])
             if first > last:  # type: ignore[operator]
-                raise InputError(f"first step {first} is after last step {last}", f"{o.place}.steps")
+                raise InputError(f"expected [first, last] steps in order, found first {first} after last {last}",
+                                 f"{o.place}.steps")
 
     if (w := r.optional("what_if")) is not None:
         if isinstance(w.obj, dict):
@@ -429,7 +430,7 @@ def from_json_dict(obj: Any) -> Report:
     known = set(ids)
     for i, s in enumerate(steps):
         if s.index != i:
-            raise InputError(f"step index {s.index} at position {i}; steps are listed in order from 0",
+            raise InputError(f"expected step index {i} (steps are listed in order from 0), found {s.index}",
                              f"timeline.steps[{i}].index")
     for s in steps:
         for vid in s.live:

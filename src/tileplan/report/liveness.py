@@ -303,14 +303,14 @@ def heat_columns(tiles: int) -> int:
 
 def tile_view(report: Report) -> TileView | None:
     exact = report.extra.get("exact")
-    if not isinstance(exact, dict) or "tiles" not in exact:
+    if not isinstance(exact, dict) or exact.get("tiles") is None:
         return None
-    tiles, hist = exact["tiles"], exact.get("histogram", {})
+    tiles, hist = exact["tiles"], exact.get("histogram") or {}
     return TileView(
         peak=tuple(tiles["peak"]), peak_step=tuple(tiles["peak_step"]), peak_resident=tuple(tiles["peak_resident"]),
         histogram_first=hist.get("first_bytes", 0), histogram_bin=hist.get("bin_bytes", 1),
-        histogram_counts=tuple(hist.get("counts", ())),
-        top_tiles=tuple((t["tile"], t["bytes"], t["step"]) for t in exact.get("top_tiles", [])),
+        histogram_counts=tuple(hist.get("counts") or ()),
+        top_tiles=tuple((t["tile"], t["bytes"], t["step"]) for t in exact.get("top_tiles") or []),
         columns=heat_columns(len(tiles["peak"])), ratio_exact_to_estimate=exact.get("ratio_exact_to_estimate"))
 
 
@@ -320,7 +320,7 @@ def what_if_rows(report: Report) -> tuple[WhatIfRow, ...] | None:
     wi = report.extra.get("what_if")
     if wi is None:
         return None
-    rows = wi if isinstance(wi, list) else list(wi.get("rows", []))
+    rows = wi if isinstance(wi, list) else list(wi.get("rows") or [])
     if isinstance(wi, dict) and isinstance(wi.get("baseline"), dict):
         rows = [{"knob": "as planned", "value": "", **wi["baseline"]}, *rows]
     return tuple(WhatIfRow(str(r.get("knob", "")), str(r.get("value", "")), bool(r.get("fits")),

@@ -34,7 +34,8 @@ class StepUsage:
     """One step's usage per tile. `standard`/`interleaved` are the planner's estimate
     per region; `total` is what the verdict judges at that step: the worst tile's
     bytes (exact) or the estimate, plus the exchange rows; `tile` is that worst tile
-    (None on the estimate). None where unknown. `over`: `total` exceeds the budget."""
+    (None on the estimate). None where unknown. `over`: `total` exceeds the budget, or
+    the interleaved region (on the worst tile when exact) its own budget."""
 
     index: int
     operation: str
@@ -105,7 +106,8 @@ def program_fields(report: Report) -> tuple[tuple[str, str], ...]:
 
 
 def step_usage(report: Report) -> tuple[StepUsage, ...]:
-    """Usage of every step, judged as the verdict judges it (see `StepUsage`)."""
+    """Usage of every step, judged as the verdict judges it (see `StepUsage`): over
+    when the total passes the budget or the interleaved region its own budget."""
     exchange = exchange_bytes(report) or 0
     exact = report.extra.get("exact")
     rows = exact.get("steps") if isinstance(exact, dict) else None
@@ -113,15 +115,30 @@ def step_usage(report: Report) -> tuple[StepUsage, ...]:
     out = []
     for s in report.steps:
         std, inter = known(s.usage.get("standard")), known(s.usage.get("interleaved"))
+        worst_inter = inter
         if rows is not None and s.index < len(rows):
             row = dict(zip(columns, rows[s.index], strict=True))
             total, tile = row["total"] + exchange, row["worst_tile"]
+            worst_inter = row.get("interleaved", inter)
         else:
             total = None if std is None or inter is None else std + inter + exchange
             tile = None
+        over = ((total is not None and total > report.budget_bytes)
+                or (worst_inter is not None and worst_inter > report.interleaved_budget_bytes))
         out.append(StepUsage(s.index, operation_brief(s.operation), s.source, s.execution_count, std, inter,
-                             total, tile, total is not None and total > report.budget_bytes))
+                             total, tile, over))
     return tuple(out)
+
+
+def over_budget_count(report: Report, usage: tuple[StepUsage, ...]) -> int:
+    """Steps over budget as the report's verdict counts them (`verdict.over_budget`),
+    so `summary` says what `plan` said; counted from `usage` only for a report
+    without a verdict (the reference's)."""
+    verdict = report.extra.get("verdict")
+    if isinstance(verdict, dict) and "over_budget" in verdict:
+        over = verdict["over_budget"]
+        return int(over["steps"]) if isinstance(over, dict) else 0
+    return sum(s.over for s in usage)
 
 
 def peak_operation(report: Report, step: int | None) -> str | None:
@@ -149,7 +166,7 @@ def build_summary(report: Report, top: int = TOP_VALUES) -> Summary:
     usage = step_usage(report)
     return Summary(
         program=program_fields(report), scope=report.scope, fits=report.fits_budget, judged_on=judged_on(report),
-        verdict=verdict_line(report), regions=regions, over_budget_steps=sum(s.over for s in usage),
+        verdict=verdict_line(report), regions=regions, over_budget_steps=over_budget_count(report, usage),
         budget_bytes=report.budget_bytes, interleaved_budget_bytes=report.interleaved_budget_bytes,
         standard_budget_bytes=standard_budget(report), exchange_bytes=exchange_bytes(report),
         peak_step=peak_step, peak_operation=peak_operation(report, peak_step),

@@ -187,7 +187,7 @@ def exchange_bytes(report: Report) -> int | None:
 def judged_on(report: Report) -> str:
     """"exact" when the verdict was judged on the real worst tiles, else "estimate"."""
     verdict = report.extra.get("verdict")
-    return verdict.get("judged_on", "estimate") if isinstance(verdict, dict) else "estimate"
+    return (verdict.get("judged_on") or "estimate") if isinstance(verdict, dict) else "estimate"
 
 
 def region_peaks(report: Report) -> tuple[RegionPeak, ...]:
