@@ -207,6 +207,8 @@ class _Importer:
                 self._unknown(f"{node.domain}.{node.op_type}", node)
                 continue
             if any(i in self.poisoned for i in node.input if i):
+                if node.op_type not in MAPPERS and node.op_type not in FOLDERS:
+                    self._unknown(node.op_type, node)
                 self.poisoned.update(o for o in node.output if o)
                 continue
             try:
