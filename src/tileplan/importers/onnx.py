@@ -37,8 +37,9 @@ import math
 import os
 import re
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -192,7 +193,6 @@ class _Importer:
         self.unknown: dict[str, tuple[int, str]] = {}
         self.poisoned: set[str] = set()
         self.readers: Counter[str] = Counter()
-        self.param_names: dict[str, str] = {}
 
     # Entry ----------------------------------------------------------------------------
 
@@ -388,7 +388,7 @@ class _Importer:
         for o, v in zip(node.output, outs):
             if o and v is not None:
                 self.names[o] = v
-                self.shapes.setdefault(o, self._onnx_shape(v))
+                self.shapes.setdefault(o, self.b.shapes[v])
         for o in node.output[len(outs):]:
             if o and self.readers[o]:
                 raise ModelError(f"output {o!r} of {op} is read, and tileplan maps only its first "
@@ -396,9 +396,6 @@ class _Importer:
 
     def _has_shape(self, name: str) -> bool:
         return name in self.known or name in self.params or name in self.shapes
-
-    def _onnx_shape(self, builder_name: str) -> tuple[int, ...]:
-        return self.b.shapes[builder_name]
 
     def _constant(self, attrs: dict[str, Any]) -> np.ndarray:
         from onnx import numpy_helper
@@ -629,7 +626,7 @@ def _fold_range(imp: _Importer, v: list[Any], attrs: dict[str, Any]) -> list[np.
     start, limit, delta = (np.asarray(x).reshape(()) for x in v)
     if delta == 0:
         raise ModelError("Range with delta 0")
-    _check_size((max(int(math.ceil((float(limit) - float(start)) / float(delta))), 0),))
+    _check_size((max(math.ceil((float(limit) - float(start)) / float(delta)), 0),))
     return [np.arange(start, limit, delta, dtype=start.dtype)]
 
 
@@ -713,9 +710,9 @@ def _map_alias(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
 
 
 def _known_scalar(imp: _Importer, name: str) -> float | int | bool | None:
-    if name in imp.known and name not in imp.from_initializer and imp.known[name].size == 1:
-        return imp.known[name].reshape(-1)[0].item()
-    if name in imp.known and imp.known[name].size == 1 and imp.known[name].ndim <= 1:
+    """The number a known one-element value holds (any rank: callers reshape the
+    result to the broadcast shape), else None."""
+    if name in imp.known and imp.known[name].size == 1:
         return imp.known[name].reshape(-1)[0].item()
     return None
 
