@@ -1127,6 +1127,12 @@ def _map_cumsum(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any]
     return [imp.emit("cumsum", [imp.read(ins[0], module)], {"axis": axis}, module, _fallback(node))]
 
 
+def _map_gather_elements(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+                         module: str | None) -> list[str | None]:
+    data, idx = (imp.read(i, module) for i in ins)
+    return [imp.emit("gather_elements", [data, idx], {"axis": int(attrs.get("axis", 0))}, module, _fallback(node))]
+
+
 def _map_constant_of_shape(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
                            module: str | None) -> list[str | None]:
     from onnx import numpy_helper
@@ -1150,7 +1156,7 @@ MAPPERS: dict[str, Mapper] = {
     "Reshape": _map_reshape, "Flatten": _map_flatten, "Unsqueeze": _map_unsqueeze, "Squeeze": _map_squeeze,
     "Transpose": _map_transpose, "Slice": _map_slice, "Split": _map_split, "Concat": _map_concat,
     "Expand": _map_expand, "Gather": _map_gather, "Pad": _map_pad, "CumSum": _map_cumsum,
-    "ConstantOfShape": _map_constant_of_shape,
+    "GatherElements": _map_gather_elements, "ConstantOfShape": _map_constant_of_shape,
 }
 
 __all__ = ["from_onnx", "place_views_beside_readers"]
