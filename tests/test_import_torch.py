@@ -16,10 +16,12 @@ from transformers import (
 import tileplan
 from tileplan.cli.main import main
 from tileplan.errors import ModelError
+from tileplan.importers.graph import find_repeats
 from tileplan.importers.torch_export import from_torch
 from tileplan.lowering.core import Options
 from tileplan.lowering.policy import policy
 from tileplan.model import siglip
+from tileplan.model.ir import RepeatBlock
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import from_option
 from tileplan.planner.plan import Plan, plan_program
@@ -73,8 +75,9 @@ def test_vit_bert_and_a_grouped_query_decoder_plan_with_their_own_parameters(lla
     p = planned(llama[1])
     kinds = {o.kind for o in p.program.operations()}
     assert "sdpa" in kinds and "bmm" not in kinds
-    assert any(v.name == "layers.0.self_attn.q_proj.weight [AMP copy]" for v in p.values)
-    assert any(v.name.startswith("layers.1.mlp.down_proj.") for v in p.values)
+    names = {v.name for v in p.values}
+    assert "layers.{i}.self_attn.q_proj.weight [AMP copy]" in names  # the two layers: one repeat block
+    assert "layers.1.mlp.down_proj.weight" in names and "layers.{i}.mlp.down_proj.matmul partials" in names
 
 
 def test_weights_of_linear_layers_are_declared_transposed_and_take_the_weight_precision(llama):
@@ -144,3 +147,24 @@ def test_the_python_api_returns_the_report_plan_writes(tmp_path, llama):
     builtin = tileplan.plan(siglip.DEFAULT_MODEL, layers=2)
     assert main(["plan", "--layers", "2", "--no-what-if", "-o", str(tmp_path / "b.json")]) == 0
     assert builtin.to_json() == (tmp_path / "b.json").read_text()
+
+
+def test_repeated_layers_plan_as_one_repeat_block_with_the_peaks_of_the_unrolled_program():
+    cfg = LlamaConfig(use_cache=False, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                      num_key_value_heads=2, intermediate_size=160, vocab_size=1000)
+    graph = from_torch(on_meta(lambda: LlamaModel(cfg)), (ids(16),), "llama3")
+    (run,) = find_repeats(graph)
+    assert (run.prefix, run.count) == ("layers", 3)
+    assert "layers.{i}.self_attn.q_proj.weight" in run.families
+    repeat = graph.to_program(from_option("f8f143:-4"))
+    (block,) = [item for item in repeat.items if isinstance(item, RepeatBlock)]
+    assert block.count == 3 and all("layers.{i}." in op.name for op in block.body)
+    flat = graph.to_program(from_option("f8f143:-4"), repeat=False)
+    assert not any(isinstance(item, RepeatBlock) for item in flat.items)
+    plans = [plan_program(p, IPU21, policy("default"), Options()) for p in (repeat, flat)]
+    for p in plans:
+        assert check_report(from_json_text(to_json_text(build_report(p)))).consistent
+    assert len(plans[0].steps) < len(plans[1].steps) / 2
+    for region in ("total", "standard", "interleaved"):
+        a, b = (p.exact.peak(region)[0] for p in plans)
+        assert abs(a - b) <= 0.01 * b, (region, a, b)

@@ -15,12 +15,13 @@ operators is not materialised) and `prune` (operations whose results nothing rea
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from tileplan.errors import ModelError
-from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, Tensor
+from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, RepeatBlock, Tensor
 from tileplan.model.precision import BF16, F16, F32, Precision
 from tileplan.ops import REGISTRY, infer_shape
 from tileplan.ops.elementwise import BINARY
@@ -67,24 +68,175 @@ class Graph:
     outputs: tuple[str, ...]
 
     def to_program(self, weights: Precision, activations: Precision = F16,
-                   options: Mapping[str, object] | None = None) -> Program:
+                   options: Mapping[str, object] | None = None, repeat: bool = True) -> Program:
         """The program with precisions: parameters read (possibly through views) as a
         matmul's or convolution's weights take `weights`, other floating parameters and
-        every floating activation `activations`; integers I32, booleans Bool."""
+        every floating activation `activations`; integers I32, booleans Bool. With
+        `repeat`, layers that repeat (`find_repeats`) become one repeat block each."""
         weight_params = weight_parameters(self)
         tensors = []
         for origin, t in enumerate(self.tensors):
             precision = weights if t.name in weight_params else _precision(t.dtype, activations)
             tensors.append(Tensor(origin, t.name, t.shape, precision, "input" if t.role == "input" else "parameter"))
-        ops = tuple(Operation(len(self.tensors) + i, i, o.kind, o.name, o.inputs, o.output, o.shape,
-                              _precision(o.dtype, activations), o.attrs, o.module)
-                    for i, o in enumerate(self.ops))
+        runs = find_repeats(self) if repeat else []
+        items: list[Operation | RepeatBlock] = []
+        outputs = list(self.outputs)
+        renamed: dict[str, str] = {}
+        origin, index, at = len(self.tensors), 0, 0
+
+        def operation(o: GraphOp, name: str, output: str, inputs: tuple[str, ...]) -> Operation:
+            nonlocal origin, index
+            op = Operation(origin, index, o.kind, name, inputs, output, o.shape, _precision(o.dtype, activations),
+                           o.attrs, o.module)
+            origin, index = origin + 1, index + 1
+            return op
+
+        for run in [*runs, None]:
+            stop = run.start if run is not None else len(self.ops)
+            for o in self.ops[at:stop]:
+                items.append(operation(o, o.name, o.output, tuple(renamed.get(i, i) for i in o.inputs)))
+            if run is None:
+                break
+            body = tuple(operation(o, run.template(o.name), run.template(o.output),
+                                   tuple(run.body_input(i, renamed) for i in o.inputs))
+                         for o in self.ops[run.start:run.start + run.length])
+            items.append(RepeatBlock(run.count, run.prefix, run.families, body))
+            last = self.ops[run.start + (run.count - 1) * run.length + run.carried]
+            renamed[last.output] = run.template(self.ops[run.start + run.carried].output)
+            at = run.start + run.count * run.length
+        outputs = [renamed.get(o, o) for o in outputs]
         opts: dict[str, object] = {"weights": weights.to_text(), **(options or {})}
-        return Program(self.name, tuple(tensors), ops, self.outputs, opts)
+        return Program(self.name, tuple(tensors), tuple(items), tuple(outputs), opts)
 
     @property
     def parameter_count(self) -> int:
         return sum(math.prod(t.shape) for t in self.tensors if t.role == "parameter")
+
+
+# Repeated layers --------------------------------------------------------------------------
+
+#: the first numeric component of a module path: `model.layers.5.mlp` -> (`model.layers`, 5)
+_LAYER = re.compile(r"^(?P<prefix>(?:[^.]+\.)*?[^.]+)\.(?P<index>\d+)(?=\.|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """`count` layers of `length` operations each from operation `start`: layer i's
+    operations are layer 0's with `{prefix}.0.` read as `{prefix}.{i}.`, reading the
+    parameter `families`, tensors made before the block, and the output of operation
+    `carried` of the layer before (layer 0: the same tensor made before the block)."""
+
+    prefix: str
+    start: int
+    length: int
+    count: int
+    carried: int
+    families: tuple[str, ...]
+
+    def template(self, name: str) -> str:
+        return name.replace(f"{self.prefix}.0.", f"{self.prefix}.{{i}}.", 1) if name.startswith(
+            f"{self.prefix}.0.") or f".{self.prefix}.0." in name else name
+
+    def body_input(self, name: str, renamed: Mapping[str, str]) -> str:
+        out = self.template(name)
+        return out if out != name else renamed.get(name, name)
+
+
+def _layer_of(op: GraphOp) -> tuple[str, int] | None:
+    m = _LAYER.match(op.module or "")
+    return (m.group("prefix"), int(m.group("index"))) if m else None
+
+
+def find_repeats(graph: Graph) -> list[Repeat]:
+    """Runs of layers 0..n-1 (n >= 2) of one module list whose operations are alike: the
+    same operators, attributes, shapes and element types in the same order, inputs
+    made inside the layer at the same positions, parameters differing only by the
+    layer index, one tensor carried from each layer to the next, and nothing else a
+    layer makes read outside it."""
+    ops = graph.ops
+    keys = [_layer_of(o) for o in ops]
+    groups: list[tuple[tuple[str, int] | None, int, int]] = []  # key, start, length
+    for i, key in enumerate(keys):
+        if groups and groups[-1][0] == key:
+            k, start, n = groups[-1]
+            groups[-1] = (k, start, n + 1)
+        else:
+            groups.append((key, i, 1))
+    runs = []
+    g = 0
+    while g < len(groups):
+        key = groups[g][0]
+        if key is None or key[1] != 0:
+            g += 1
+            continue
+        n = 1
+        while (g + n < len(groups) and groups[g + n][0] == (key[0], n) and groups[g + n][2] == groups[g][2]):
+            n += 1
+        run = _check_run(graph, key[0], groups[g][1], groups[g][2], n) if n >= 2 else None
+        if run is not None:
+            runs.append(run)
+            g += run.count
+        else:
+            g += 1
+    return runs
+
+
+def _check_run(graph: Graph, prefix: str, start: int, length: int, count: int) -> Repeat | None:
+    """The longest alike prefix of layers 0..count-1 as a `Repeat`, or None."""
+    ops = graph.ops
+    producer = {o.output: i for i, o in enumerate(ops)}
+    declared = {t.name for t in graph.tensors}
+    readers: dict[str, list[int]] = {}
+    for i, o in enumerate(ops):
+        for name in o.inputs:
+            readers.setdefault(name, []).append(i)
+    carried: int | None = None
+    families: dict[str, None] = {}
+    base = ops[start:start + length]
+    for layer in range(1, count):
+        lo = start + layer * length
+        for j, (a, b) in enumerate(zip(base, ops[lo:lo + length])):
+            if (a.kind, a.attrs, a.shape, a.dtype, len(a.inputs)) != (b.kind, b.attrs, b.shape, b.dtype, len(b.inputs)):
+                return _shorter(graph, prefix, start, length, layer)
+            for x, y in zip(a.inputs, b.inputs):
+                p = producer.get(y)
+                if p is not None and lo <= p < lo + length:  # made in this layer: the same position
+                    if producer.get(x) != p - layer * length:
+                        return _shorter(graph, prefix, start, length, layer)
+                elif p is not None and lo - length <= p < lo:  # carried from the layer before
+                    if carried is None:
+                        carried = p - (lo - length)
+                    first = producer.get(x)
+                    if p - (lo - length) != carried or (first is not None and first >= start):
+                        return _shorter(graph, prefix, start, length, layer)
+                elif y in declared and y != x:  # a parameter of this layer
+                    family = x.replace(f"{prefix}.0.", f"{prefix}.{{i}}.", 1)
+                    if family == x or y != family.replace("{i}", str(layer)):
+                        return _shorter(graph, prefix, start, length, layer)
+                    families[family] = None
+                elif x != y:
+                    return _shorter(graph, prefix, start, length, layer)
+    if carried is None:
+        return None
+    end = start + count * length
+    for i in range(start, end):  # nothing a layer makes is read elsewhere but by the next layer
+        layer = (i - start) // length
+        for r in readers.get(ops[i].output, []):
+            r_layer = (r - start) // length if start <= r < end else None
+            ok = r_layer == layer or (r_layer == layer + 1 and i - start - layer * length == carried) or (
+                r >= end and layer == count - 1 and i - start - layer * length == carried)
+            if not ok:
+                return None
+        if ops[i].output in graph.outputs and not (layer == count - 1 and i - start - layer * length == carried):
+            return None
+    for family in families:
+        if any(family.replace("{i}", str(k)) not in declared for k in range(count)):
+            return None
+    return Repeat(prefix, start, length, count, carried, tuple(families))
+
+
+def _shorter(graph: Graph, prefix: str, start: int, length: int, alike: int) -> Repeat | None:
+    return _check_run(graph, prefix, start, length, alike) if alike >= 2 else None
 
 
 def _precision(dtype: str, activations: Precision) -> Precision:

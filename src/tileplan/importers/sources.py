@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any
 
 from tileplan.errors import InputError, ModelError
 from tileplan.importers.graph import Graph
@@ -33,7 +32,7 @@ def kind_of(model: str) -> str:
     if lower.endswith(".json"):
         doc = read_json(model)
         kind = doc.get("model_type") if isinstance(doc, dict) else None
-        return "siglip-config" if kind in SIGLIP_TYPES else "hf-config"
+        return "siglip-config" if kind in SIGLIP_TYPES or not isinstance(doc, dict) else "hf-config"
     return "builtin"
 
 
@@ -80,7 +79,9 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
         raise InputError("planning a Hugging Face config.json needs the `import` extra: "
                          "pip install 'tileplan[import]'", path) from None
     from tileplan.importers.torch_export import from_torch
-    doc: dict[str, Any] = read_json(path)  # type: ignore[assignment]
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise InputError(f"expected a JSON object (a Hugging Face config.json), found a {type(doc).__name__}", path)
     kind = doc.get("model_type")
     if not isinstance(kind, str):
         raise InputError("no model_type: expected a Hugging Face config.json", path)
@@ -95,8 +96,11 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
         if not hasattr(cfg, "num_hidden_layers"):
             raise InputError("--layers: this configuration has no num_hidden_layers", path)
         cfg.num_hidden_layers = layers
-    elif getattr(cfg, "num_hidden_layers", 0) > 1000:
-        raise InputError(f"num_hidden_layers {cfg.num_hidden_layers} is more than 1000", path)
+    for key in ("num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size", "num_attention_heads"):
+        value = getattr(cfg, key, None)
+        limit = 1000 if key == "num_hidden_layers" else 1 << 24
+        if isinstance(value, int) and not 0 < value <= limit:
+            raise InputError(f"{key} must be in [1, {limit}], found {value}", path)
     try:
         with torch.device("meta"):
             model = AutoModel.from_config(cfg)
