@@ -20,6 +20,7 @@ from tileplan.lowering.core import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
 from tileplan.model import siglip
 from tileplan.model.machine import PRESETS
+from tileplan.planner.pipeline import MAX_IPUS, Pipeline
 from tileplan.planner.request import PlanRequest
 from tileplan.planner.sweep import KNOBS, expand, run_sweep
 from tileplan.planner.whatif import what_if, what_if_json
@@ -40,6 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, help="batch size of an imported model's inputs (default 1)")
     p.add_argument("--sequence-length", type=int, help="sequence length of a text model's inputs (default 128)")
     p.add_argument("--image-size", type=int, help="image size of a vision model built from a config.json")
+    p.add_argument("--ipus", help="plan a pipeline over N IPUs (inference), layers split evenly, or 'auto': the "
+                                  "fewest IPUs that fit, split for the most margin")
+    p.add_argument("--layers-per-ipu", metavar="N,N,...",
+                   help="the layers on each IPU, as optimum-graphcore's layers_per_ipu (-1: share the rest)")
     p.add_argument("--weights", default="f8f143:-4",
                    help="weight precision: f16, f32, bf16, f8f143:SCALE or f8f152:SCALE (default f8f143:-4)")
     p.add_argument("--no-map-head", action="store_true", help="leave out the MAP head")
@@ -64,7 +69,8 @@ def request_from(args: argparse.Namespace) -> PlanRequest:
                        unroll=args.unroll, policy=args.policy, machine=args.machine,
                        attention_products=args.attention_products,
                        gemm_output_packing=args.gemm_output_packing, batch=args.batch,
-                       sequence_length=args.sequence_length, image_size=args.image_size)
+                       sequence_length=args.sequence_length, image_size=args.image_size, ipus=args.ipus,
+                       layers_per_ipu=args.layers_per_ipu)
 
 
 def _output(args: argparse.Namespace, request: PlanRequest, suffix: str) -> Path:
@@ -79,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     request = request_from(args)
     if args.sweep:
         return run_sweep_command(args, request)
+    if request.pipelined:
+        return run_pipeline_command(args, request)
     output = _output(args, request, ".json")
     progress = Progress()
     progress.update(f"planning {request.command()}")
@@ -95,6 +103,53 @@ def run(args: argparse.Namespace) -> int:
     for line in verdict_lines(report):
         print(line)
     return args.decided
+
+
+def stage_path(output: Path, ipu: int) -> Path:
+    """`out/m.json` -> `out/m.ipu0.json`: one report per IPU."""
+    stem = output.name[:-5] if output.name.lower().endswith(".json") else output.name
+    return output.with_name(f"{stem}.ipu{ipu}.json")
+
+
+def run_pipeline_command(args: argparse.Namespace, request: PlanRequest) -> int:
+    """Plan over several IPUs: one report per IPU (`MODEL.ipuK.json`, each a whole
+    report `tileplan check` re-derives) and the IPUConfig fragment
+    (`MODEL.ipu_config.json`) optimum-graphcore loads."""
+    output = _output(args, request, ".json")
+    fragment = output.with_name((output.name[:-5] if output.name.endswith(".json") else output.name)
+                                + ".ipu_config.json")
+    progress = Progress()
+    progress.update(f"planning {request.command()}")
+    pipeline = request.pipeline()
+    progress.done()
+    if pipeline is None:
+        print(f"no split over up to {MAX_IPUS} IPUs fits ({request.command()})")
+        args.decided = EXIT_OVER_BUDGET if args.fail_over_budget else 0
+        return args.decided
+    paths = [stage_path(output, k) for k in range(len(pipeline.plans))]
+    for path in (*paths, fragment):
+        check_target(path, args.force)
+    reports = [build_report(p) for p in pipeline.plans]
+    for path, report in zip(paths, reports):
+        write_atomic(path, to_json_text(report))
+    write_atomic(fragment, json.dumps(ipu_config(pipeline), indent=2, sort_keys=True) + "\n")
+    counts = list(pipeline.layers_per_ipu)
+    verdict = "fits" if pipeline.fits else "does not fit"
+    print(f"{len(counts)} IPUs, layers_per_ipu {counts}: {verdict} (inference pipeline; {request.command()})")
+    if len(counts) & (len(counts) - 1):
+        print(f"  PopTorch rounds a replica up to {1 << (len(counts) - 1).bit_length()} IPUs (autoRoundNumIPUs)")
+    print(f"wrote {', '.join(map(str, paths))} and {fragment}")
+    for k, (path, report) in enumerate(zip(paths, reports)):
+        lines = verdict_lines(report)
+        print(f"IPU {k} (layers {report.extra['pipeline']['layers'][0]}-{report.extra['pipeline']['layers'][1] - 1}"
+              f"): {lines[0]}" if counts[k] else f"IPU {k} (no layers): {lines[0]}")
+    args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not pipeline.fits else 0
+    return args.decided
+
+
+def ipu_config(pipeline: Pipeline) -> dict:
+    """The IPUConfig fields of the split, as optimum-graphcore names them."""
+    return {"ipus_per_replica": len(pipeline.layers_per_ipu), "layers_per_ipu": list(pipeline.layers_per_ipu)}
 
 
 def run_sweep_command(args: argparse.Namespace, base: PlanRequest) -> int:

@@ -100,9 +100,12 @@ class Graph:
             body = tuple(operation(o, run.template(o.name), run.template(o.output),
                                    tuple(run.body_input(i, renamed) for i in o.inputs))
                          for o in self.ops[run.start:run.start + run.length])
-            items.append(RepeatBlock(run.count, run.prefix, run.families, body))
             last = self.ops[run.start + (run.count - 1) * run.length + run.carried]
-            renamed[last.output] = run.template(self.ops[run.start + run.carried].output)
+            carried_out = run.template(self.ops[run.start + run.carried].output)
+            carried_in = renamed.get(run.carried_in, run.carried_in)
+            items.append(RepeatBlock(run.count, run.prefix, run.families, body, carried_in=carried_in,
+                                     carried_out=carried_out))
+            renamed[last.output] = carried_out
             at = run.start + run.count * run.length
         outputs = [renamed.get(o, o) for o in outputs]
         opts: dict[str, object] = {"weights": weights.to_text(), **(options or {})}
@@ -131,6 +134,7 @@ class Repeat:
     length: int
     count: int
     carried: int
+    carried_in: str
     families: tuple[str, ...]
 
     def template(self, name: str) -> str:
@@ -191,6 +195,7 @@ def _check_run(graph: Graph, prefix: str, start: int, length: int, count: int) -
         for name in o.inputs:
             readers.setdefault(name, []).append(i)
     carried: int | None = None
+    carried_in: str | None = None
     families: dict[str, None] = {}
     base = ops[start:start + length]
     for layer in range(1, count):
@@ -205,7 +210,7 @@ def _check_run(graph: Graph, prefix: str, start: int, length: int, count: int) -
                         return _shorter(graph, prefix, start, length, layer)
                 elif p is not None and lo - length <= p < lo:  # carried from the layer before
                     if carried is None:
-                        carried = p - (lo - length)
+                        carried, carried_in = p - (lo - length), x
                     first = producer.get(x)
                     if p - (lo - length) != carried or (first is not None and first >= start):
                         return _shorter(graph, prefix, start, length, layer)
@@ -216,7 +221,7 @@ def _check_run(graph: Graph, prefix: str, start: int, length: int, count: int) -
                     families[family] = None
                 elif x != y:
                     return _shorter(graph, prefix, start, length, layer)
-    if carried is None:
+    if carried is None or carried_in is None:
         return None
     end = start + count * length
     for i in range(start, end):  # nothing a layer makes is read elsewhere but by the next layer
@@ -232,7 +237,7 @@ def _check_run(graph: Graph, prefix: str, start: int, length: int, count: int) -
     for family in families:
         if any(family.replace("{i}", str(k)) not in declared for k in range(count)):
             return None
-    return Repeat(prefix, start, length, count, carried, tuple(families))
+    return Repeat(prefix, start, length, count, carried, carried_in, tuple(families))
 
 
 def _shorter(graph: Graph, prefix: str, start: int, length: int, alike: int) -> Repeat | None:

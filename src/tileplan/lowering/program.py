@@ -56,8 +56,8 @@ def _schedule(program: Program) -> list[tuple[Operation, int, RepeatBlock | None
 
 def _members(name: str, block: RepeatBlock | None, declared: set[str]) -> tuple[str, ...]:
     """The tensors a name stands for: a family's members inside a block, else itself."""
-    if block is not None and "{i}" in name and family_member(name, 0) in declared:
-        return tuple(family_member(name, i) for i in range(block.count))
+    if block is not None and "{i}" in name and family_member(name, block.first) in declared:
+        return block.members(name)
     return (name,)
 
 

@@ -89,16 +89,29 @@ class Operation:
 @dataclass(frozen=True, slots=True)
 class RepeatBlock:
     """`body` runs `count` times; `families` are the parameter families it reads,
-    each with its `count` members (in order of iteration)."""
+    iteration i reading member `first + i` (a pipeline stage runs layers
+    [first, first + count) of a model). `carried_in` is the tensor made before the
+    block that the first iteration reads where later ones read the iteration before's
+    `carried_out` (the residual stream); after the block, `carried_out` names the last
+    iteration's value."""
 
     count: int
     name: str
     families: tuple[str, ...]
     body: tuple[Operation, ...]
+    first: int = 0
+    carried_in: str | None = None
+    carried_out: str | None = None
 
     def __post_init__(self) -> None:
         if self.count < 1:
             raise ModelError(f"repeat count must be >= 1, found {self.count}", self.name)
+        if self.first < 0:
+            raise ModelError(f"first iteration must be >= 0, found {self.first}", self.name)
+
+    def members(self, name: str) -> tuple[str, ...]:
+        """The tensors a family name stands for, one per iteration."""
+        return tuple(family_member(name, self.first + i) for i in range(self.count))
 
 
 @dataclass(frozen=True, slots=True)

@@ -189,7 +189,8 @@ def build_vit(cfg: ViTConfig, weights: Precision, unroll: bool = False) -> Progr
     else:
         body: list[Operation] = []
         out = _encoder_layer(b, cfg, family, x, body)
-        b.items.append(RepeatBlock(cfg.layers, "vit.encoder", tuple(f"{family}.{s}" for s in families), tuple(body)))
+        b.items.append(RepeatBlock(cfg.layers, "vit.encoder", tuple(f"{family}.{s}" for s in families), tuple(body),
+                                   carried_in=x, carried_out=out))
         x = out  # the block's loop-carried value; after the block it holds the last layer's output
 
     scale = b.declare("vit.encoder.final_norm.scale", (1, 1, D))

@@ -21,15 +21,15 @@ def check_program(program: Program) -> None:
     for item in program.items:
         if isinstance(item, RepeatBlock):
             for family in item.families:
-                for i in range(item.count):
-                    if family_member(family, i) not in shapes:
-                        raise ModelError(f"repeat block {item.name}: family member {family_member(family, i)} "
-                                         "is not declared")
+                for member in item.members(family):
+                    if member not in shapes:
+                        raise ModelError(f"repeat block {item.name}: family member {member} is not declared")
             iterations = range(item.count)
             body = item.body
         else:
             iterations = range(1)
             body = (item,)
+        offset = item.first if isinstance(item, RepeatBlock) else 0
         for op in body:
             if op.index != index:
                 raise ModelError(f"operations must be numbered in order: expected {index}, found {op.index}",
@@ -38,7 +38,7 @@ def check_program(program: Program) -> None:
             for i in iterations:
                 ins = []
                 for name in op.inputs:
-                    member = family_member(name, i)
+                    member = family_member(name, i + offset) if isinstance(item, RepeatBlock) else name
                     if member not in shapes:
                         raise ModelError(f"input {member} is not defined before operation {op.index}", op.name)
                     ins.append(shapes[member])
@@ -46,7 +46,8 @@ def check_program(program: Program) -> None:
                 if expected != op.output_shape:
                     raise ModelError(f"{op.kind} of {' and '.join(map(str, map(list, ins)))} gives "
                                      f"{list(expected)}, declared {list(op.output_shape)}", op.name)
-                shapes[family_member(op.output, i)] = op.output_shape
+                shapes[family_member(op.output, i + offset) if isinstance(item, RepeatBlock) else op.output] = \
+                    op.output_shape
                 if isinstance(item, RepeatBlock):
                     shapes[op.output] = op.output_shape
     for out in program.outputs:

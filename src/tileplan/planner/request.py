@@ -7,6 +7,7 @@ figure in a report can be re-derived by running that command.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from tileplan.errors import InputError
@@ -17,6 +18,8 @@ from tileplan.model import siglip
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
 from tileplan.model.precision import from_option
+from tileplan.model.stages import layer_count
+from tileplan.planner.pipeline import MAX_IPUS, Pipeline, expand_layers_per_ipu, fewest_ipus, plan_pipeline
 from tileplan.planner.plan import Plan, plan_program
 
 
@@ -41,6 +44,10 @@ class PlanRequest:
     batch: int | None = None
     sequence_length: int | None = None
     image_size: int | None = None
+    #: several IPUs: a count, "auto" (the fewest that fit), with `layers_per_ipu`
+    #: optimum-graphcore's list ("3,7,7,7", -1 wildcards)
+    ipus: str | None = None
+    layers_per_ipu: str | None = None
 
     def __post_init__(self) -> None:
         if self.layers is not None and not 1 <= self.layers <= MAX_LAYERS:
@@ -49,6 +56,11 @@ class PlanRequest:
             value = getattr(self, key)
             if value is not None and not 1 <= value <= 1 << 20:
                 raise InputError(f"--{key.replace('_', '-')} must be in [1, 2^20], found {value}")
+        if self.ipus is not None and self.ipus != "auto" and not (self.ipus.isdigit() and
+                                                                 1 <= int(self.ipus) <= MAX_IPUS):
+            raise InputError(f"--ipus must be a count in [1, {MAX_IPUS}] or auto, found {self.ipus!r}")
+        if self.layers_per_ipu is not None:
+            self.split_spec()
         choices = {"attention_products": [c.value.lower() for c in AttentionProducts],
                    "gemm_output_packing": [c.value.lower() for c in GemmOutputPacking]}
         for key, allowed in choices.items():
@@ -98,6 +110,30 @@ class PlanRequest:
     def plan(self) -> Plan:
         return plan_program(self.program(), machine(self.machine), policy(self.policy), self.options)
 
+    @property
+    def pipelined(self) -> bool:
+        return self.ipus is not None or self.layers_per_ipu is not None
+
+    def split_spec(self) -> list[int]:
+        try:
+            return [int(x) for x in (self.layers_per_ipu or "").split(",")]
+        except ValueError:
+            raise InputError(f"--layers-per-ipu {self.layers_per_ipu!r}: expected integers separated by commas, "
+                             "e.g. 3,7,7,7 or -1,-1") from None
+
+    def pipeline(self) -> Pipeline | None:
+        """The plans over several IPUs: as `layers_per_ipu` says, split evenly over
+        `ipus`, or (`ipus` auto) the fewest IPUs that fit; None when auto finds none."""
+        program = self.program()
+        run = functools.partial(plan_program, machine=machine(self.machine), policy=policy(self.policy),
+                                options=self.options)
+        if self.ipus == "auto" and self.layers_per_ipu is None:
+            return fewest_ipus(program, run)
+        ipus = None if self.ipus in (None, "auto") else int(self.ipus)
+        spec = self.split_spec() if self.layers_per_ipu is not None else [-1]
+        counts = expand_layers_per_ipu(spec, layer_count(program), ipus or len(spec))
+        return plan_pipeline(program, counts, run)
+
     def with_(self, **changes: object) -> "PlanRequest":
         return replace(self, **changes)  # type: ignore[arg-type]
 
@@ -109,7 +145,7 @@ class PlanRequest:
         elif self.layers is not None:
             parts.append(f"--layers {self.layers}")
         parts.append(f"--weights {self.weights}")
-        for key in ("batch", "sequence_length", "image_size"):
+        for key in ("batch", "sequence_length", "image_size", "ipus", "layers_per_ipu"):
             if getattr(self, key) is not None:
                 parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
         if not self.map_head:

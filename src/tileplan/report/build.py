@@ -22,7 +22,7 @@ def build_report(plan: Plan) -> Report:
     extra: dict[str, Any] = {
         "program": {
             "name": plan.program.name, "machine": m.name, "policy": plan.policy,
-            **{k: plan.program.options[k] for k in sorted(plan.program.options)},
+            **{k: plan.program.options[k] for k in sorted(plan.program.options) if k != "pipeline"},
         },
         "operations": [
             {"index": o.index, "origin": o.origin, "name": o.name, "kind": o.kind,
@@ -30,6 +30,8 @@ def build_report(plan: Plan) -> Report:
             for o in plan.operations if o.index in spans
         ],
     }
+    if "pipeline" in plan.program.options:  # one stage of a pipeline over several IPUs
+        extra["pipeline"] = plan.program.options["pipeline"]
     exchange = plan.exchange_bytes
     extra["verdict"] = verdict_json(plan.steps, p, plan.verdict, m.budget_bytes, m.interleaved_budget_bytes, exchange,
                                     plan.exact)

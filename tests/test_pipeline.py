@@ -1,0 +1,96 @@
+"""Several IPUs: a pipeline of contiguous layer ranges, one plan and one report per IPU."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tileplan.cli.main import main
+from tileplan.errors import InputError
+from tileplan.lowering.core import Options
+from tileplan.lowering.policy import policy
+from tileplan.model import siglip
+from tileplan.model.machine import IPU21
+from tileplan.model.precision import from_option
+from tileplan.model.stages import split_program
+from tileplan.planner.pipeline import expand_layers_per_ipu, fewest_ipus, margin, plan_pipeline
+from tileplan.planner.plan import plan_program
+from tileplan.report.build import build_report
+from tileplan.report.check import check_report
+from tileplan.report.format import from_json_text, to_json_text
+
+
+def run(program):
+    return plan_program(program, IPU21, policy("default"), Options())
+
+
+@pytest.mark.parametrize("spec,layers,ipus,expected", [
+    ([-1], 9, 2, (4, 5)),  # evenly, the remainder on the last wildcard IPU (optimum-graphcore)
+    ([-1, -1], 27, None, (13, 14)),
+    ([3, -1, -1, -1], 24, None, (3, 7, 7, 7)),  # BERT-Large's published split
+    ([1, 2, -1, -1], 10, None, (1, 2, 3, 4)),
+    ([3, 7, 7, 7], 24, 4, (3, 7, 7, 7)),
+])
+def test_layers_per_ipu_follows_optimum_graphcore(spec, layers, ipus, expected):
+    assert expand_layers_per_ipu(spec, layers, ipus) == expected
+
+
+@pytest.mark.parametrize("spec,layers,ipus,message", [
+    ([3, 7], 24, None, "places 10 layers; the model has 24"),
+    ([20, -1], 12, None, "places 20 layers before its wildcards"),
+    ([-2], 12, None, "expected counts >= 0 or -1"),
+    ([-1, -1], 12, 3, "lists 2 IPUs, --ipus says 3"),
+])
+def test_bad_splits_are_one_line_errors(spec, layers, ipus, message):
+    with pytest.raises(InputError, match=message):
+        expand_layers_per_ipu(spec, layers, ipus)
+
+
+def test_stages_hold_their_own_layers_and_receive_the_residual_stream():
+    program = siglip.build_vit(siglip.config(siglip.DEFAULT_MODEL, layers=6), from_option("f16"))
+    stages = split_program(program, (2, 3, 1))
+    params = [{t.name for t in s.tensors if t.role == "parameter"} for s in stages]
+    assert set.union(*params) == {t.name for t in program.tensors if t.role == "parameter"}
+    assert not (params[0] & params[1]) and not (params[1] & params[2])
+    assert "vit.embedding.weight" in params[0] and "vit.map.mlp.up.weight" in params[2]
+    assert {n for n in params[1] if ".layer" in n and "qkv.weight" in n} == {
+        f"vit.encoder.layer{i}.attention.qkv.weight" for i in (2, 3, 4)}
+    received = [[t.name for t in s.tensors if t.role == "input"] for s in stages]
+    assert received == [["vit.image.patches"], ["vit.encoder.layer1.mlp.residual.out [received]"],
+                        ["vit.encoder.layer4.mlp.residual.out [received]"]]
+    assert [s.outputs for s in stages[:2]] == [("vit.encoder.layer{i}.mlp.residual.out",)] * 2  # the send buffers
+    assert [s.options["pipeline"]["layers"] for s in stages] == [[0, 2], [2, 5], [5, 6]]
+
+
+def test_so400m_with_f16_weights_needs_two_ipus_and_each_report_checks():
+    program = siglip.build_vit(siglip.config(siglip.DEFAULT_MODEL), from_option("f16"))
+    assert not run(program).verdict.fits
+    pipeline = fewest_ipus(program, run)
+    assert pipeline is not None and len(pipeline.plans) == 2 and pipeline.fits
+    assert sum(pipeline.layers_per_ipu) == 27
+    margins = [margin(p) for p in pipeline.plans]
+    for other in ((13, 14), (15, 12)):  # the chosen split keeps the most margin on its tightest IPU
+        alternative = plan_pipeline(program, other, run)
+        assert min(margin(p) for p in alternative.plans) <= min(margins)
+    for p in pipeline.plans:
+        assert check_report(from_json_text(to_json_text(build_report(p)))).consistent
+
+
+def test_the_command_line_writes_a_report_per_ipu_and_the_ipu_config(tmp_path, capsys):
+    out = tmp_path / "so.json"
+    assert main(["plan", "--weights", "f16", "--layers-per-ipu", "3,-1,-1", "--no-what-if", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "3 IPUs, layers_per_ipu [3, 12, 12]: fits" in text and "rounds a replica up to 4 IPUs" in text
+    config = json.loads((tmp_path / "so.ipu_config.json").read_text())
+    assert config == {"ipus_per_replica": 3, "layers_per_ipu": [3, 12, 12]}  # optimum-graphcore IPUConfig fields
+    for k in range(3):
+        report = json.loads((tmp_path / f"so.ipu{k}.json").read_text())
+        assert report["pipeline"] == {"ipu": k, "ipus": 3, "layers_per_ipu": [3, 12, 12],
+                                      "layers": [[0, 3], [3, 15], [15, 27]][k]}
+    assert main(["check", str(tmp_path / "so.ipu1.json")]) == 0
+    assert main(["plan", "--weights", "f16", "--ipus", "auto", "--no-what-if", "-o", str(tmp_path / "a.json"),
+                 "--fail-over-budget"]) == 0
+    assert "2 IPUs, layers_per_ipu [14, 13]: fits" in capsys.readouterr().out
+    assert main(["plan", "--ipus", "two", "-o", str(tmp_path / "bad.json")]) == 2
+    assert "--ipus must be a count" in capsys.readouterr().err
