@@ -13,13 +13,16 @@ branch-and-bound over canonical placements, after MiniMalloc (Moffitt, ASPLOS 20
 - Hatless pruning: once a buffer that no unplaced buffer overlaps has failed, its
   siblings will too.
 - Preorders (width-area-total, total-area-width, total-width-area) take turns under a
-  node budget that doubles each round, as MiniMalloc's round robin does; node counts,
-  not clocks, decide what is tried, so a search that ends inside its time limit returns
-  the same offsets on any machine.
+  node budget that doubles each round, as MiniMalloc's round robin does; each round
+  then makes RESTARTS short dives with the width order shuffled by seeded noise (on
+  the challenging instances, many short dives find placements a long one misses).
+  Node counts and seeds, not clocks, decide what is tried, so a search that ends
+  inside its time limit returns the same offsets on any machine.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from dataclasses import dataclass
@@ -29,6 +32,8 @@ import numpy as np
 from tileplan.placement.problem import VALUE_LIMIT, Columns, align_up
 
 PREORDERS = ("WAT", "TAW", "TWA")
+RESTARTS = 8  # seeded shuffles of the width order tried each round after the preorders
+RESTART_NODES = 1000  # each shuffle's node budget: many short dives, not one long one
 MAX_BUFFERS = 3000  # above this, the dense overlap matrix and O(n) nodes cost too much
 MAX_PAIRS = 4_000_000  # buffer-section incidences kept for the inference
 
@@ -70,22 +75,32 @@ def search(cols: Columns, capacity: int, deadline: float, node_limit: int | None
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 4 * len(cols) + 1000))
     try:
-        while True:
+        for round_ in itertools.count():
             budget *= 2
-            for preorder in PREORDERS:
-                allowed = budget if node_limit is None else min(budget, node_limit - spent)
+            tries = [(state.ranks[p], budget) for p in PREORDERS]
+            tries += [(state.shuffled_rank(round_ * RESTARTS + k), min(budget, RESTART_NODES)) for k in range(RESTARTS)]
+            for rank, nodes in tries:
+                allowed = nodes if node_limit is None else min(nodes, node_limit - spent)
                 if allowed <= 0:
                     return SearchOutcome(capacity, None, False, spent)
-                found, exhausted, nodes = state.run(preorder, allowed, deadline)
-                spent += nodes
+                found, exhausted, used = state.run(rank, allowed, deadline)
+                spent += used
                 if found is not None:
                     return SearchOutcome(capacity, found, False, spent)
                 if exhausted:
                     return SearchOutcome(capacity, None, True, spent)
                 if time.perf_counter() > deadline:
                     return SearchOutcome(capacity, None, False, spent)
+        raise AssertionError("unreachable")
     finally:
         sys.setrecursionlimit(old_limit)
+
+
+def _rank(order: np.ndarray) -> np.ndarray:
+    """The position of each buffer in `order`."""
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank
 
 
 class _State:
@@ -120,75 +135,102 @@ class _State:
         self.sec_first = np.searchsorted(live_secs, first)
         self.sec_last = np.searchsorted(live_secs, last)
         self.sec_total_all = np.add.reduceat(cols.size[self.pair_buf], self.group_starts)
+        self.group_starts = np.append(self.group_starts, self.pairs)  # the end of the last group
+        # cuts_all[i]: buffers living in both live sections i and i + 1
+        delta = np.zeros(len(live_secs) + 1, dtype=np.int64)
+        np.add.at(delta, self.sec_first, 1)
+        np.add.at(delta, np.maximum(self.sec_last - 1, self.sec_first), -1)
+        self.cuts_all = np.cumsum(delta)[:max(len(live_secs) - 1, 0)]
         overlap = (cols.lower[:, None] < cols.upper[None, :]) & (cols.upper[:, None] > cols.lower[None, :])
         np.fill_diagonal(overlap, False)
         self.overlaps = [np.flatnonzero(row) for row in overlap]
         # the largest section total each buffer lives through (pairs are grouped by buffer)
         peak = np.maximum.reduceat(self.sec_total_all[np.searchsorted(live_secs, pair_sec)],
                                    np.cumsum(spans) - spans)
-        width = cols.upper - cols.lower
-        area = cols.size.astype(np.float64) * width
-        keys = {"W": -width.astype(np.float64), "A": -area, "T": -peak.astype(np.float64)}
-        self.ranks: dict[str, np.ndarray] = {}
-        for preorder in PREORDERS:
-            order = np.lexsort((np.arange(n),) + tuple(keys[c] for c in reversed(preorder)))
-            rank = np.empty(n, dtype=np.int64)
-            rank[order] = np.arange(n)
-            self.ranks[preorder] = rank
+        self.width = (cols.upper - cols.lower).astype(np.float64)
+        self.area = cols.size.astype(np.float64) * self.width
+        keys = {"W": -self.width, "A": -self.area, "T": -peak.astype(np.float64)}
+        self.ranks = {preorder: _rank(np.lexsort((np.arange(n),) + tuple(keys[c] for c in reversed(preorder))))
+                      for preorder in PREORDERS}
 
-    def run(self, preorder: str, budget: int, deadline: float) -> tuple[tuple[int, ...] | None, bool, int]:
-        """One depth-first search with one preorder: (offsets or None, exhausted, nodes)."""
+    def shuffled_rank(self, seed: int) -> np.ndarray:
+        """A preorder by width scaled by log-normal noise (sigma 0.3), then area."""
+        noise = np.random.default_rng(seed).normal(0.0, 0.3, len(self.width))
+        return _rank(np.lexsort((np.arange(len(self.width)), -self.area, -self.width * np.exp(noise))))
+
+    def run(self, rank: np.ndarray, budget: int, deadline: float) -> tuple[tuple[int, ...] | None, bool, int]:
+        """One depth-first search with one preorder (rank by buffer): (offsets or None,
+        exhausted, nodes)."""
         n = len(self.size)
-        self.rank = self.ranks[preorder]
+        self.rank = rank
         self.placed = np.zeros(n, dtype=bool)
         self.min_offset = self.start_offsets.copy()
-        # the unplaced total per live section, with a 0 pad at the end for range ends
-        self.total_padded = np.append(self.sec_total_all, 0)
-        self.total = self.total_padded[:-1]
+        self.total = self.sec_total_all.copy()  # the unplaced total per live section
+        self.cuts = self.cuts_all.copy()
         self.solution = np.zeros(n, dtype=np.int64)
         self.nodes = 0
         self.budget = budget
         self.deadline = deadline
-        if (self.min_offset + self.size > self.ceiling).any() or not self._sections_hold(0):
+        if (self.min_offset + self.size > self.ceiling).any():
             return None, True, 0
         try:
-            found = self._node(-1, -1)
+            found = self._split(np.arange(n), 0, len(self.total), np.flatnonzero(self.cuts == 0))
         except _Stop:
             return None, False, self.nodes
         if found:
             return tuple(int(v) for v in self.solution), False, self.nodes
         return None, True, self.nodes
 
-    def _sections_hold(self, offset: int) -> bool:
-        """Cross-section inference: each section's unplaced buffers, stacked above
-        max(offset, the lowest of their minimum offsets), stay under the capacity."""
-        lows = np.where(self.placed[self.pair_buf], VALUE_LIMIT, self.min_offset[self.pair_buf])
-        base = np.maximum(np.minimum.reduceat(lows, self.group_starts), offset)
-        return not ((base + self.total > self.capacity) & (self.total > 0)).any()
+    def _split(self, scope: np.ndarray, lo: int, hi: int, cuts: np.ndarray) -> bool:
+        """Dynamic decomposition: the unplaced buffers of sections [lo, hi) fall apart
+        at the boundaries `cuts` (after live section c, with no unplaced buffer across);
+        each part is searched on its own, and all must succeed."""
+        bounds = [lo] + [int(c) + 1 for c in cuts if lo <= c < hi - 1] + [hi]
+        unplaced = scope[~self.placed[scope]]
+        firsts = self.sec_first[unplaced]
+        for a, z in itertools.pairwise(bounds):
+            part = unplaced[(firsts >= a) & (firsts < z)]
+            if len(part) and not (self._sections_hold(a, z, 0) and self._node(part, a, z, -1, -1)):
+                return False
+        return True
 
-    def _stack_fits(self, candidates: np.ndarray) -> np.ndarray:
+    def _sections_hold(self, lo: int, hi: int, offset: int) -> bool:
+        """Cross-section inference over sections [lo, hi): each one's unplaced buffers,
+        stacked above max(offset, the lowest of their minimum offsets), stay under the
+        capacity."""
+        a, z = self.group_starts[lo], self.group_starts[hi]
+        pair_buf = self.pair_buf[a:z]
+        lows = np.where(self.placed[pair_buf], VALUE_LIMIT, self.min_offset[pair_buf])
+        base = np.maximum(np.minimum.reduceat(lows, self.group_starts[lo:hi] - a), offset)
+        total = self.total[lo:hi]
+        return not ((base + total > self.capacity) & (total > 0)).any()
+
+    def _stack_fits(self, candidates: np.ndarray, lo: int, hi: int) -> np.ndarray:
         """For each candidate, whether placing it keeps every section's unplaced
         total, stacked on the candidate's offset, under the capacity: the part of the
-        cross-section inference that all candidates can share, done for all at once.
+        cross-section inference that all candidates share, done for all at once.
 
         The largest total outside a candidate's sections comes from prefix and suffix
         maxima; inside them its own size leaves the total, so the range maximum there
         (one reduceat over the interleaved [first, last) bounds) counts less its size.
         """
-        total = self.total_padded
-        first, last = self.sec_first[candidates], self.sec_last[candidates]
-        before = np.maximum.accumulate(total)  # before[i]: max of total[:i+1]; total[-1] is a 0 pad
+        total = np.append(self.total[lo:hi], 0)  # a 0 pad for ranges that end at hi
+        first, last = self.sec_first[candidates] - lo, self.sec_last[candidates] - lo
+        before = np.maximum.accumulate(total)  # before[i]: max of total[:i+1]
         after = np.maximum.accumulate(total[::-1])[::-1]
         outside = np.maximum(np.where(first > 0, before[first - 1], 0), after[last])
         inside = np.maximum.reduceat(total, np.stack([first, last], axis=1).ravel())[::2]
         worst = np.maximum(outside, inside - self.size[candidates])
-        return self.min_offset[candidates] + worst <= self.capacity
+        fits: np.ndarray = self.min_offset[candidates] + worst <= self.capacity
+        return fits
 
-    def _node(self, last_offset: int, last_rank: int) -> bool:
+    def _node(self, scope: np.ndarray, lo: int, hi: int, last_offset: int, last_rank: int) -> bool:
+        """Place the next buffer of `scope` (which lives in sections [lo, hi)) in canonical
+        order, then the rest; True when all are placed (their offsets in `solution`)."""
         self.nodes += 1
         if self.nodes > self.budget or (self.nodes & 127 == 0 and time.perf_counter() > self.deadline):
             raise _Stop
-        unplaced = np.flatnonzero(~self.placed)
+        unplaced = scope[~self.placed[scope]]
         if len(unplaced) == 0:
             return True
         mins = self.min_offset[unplaced]
@@ -196,8 +238,8 @@ class _State:
         lowest_top = (mins + self.size[unplaced]).min()
         ok = (mins < lowest_top) & ((mins > last_offset) | ((mins == last_offset) & (ranks > last_rank)))
         candidates = unplaced[ok]
+        candidates = candidates[self._stack_fits(candidates, lo, hi)]
         if len(candidates) > 1:
-            candidates = candidates[self._stack_fits(candidates)]
             candidates = candidates[np.lexsort((self.rank[candidates], self.min_offset[candidates]))]
         for b in candidates.tolist():
             offset = int(self.min_offset[b])
@@ -212,8 +254,18 @@ class _State:
             self.min_offset[near] = after
             first, last = self.sec_first[b], self.sec_last[b]
             self.total[first:last] -= self.size[b]
-            found = (not (after + self.size[near] > self.ceiling[near]).any() and self._sections_hold(offset)
-                     and self._node(offset, int(self.rank[b])))
+            self.cuts[first:last - 1] -= 1
+            # sections whose lowest minimum offset may have risen: those of the raised buffers
+            # (their lifetimes meet b's, so they form one run); the rest passed _stack_fits
+            raised = near[after > before]
+            found = not (after + self.size[near] > self.ceiling[near]).any() and (
+                len(raised) == 0 or self._sections_hold(max(lo, int(self.sec_first[raised].min())),
+                                                        min(hi, int(self.sec_last[raised].max())), offset))
+            if found:
+                opened = np.flatnonzero(self.cuts[first:last - 1] == 0) + first
+                found = (self._split(unplaced, lo, hi, opened) if len(opened)
+                         else self._node(unplaced, lo, hi, offset, int(self.rank[b])))
+            self.cuts[first:last - 1] += 1
             self.total[first:last] += self.size[b]
             self.min_offset[near] = before
             self.placed[b] = False
