@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from tileplan.placement.problem import VALUE_LIMIT, Columns
+from tileplan.placement.problem import VALUE_LIMIT, Columns, align_up
 
 Fit = Literal["best", "first"]
 ORDERS = ("size", "lifetime", "area")
@@ -36,7 +36,6 @@ class Greedy:
         return f"greedy {self.order} {self.fit}-fit"
 
 
-PORTFOLIO = tuple(Greedy(order, fit) for order in ORDERS for fit in ("best", "first"))
 
 
 def greedy_order(cols: Columns, order: str) -> np.ndarray:
@@ -111,3 +110,80 @@ def _fit(start: np.ndarray, stop: np.ndarray, size: int, alignment: int, floor: 
     rank = room[fits]
     rank[fits == len(room) - 1] = np.iinfo(np.int64).max  # the open top: only when nothing else holds it
     return int(gap_lo[fits[np.argmin(rank)]])  # argmin: the lowest of equally small gaps
+
+
+SKYLINE_ORDERS = ("area", "size", "lifetime")
+
+
+@dataclass(frozen=True, slots=True)
+class Skyline:
+    """A dive of the exact search without backtracking: repeatedly place, at its
+    minimum offset, the unplaced buffer whose minimum offset (the highest top among the
+    placed buffers it meets) is lowest, ties to the earlier in `order`. It fills the
+    lowest free level first, as the canonical search does."""
+
+    order: str
+
+    def __post_init__(self) -> None:
+        assert self.order in ORDERS, f"unknown skyline order {self.order!r}"
+
+    @property
+    def name(self) -> str:
+        return f"skyline {self.order}"
+
+
+def place_skyline(cols: Columns, skyline: Skyline) -> tuple[np.ndarray, bool]:
+    """Offsets (int64, by buffer index) from one skyline dive, and whether every buffer
+    stayed under its ceiling. Linear numpy work per buffer (quadratic in all), on the
+    buffers sorted by lower so that those starting before a buffer ends are a prefix."""
+    n = len(cols)
+    by_lower = np.argsort(cols.lower, kind="stable")
+    lower, upper, size = cols.lower[by_lower], cols.upper[by_lower], cols.size[by_lower]
+    alignment = cols.alignment[by_lower]
+    aligned = bool((alignment > 1).any())
+    rank = np.empty(n, dtype=np.int64)
+    rank[greedy_order(cols, skyline.order)] = np.arange(n)
+    rank = rank[by_lower]
+    min_offset = align_up(cols.floor[by_lower], alignment)
+    done = np.iinfo(np.int64).max
+    # key = min_offset * n + rank orders by (minimum offset, rank); fall back to a
+    # lexicographic pick when offsets are too large for the product
+    scale = n if int((cols.size.sum() + cols.floor.max(initial=0) + cols.alignment.max(initial=1)) * max(n, 1)) < done \
+        else 0
+    key = min_offset * scale + rank
+    offsets = np.zeros(n, dtype=np.int64)
+    for _ in range(n):
+        if scale:
+            b = int(np.argmin(key))
+        else:
+            live = np.flatnonzero(key != done)
+            b = int(live[np.lexsort((rank[live], min_offset[live]))[0]])
+        offset = int(min_offset[b])
+        offsets[b] = offset
+        key[b] = done
+        top = offset + int(size[b])
+        if size[b] == 0:
+            continue
+        end = int(np.searchsorted(lower, upper[b]))  # buffers starting before b ends
+        near = np.flatnonzero((upper[:end] > lower[b]) & (min_offset[:end] < top) & (key[:end] != done))
+        raised = align_up(np.full(len(near), top, dtype=np.int64), alignment[near]) if aligned else top
+        min_offset[near] = raised
+        key[near] = min_offset[near] * scale + rank[near]
+    result = np.empty(n, dtype=np.int64)
+    result[by_lower] = offsets
+    kept = bool((result + cols.size <= cols.ceiling).all())
+    return result, kept
+
+
+# The single-pass members, strongest first on the public instances (a time limit may
+# cut the list short after the first).
+PORTFOLIO: tuple[Greedy | Skyline, ...] = (
+    Skyline("area"), Greedy("size", "best"), Greedy("size", "first"), Skyline("size"), Skyline("lifetime"),
+    Greedy("lifetime", "best"), Greedy("lifetime", "first"), Greedy("area", "best"), Greedy("area", "first"))
+
+
+def run_member(cols: Columns, member: Greedy | Skyline) -> tuple[np.ndarray, bool]:
+    """Offsets from one single-pass member and whether they keep every ceiling."""
+    if isinstance(member, Skyline):
+        return place_skyline(cols, member)
+    return place_greedy(cols, member)

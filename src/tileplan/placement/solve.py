@@ -1,10 +1,12 @@
-"""The portfolio: greedy orders first, then the exact search while the best placement
-is above the capacity or the lower bound, all under one time limit.
+"""The portfolio: single-pass members first (skyline dives and greedy best/first fit
+in size, lifetime and area orders), then the exact search while the best placement is
+above the capacity or the lower bound, all under one time limit.
 
-Passes, in order: `measure` (lower bound), `run_greedy` (every greedy member, the
-lowest height wins, ties to the earlier member), `reach_capacity` (exact search at the
-capacity when the greedy answer is over it), `tighten` (exact search at the lower bound,
-then bisection between proven bounds). Each attempt is kept in the result.
+Passes, in order: `lower_bound`, `run_greedy` (every single-pass member, the lowest
+height wins, ties to the earlier member), `_improve` (for problems the exact search
+accepts, when the best is above the bound: search at the capacity if the best is over
+it, then at the lower bound, then bisect between the proven bounds; the first search
+that runs out of nodes or time ends it). Each attempt is kept in the result.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tileplan.errors import InputError
-from tileplan.placement.greedy import PORTFOLIO, place_greedy
+from tileplan.placement.greedy import PORTFOLIO, run_member
 from tileplan.placement.problem import VALUE_LIMIT, Columns, Problem, lower_bound
 from tileplan.placement.search import search, searchable
 
@@ -45,7 +47,8 @@ class Placement:
     it. `ranges_kept` is False only when no placement found keeps every buffer under
     its ceiling (the offsets then never overlap but some buffer passes its ceiling).
     `fits` says height <= capacity with the ranges kept; `infeasible` means no placement
-    within the capacity exists (proven). Invariants: lower_bound <= height when the
+    within the capacity exists (proven). `greedy_height` is the lowest single-pass
+    height of the run (2**62 when none kept the ceilings). Invariants: lower_bound <= height when the
     ranges are kept; optimal implies the two are equal; infeasible implies not fits.
     """
 
@@ -94,7 +97,7 @@ def place(problem: Problem, capacity: int, time_limit: float = DEFAULT_TIME_LIMI
     cols = problem.columns()
     bound = lower_bound(cols)
     attempts: list[Attempt] = []
-    best, method, kept = run_greedy(cols, attempts)
+    best, method, kept = run_greedy(cols, attempts, deadline)
     greedy_height = _height(cols, best) if kept else VALUE_LIMIT
     positive = np.flatnonzero(cols.size > 0)
     sub = _select(cols, positive)
@@ -107,19 +110,21 @@ def place(problem: Problem, capacity: int, time_limit: float = DEFAULT_TIME_LIMI
                      greedy_height=greedy_height, attempts=tuple(attempts))
 
 
-def run_greedy(cols: Columns, attempts: list[Attempt]) -> tuple[np.ndarray, str, bool]:
-    """The lowest greedy placement that keeps every buffer under its ceiling (ties to
-    the earlier member; if none does, the lowest of all), its member's name, and
-    whether it keeps the ceilings."""
+def run_greedy(cols: Columns, attempts: list[Attempt], deadline: float) -> tuple[np.ndarray, str, bool]:
+    """The lowest single-pass placement that keeps every buffer under its ceiling (ties
+    to the earlier member; if none does, the lowest of all), its member's name, and
+    whether it keeps the ceilings. Members after the first run while time remains."""
     best: tuple[bool, int] | None = None
     chosen = (np.zeros(len(cols), dtype=np.int64), "none", True)
-    for greedy in PORTFOLIO:
+    for member in PORTFOLIO:
+        if best is not None and time.perf_counter() > deadline:
+            break
         start = time.perf_counter()
-        offsets, kept = place_greedy(cols, greedy)
+        offsets, kept = run_member(cols, member)
         height = _height(cols, offsets)
-        attempts.append(Attempt(greedy.name, height if kept else None, seconds=time.perf_counter() - start))
+        attempts.append(Attempt(member.name, height if kept else None, seconds=time.perf_counter() - start))
         if best is None or (not kept, height) < best:
-            best, chosen = (not kept, height), (offsets, greedy.name, kept)
+            best, chosen = (not kept, height), (offsets, member.name, kept)
     return chosen
 
 
