@@ -19,7 +19,6 @@ from tileplan.report.format import read_report
 from tileplan.report.views import verdict_line
 
 
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("report", help="a version-1 report (JSON)")
     p.add_argument("--budget", action="store_true",

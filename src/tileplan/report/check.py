@@ -21,15 +21,28 @@ agreeing, not one agreeing with itself. The passes, in order:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from tileplan.errors import InputError, TilingError
 from tileplan.model.machine import LIMITS
 from tileplan.model.timeline import REGIONS, Step, Value
-from tileplan.report.check_exact import StepTiles, TileAccount, TileBytes, account_tiles, exact_section, \
-    peak_tile_section
-from tileplan.report.check_sections import check_operations, check_program, check_scope, check_what_if, show
+from tileplan.report.check_exact import (
+    StepTiles,
+    TileAccount,
+    TileBytes,
+    account_tiles,
+    exact_section,
+    peak_tile_section,
+)
+from tileplan.report.check_sections import (
+    check_operations,
+    check_program,
+    check_scope,
+    check_what_if,
+    show,
+)
 from tileplan.report.check_shards import Sharding, shard_layout
 from tileplan.report.format import U64_MAX, Report
 
@@ -212,8 +225,8 @@ def check_report(report: Report) -> CheckResult:
         _compare(result, "peak.exchange_rows", rows, exchange_rows(s.operation for s in report.steps))
         exchange = (rows or 0) * report.exchange_row_bytes
     standard_budget = report.budget_bytes - report.interleaved_budget_bytes
-    overflow = None if any(u["standard"] is None for u in usage) else \
-        max((max(0, u["standard"] - standard_budget) for u in usage), default=0)  # type: ignore[operator]
+    standard = [u["standard"] for u in usage if u["standard"] is not None]
+    overflow = None if len(standard) < len(usage) else max((max(0, x - standard_budget) for x in standard), default=0)
     _compare(result, "standard_contiguous_overflow_bytes", report.standard_contiguous_overflow_bytes, overflow, why)
     effective = None if peaks.total is None else peaks.total + exchange
     if report.exchange_row_bytes is not None or report.effective_peak_bytes is None \
@@ -228,10 +241,10 @@ def check_report(report: Report) -> CheckResult:
     known = account is not None or (effective is not None and peaks.interleaved is not None)
     fits = report.scope == "program" and known and not over
     if "verdict" in report.extra:
-        derived = verdict_section(report, peaks, effective, exchange, account, over, fits)
+        verdict = verdict_section(report, peaks, effective, exchange, account, over, fits)
         if account is not None and tiles is not None:
-            derived["peak_tile"] = peak_tile(report, account, tiles)
-        compare_json(result, "verdict", report.extra["verdict"], derived)
+            verdict["peak_tile"] = peak_tile(report, account, tiles)
+        compare_json(result, "verdict", report.extra["verdict"], verdict)
     if report.fits_budget != fits:
         result.add("disagree", "fits_budget", f"reports {str(report.fits_budget).lower()}; re-derived "
                                               f"{str(fits).lower()} (scope {report.scope})")
@@ -320,10 +333,10 @@ def check_live_sets(report: Report, result: CheckResult) -> None:
         if bad is not None:
             word = "twice" if s.live[bad] == s.live[bad - 1] else f"after {s.live[bad - 1]}"
             result.add("disagree", place, f"value {s.live[bad]} {word}; expected ascending ids, each once")
-        for v in set(s.live):
-            first.setdefault(v, i)
-            last[v] = i
-            count[v] = count.get(v, 0) + 1
+        for vid in set(s.live):
+            first.setdefault(vid, i)
+            last[vid] = i
+            count[vid] = count.get(vid, 0) + 1
     for i, v in enumerate(report.values):
         place = f"timeline.values[{i}] ({text(v.name)})"
         if v.id not in first:
@@ -362,15 +375,13 @@ def check_live_sets(report: Report, result: CheckResult) -> None:
 def storage_group_bytes(values: Sequence[Value], sizes: Mapping[int, int | None]) -> dict[int, int | None]:
     """Each storage group's bytes: its largest member's (None if a member's is unknown)."""
     out: dict[int, int | None] = {}
-    seen: set[int] = set()
     for v in values:
         b = sizes[v.id]
-        if v.storage_group not in seen:
-            seen.add(v.storage_group)
+        if v.storage_group not in out:
             out[v.storage_group] = b
-        elif out[v.storage_group] is not None:
+        else:
             current = out[v.storage_group]
-            out[v.storage_group] = None if b is None else max(current, b)  # type: ignore[type-var]
+            out[v.storage_group] = None if current is None or b is None else max(current, b)
     return out
 
 
@@ -389,17 +400,19 @@ def find_peaks(steps: Sequence[Step], usage: Sequence[Mapping[str, int | None]],
     """Largest usage per region and of their sum, each at its first step; None when a
     step's usage is unknown or there are no steps."""
     def peak(series: list[int | None]) -> tuple[int | None, int | None]:
-        if not series or any(x is None for x in series):
+        known = [x for x in series if x is not None]
+        if not series or len(known) < len(series):
             return None, None
-        best = max(series)  # type: ignore[type-var]
-        return best, series.index(best)
+        best = max(known)
+        return best, known.index(best)
 
     std = [u["standard"] for u in usage]
     inter = [u["interleaved"] for u in usage]
     total = [None if a is None or b is None else a + b for a, b in zip(std, inter)]
     live = {group_of[v] for s in steps for v in s.live}
     allocations = [group_bytes[g] for g in live if region_of[g] == "standard"]
-    largest = None if any(b is None for b in allocations) else max(allocations, default=0)  # type: ignore[type-var]
+    sized = [b for b in allocations if b is not None]
+    largest = None if len(sized) < len(allocations) else max(sized, default=0)
     (ps, ss), (pi, si), (pt, st) = peak(std), peak(inter), peak(total)
     return Peaks(ps, pi, pt, ss, si, st, largest)
 
@@ -456,15 +469,17 @@ def over_budget(report: Report, usage: Sequence[Mapping[str, int | None]], accou
     exchange over `budget_bytes`; on each step's worst tiles with `exact`, else on the
     estimate (steps of unknown usage skipped)."""
     out = []
+    inter_tile: int | None
+    tile: int | None
     for i, u in enumerate(usage):
         if account is not None:
             w: StepTiles = account.steps[i]
             inter, inter_tile, total, tile = w.max_interleaved, w.max_interleaved_tile, w.total, w.tile
         else:
-            std, inter_or_none = u["standard"], u["interleaved"]
-            if std is None or inter_or_none is None:
+            std, estimated = u["standard"], u["interleaved"]
+            if std is None or estimated is None:
                 continue
-            inter, inter_tile, total, tile = inter_or_none, None, std + inter_or_none, None  # type: ignore[assignment]
+            inter, inter_tile, total, tile = estimated, None, std + estimated, None
         if inter > report.interleaved_budget_bytes:
             out.append(OverBudget(i, "interleaved", inter_tile, inter, report.interleaved_budget_bytes))
         if total + exchange > report.budget_bytes:
@@ -481,6 +496,8 @@ def verdict_section(report: Report, peaks: Peaks, effective: int | None, exchang
     budgets = {"standard": report.budget_bytes - report.interleaved_budget_bytes,
                "interleaved": report.interleaved_budget_bytes, "total": report.budget_bytes}
     regions = []
+    tile: int | None
+    step: int | None
     for region in ("standard", "interleaved", "total"):
         estimate, estimate_step = estimates[region]
         if estimate is None:
@@ -489,7 +506,7 @@ def verdict_section(report: Report, peaks: Peaks, effective: int | None, exchang
             peak, tile, step = account.peak(region)
             peak += exchange if region == "total" else 0
         else:
-            peak, tile, step = estimate, None, estimate_step  # type: ignore[assignment]
+            peak, tile, step = estimate, None, estimate_step
         entry = {"region": region, "peak": peak, "tile": tile, "step": step, "budget": budgets[region],
                  "margin": budgets[region] - peak, "estimate": estimate}
         if region == "total":
@@ -529,11 +546,15 @@ def peak_tile(report: Report, account: TileAccount, tiles: TileBytes) -> dict[st
 def baseline(report: Report, fits: bool, peaks: Peaks, effective: int | None, exchange: int,
              account: TileAccount | None) -> dict[str, Any]:
     """`what_if.baseline` but its command: this plan's own outcome (exact when known)."""
+    peak: int | None
+    tile: int | None
+    step: int | None
+    inter: int | None
     if account is not None:
         total, tile, step = account.peak("total")
         peak, inter = total + exchange, account.peak("interleaved")[0]
     else:
-        peak, tile, step, inter = effective, None, peaks.total_step, peaks.interleaved  # type: ignore[assignment]
+        peak, tile, step, inter = effective, None, peaks.total_step, peaks.interleaved
     return {"fits": fits, "scope": report.scope, "peak": peak, "budget": report.budget_bytes,
             "margin": None if peak is None else report.budget_bytes - peak, "tile": tile, "step": step,
             "interleaved_peak": inter}

@@ -13,8 +13,9 @@ when evicted), so a report with many values over many tiles costs time, not memo
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -7,7 +7,8 @@ them to the timeline (an operation's step range is exactly its steps).
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from tileplan.model.timeline import Step
 
@@ -24,8 +25,8 @@ def show(x: object, limit: int = 120) -> str:
     """A JSON value as one short line: huge integers and deep structures by kind."""
     import json
 
-    if is_int(x) and abs(x) >= 10**40:  # type: ignore[arg-type]
-        return f"an integer of {x.bit_length()} bits"  # type: ignore[union-attr]
+    if isinstance(x, int) and not isinstance(x, bool) and abs(x) >= 10**40:
+        return f"an integer of {x.bit_length()} bits"
     try:
         text = json.dumps(x)
     except (ValueError, RecursionError, TypeError):
