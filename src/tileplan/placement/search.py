@@ -10,12 +10,17 @@ branch-and-bound over canonical placements, after MiniMalloc (Moffitt, ASPLOS 20
 - Cross-section inference: in each section (the steps between two consecutive
   lower/upper values) the unplaced buffers stack above the lowest of their minimum
   offsets and above the current offset; if that stack passes the capacity, backtrack.
+  As every later buffer sits at or above the current offset, and those that meet the
+  buffer just placed above its top, a candidate at offset x needs x + (the largest
+  unplaced section total, its own size included) within the capacity: one cutoff for
+  all candidates of a node.
 - Hatless pruning: once a buffer that no unplaced buffer overlaps has failed, its
   siblings will too.
 - Preorders (width-area-total, total-area-width, total-width-area) take turns under a
   node budget that doubles each round, as MiniMalloc's round robin does; each round
-  then makes RESTARTS short dives with the width order shuffled by seeded noise (on
-  the challenging instances, many short dives find placements a long one misses).
+  then spends as many nodes again on short dives (RESTART_NODES each) with the width
+  order shuffled by seeded noise (on the challenging instances, many short dives find
+  placements that long ones miss).
   Node counts and seeds, not clocks, decide what is tried, so a search that ends
   inside its time limit returns the same offsets on any machine.
 """
@@ -32,8 +37,7 @@ import numpy as np
 from tileplan.placement.problem import VALUE_LIMIT, Columns, align_up
 
 PREORDERS = ("WAT", "TAW", "TWA")
-RESTARTS = 8  # seeded shuffles of the width order tried each round after the preorders
-RESTART_NODES = 1000  # each shuffle's node budget: many short dives, not one long one
+RESTART_NODES = 1000  # each seeded shuffle's node budget: many short dives, not one long one
 MAX_BUFFERS = 3000  # above this, the dense overlap matrix and O(n) nodes cost too much
 MAX_PAIRS = 4_000_000  # buffer-section incidences kept for the inference
 
@@ -70,7 +74,7 @@ def search(cols: Columns, capacity: int, deadline: float, node_limit: int | None
     state = _State(cols, capacity)
     if state.pairs > MAX_PAIRS:
         return SearchOutcome(capacity, None, False, 0)
-    spent = 0
+    spent = seeds = 0
     budget = len(cols)
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 4 * len(cols) + 1000))
@@ -78,7 +82,9 @@ def search(cols: Columns, capacity: int, deadline: float, node_limit: int | None
         for round_ in itertools.count():
             budget *= 2
             tries = [(state.ranks[p], budget) for p in PREORDERS]
-            tries += [(state.shuffled_rank(round_ * RESTARTS + k), min(budget, RESTART_NODES)) for k in range(RESTARTS)]
+            dives = max(1, len(PREORDERS) * budget // RESTART_NODES)  # as many nodes as the preorders get
+            tries += [(state.shuffled_rank(seed), min(budget, RESTART_NODES)) for seed in range(seeds, seeds + dives)]
+            seeds += dives
             for rank, nodes in tries:
                 allowed = nodes if node_limit is None else min(nodes, node_limit - spent)
                 if allowed <= 0:
@@ -205,25 +211,6 @@ class _State:
         total = self.total[lo:hi]
         return not ((base + total > self.capacity) & (total > 0)).any()
 
-    def _stack_fits(self, candidates: np.ndarray, lo: int, hi: int) -> np.ndarray:
-        """For each candidate, whether placing it keeps every section's unplaced
-        total, stacked on the candidate's offset, under the capacity: the part of the
-        cross-section inference that all candidates share, done for all at once.
-
-        The largest total outside a candidate's sections comes from prefix and suffix
-        maxima; inside them its own size leaves the total, so the range maximum there
-        (one reduceat over the interleaved [first, last) bounds) counts less its size.
-        """
-        total = np.append(self.total[lo:hi], 0)  # a 0 pad for ranges that end at hi
-        first, last = self.sec_first[candidates] - lo, self.sec_last[candidates] - lo
-        before = np.maximum.accumulate(total)  # before[i]: max of total[:i+1]
-        after = np.maximum.accumulate(total[::-1])[::-1]
-        outside = np.maximum(np.where(first > 0, before[first - 1], 0), after[last])
-        inside = np.maximum.reduceat(total, np.stack([first, last], axis=1).ravel())[::2]
-        worst = np.maximum(outside, inside - self.size[candidates])
-        fits: np.ndarray = self.min_offset[candidates] + worst <= self.capacity
-        return fits
-
     def _node(self, scope: np.ndarray, lo: int, hi: int, last_offset: int, last_rank: int) -> bool:
         """Place the next buffer of `scope` (which lives in sections [lo, hi)) in canonical
         order, then the rest; True when all are placed (their offsets in `solution`)."""
@@ -237,8 +224,11 @@ class _State:
         ranks = self.rank[unplaced]
         lowest_top = (mins + self.size[unplaced]).min()
         ok = (mins < lowest_top) & ((mins > last_offset) | ((mins == last_offset) & (ranks > last_rank)))
+        # every later buffer sits at or above this offset, and those that meet the placed
+        # buffer above its top: each section's unplaced total (the buffer's own size
+        # included) must fit above the offset
+        ok &= mins <= self.capacity - int(self.total[lo:hi].max())
         candidates = unplaced[ok]
-        candidates = candidates[self._stack_fits(candidates, lo, hi)]
         if len(candidates) > 1:
             candidates = candidates[np.lexsort((self.rank[candidates], self.min_offset[candidates]))]
         for b in candidates.tolist():
@@ -256,7 +246,7 @@ class _State:
             self.total[first:last] -= self.size[b]
             self.cuts[first:last - 1] -= 1
             # sections whose lowest minimum offset may have risen: those of the raised buffers
-            # (their lifetimes meet b's, so they form one run); the rest passed _stack_fits
+            # (their lifetimes meet b's, so they form one run); the offset part held above
             raised = near[after > before]
             found = not (after + self.size[near] > self.ceiling[near]).any() and (
                 len(raised) == 0 or self._sections_hold(max(lo, int(self.sec_first[raised].min())),
