@@ -388,3 +388,14 @@ def test_check_imports_nothing_that_plans():
 
 def test_the_check_verb_imports_nothing_that_plans():
     assert [m for m in _loaded("tileplan.cli.check") if m.startswith(FORBIDDEN)] == []
+
+
+def test_findings_are_one_printable_line_whatever_the_names():
+    report = from_json_text(json.dumps(_tiny(4)))
+    value = dataclasses.replace(report.values[0], name="a\nb\udc80" + "x" * 500, shard_bytes=3)
+    result = check_report(dataclasses.replace(report, values=(value,)))
+    texts = [f.to_text() for f in result.findings]
+    assert texts and all("\n" not in t and len(t) < 400 for t in texts), texts
+    for t in texts:
+        t.encode("utf-8")  # no lone surrogate reaches the output
+    assert "timeline.values[0] (a\\nb\\udc80xxx" in texts[0]

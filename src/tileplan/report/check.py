@@ -133,6 +133,8 @@ def describe_number(n: int | None) -> str:
 def text(s: str, limit: int = 80) -> str:
     """A name from a report as one printable line: escapes for what is not printable
     (newlines, lone surrogates), cut at `limit` characters."""
+    if len(s) <= limit and s.isprintable():
+        return s
     out = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in s[:limit])
     return out + ("..." if len(s) > limit else "")
 

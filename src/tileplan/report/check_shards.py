@@ -35,14 +35,10 @@ class AxisCut:
     largest: int
 
     def stored(self) -> np.ndarray:
-        """Stored elements of each partition: its blocks x block_size, rounded up to
-        `shard_padding_multiple` (int64; only called when the sizes are bounded)."""
+        """Stored elements of each partition (read-only int64; only called when the
+        sizes are bounded): see `stored_extents`."""
         a = self.axis
-        p = a.partitions
-        starts = [(2 * i * self.blocks + p) // (2 * p) for i in range(p + 1)]  # round(i blocks / P), halves up
-        counts = [starts[i + 1] - starts[i] for i in range(p)]
-        m = a.shard_padding_multiple
-        return np.array([-(-c * a.block_size // m) * m for c in counts], dtype=np.int64)
+        return stored_extents(a.partitions, self.blocks, a.block_size, a.shard_padding_multiple)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +59,31 @@ class Sharding:
         for cut in self.cuts:
             out = np.multiply.outer(out, cut.stored()).ravel()
         return out
+
+
+_STORED: dict[tuple[int, int, int, int], np.ndarray] = {}
+STORED_CACHE_ELEMENTS = 1 << 21  # 16 MiB of int64
+_STORED_SIZE = [0]  # elements held in _STORED
+
+
+def stored_extents(partitions: int, blocks: int, block_size: int, multiple: int) -> np.ndarray:
+    """Partition p holds blocks [start(p), start(p + 1)) with start(p) = round(p x
+    blocks / P), halves up, and stores them x block_size elements rounded up to
+    `multiple`. Exact integers, then int64; memoized in a bounded table."""
+    key = (partitions, blocks, block_size, multiple)
+    found = _STORED.get(key)
+    if found is None:
+        p = partitions
+        starts = [(2 * i * blocks + p) // (2 * p) for i in range(p + 1)]
+        found = np.array([-(-(starts[i + 1] - starts[i]) * block_size // multiple) * multiple for i in range(p)],
+                         dtype=np.int64)
+        found.setflags(write=False)
+        if _STORED_SIZE[0] + p > STORED_CACHE_ELEMENTS:
+            _STORED.clear()
+            _STORED_SIZE[0] = 0
+        _STORED_SIZE[0] += p
+        _STORED[key] = found
+    return found
 
 
 def cut_axis(axis: AxisTiling, extent: int, what: str) -> AxisCut:
