@@ -399,3 +399,22 @@ def test_findings_are_one_printable_line_whatever_the_names():
     for t in texts:
         t.encode("utf-8")  # no lone surrogate reaches the output
     assert "timeline.values[0] (a\\nb\\udc80xxx" in texts[0]
+
+
+def test_sections_of_the_wrong_shape_are_findings(tmp_path, capsys):
+    report = from_json_text(json.dumps(_tiny(4)))
+    extra = {"what_if": [], "operations": {"0": 1}, "program": "siglip", "rejected_operation": {"index": 0}}
+    texts = [f.to_text() for f in check_report(dataclasses.replace(report, extra=extra)).findings]
+    for line in ("disagree: what_if: expected an object with a baseline object and a rows list, found []",
+                 "disagree: operations: expected a list, found {\"0\": 1}",
+                 "disagree: program: expected an object, found \"siglip\"",
+                 "disagree: rejected_operation: given, but the scope is program (every operation was planned)"):
+        assert line in texts, texts
+    # through the verb: a finding (exit 1) or, if the reader refuses the shape first, one line (exit 2)
+    from tileplan.cli.main import main
+
+    path = tmp_path / "bad-sections.json"
+    path.write_text(json.dumps({**_tiny(4), **extra}))
+    assert main(["check", str(path)]) in (1, 2)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and err.count("\n") <= 1

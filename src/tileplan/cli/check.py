@@ -1,9 +1,12 @@
 """Re-derive every number of a report from the report alone.
 
-Recomputes each value's shard bytes from its layout text, shape and precision, each
-step's usage from its live set, storage groups and scratch, the peaks, their steps
-and the verdict; prints each disagreement and each defect (sentinel, wrapped
-arithmetic). Exit 0: consistent; 1: not; 2: the report cannot be read.
+With its own code (`tileplan.report.check`, which imports nothing of the planner):
+each value's shard bytes from its layout text, shape and precision; the live sets'
+rules; each step's usage from its live set, storage groups and scratch; the peaks,
+their steps, the overflow, the exchange rows, the exact per-tile accounting and the
+verdict; the sections views read. Prints each disagreement and each defect (sentinel,
+wrapped arithmetic), one line each, saying what the report gives and what re-derives.
+Exit 0: consistent; 1: not; 2: the report cannot be read.
 
 `--budget` makes it a CI gate: after the check, a consistent report whose program
 does not fit (`fits_budget` false) prints the verdict line and exits 3.
@@ -45,9 +48,11 @@ def run(args: argparse.Namespace) -> int:
             if f.kind == kind:
                 print(f.to_text())
     counts = {k: sum(f.kind == k for f in result.findings) for k in ("unrepresentable", "defect", "disagree")}
-    if "what_if" in report.extra:
-        rows = report.extra["what_if"].get("rows", [])
-        print(f"what_if: {len(rows)} rows are separate plans, not re-derived here; run each row's command")
+    what_if = report.extra.get("what_if")
+    rows = what_if.get("rows") if isinstance(what_if, dict) else None
+    if isinstance(rows, list):  # any other shape is a finding above
+        print(f"what_if: the baseline re-derives; {len(rows)} rows are separate plans, not re-derived here; run "
+              "each row's command")
     if result.consistent:
         rejected = sum(f.kind == "rejected" for f in result.findings)
         note = f" ({rejected} unrepresentable values are null and listed under rejections)" if rejected else ""
