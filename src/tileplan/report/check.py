@@ -310,9 +310,17 @@ def check_values(report: Report, result: CheckResult) -> tuple[dict[int, Shardin
     for i, v in enumerate(report.values):
         if v.root not in ids:
             result.add("disagree", f"timeline.values[{i}] ({text(v.name)})", f"root {v.root} is not a value id")
+    names = {v.id: v.name for v in report.values}
+    listed: set[int] = set()
     for i, j in enumerate(report.rejections):
         if j.value not in ids:
             result.add("disagree", f"rejections[{i}]", f"value {j.value} ({text(j.name)}) is not in the timeline")
+        elif j.name != names[j.value]:
+            result.add("disagree", f"rejections[{i}].name", f"reports {text(j.name)}; value {j.value} is named "
+                                                             f"{text(names[j.value])}")
+        if j.value in listed:
+            result.add("disagree", f"rejections[{i}]", f"value {j.value} is listed twice")
+        listed.add(j.value)
     if report.scope == "program" and len(shardings) < len(report.values):
         result.add("disagree", "scope", f"program, but {len(report.values) - len(shardings)} values are "
                                         "unrepresentable (planning stops at the first operation they are live in)")
