@@ -19,6 +19,7 @@ from tileplan.placement import (
     place,
     read_csv,
 )
+from tileplan.placement.greedy import PORTFOLIO, run_member
 
 DATA = Path(__file__).parent / "data" / "placement"
 
@@ -161,3 +162,47 @@ def test_the_copied_instances_are_the_published_ones() -> None:
     with open(DATA / "J.1048576.csv", newline="") as fh:
         rows = list(csv.reader(fh))
     assert rows[0] == ["id", "lower", "upper", "size"] and len(rows) == 410
+
+
+def random_problem(seed: int, n: int = 60) -> Problem:
+    rng = random.Random(seed)
+    buffers = []
+    for i in range(n):
+        lower = rng.randrange(0, 40)
+        buffers.append(Buffer(f"b{i}", lower, lower + rng.randrange(1, 15), rng.randrange(0, 5000),
+                              alignment=rng.choice((1, 1, 4, 64))))
+    return Problem(tuple(buffers))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_single_pass_member_places_validly(seed: int) -> None:
+    problem = random_problem(seed)
+    cols = problem.columns()
+    rows = [(b.lower, b.upper, b.size, b.alignment) for b in problem.buffers]
+    for member in PORTFOLIO:
+        offsets, kept = run_member(cols, member)
+        height = int((offsets + cols.size).max())
+        assert kept and height >= lower_bound(cols)
+        assert independent_check(rows, offsets.tolist(), height) == [], member.name
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_problems_with_alignment_fit_at_the_found_height(seed: int) -> None:
+    problem = random_problem(seed)
+    result = place(problem, 10**9, node_limit=2000)
+    check(problem, result.offsets, result.height)
+    assert result.lower_bound <= result.height <= result.greedy_height
+
+
+def test_a_node_limit_makes_a_cut_short_search_deterministic() -> None:
+    problem = read_csv(str(DATA / "J.1048576.csv"))
+    runs = [place(problem, 1048576, time_limit=600, node_limit=500) for _ in range(2)]
+    assert runs[0].offsets == runs[1].offsets and runs[0].attempts[-1].nodes == runs[1].attempts[-1].nodes
+    check(problem, runs[0].offsets, runs[0].height)
+
+
+def test_somas_resnet50_is_placed_at_its_lower_bound() -> None:
+    problem = read_csv(str(DATA / "resnet50.csv"))
+    result = place(problem, 1515472556, time_limit=600, node_limit=20_000)
+    check(problem, result.offsets, 1515472556)
+    assert result.optimal and result.height == result.lower_bound == 1515472556
