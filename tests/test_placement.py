@@ -17,7 +17,9 @@ from tileplan.placement import (
     find_violations,
     lower_bound,
     place,
+    place_each,
     read_csv,
+    signature,
 )
 from tileplan.placement.greedy import PORTFOLIO, run_member
 
@@ -206,3 +208,13 @@ def test_somas_resnet50_is_placed_at_its_lower_bound() -> None:
     result = place(problem, 1515472556, time_limit=600, node_limit=20_000)
     check(problem, result.offsets, 1515472556)
     assert result.optimal and result.height == result.lower_bound == 1515472556
+
+
+def test_tiles_with_the_same_buffers_are_placed_once() -> None:
+    a, b, c = Buffer("x", 0, 4, 64), Buffer("y", 2, 6, 32), Buffer("z", 1, 3, 16, alignment=16)
+    tiles = {0: Problem((a, b, c)), 5: Problem((c, b, a)), 7: Problem((a, c))}
+    results = place_each(tiles, capacity=112)
+    for key, problem in tiles.items():
+        check(problem, results[key].offsets, 112)
+    assert signature(tiles[0])[0] == signature(tiles[5])[0] != signature(tiles[7])[0]
+    assert results[0].offsets == tuple(reversed(results[5].offsets))

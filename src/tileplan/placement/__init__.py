@@ -9,10 +9,11 @@ Imports nothing from tileplan above `errors` and `ioutil`, so it is usable alone
     ((0, 100), 150, True)
 """
 
+from tileplan.placement.batch import place_each, signature
 from tileplan.placement.csvfile import parse_csv, read_csv, render_csv
 from tileplan.placement.problem import Buffer, Problem, lower_bound
 from tileplan.placement.solve import Attempt, Placement, place
 from tileplan.placement.verify import find_violations
 
 __all__ = ["Attempt", "Buffer", "Placement", "Problem", "find_violations", "lower_bound", "parse_csv", "place",
-           "read_csv", "render_csv"]
+           "place_each", "read_csv", "render_csv", "signature"]

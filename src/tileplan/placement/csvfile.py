@@ -16,6 +16,7 @@ from tileplan.placement.problem import VALUE_LIMIT, Buffer, Problem
 REQUIRED = ("id", "lower", "upper", "size")
 OPTIONAL = ("alignment",)
 MAX_FIELD = 1 << 16  # a longer field is not a buffer row
+MAX_ROWS = 5_000_000  # keeps memory bounded: about 1 KB a buffer through the passes
 # csv's own limit raises an error we word ourselves; keep it above MAX_FIELD
 csv.field_size_limit(max(csv.field_size_limit(), MAX_FIELD + 1))
 
@@ -52,6 +53,8 @@ def parse_csv(lines: Iterable[str], source: str) -> Problem:
             rowno = reader.line_num
             if not row or all(not f.strip() for f in row):
                 continue
+            if len(buffers) >= MAX_ROWS:
+                raise InputError(f"row {rowno}: more than {MAX_ROWS} buffers", source)
             buffers.append(_buffer(row, where, rowno, seen, source))
     except csv.Error as e:
         raise InputError(f"row {reader.line_num}: not valid CSV ({e})", source) from None
