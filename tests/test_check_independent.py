@@ -267,7 +267,7 @@ def _same_bytes(original: dict, doc: dict) -> bool:
 def test_tampering_with_any_one_number_is_caught(pool, kind):
     caught = 0
 
-    @settings(max_examples=40, deadline=None, database=None,
+    @settings(max_examples=30, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(tampering(pool, kind))
     def check_one(case):
@@ -280,7 +280,7 @@ def test_tampering_with_any_one_number_is_caught(pool, kind):
         caught += 1
 
     check_one()
-    assert caught >= 20, caught  # most draws were real tamperings
+    assert caught >= 15, caught  # most draws were real tamperings
 
 
 def test_a_tampered_report_names_what_it_expected_and_found(pool):
