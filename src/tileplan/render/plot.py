@@ -24,6 +24,8 @@ from tileplan.render import human_bytes  # noqa: E402
 from tileplan.report.liveness import OTHER, SCRATCH, Liveness  # noqa: E402
 
 WIDTH_IN, HEIGHT_IN, DPI = 13.0, 8.0, 100
+#: bars drawn at most (the chart is about 1200 pixels wide): more steps share a column
+MAX_COLUMNS = 1200
 EXCHANGE_COLOUR = "#3b3b3b"
 OTHER_COLOUR = "#bab0ac"
 SCRATCH_COLOUR = "#79706e"
@@ -70,10 +72,35 @@ def _bytes_axis(ax, high: float, count: int) -> None:
     ax.set_axisbelow(True)
 
 
-def render_png(lv: Liveness) -> bytes:
-    """The chart as PNG bytes."""
+def chart_columns(lv: Liveness, most: int = MAX_COLUMNS) -> list[tuple[int, int, int]]:
+    """(first, last, shown) step of each bar: one step per bar up to `most` steps,
+    else `most` runs of consecutive steps, each drawn as its tallest step (the most
+    bytes stacked, ties: the first), so that no peak is lost. Linear in the steps."""
     n = len(lv.steps)
-    x = list(range(n))
+    if n <= most:
+        return [(i, i, i) for i in range(n)]
+    height = [0] * n
+    for band in lv.bands:
+        for i, b in enumerate(band.bytes):
+            height[i] += b
+    for i, s in enumerate(lv.steps):
+        height[i] = max(height[i], s.total or 0)
+    out = []
+    for c in range(most):
+        lo, hi = c * n // most, (c + 1) * n // most - 1
+        shown = max(range(lo, hi + 1), key=lambda i: (height[i], -i))
+        out.append((lo, hi, shown))
+    return out
+
+
+def render_png(lv: Liveness) -> bytes:
+    """The chart as PNG bytes (bounded: at most `MAX_COLUMNS` bars per band)."""
+    n = len(lv.steps)
+    cols = chart_columns(lv)
+    x = [(first + last) / 2 for first, last, _ in cols]
+    widths = [last - first + 1 for first, last, _ in cols]
+    shown = [i for _, _, i in cols]
+    m = len(cols)
     colours = _colours(lv)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI, sharex=True,
                                       gridspec_kw={"height_ratios": [3, 1]})
@@ -87,23 +114,28 @@ def render_png(lv: Liveness) -> bytes:
                 ax.axvspan(r.first_step - 0.5, r.last_step + 0.5, color="#eaeef2", zorder=0)
 
         # stacked bars: standard, then interleaved (hatched), then the exchange rows
-        base = [0] * n
+        base = [0] * m
         for region, hatch in (("standard", None), ("interleaved", "///")):
             for band in (b for b in lv.bands if b.region == region):
-                top.bar(x, band.bytes, bottom=base, width=1.0, color=colours[band.label], hatch=hatch,
+                heights = [band.bytes[i] for i in shown]
+                top.bar(x, heights, bottom=base, width=widths, color=colours[band.label], hatch=hatch,
                         edgecolor="white" if hatch else None, linewidth=0, zorder=2)
-                base = [a + b for a, b in zip(base, band.bytes, strict=True)]
+                base = [a + b for a, b in zip(base, heights, strict=True)]
         if lv.exchange_bytes:
-            top.bar(x, [lv.exchange_bytes] * n, bottom=base, width=1.0, color=EXCHANGE_COLOUR, linewidth=0, zorder=2)
+            top.bar(x, [lv.exchange_bytes] * m, bottom=base, width=widths, color=EXCHANGE_COLOUR, linewidth=0,
+                    zorder=2)
             base = [a + lv.exchange_bytes for a in base]
-        base_i = [0] * n
+        base_i = [0] * m
         for band in (b for b in lv.bands if b.region == "interleaved"):
-            bottom.bar(x, band.bytes, bottom=base_i, width=1.0, color=colours[band.label], linewidth=0, zorder=2)
-            base_i = [a + b for a, b in zip(base_i, band.bytes, strict=True)]
+            heights = [band.bytes[i] for i in shown]
+            bottom.bar(x, heights, bottom=base_i, width=widths, color=colours[band.label], linewidth=0, zorder=2)
+            base_i = [a + b for a, b in zip(base_i, heights, strict=True)]
 
         if lv.judged_on == "exact":
-            xs = [s.index for s in lv.steps if s.total is not None]
-            ys = [s.total for s in lv.steps if s.total is not None]
+            totals = [max((s.total for s in lv.steps[first:last + 1] if s.total is not None), default=None)
+                      for first, last, _ in cols]
+            xs = [c for c, t in zip(x, totals, strict=True) if t is not None]
+            ys = [t for t in totals if t is not None]
             top.step(xs, ys, where="mid", color="#1f2328", linewidth=1.3, zorder=3, label="exact worst tile")
 
         high = max([lv.budget_bytes, *base, *(s.total or 0 for s in lv.steps)]) * 1.18
@@ -115,9 +147,9 @@ def render_png(lv: Liveness) -> bytes:
         top.text(n - 0.5, lv.standard_budget_bytes,
                  f"non-interleaved region {human_bytes(lv.standard_budget_bytes)}: standard data overflows above",
                  color="#7d4e00", ha="right", va="bottom", fontsize=8)
-        for i, missing in enumerate(lv.unknown):
-            if missing:  # the bar shows the known part only
-                top.text(i, base[i] + high * 0.01, "?", ha="center", va="bottom", color="#7d4e00", fontsize=12,
+        for k, (first, last, _) in enumerate(cols):
+            if any(lv.unknown[first:last + 1]):  # the bar shows the known part only
+                top.text(x[k], base[k] + high * 0.01, "?", ha="center", va="bottom", color="#7d4e00", fontsize=12,
                          fontweight="bold", zorder=5)
         peak = lv.regions[0]
         if lv.peak_step is not None and peak.peak is not None:

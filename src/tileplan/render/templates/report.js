@@ -81,26 +81,40 @@
   var chart = document.getElementById("chart");
   var M = {left: 76, right: 16, top: 26, gap: 46, bottom: 34};
   var H1 = 300, H2 = 110;
-  var barW = Math.max(3, Math.min(120, Math.floor(1100 / Math.max(1, nSteps))));
-  var W = M.left + barW * Math.max(1, nSteps) + M.right;
+  function stackAt(bands, i) { return bands.reduce(function (s, b) { return s + b.bytes[i]; }, 0); }
+  // columns: one per step up to MAXCOL steps, else runs of steps each drawn as its tallest step
+  var MAXCOL = 1500, cols = [], colOf = [];
+  (function () {
+    var tall = [];
+    for (var i = 0; i < nSteps; i++) tall.push(Math.max(stackAt(data.bands, i), data.steps[i].total || 0));
+    var m = Math.min(nSteps, MAXCOL);
+    for (var c = 0; c < m; c++) {
+      var lo = Math.floor(c * nSteps / m), hi = Math.floor((c + 1) * nSteps / m) - 1, shown = lo;
+      for (var j = lo; j <= hi; j++) { colOf.push(c); if (tall[j] > tall[shown]) shown = j; }
+      cols.push([lo, hi, shown]);
+    }
+  })();
+  var nCols = cols.length;
+  var barW = Math.max(3, Math.min(120, Math.floor(1100 / Math.max(1, nCols))));
+  var W = M.left + barW * Math.max(1, nCols) + M.right;
   var totalH = M.top + H1 + M.gap + H2 + M.bottom;
   var svg = svgEl("svg", {viewBox: "0 0 " + W + " " + totalH, width: W, height: totalH, id: "liveness-svg"}, chart);
   var exchange = data.exchange_bytes || 0;
   var std = data.bands.filter(function (b) { return b.region === "standard"; });
   var inter = data.bands.filter(function (b) { return b.region === "interleaved"; });
-  function stackAt(bands, i) { return bands.reduce(function (s, b) { return s + b.bytes[i]; }, 0); }
 
   var top1 = Math.max(data.budget_bytes, 1);
   var top2 = Math.max(data.interleaved_budget_bytes, 1);
-  for (var i = 0; i < nSteps; i++) {
+  cols.forEach(function (col) {
+    var i = col[2];
     top1 = Math.max(top1, stackAt(std, i) + stackAt(inter, i) + exchange, data.steps[i].total || 0);
     top2 = Math.max(top2, stackAt(inter, i));
-  }
+  });
   top1 *= 1.08; top2 *= 1.08;
   var panel1 = {y0: M.top, h: H1, top: top1, title: "All memory per tile: standard + interleaved" +
                 (exchange ? " + exchange rows" : "")};
   var panel2 = {y0: M.top + H1 + M.gap, h: H2, top: top2, title: "Interleaved region"};
-  function X(step) { return M.left + step * barW; }
+  function X(step) { return M.left + (colOf[step] || 0) * barW; }
   function Y(p, bytes) { return p.y0 + p.h - bytes / p.top * p.h; }
 
   function axes(p) {
@@ -118,7 +132,7 @@
   function repeats(p) {
     data.repeats.forEach(function (r) {
       var rect = svgEl("rect", {"class": "repeat", x: X(r.first_step), y: p.y0,
-                                width: (r.last_step - r.first_step + 1) * barW, height: p.h}, svg);
+                                width: (colOf[r.last_step] - colOf[r.first_step] + 1) * barW, height: p.h}, svg);
       tip(rect, "steps " + r.first_step + "-" + r.last_step + ": a repeat block run " + r.count + " times (" +
           r.operations.length + " operations)");
       if (p === panel1) svgText(svg, X(r.first_step) + 2, p.y0 + p.h + 14, "repeat block x" + r.count + " (steps " +
@@ -127,8 +141,8 @@
   }
   function bars(p, bandList, withExchange) {
     var g = svgEl("g", {"class": "bars"}, svg);
-    for (var i = 0; i < nSteps; i++) {
-      var y = 0;
+    cols.forEach(function (col) {
+      var i = col[2], y = 0;
       bandList.forEach(function (b) {
         var v = b.bytes[i];
         if (!v) { return; }
@@ -143,13 +157,16 @@
       }
       var s = data.steps[i];
       var unknownHere = p === panel1 ? s.standard === null || s.interleaved === null : s.interleaved === null;
+      for (var j = col[0]; j <= col[1] && !(data.unknown[i] > 0 && unknownHere); j++) {
+        if (data.unknown[j] > 0) { i = j; s = data.steps[j]; unknownHere = true; }
+      }
       if (data.unknown[i] > 0 && unknownHere) {
         var u = svgEl("rect", {"class": "unknown", x: X(i), width: Math.max(1, barW - 1), y: p.y0 + 2,
                                height: Math.max(4, Y(p, y) - p.y0 - 2)}, g);
         tip(u, "step " + i + ": " + data.unknown[i] + " live values have no size; usage unknown (the bar is the known part)");
         svgText(g, X(i) + barW / 2, p.y0 + 14, "?", {"text-anchor": "middle", fill: "#7d4e00"});
       }
-    }
+    });
   }
   function hline(p, bytes, cls, label) {
     if (bytes > p.top) return;
@@ -167,7 +184,8 @@
 
   if (data.judged_on === "exact") {
     var d = "";
-    data.steps.forEach(function (s, i) {
+    cols.forEach(function (col) {
+      var i = col[2], s = data.steps[i];
       if (s.total === null) return;
       var y = Y(panel1, s.total);
       d += (d ? "L" : "M") + X(i) + " " + y + "L" + (X(i) + barW) + " " + y;
@@ -185,19 +203,21 @@
             {"text-anchor": right ? "end" : "start", "font-weight": "600"});
   }
   // x axis
-  var every = Math.max(1, Math.ceil(nSteps / 20));
-  for (var s = 0; s < nSteps; s += every) {
-    svgText(svg, X(s) + barW / 2, panel2.y0 + panel2.h + 14, String(s), {"text-anchor": "middle", fill: "#57606a"});
+  var every = Math.max(1, Math.ceil(nCols / 20));
+  for (var k = 0; k < nCols; k += every) {
+    svgText(svg, X(cols[k][0]) + barW / 2, panel2.y0 + panel2.h + 14, String(cols[k][0]),
+            {"text-anchor": "middle", fill: "#57606a"});
   }
   svgText(svg, M.left, totalH - 4, "step", {fill: "#57606a"});
   var selected = svgEl("rect", {"class": "selected", x: 0, y: M.top, width: barW, height: panel2.y0 + H2 - M.top,
                                 visibility: "hidden"}, svg);
   // click targets, one per step, over both panels
   var hits = svgEl("g", {id: "step-targets"}, svg);
-  data.steps.forEach(function (s, i) {
+  cols.forEach(function (col) {
+    var i = col[2], s = data.steps[i];
     var r = svgEl("rect", {"class": "hit", x: X(i), y: M.top, width: barW, height: panel2.y0 + H2 - M.top,
                            "data-step": i, id: "hit-step-" + i}, hits);
-    tip(r, "step " + i + ": " + s.operation + " of operation " + s.source +
+    tip(r, (col[0] < col[1] ? "steps " + col[0] + "-" + col[1] + ", tallest " : "") + "step " + i + ": " + s.operation + " of operation " + s.source +
         (opNames[s.source] !== undefined ? " (" + opNames[s.source] + ")" : "") +
         (s.execution_count > 1 ? ", runs " + s.execution_count + " times" : "") + "; " + human(s.total) +
         (s.tile !== null ? " on tile " + s.tile : ""));
