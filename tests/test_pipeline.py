@@ -94,3 +94,19 @@ def test_the_command_line_writes_a_report_per_ipu_and_the_ipu_config(tmp_path, c
     assert "2 IPUs, layers_per_ipu [14, 13]: fits" in capsys.readouterr().out
     assert main(["plan", "--ipus", "two", "-o", str(tmp_path / "bad.json")]) == 2
     assert "--ipus must be a count" in capsys.readouterr().err
+
+
+def test_the_largest_batch_on_one_and_on_two_ipus(tmp_path, capsys):
+    from tileplan.planner.request import PlanRequest
+    from tileplan.planner.whatif import largest_batch_rows, outcome
+
+    base = PlanRequest()
+    one, two = largest_batch_rows(base, lambda r: r.plan())
+    b1, b2 = one.request.batch, two.request.batch
+    assert one.outcome.fits and not base.with_(batch=b1 + 1).plan().verdict.fits
+    assert b2 > b1 and two.request.pipelined and len(two.request.pipeline().plans) == 2
+    assert one.outcome == outcome(one.request.plan())
+    assert main(["plan", "--sweep", "batch=1,2,4", "-o", str(tmp_path / "s.sweep.json")]) == 0
+    rows = json.loads((tmp_path / "s.sweep.json").read_text())["rows"]
+    assert [r["batch"] for r in rows] == [1, 2, 4] and rows[0]["peak"] < rows[1]["peak"] < rows[2]["peak"]
+    assert "--batch 4" in rows[2]["command"]

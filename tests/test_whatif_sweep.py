@@ -25,9 +25,19 @@ def test_f16_what_if_shows_which_knobs_make_it_fit(f16_rows):
     n = layers.request.layers
     assert layers.outcome.fits and 1 <= n < 27
     assert not base.with_(layers=n + 1).plan().verdict.fits  # the most that fit, not fewer
-    assert {r.knob for r in rows} == {"weights", "attention_products", "gemm_output_packing", "layers"}
+    assert {r.knob for r in rows} == {"weights", "attention_products", "gemm_output_packing", "layers", "batch",
+                                      "batch on 2 IPUs"}
+    assert by_knob[("batch", "1")].value == "1 (none fit)"  # F16 weights alone overflow one IPU
+    two = next(r for r in rows if r.knob == "batch on 2 IPUs")
+    assert two.request.batch >= 1 and two.request.pipelined and two.outcome.fits
+    bigger = two.request.with_(batch=two.request.batch + 1, ipus="auto", layers_per_ipu=None).pipeline()
+    assert bigger is None or len(bigger.plans) > 2  # the largest batch two IPUs hold, not less
     for r in rows:  # each row re-derives from its command's request
-        assert r.outcome == outcome(r.request.plan())
+        if r.request.pipelined:
+            stages = r.request.pipeline().plans
+            assert r.outcome == min((outcome(p) for p in stages), key=lambda o: o.margin)
+        else:
+            assert r.outcome == outcome(r.request.plan())
         assert r.request.command().startswith("tileplan plan siglip-so400m-patch14-384 --layers ")
 
 

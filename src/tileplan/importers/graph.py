@@ -97,9 +97,11 @@ class Graph:
                 items.append(operation(o, o.name, o.output, tuple(renamed.get(i, i) for i in o.inputs)))
             if run is None:
                 break
+            layer0 = self.ops[run.start:run.start + run.length]
+            made = {o.output for o in layer0}
             body = tuple(operation(o, run.template(o.name), run.template(o.output),
-                                   tuple(run.body_input(i, renamed) for i in o.inputs))
-                         for o in self.ops[run.start:run.start + run.length])
+                                   tuple(run.body_input(i, renamed, made) for i in o.inputs))
+                         for o in layer0)
             last = self.ops[run.start + (run.count - 1) * run.length + run.carried]
             carried_out = run.template(self.ops[run.start + run.carried].output)
             carried_in = renamed.get(run.carried_in, run.carried_in)
@@ -141,9 +143,13 @@ class Repeat:
         return name.replace(f"{self.prefix}.0.", f"{self.prefix}.{{i}}.", 1) if name.startswith(
             f"{self.prefix}.0.") or f".{self.prefix}.0." in name else name
 
-    def body_input(self, name: str, renamed: Mapping[str, str]) -> str:
+    def body_input(self, name: str, renamed: Mapping[str, str], made: set[str]) -> str:
+        """How the body reads `name`: a layer-0 result or parameter by its `{i}` form,
+        anything made before the block (or shared by every layer) as it is."""
         out = self.template(name)
-        return out if out != name else renamed.get(name, name)
+        if out != name and (name in made or out in self.families):
+            return out
+        return renamed.get(name, name)
 
 
 def _layer_of(op: GraphOp) -> tuple[str, int] | None:

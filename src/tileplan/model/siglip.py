@@ -31,9 +31,10 @@ class ViTConfig:
     patch: int
     channels: int = 3
     map_head: bool = True
+    batch: int = 1
 
     def __post_init__(self) -> None:
-        for key in ("hidden", "mlp", "heads", "layers", "image", "patch", "channels"):
+        for key in ("hidden", "mlp", "heads", "layers", "image", "patch", "channels", "batch"):
             if getattr(self, key) < 1:
                 raise InputError(f"{self.name}: {key} must be >= 1, found {getattr(self, key)}")
         if self.hidden % self.heads:
@@ -62,7 +63,8 @@ CONFIGS: dict[str, ViTConfig] = {
 DEFAULT_MODEL = "siglip-so400m-patch14-384"
 
 
-def config(name: str, layers: int | None = None, map_head: bool | None = None) -> ViTConfig:
+def config(name: str, layers: int | None = None, map_head: bool | None = None, batch: int | None = None
+           ) -> ViTConfig:
     """A named configuration, or the one a Hugging Face `config.json` describes (a path
     ending in .json), with the layer count and MAP head overridden when given."""
     if name.endswith(".json"):
@@ -77,6 +79,8 @@ def config(name: str, layers: int | None = None, map_head: bool | None = None) -
         c = replace(c, layers=layers)
     if map_head is not None:
         c = replace(c, map_head=map_head)
+    if batch is not None:
+        c = replace(c, batch=batch)
     return c
 
 
@@ -133,21 +137,21 @@ def _encoder_layer(b: GraphBuilder, cfg: ViTConfig, layer: str, h: str, body: li
     returns the layer's output. `layer` is the family form (`vit.encoder.layer{i}`,
     operations appended to `body`) or one layer (`vit.encoder.layer3`, `body` None:
     appended to the program's items)."""
-    D, F, S = cfg.hidden, cfg.mlp, cfg.tokens
-    row = (1, S, D)
+    D, F, S, B = cfg.hidden, cfg.mlp, cfg.tokens, cfg.batch
+    row = (B, S, D)
     p = lambda suffix: f"{layer}.{suffix}"  # noqa: E731
     n1 = b.op("layernorm", p("attention_norm"), (h, p("attention_norm.scale"), p("attention_norm.bias")),
               row, body, eps=1e-6)
-    qkv = b.op("matmul", p("attention.qkv"), (n1, p("attention.qkv.weight")), (1, S, 3 * D), body)
-    qkv = b.op("add", p("attention.qkv.bias_add"), (qkv, p("attention.qkv.bias")), (1, S, 3 * D), body)
+    qkv = b.op("matmul", p("attention.qkv"), (n1, p("attention.qkv.weight")), (B, S, 3 * D), body)
+    qkv = b.op("add", p("attention.qkv.bias_add"), (qkv, p("attention.qkv.bias")), (B, S, 3 * D), body)
     a = b.op("attention", p("attention.products"), (qkv,), row, body, heads=cfg.heads)
     o = b.op("matmul", p("attention.output"), (a, p("attention.output.weight")), row, body)
     o = b.op("add", p("attention.output.bias_add"), (o, p("attention.output.bias")), row, body)
     h2 = b.op("add", p("attention.residual"), (h, o), row, body)
     n2 = b.op("layernorm", p("mlp_norm"), (h2, p("mlp_norm.scale"), p("mlp_norm.bias")), row, body, eps=1e-6)
-    u = b.op("matmul", p("mlp.up"), (n2, p("mlp.up.weight")), (1, S, F), body)
-    u = b.op("add", p("mlp.up.bias_add"), (u, p("mlp.up.bias")), (1, S, F), body)
-    g = b.op("gelu", p("mlp.gelu"), (u,), (1, S, F), body, approximate="tanh")
+    u = b.op("matmul", p("mlp.up"), (n2, p("mlp.up.weight")), (B, S, F), body)
+    u = b.op("add", p("mlp.up.bias_add"), (u, p("mlp.up.bias")), (B, S, F), body)
+    g = b.op("gelu", p("mlp.gelu"), (u,), (B, S, F), body, approximate="tanh")
     d = b.op("matmul", p("mlp.down"), (g, p("mlp.down.weight")), row, body)
     d = b.op("add", p("mlp.down.bias_add"), (d, p("mlp.down.bias")), row, body)
     return b.op("add", p("mlp.residual"), (h2, d), row, body)
@@ -165,15 +169,15 @@ def build_vit(cfg: ViTConfig, weights: Precision, unroll: bool = False) -> Progr
     step runs once, operations named per layer and numbered in execution order).
     """
     b = GraphBuilder(weights)
-    D, F, S = cfg.hidden, cfg.mlp, cfg.tokens
-    row = (1, S, D)
+    D, F, S, B = cfg.hidden, cfg.mlp, cfg.tokens, cfg.batch
+    row = (B, S, D)
 
-    patches = b.declare("vit.image.patches", (1, S, cfg.patch_dim), role="input")
+    patches = b.declare("vit.image.patches", (B, S, cfg.patch_dim), role="input")
     w = b.weight("vit.embedding.weight", (cfg.patch_dim, D))
     bias = b.declare("vit.embedding.bias", (1, 1, D))
     x = b.op("matmul", "vit.embedding", (patches, w), row)
     x = b.op("add", "vit.embedding.bias_add", (x, bias), row)
-    pos = b.declare("vit.position", row)
+    pos = b.declare("vit.position", (1, S, D))
     x = b.op("add", "vit.position_add", (x, pos), row)
 
     # The encoder's parameters: declared per family, one per layer.
@@ -202,32 +206,34 @@ def build_vit(cfg: ViTConfig, weights: Precision, unroll: bool = False) -> Progr
         probe = b.declare("vit.map.probe", (1, 1, D))
         kvw = b.weight("vit.map.attention.kv.weight", (D, 2 * D))
         kvb = b.declare("vit.map.attention.kv.bias", (1, 1, 2 * D))
-        kv = b.op("matmul", "vit.map.attention.kv", (x, kvw), (1, S, 2 * D))
-        kv = b.op("add", "vit.map.attention.kv.bias_add", (kv, kvb), (1, S, 2 * D))
+        kv = b.op("matmul", "vit.map.attention.kv", (x, kvw), (B, S, 2 * D))
+        kv = b.op("add", "vit.map.attention.kv.bias_add", (kv, kvb), (B, S, 2 * D))
         qw = b.weight("vit.map.attention.query.weight", (D, D))
         qb = b.declare("vit.map.attention.query.bias", (1, 1, D))
         q = b.op("matmul", "vit.map.attention.query", (probe, qw), (1, 1, D))
         q = b.op("add", "vit.map.attention.query.bias_add", (q, qb), (1, 1, D))
-        a = b.op("attention", "vit.map.attention.products", (q, kv), (1, 1, D), heads=cfg.heads)
+        a = b.op("attention", "vit.map.attention.products", (q, kv), (B, 1, D), heads=cfg.heads)
         ow = b.weight("vit.map.attention.output.weight", (D, D))
         ob = b.declare("vit.map.attention.output.bias", (1, 1, D))
-        y = b.op("matmul", "vit.map.attention.output", (a, ow), (1, 1, D))
-        y = b.op("add", "vit.map.attention.output.bias_add", (y, ob), (1, 1, D))
+        y = b.op("matmul", "vit.map.attention.output", (a, ow), (B, 1, D))
+        y = b.op("add", "vit.map.attention.output.bias_add", (y, ob), (B, 1, D))
         ns = b.declare("vit.map.norm.scale", (1, 1, D))
         nb = b.declare("vit.map.norm.bias", (1, 1, D))
-        n = b.op("layernorm", "vit.map.norm", (y, ns, nb), (1, 1, D), eps=1e-6)
+        n = b.op("layernorm", "vit.map.norm", (y, ns, nb), (B, 1, D), eps=1e-6)
         uw = b.weight("vit.map.mlp.up.weight", (D, F))
         ub = b.declare("vit.map.mlp.up.bias", (1, 1, F))
-        u = b.op("matmul", "vit.map.mlp.up", (n, uw), (1, 1, F))
-        u = b.op("add", "vit.map.mlp.up.bias_add", (u, ub), (1, 1, F))
-        g = b.op("gelu", "vit.map.mlp.gelu", (u,), (1, 1, F), approximate="tanh")
+        u = b.op("matmul", "vit.map.mlp.up", (n, uw), (B, 1, F))
+        u = b.op("add", "vit.map.mlp.up.bias_add", (u, ub), (B, 1, F))
+        g = b.op("gelu", "vit.map.mlp.gelu", (u,), (B, 1, F), approximate="tanh")
         dw = b.weight("vit.map.mlp.down.weight", (F, D))
         db = b.declare("vit.map.mlp.down.bias", (1, 1, D))
-        d = b.op("matmul", "vit.map.mlp.down", (g, dw), (1, 1, D))
-        d = b.op("add", "vit.map.mlp.down.bias_add", (d, db), (1, 1, D))
-        outputs = (b.op("add", "vit.map.mlp.residual", (y, d), (1, 1, D)),)
+        d = b.op("matmul", "vit.map.mlp.down", (g, dw), (B, 1, D))
+        d = b.op("add", "vit.map.mlp.down.bias_add", (d, db), (B, 1, D))
+        outputs = (b.op("add", "vit.map.mlp.residual", (y, d), (B, 1, D)),)
 
     options: dict[str, object] = {"layers": cfg.layers, "weights": weights.to_text(), "map_head": cfg.map_head}
+    if cfg.batch != 1:  # like a repr, the options omit the default
+        options["batch"] = cfg.batch
     if unroll:  # like a repr, the options omit the default (a repeat block)
         options["unroll"] = True
     program = Program(cfg.name, tuple(b.tensors), tuple(b.items), outputs, options)

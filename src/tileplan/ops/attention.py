@@ -136,11 +136,11 @@ def attention_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
             raise ModelError(f"attention needs packed q, k, v of 3 x heads x head_dim, found {list(qkv)} "
                              f"with {heads} heads")
         return (*qkv[:-1], qkv[-1] // 3)
-    q, kv = ins  # q [.., Sq, D], kv [.., S, 2D]
+    q, kv = ins  # q [.., Sq, D], kv [.., S, 2D]; q's leading dimensions broadcast against kv's
     if kv[-1] != 2 * q[-1] or heads < 1 or q[-1] % heads:
         raise ModelError(f"attention needs q [.., D] and kv [.., 2D] with D divisible by heads, found "
                          f"{list(q)}, {list(kv)}, {heads} heads")
-    return q
+    return (*broadcast_shapes(q[:-2], kv[:-2]), q[-2], q[-1])
 
 
 register("attention", inputs=(1, 2), attrs={"heads": REQUIRED}, shape=attention_shape, plan=plan_attention,

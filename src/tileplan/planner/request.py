@@ -78,7 +78,8 @@ class PlanRequest:
     def config(self) -> siglip.ViTConfig:
         if self.imported:
             raise InputError("an imported model has no built-in tower configuration", self.model)
-        return siglip.config(self.model, layers=self.layers, map_head=self.map_head)
+        c = siglip.config(self.model, layers=self.layers, map_head=self.map_head, batch=self.batch)
+        return c if self.image_size is None else replace(c, image=self.image_size)
 
     @property
     def name(self) -> str:
@@ -102,13 +103,20 @@ class PlanRequest:
             shapes = {k: getattr(self, k) for k in ("batch", "sequence_length", "image_size", "layers")
                       if getattr(self, k) is not None}
             return graph.to_program(from_option(self.weights), options={"source": self.model, **shapes})
-        if any(getattr(self, k) is not None for k in ("batch", "sequence_length", "image_size")):
-            raise InputError("--batch, --sequence-length and --image-size are for imported models; the built-in "
-                             "towers plan one image at their configured size", self.model)
+        if self.sequence_length is not None:
+            raise InputError("--sequence-length is for text models; a built-in tower's tokens come from its image "
+                             "size (--image-size)", self.model)
         return siglip.build_vit(self.config, from_option(self.weights), unroll=self.unroll)
 
     def plan(self) -> Plan:
         return plan_program(self.program(), machine(self.machine), policy(self.policy), self.options)
+
+    @property
+    def batch_varies(self) -> bool:
+        """Whether the batch is a knob of this model (a built-in tower, a config.json,
+        an ONNX file with a symbolic batch; not a saved export's fixed shapes)."""
+        from tileplan.importers.sources import kind_of
+        return kind_of(self.model) != "exported"
 
     @property
     def pipelined(self) -> bool:

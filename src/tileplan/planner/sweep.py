@@ -1,7 +1,7 @@
 """Sweep: plan every combination of named knobs, in parallel over local processes.
 
-Knobs (command-line names): weights, layers, attention-products, gemm-output-packing,
-policy. `expand` turns ["weights=f8f143:-4,f16", "layers=4,27"] into the cartesian
+Knobs (command-line names): weights, layers, batch, attention-products,
+gemm-output-packing, policy. `expand` turns ["weights=f8f143:-4,f16", "layers=4,27"] into the cartesian
 product of requests in a fixed order; `run_sweep` plans them with a process pool and
 returns one row per combination in that order (deterministic whatever finishes first).
 """
@@ -19,8 +19,9 @@ from tileplan.model.machine import machine
 from tileplan.planner.request import PlanRequest
 from tileplan.planner.whatif import outcome
 
-KNOBS = {"weights": "weights", "layers": "layers", "attention-products": "attention_products",
+KNOBS = {"weights": "weights", "layers": "layers", "batch": "batch", "attention-products": "attention_products",
          "gemm-output-packing": "gemm_output_packing", "policy": "policy"}
+INTEGER_KNOBS = ("layers", "batch")
 
 
 def parse_knob(spec: str) -> tuple[str, list[str]]:
@@ -44,11 +45,11 @@ def expand(base: PlanRequest, specs: Sequence[str]) -> list[tuple[dict[str, str]
     for values in itertools.product(*(v for _, v in knobs)):
         changes: dict[str, object] = {}
         for name, value in zip(names, values):
-            if name == "layers":
+            if name in INTEGER_KNOBS:
                 try:
-                    changes["layers"] = int(value)
+                    changes[name] = int(value)
                 except ValueError:
-                    raise InputError(f"--sweep layers: expected integers, found {value!r}") from None
+                    raise InputError(f"--sweep {name}: expected integers, found {value!r}") from None
             else:
                 changes[KNOBS[name]] = value
         where = "--sweep " + ",".join(f"{n}={v}" for n, v in zip(names, values))

@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from tileplan.planner.plan import Plan
+from tileplan.errors import TileplanError
+from tileplan.lowering.policy import policy
+from tileplan.model.machine import machine
+from tileplan.planner.plan import Plan, plan_program
 from tileplan.planner.request import MAX_LAYERS, PlanRequest
 
 
@@ -89,6 +92,75 @@ def most_layers_that_fit(base: PlanRequest, planner: Callable[[PlanRequest], Pla
     return best
 
 
+#: the largest batch the search tries
+MAX_BATCH = 4096
+
+
+def largest(fits: Callable[[int], bool], start: int, cap: int = MAX_BATCH) -> int:
+    """The largest n in [1, cap] with fits(n), fitting being monotone (more costs more
+    memory): doubling from `start` while it fits, then bisection; 0 if even 1 does not."""
+    lo, hi = 0, cap
+    n = max(1, min(start, cap))
+    while True:
+        if fits(n):
+            lo = n
+            if n >= cap:
+                return n
+            n = min(2 * n, cap)
+        else:
+            hi = n - 1
+            break
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) -> list[WhatIfRow]:
+    """The largest batch that fits on one IPU, and on two (the best split of the layers
+    over two IPUs, `--ipus 2 --layers-per-ipu` as `fewest_ipus` chooses it)."""
+    from tileplan.planner.pipeline import fewest_ipus
+    plans: dict[int, Plan] = {}
+
+    def one(batch: int) -> bool:
+        plans[batch] = run(base.with_(batch=batch))
+        return plans[batch].verdict.fits
+
+    rows = []
+    start = base.batch or 1
+    best = largest(one, start)
+    if best:
+        rows.append(WhatIfRow("batch", f"{best} (the largest that fits)", base.with_(batch=best),
+                              outcome(plans[best])))
+    else:
+        rows.append(WhatIfRow("batch", "1 (none fit)", base.with_(batch=1), outcome(plans[1])))
+    try:
+        from tileplan.model.stages import layer_count
+        layer_count(base.program())
+    except TileplanError:
+        return rows  # no layers to split over two IPUs
+    pipelines: dict[int, object] = {}
+
+    def two(batch: int) -> bool:
+        request = base.with_(batch=batch)
+        pipe = fewest_ipus(request.program(), lambda p: plan_program(p, machine(request.machine),
+                                                                       policy(request.policy), request.options),
+                           max_ipus=2)
+        pipelines[batch] = pipe
+        return pipe is not None and len(pipe.plans) <= 2
+    best2 = largest(two, max(best, 1))
+    if best2:
+        pipe = pipelines[best2]
+        split = ",".join(map(str, pipe.layers_per_ipu))  # type: ignore[attr-defined]
+        request = base.with_(batch=best2, ipus=str(len(pipe.layers_per_ipu)), layers_per_ipu=split)  # type: ignore
+        tight = min(pipe.plans, key=lambda p: outcome(p).margin or 0)  # type: ignore[attr-defined]
+        rows.append(WhatIfRow("batch on 2 IPUs", f"{best2} (layers per IPU {split})", request, outcome(tight)))
+    return rows
+
+
 def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = None,
             progress: Callable[[str], None] | None = None) -> list[WhatIfRow]:
     run = planner or (lambda r: r.plan())
@@ -97,6 +169,10 @@ def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = N
         if progress:
             progress(f"what-if {knob} = {value}")
         rows.append(WhatIfRow(knob, value, request, outcome(run(request))))
+    if not base.pipelined and base.batch_varies:
+        if progress:
+            progress("what-if batch")
+        rows.extend(largest_batch_rows(base, run))
     if base.imported:  # an imported model's layers are its own: no layer count to vary
         return rows
     if progress:
