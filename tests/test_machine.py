@@ -91,3 +91,17 @@ def test_machine_fields_of_the_wrong_type_are_named(tmp_path, capsys, change, me
     assert main(["plan", "--machine", str(path), "-o", str(tmp_path / "x.json")]) == 2
     err = capsys.readouterr().err
     assert message in err and str(path) in err and err.count("\n") == 1
+
+
+def test_presets_for_the_ipu_generations_users_have(tmp_path, capsys):
+    from tileplan.cli.main import main
+    from tileplan.model.machine import PRESETS
+
+    assert set(PRESETS) == {"ipu21", "mk2", "bow", "mk1"}
+    assert (PRESETS["mk2"].tile_count, PRESETS["mk2"].tile_bytes) == (1472, 638976)
+    assert (PRESETS["mk1"].tile_count, PRESETS["mk1"].tile_bytes) == (1216, 262144)
+    assert not any(g.multiply.startswith("F8") for name in ("mk2", "bow", "mk1") for g in PRESETS[name].amp)
+    assert main(["plan", "--machine", "mk2", "--layers", "2", "--no-what-if", "-o", str(tmp_path / "a.json")]) == 0
+    assert '"weights":"F16"' in (tmp_path / "a.json").read_text()  # the default where the AMP has no FP8
+    assert main(["plan", "--machine", "mk2", "--weights", "f8f143:-4", "-o", str(tmp_path / "b.json")]) == 2
+    assert "machine mk2 has no AMP geometry for F8F143" in capsys.readouterr().err

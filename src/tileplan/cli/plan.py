@@ -19,7 +19,7 @@ from tileplan.ioutil import check_target, write_atomic
 from tileplan.lowering.core import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
 from tileplan.model import siglip
-from tileplan.model.machine import PRESETS
+from tileplan.model.machine import PRESETS, machine
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline
 from tileplan.planner.request import PlanRequest
 from tileplan.planner.sweep import KNOBS, expand, run_sweep
@@ -45,8 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                   "fewest IPUs that fit, split for the most margin")
     p.add_argument("--layers-per-ipu", metavar="N,N,...",
                    help="the layers on each IPU, as optimum-graphcore's layers_per_ipu (-1: share the rest)")
-    p.add_argument("--weights", default="f8f143:-4",
-                   help="weight precision: f16, f32, bf16, f8f143:SCALE or f8f152:SCALE (default f8f143:-4)")
+    p.add_argument("--weights", default=None,
+                   help="weight precision: f16, f32, f8f143:SCALE or f8f152:SCALE (FP8 where the machine's AMP has "
+                        "it; default f8f143:-4 there, f16 elsewhere)")
     p.add_argument("--no-map-head", action="store_true", help="leave out the MAP head")
     p.add_argument("--unroll", action="store_true",
                    help="plan the encoder as one copy of its operations per layer, not as a repeat block")
@@ -65,7 +66,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def request_from(args: argparse.Namespace) -> PlanRequest:
-    return PlanRequest(model=args.model, layers=args.layers, weights=args.weights, map_head=not args.no_map_head,
+    weights = args.weights
+    if weights is None:
+        fp8 = any(g.multiply == "F8F143" for g in machine(args.machine).amp)
+        weights = "f8f143:-4" if fp8 else "f16"
+    return PlanRequest(model=args.model, layers=args.layers, weights=weights, map_head=not args.no_map_head,
                        unroll=args.unroll, policy=args.policy, machine=args.machine,
                        attention_products=args.attention_products,
                        gemm_output_packing=args.gemm_output_packing, batch=args.batch,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from tileplan.errors import InputError
@@ -170,7 +170,19 @@ IPU21 = Machine(
         AmpGeometry("F32", input_channels=8, output_channels=8, accumulate="F32"),
     ),
 )
-PRESETS = {m.name: m for m in (IPU21,)}
+#: Mk2 (GC200, IPU-M2000) and Bow (Bow-2000): IPU21's tiles and memory, no FP8 on the AMP
+MK2 = replace(IPU21, name="mk2", class_prefix="Mk2", amp=tuple(g for g in IPU21.amp if g.multiply in ("F16", "F32")))
+BOW = replace(MK2, name="bow", class_prefix="Bow")
+#: Mk1 (GC2, C2 cards): 1216 tiles of 256 KiB. The split into regions and the budgets
+#: are tileplan's assumptions (docs/machine-and-model.md): a 64 KiB non-interleaved
+#: region (32 KiB reserved for code, stack and vertex state) and 192 KiB interleaved
+MK1 = Machine(
+    name="mk1", class_prefix="Mk1", tile_count=1216, tile_bytes=262144, non_interleaved_bytes=65536,
+    interleaved_bytes=196608, support_reserve_bytes=32768, standard_budget_bytes=32768,
+    interleaved_budget_bytes=196608, element_pair_bytes=32768, exchange_row_bytes=16,
+    amp=tuple(g for g in IPU21.amp if g.multiply in ("F16", "F32")),
+)
+PRESETS = {m.name: m for m in (IPU21, MK2, BOW, MK1)}
 
 
 def machine(name_or_path: str) -> Machine:

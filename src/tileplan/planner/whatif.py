@@ -67,7 +67,8 @@ def variations(base: PlanRequest) -> list[tuple[str, str, PlanRequest]]:
     """(knob, value, request) for each single change of a knob."""
     out = []
     other = "f16" if base.weights.lower().startswith("f8") else "f8f143:-4"
-    out.append(("weights", other, base.with_(weights=other)))
+    if any(g.multiply == "F8F143" for g in machine(base.machine).amp) or other == "f16":
+        out.append(("weights", other, base.with_(weights=other)))
     for choice in ("materialized", "streamed", "automatic"):
         if choice != base.attention_products:
             out.append(("attention_products", choice, base.with_(attention_products=choice)))
