@@ -98,7 +98,6 @@ def render_png(lv: Liveness) -> bytes:
     n = len(lv.steps)
     cols = chart_columns(lv)
     x = [(first + last) / 2 for first, last, _ in cols]
-    widths = [last - first + 1 for first, last, _ in cols]
     shown = [i for _, _, i in cols]
     m = len(cols)
     colours = _colours(lv)
@@ -114,22 +113,29 @@ def render_png(lv: Liveness) -> bytes:
                 ax.axvspan(r.first_step - 0.5, r.last_step + 0.5, color="#eaeef2", zorder=0)
 
         # stacked bars: standard, then interleaved (hatched), then the exchange rows
+        # each band one filled outline over the columns (not a rectangle per column)
+        edges = [cols[0][0] - 0.5, *(last + 0.5 for _, last, _ in cols)] if cols else [0.0, 1.0]
         base = [0] * m
         for region, hatch in (("standard", None), ("interleaved", "///")):
             for band in (b for b in lv.bands if b.region == region):
                 heights = [band.bytes[i] for i in shown]
-                top.bar(x, heights, bottom=base, width=widths, color=colours[band.label], hatch=hatch,
-                        edgecolor="white" if hatch else None, linewidth=0, zorder=2)
-                base = [a + b for a, b in zip(base, heights, strict=True)]
-        if lv.exchange_bytes:
-            top.bar(x, [lv.exchange_bytes] * m, bottom=base, width=widths, color=EXCHANGE_COLOUR, linewidth=0,
-                    zorder=2)
-            base = [a + lv.exchange_bytes for a in base]
+                upper = [a + b for a, b in zip(base, heights, strict=True)]
+                if any(heights):
+                    top.stairs(upper, edges, baseline=base, fill=True, color=colours[band.label], hatch=hatch,
+                               edgecolor="white" if hatch else None, linewidth=0, zorder=2)
+                base = upper
+        if lv.exchange_bytes and m:
+            upper = [a + lv.exchange_bytes for a in base]
+            top.stairs(upper, edges, baseline=base, fill=True, color=EXCHANGE_COLOUR, linewidth=0, zorder=2)
+            base = upper
         base_i = [0] * m
         for band in (b for b in lv.bands if b.region == "interleaved"):
             heights = [band.bytes[i] for i in shown]
-            bottom.bar(x, heights, bottom=base_i, width=widths, color=colours[band.label], linewidth=0, zorder=2)
-            base_i = [a + b for a, b in zip(base_i, heights, strict=True)]
+            upper = [a + b for a, b in zip(base_i, heights, strict=True)]
+            if any(heights):
+                bottom.stairs(upper, edges, baseline=base_i, fill=True, color=colours[band.label], linewidth=0,
+                              zorder=2)
+            base_i = upper
 
         if lv.judged_on == "exact":
             totals = [max((s.total for s in lv.steps[first:last + 1] if s.total is not None), default=None)
