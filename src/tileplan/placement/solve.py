@@ -97,7 +97,7 @@ def place(problem: Problem, capacity: int, time_limit: float = DEFAULT_TIME_LIMI
     cols = problem.columns()
     bound = lower_bound(cols)
     attempts: list[Attempt] = []
-    best, method, kept = run_greedy(cols, attempts, deadline)
+    best, method, kept = run_greedy(cols, attempts, deadline, bound)
     greedy_height = _height(cols, best) if kept else VALUE_LIMIT
     positive = np.flatnonzero(cols.size > 0)
     sub = _select(cols, positive)
@@ -110,14 +110,15 @@ def place(problem: Problem, capacity: int, time_limit: float = DEFAULT_TIME_LIMI
                      greedy_height=greedy_height, attempts=tuple(attempts))
 
 
-def run_greedy(cols: Columns, attempts: list[Attempt], deadline: float) -> tuple[np.ndarray, str, bool]:
+def run_greedy(cols: Columns, attempts: list[Attempt], deadline: float, bound: int) -> tuple[np.ndarray, str, bool]:
     """The lowest single-pass placement that keeps every buffer under its ceiling (ties
     to the earlier member; if none does, the lowest of all), its member's name, and
-    whether it keeps the ceilings. Members after the first run while time remains."""
+    whether it keeps the ceilings. Members after the first run while time remains and
+    until one reaches `bound`."""
     best: tuple[bool, int] | None = None
     chosen = (np.zeros(len(cols), dtype=np.int64), "none", True)
     for member in PORTFOLIO:
-        if best is not None and time.perf_counter() > deadline:
+        if best is not None and (time.perf_counter() > deadline or best == (False, bound)):
             break
         start = time.perf_counter()
         offsets, kept = run_member(cols, member)
