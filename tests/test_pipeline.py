@@ -83,7 +83,8 @@ def test_the_command_line_writes_a_report_per_ipu_and_the_ipu_config(tmp_path, c
     text = capsys.readouterr().out
     assert "3 IPUs, layers_per_ipu [3, 12, 12]: fits" in text and "rounds a replica up to 4 IPUs" in text
     config = json.loads((tmp_path / "so.ipu_config.json").read_text())
-    assert config == {"ipus_per_replica": 3, "layers_per_ipu": [3, 12, 12]}  # optimum-graphcore IPUConfig fields
+    assert config == {"ipus_per_replica": 3, "layers_per_ipu": [3, 12, 12],  # optimum-graphcore IPUConfig fields
+                      "matmul_proportion": 0.6}
     for k in range(3):
         report = json.loads((tmp_path / f"so.ipu{k}.json").read_text())
         assert report["pipeline"] == {"ipu": k, "ipus": 3, "layers_per_ipu": [3, 12, 12],

@@ -43,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image-size", type=int, help="image size of a vision model built from a config.json")
     p.add_argument("--ipus", help="plan a pipeline over N IPUs (inference), layers split evenly, or 'auto': the "
                                   "fewest IPUs that fit, split for the most margin")
+    p.add_argument("--available-memory-proportion", default="0.6", metavar="P[,P,...]",
+                   help="Poplar's cap on one matmul's or convolution's temporary bytes per tile, as a proportion of "
+                        "the tile (default 0.6, PopLibs' and PopTorch's; one per IPU with several)")
     p.add_argument("--layers-per-ipu", metavar="N,N,...",
                    help="the layers on each IPU, as optimum-graphcore's layers_per_ipu (-1: share the rest)")
     p.add_argument("--weights", default=None,
@@ -75,7 +78,8 @@ def request_from(args: argparse.Namespace) -> PlanRequest:
                        attention_products=args.attention_products,
                        gemm_output_packing=args.gemm_output_packing, batch=args.batch,
                        sequence_length=args.sequence_length, image_size=args.image_size, ipus=args.ipus,
-                       layers_per_ipu=args.layers_per_ipu)
+                       layers_per_ipu=args.layers_per_ipu,
+                       available_memory_proportion=args.available_memory_proportion)
 
 
 def _output(args: argparse.Namespace, request: PlanRequest, suffix: str) -> Path:
@@ -137,7 +141,7 @@ def run_pipeline_command(args: argparse.Namespace, request: PlanRequest) -> int:
     reports = [build_report(p) for p in pipeline.plans]
     for path, report in zip(paths, reports):
         write_atomic(path, to_json_text(report))
-    write_atomic(fragment, json.dumps(ipu_config(pipeline), indent=2, sort_keys=True) + "\n")
+    write_atomic(fragment, json.dumps(ipu_config(pipeline, request), indent=2, sort_keys=True) + "\n")
     counts = list(pipeline.layers_per_ipu)
     verdict = "fits" if pipeline.fits else "does not fit"
     print(f"{len(counts)} IPUs, layers_per_ipu {counts}: {verdict} (inference pipeline; {request.command()})")
@@ -152,9 +156,13 @@ def run_pipeline_command(args: argparse.Namespace, request: PlanRequest) -> int:
     return args.decided
 
 
-def ipu_config(pipeline: Pipeline) -> dict:
-    """The IPUConfig fields of the split, as optimum-graphcore names them."""
-    return {"ipus_per_replica": len(pipeline.layers_per_ipu), "layers_per_ipu": list(pipeline.layers_per_ipu)}
+def ipu_config(pipeline: Pipeline, request: PlanRequest) -> dict:
+    """The IPUConfig fields of the split, as optimum-graphcore names them: the layers on
+    each IPU, the IPU count and the matmul proportion the plans assumed."""
+    values = request.proportions()
+    proportion: float | list[float] = values[0] if len(values) == 1 else values
+    return {"ipus_per_replica": len(pipeline.layers_per_ipu), "layers_per_ipu": list(pipeline.layers_per_ipu),
+            "matmul_proportion": proportion}
 
 
 def run_sweep_command(args: argparse.Namespace, base: PlanRequest) -> int:
@@ -227,6 +235,12 @@ def verdict_lines(report: Report) -> list[str]:
         r = regions["interleaved"]
         lines.append(f"  interleaved  {r['peak']:>8} B of {r['budget']} on tile {r['tile']} at step {r['step']} "
                      f"(margin {r['margin']})")
+    cap = report.extra.get("available_memory_proportion")
+    if cap and cap["exceeded"]:
+        worst = max(cap["exceeded"], key=lambda e: (e["temporary_bytes"], -e["operation"]))
+        lines.append(f"  {len(cap['exceeded'])} products need more temporary memory than the available memory "
+                     f"proportion {cap['proportion']} allows ({cap['cap_bytes']} B a tile), the most "
+                     f"{worst['name']} ({worst['temporary_bytes']} B): planned anyway, as Poplar does")
     over = verdict.get("over_budget")
     if over:
         f, w = over["first"], over["worst"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from tileplan.errors import InputError
 from tileplan.model.ir import Operation, Tensor, group_of
 from tileplan.model.layout import Layout
 from tileplan.model.machine import Machine
@@ -43,8 +44,17 @@ class AttentionProducts(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Options:
+    """`available_memory_proportion`: Poplar's cap on one matmul's or convolution's
+    temporary bytes per tile, as a proportion of the tile's bytes (None: no cap)."""
+
     gemm_output_packing: GemmOutputPacking = GemmOutputPacking.NATIVE
     attention_products: AttentionProducts = AttentionProducts.AUTOMATIC
+    available_memory_proportion: float | None = None
+
+    def __post_init__(self) -> None:
+        p = self.available_memory_proportion
+        if p is not None and not 0 < p <= 1:
+            raise InputError(f"available memory proportion must be in (0, 1], found {p}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +103,8 @@ class LoweringContext:
     declared_count: int = 0
     #: family members read by iterations after the first (see `Lowering.later_members`)
     later_members: set[int] = field(default_factory=set)
+    #: products whose temporary bytes per tile exceed the cap: (operation, name, bytes)
+    over_cap: list[tuple[int, str, int]] = field(default_factory=list)
     #: name intermediates as the reference does (`operation N result 0`) rather than
     #: by what they are (`<operation> partials`, `<weight> [AMP copy]`)
     reference_names: bool = False
@@ -119,6 +131,18 @@ class LoweringContext:
 
     def value(self, vid: int) -> Value:
         return self.values[vid]
+
+    @property
+    def cap_bytes(self) -> int | None:
+        """The temporary-memory cap of one matmul or convolution per tile, in bytes."""
+        p = self.options.available_memory_proportion
+        return None if p is None else int(p * self.machine.tile_bytes)
+
+    def note_temporary(self, op: Operation, temporary: int) -> None:
+        """Record a product planned over the cap (Poplar plans it anyway)."""
+        cap = self.cap_bytes
+        if cap is not None and temporary > cap and all(i != op.index for i, _, _ in self.over_cap):
+            self.over_cap.append((op.index, op.name, temporary))
 
     def result_name(self, op: Operation, what: str = "") -> str:
         """The name of a value operation `op` makes: the operation's name with what the

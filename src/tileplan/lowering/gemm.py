@@ -87,18 +87,30 @@ def _split(m: int, k: int, n: int, pm: int, pk: int, pn: int, g: AmpGeometry) ->
 
 
 def partition_gemm(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, multiply_bytes: int,
-                   accumulate_bytes: int, name: str = "gemm") -> GemmPartition:
+                   accumulate_bytes: int, name: str = "gemm", cap_bytes: int | None = None) -> GemmPartition:
     """The best split of an M x K x N product over `tile_count` tiles (see module doc);
-    memoized on everything but `name`, which only locates errors."""
+    memoized on everything but `name`, which only locates errors.
+
+    `cap_bytes` is Poplar's availableMemoryProportion x the tile's bytes: a cap on the
+    product's temporary bytes per tile (`temporary_bytes`: its left, weight and partials
+    blocks). When the split above exceeds it, the least-work split under the cap is
+    taken instead; when no split is under it, the one with the fewest temporary bytes
+    (Poplar's soft cap: it plans anyway, and the report names the product)."""
     try:
-        return _best_partition(m, k, n, tile_count, geometry, multiply_bytes, accumulate_bytes)
+        return _best_partition(m, k, n, tile_count, geometry, multiply_bytes, accumulate_bytes, cap_bytes)
     except PlanningError as e:
         raise PlanningError(e.detail, name) from None
 
 
+def temporary_bytes(p: GemmPartition, multiply_bytes: int, accumulate_bytes: int) -> int:
+    """A tile's left block, weight block (multiply precision) and partials block
+    (accumulate precision): what poplin's planner counts against the cap."""
+    return (p.m_tile * p.k_tile + p.k_tile * p.n_tile) * multiply_bytes + p.m_tile * p.n_tile * accumulate_bytes
+
+
 @lru_cache(maxsize=4096)
 def _best_partition(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, multiply_bytes: int,
-                    accumulate_bytes: int) -> GemmPartition:
+                    accumulate_bytes: int, cap_bytes: int | None = None) -> GemmPartition:
     if min(m, k, n, tile_count) < 1:
         raise PlanningError(f"gemm {m} x {k} x {n} over {tile_count} tiles: every size must be >= 1")
     candidates: list[tuple[int, int, GemmPartition]] = []
@@ -109,13 +121,17 @@ def _best_partition(m: int, k: int, n: int, tile_count: int, geometry: AmpGeomet
             if (pk - 1) * ceil_div(ceil_div(k, geometry.input_channels), pk) >= ceil_div(k, geometry.input_channels):
                 continue
             p = _split(m, k, n, pm, pk, pn, geometry)
-            per_tile = (p.m_tile * p.k_tile + p.k_tile * p.n_tile) * multiply_bytes \
-                + p.m_tile * p.n_tile * accumulate_bytes
-            candidates.append((p.work, per_tile, p))
+            candidates.append((p.work, temporary_bytes(p, multiply_bytes, accumulate_bytes), p))
     assert candidates, "pk = 1 is always a legal split"
     least = min(work for work, _, _ in candidates)
     within = [c for c in candidates if c[0] * WORK_SLACK_DEN <= least * WORK_SLACK_NUM]
-    return min(within, key=lambda c: (c[1], c[0], c[2].pk, -c[2].pm))[2]
+    best = min(within, key=lambda c: (c[1], c[0], c[2].pk, -c[2].pm))
+    if cap_bytes is None or best[1] <= cap_bytes:
+        return best[2]
+    under = [c for c in candidates if c[1] <= cap_bytes]
+    if under:
+        return min(under, key=lambda c: (c[0], c[1], c[2].pk, -c[2].pm))[2]
+    return min(candidates, key=lambda c: (c[1], c[0], c[2].pk, -c[2].pm))[2]
 
 
 @lru_cache(maxsize=256)

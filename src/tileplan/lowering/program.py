@@ -42,6 +42,8 @@ class Lowering:
     #: members 1..n-1 of the parameter families read in repeat blocks: the
     #: iterations after the first still need them when a block step has read them
     later_members: frozenset[int] = frozenset()
+    #: products planned over the temporary-memory cap: (operation, name, bytes per tile)
+    over_cap: tuple[tuple[int, str, int], ...] = ()
 
 
 def _schedule(program: Program) -> list[tuple[Operation, int, RepeatBlock | None]]:
@@ -177,4 +179,4 @@ def lower_program(program: Program, machine: Machine, policy: Policy, options: O
     failed = emit_failed or failed
     outputs = tuple(ctx.binding[name][0] for name in program.outputs if name in ctx.binding)
     return Lowering(tuple(ctx.values), tuple(ctx.steps), tuple(infos), outputs, ctx.declared_count, failed,
-                    tuple(sorted(blocks)), frozenset(ctx.later_members))
+                    tuple(sorted(blocks)), frozenset(ctx.later_members), tuple(sorted(ctx.over_cap)))

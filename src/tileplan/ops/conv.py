@@ -86,7 +86,9 @@ def plan_conv(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPl
     geometry = ctx.machine.amp_for(w.precision)
     accumulate = Precision(geometry.accumulate)
     m, k, n = _gemm_sizes(op, x.shape, w.shape)
-    p = gemm.partition_gemm(m, k, n, ctx.machine.tile_count, geometry, w.precision.bytes, accumulate.bytes, op.name)
+    p = gemm.partition_gemm(m, k, n, ctx.machine.tile_count, geometry, w.precision.bytes, accumulate.bytes, op.name,
+                            ctx.cap_bytes)
+    ctx.note_temporary(op, gemm.temporary_bytes(p, w.precision.bytes, accumulate.bytes))
     return OpPlan(wanted=none, rest=none, output=out, detail=p)
 
 

@@ -46,7 +46,9 @@ def plan_matmul(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> Op
     geometry = ctx.machine.amp_for(multiply)
     accumulate = Precision(geometry.accumulate)
     p = gemm.partition_gemm(x.shape[-2], x.shape[-1], w.shape[-1], ctx.machine.tile_count, geometry,
-                            multiply.bytes, accumulate.bytes, op.name)
+                            multiply.bytes, accumulate.bytes, op.name,
+                            ctx.cap_bytes)
+    ctx.note_temporary(op, gemm.temporary_bytes(p, multiply.bytes, accumulate.bytes))
     rank = len(x.shape)
     pair = ctx.machine.element_pair_bytes
     return OpPlan(

@@ -53,6 +53,8 @@ class Plan:
     shards: dict[int, Shards]
     exact: ExactAccounting | None
     resident: frozenset[int]
+    #: products planned over the temporary-memory cap: (operation, name, bytes per tile)
+    over_cap: tuple[tuple[int, str, int], ...] = ()
 
     @property
     def exchange_bytes(self) -> int:
@@ -171,4 +173,5 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
         name = next((o.name for o in program.operations() if o.index == index), f"operation {index}")
         rejected_op = (index, name, reason)
     return Plan(program, machine, policy.name, options, scope, tuple(values), tuple(steps), rejections, ops,
-                rejected_op, peaks, verdict, rows, {v: shards[v] for v in in_report if v in shards}, exact, resident)
+                rejected_op, peaks, verdict, rows, {v: shards[v] for v in in_report if v in shards}, exact, resident,
+                lowering.over_cap)

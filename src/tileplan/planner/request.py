@@ -7,7 +7,6 @@ figure in a report can be re-derived by running that command.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 
 from tileplan.errors import InputError
@@ -48,6 +47,8 @@ class PlanRequest:
     #: optimum-graphcore's list ("3,7,7,7", -1 wildcards)
     ipus: str | None = None
     layers_per_ipu: str | None = None
+    #: Poplar's availableMemoryProportion: one value, or one per IPU ("0.15,0.25,0.25,0.25")
+    available_memory_proportion: str = "0.6"
 
     def __post_init__(self) -> None:
         if self.layers is not None and not 1 <= self.layers <= MAX_LAYERS:
@@ -61,6 +62,7 @@ class PlanRequest:
             raise InputError(f"--ipus must be a count in [1, {MAX_IPUS}] or auto, found {self.ipus!r}")
         if self.layers_per_ipu is not None:
             self.split_spec()
+        self.proportions()
         choices = {"attention_products": [c.value.lower() for c in AttentionProducts],
                    "gemm_output_packing": [c.value.lower() for c in GemmOutputPacking]}
         for key, allowed in choices.items():
@@ -90,10 +92,28 @@ class PlanRequest:
         path = Path(self.model)
         return path.parent.name if path.name == "config.json" and path.parent.name else path.stem
 
+    def proportions(self) -> list[float]:
+        try:
+            values = [float(x) for x in self.available_memory_proportion.split(",")]
+        except ValueError:
+            values = []
+        if not values or not all(0 < v <= 1 for v in values):
+            raise InputError(f"--available-memory-proportion {self.available_memory_proportion!r}: expected a "
+                             "proportion in (0, 1], or one per IPU separated by commas (e.g. 0.15,0.25)")
+        return values
+
+    def options_for(self, ipu: int = 0) -> Options:
+        """The options of IPU `ipu`'s plan (its own available memory proportion)."""
+        values = self.proportions()
+        if len(values) > 1 and ipu >= len(values):
+            raise InputError(f"--available-memory-proportion lists {len(values)} IPUs; the plan has IPU {ipu}")
+        return Options(GemmOutputPacking(self.gemm_output_packing.capitalize()),
+                       AttentionProducts(self.attention_products.capitalize()),
+                       values[ipu] if len(values) > 1 else values[0])
+
     @property
     def options(self) -> Options:
-        return Options(GemmOutputPacking(self.gemm_output_packing.capitalize()),
-                       AttentionProducts(self.attention_products.capitalize()))
+        return self.options_for(0)
 
     def program(self) -> Program:
         if self.imported:
@@ -133,8 +153,12 @@ class PlanRequest:
         """The plans over several IPUs: as `layers_per_ipu` says, split evenly over
         `ipus`, or (`ipus` auto) the fewest IPUs that fit; None when auto finds none."""
         program = self.program()
-        run = functools.partial(plan_program, machine=machine(self.machine), policy=policy(self.policy),
-                                options=self.options)
+        target, layout = machine(self.machine), policy(self.policy)
+
+        def run(stage: Program) -> Plan:
+            ipu = stage.options.get("pipeline", {}).get("ipu", 0)  # type: ignore[union-attr]
+            return plan_program(stage, target, layout, self.options_for(ipu))
+
         if self.ipus == "auto" and self.layers_per_ipu is None:
             return fewest_ipus(program, run)
         ipus = None if self.ipus in (None, "auto") else int(self.ipus)
@@ -156,6 +180,8 @@ class PlanRequest:
         for key in ("batch", "sequence_length", "image_size", "ipus", "layers_per_ipu"):
             if getattr(self, key) is not None:
                 parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
+        if self.available_memory_proportion != PlanRequest.available_memory_proportion:
+            parts.append(f"--available-memory-proportion {self.available_memory_proportion}")
         if not self.map_head:
             parts.append("--no-map-head")
         if self.unroll:

@@ -20,7 +20,8 @@ from tileplan.planner.request import PlanRequest
 from tileplan.planner.whatif import outcome
 
 KNOBS = {"weights": "weights", "layers": "layers", "batch": "batch", "attention-products": "attention_products",
-         "gemm-output-packing": "gemm_output_packing", "policy": "policy"}
+         "gemm-output-packing": "gemm_output_packing", "policy": "policy",
+         "available-memory-proportion": "available_memory_proportion"}
 INTEGER_KNOBS = ("layers", "batch")
 
 

@@ -72,6 +72,10 @@ def variations(base: PlanRequest) -> list[tuple[str, str, PlanRequest]]:
     for choice in ("materialized", "streamed", "automatic"):
         if choice != base.attention_products:
             out.append(("attention_products", choice, base.with_(attention_products=choice)))
+    if "," not in base.available_memory_proportion:
+        for value in ("0.2", "1.0"):  # optimum-graphcore's default, and no cap short of the whole tile
+            if float(value) != float(base.available_memory_proportion):
+                out.append(("available_memory_proportion", value, base.with_(available_memory_proportion=value)))
     packing = "packed" if base.gemm_output_packing == "native" else "native"
     out.append(("gemm_output_packing", packing, base.with_(gemm_output_packing=packing)))
     return out

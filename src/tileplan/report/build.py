@@ -30,6 +30,13 @@ def build_report(plan: Plan) -> Report:
             for o in plan.operations if o.index in spans
         ],
     }
+    proportion = plan.options.available_memory_proportion
+    if proportion is not None:
+        extra["available_memory_proportion"] = {
+            "proportion": proportion, "cap_bytes": int(proportion * m.tile_bytes),
+            "exceeded": [{"operation": i, "name": name, "temporary_bytes": b} for i, name, b in plan.over_cap],
+            "note": "Poplar's cap on one matmul's or convolution's temporary bytes per tile; a product over it is "
+                    "planned anyway (the least temporary split) and listed here"}
     if "pipeline" in plan.program.options:  # one stage of a pipeline over several IPUs
         extra["pipeline"] = plan.program.options["pipeline"]
     exchange = plan.exchange_bytes
