@@ -74,3 +74,32 @@ def test_any_gemm_gets_a_valid_split(m, k, n, tiles, geometry):
 def test_impossible_sizes_are_named():
     with pytest.raises(gemm.PlanningError, match="every size must be >= 1"):
         gemm.partition_gemm(0, 10, 10, 4, F8, 1, 2, "x")
+
+
+def test_the_available_memory_proportion_caps_a_products_temporary_bytes():
+    from tileplan.lowering.gemm import partition_gemm, temporary_bytes
+    from tileplan.model.machine import IPU21
+
+    g = IPU21.amp_for(Precision("F8F143", -4))
+    free = partition_gemm(729, 1152, 4304, 1472, g, 1, 2)
+    need = temporary_bytes(free, 1, 2)
+    capped = partition_gemm(729, 1152, 4304, 1472, g, 1, 2, cap_bytes=need - 1)
+    assert temporary_bytes(capped, 1, 2) <= need - 1 < need  # a split under the cap, at some more work
+    assert capped.work >= free.work
+    least = partition_gemm(729, 1152, 4304, 1472, g, 1, 2, cap_bytes=1)  # no split is under 1 B: the least
+    assert temporary_bytes(least, 1, 2) <= temporary_bytes(capped, 1, 2)
+    assert partition_gemm(729, 1152, 4304, 1472, g, 1, 2, cap_bytes=need) == free  # under the cap: unchanged
+
+
+def test_a_plan_lists_the_products_over_the_cap(tmp_path):
+    import json
+
+    from tileplan.cli.main import main
+    assert main(["plan", "--layers", "2", "--available-memory-proportion", "0.05", "--no-what-if",
+                 "-o", str(tmp_path / "p.json")]) == 0
+    section = json.loads((tmp_path / "p.json").read_text())["available_memory_proportion"]
+    assert section["cap_bytes"] == int(0.05 * 638976)
+    names = {e["name"] for e in section["exceeded"]}
+    assert "vit.encoder.layer{i}.mlp.up" in names
+    assert all(e["temporary_bytes"] > section["cap_bytes"] for e in section["exceeded"])
+    assert main(["plan", "--available-memory-proportion", "1.5", "-o", str(tmp_path / "bad.json")]) == 2
