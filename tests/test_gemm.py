@@ -77,18 +77,21 @@ def test_impossible_sizes_are_named():
 
 
 def test_the_available_memory_proportion_caps_a_products_temporary_bytes():
-    from tileplan.lowering.gemm import partition_gemm, temporary_bytes
-    from tileplan.model.machine import IPU21
+    from tileplan.lowering.gemm import _divisors, _split, partition_gemm, temporary_bytes
 
-    g = IPU21.amp_for(Precision("F8F143", -4))
-    free = partition_gemm(729, 1152, 4304, 1472, g, 1, 2)
-    need = temporary_bytes(free, 1, 2)
-    capped = partition_gemm(729, 1152, 4304, 1472, g, 1, 2, cap_bytes=need - 1)
-    assert temporary_bytes(capped, 1, 2) <= need - 1 < need  # a split under the cap, at some more work
-    assert capped.work >= free.work
-    least = partition_gemm(729, 1152, 4304, 1472, g, 1, 2, cap_bytes=1)  # no split is under 1 B: the least
-    assert temporary_bytes(least, 1, 2) <= temporary_bytes(capped, 1, 2)
-    assert partition_gemm(729, 1152, 4304, 1472, g, 1, 2, cap_bytes=need) == free  # under the cap: unchanged
+    g = IPU21.amp_for(Precision("F16"))
+    m, k, n, tiles = 729, 1152, 1152, 64
+    splits = [_split(m, k, n, pm, pk, tiles // pm // pk, g) for pm in _divisors(tiles) for pk in _divisors(tiles // pm)]
+    temps = sorted({temporary_bytes(p, 2, 4) for p in splits})
+    free = partition_gemm(m, k, n, tiles, g, 2, 4)
+    need = temporary_bytes(free, 2, 4)
+    assert temps[0] < need  # this product has splits with less temporary memory, at more work
+    cap = max(t for t in temps if t < need)
+    capped = partition_gemm(m, k, n, tiles, g, 2, 4, cap_bytes=cap)
+    assert temporary_bytes(capped, 2, 4) <= cap and capped.work >= free.work
+    least = partition_gemm(m, k, n, tiles, g, 2, 4, cap_bytes=temps[0] - 1)  # none under it: the least temporary
+    assert temporary_bytes(least, 2, 4) == temps[0]
+    assert partition_gemm(m, k, n, tiles, g, 2, 4, cap_bytes=need) == free  # already under the cap: unchanged
 
 
 def test_a_plan_lists_the_products_over_the_cap(tmp_path):
