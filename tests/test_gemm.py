@@ -80,7 +80,7 @@ def test_the_available_memory_proportion_caps_a_products_temporary_bytes():
     from tileplan.lowering.gemm import _divisors, _split, partition_gemm, temporary_bytes
 
     g = IPU21.amp_for(Precision("F16"))
-    m, k, n, tiles = 729, 1152, 1152, 64
+    m, k, n, tiles = 729, 1152, 1152, 1472
     splits = [_split(m, k, n, pm, pk, tiles // pm // pk, g) for pm in _divisors(tiles) for pk in _divisors(tiles // pm)]
     temps = sorted({temporary_bytes(p, 2, 4) for p in splits})
     free = partition_gemm(m, k, n, tiles, g, 2, 4)
