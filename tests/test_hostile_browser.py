@@ -24,6 +24,9 @@ def test_a_page_of_many_steps_draws_columns_and_lists_live_values(browser, tmp_p
         rows = page.click_step(hits[700])
         live = lv.live[hits[700]]
         assert sorted(r["id"] for r in rows) == sorted(live) and rows
+        titles = page.page.eval_on_selector_all("#live-values tbody tr", "rs => rs.map(r => r.cells[4].title)")
+        by_id = {v.id: v for v in lv.values}
+        assert titles == [by_id[r["id"]].layout_text for r in rows]  # each layout's text given once in the data
         assert page.errors == [] and page.requests == [page.url]
     finally:
         page.close()

@@ -155,6 +155,17 @@ class Liveness:
                     out[i].append(vid)
         return tuple(tuple(x) for x in out)
 
+    def _values_json(self) -> dict[str, Any]:
+        """`values` with each layout's full text given once, in `layout_texts`, and
+        referred to by its index (a few distinct layouts serve thousands of values)."""
+        texts: dict[str, int] = {}
+        rows = []
+        for v in self.values:
+            row = v.to_json()
+            row["layout_text"] = texts.setdefault(v.layout_text, len(texts))
+            rows.append(row)
+        return {"values": rows, "layout_texts": list(texts)}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "title": self.title, "program": [list(p) for p in self.program], "scope": self.scope, "fits": self.fits,
@@ -166,7 +177,7 @@ class Liveness:
             "live_runs": [[vid, list(runs)] for vid, runs in sorted(self.live_runs.items())],
             "bands": [b.to_json() for b in self.bands],
             "peak_step": self.peak_step, "repeats": [r.to_json() for r in self.repeats],
-            "values": [v.to_json() for v in self.values],
+            **self._values_json(),
             "top_allocations": [v.id for v in self.top_allocations],
             "tiles": None if self.tiles is None else self.tiles.to_json(),
             "what_if": None if self.what_if is None else [w.to_json() for w in self.what_if],

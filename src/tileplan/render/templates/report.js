@@ -272,7 +272,7 @@
       cell(tr, v.name, "name");
       cell(tr, v.shape.join("x"));
       cell(tr, v.precision);
-      cell(tr, v.layout).title = v.layout_text;
+      cell(tr, v.layout).title = data.layout_texts[v.layout_text];
       cell(tr, v.region);
       cell(tr, v.role || "-");
       cell(tr, v.first_step === null ? "-" : v.first_step + "-" + v.last_step);
