@@ -16,6 +16,10 @@ branch-and-bound over canonical placements, after MiniMalloc (Moffitt, ASPLOS 20
   all candidates of a node.
 - Hatless pruning: once a buffer that no unplaced buffer overlaps has failed, its
   siblings will too.
+- Dynamic decomposition: when no unplaced buffer crosses a boundary between two
+  sections any more, the two sides are independent and are searched one after the
+  other, each from its own canonical start (a failure on one side is not retried with
+  the other side placed differently).
 - Preorders (width-area-total, total-area-width, total-width-area) take turns under a
   node budget that doubles each round, as MiniMalloc's round robin does; each round
   then spends as many nodes again on short dives (RESTART_NODES each) with the width
