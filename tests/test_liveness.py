@@ -105,3 +105,11 @@ def test_heat_map_columns(tiles, columns):
     assert heat_columns(tiles) == columns
     rows = -(-tiles // columns)
     assert columns * rows >= tiles and columns <= 2 * rows + 1
+
+
+def test_every_value_of_the_default_report_has_its_own_readable_name(f8_path):
+    names = [v.name for v in read_back(f8_path).values]
+    assert len(set(names)) == len(names)
+    assert not any(n.startswith("operation ") for n in names)
+    assert "vit.encoder.layer{i}.attention.qkv.weight [AMP copy]" in names
+    assert "vit.encoder.layer{i}.attention_norm [as F8]" in names  # the norm's output converted for the AMP

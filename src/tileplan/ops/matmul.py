@@ -75,7 +75,8 @@ def lower_matmul(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tu
     xv = ctx.value(x)
     if xv.precision != multiply:
         narrower = multiply.bytes <= xv.precision.bytes
-        converted = ctx.new_value(xv.origin, xv.name, xv.shape, multiply, xv.layout,
+        label = xv.name if ctx.reference_names else f"{xv.name} [as {'F8' if multiply.is_fp8 else multiply.name}]"
+        converted = ctx.new_value(xv.origin, label, xv.shape, multiply, xv.layout,
                                   storage_of=x if narrower else None, group=xv.group)
         ctx.add_step(op, "Convert LocalKernel", count, (x,), (converted,))
         x = converted
