@@ -395,10 +395,10 @@ def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int])
     if (p := r.optional("program")) is not None:
         for key in p.mapping().obj:
             x = p.sub(key)
-            if x.obj is not None and (isinstance(x.obj, (dict, list)) or isinstance(x.obj, float)):
-                raise InputError(f"expected a string, an integer or true/false, found {_brief(x.obj)}", x.place)
-            if isinstance(x.obj, int) and not isinstance(x.obj, bool):
-                x.integer(minimum=-U64_MAX)
+            if isinstance(x.obj, (dict, list)):
+                raise InputError(f"expected a string, a number or true/false, found {_brief(x.obj)}", x.place)
+            if isinstance(x.obj, (int, float)) and not isinstance(x.obj, bool):
+                x.number()
 
     if (j := r.optional("rejected_operation")) is not None:
         j.mapping().sub("index").integer()
