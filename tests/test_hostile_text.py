@@ -47,3 +47,9 @@ def test_the_standard_region_overflows_into_the_interleaved_one_legally(f16_path
     assert "overflows" in row and "into interleaved" in row and "%" not in row and " -" not in row
     page = render_html(build_liveness(report))
     assert "into interleaved</td>" in page
+
+
+def test_an_absurd_argument_is_one_short_line(f8_path, capsys):
+    assert main(["summary", str(f8_path), "--top", "9" * 5000]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 400 and "invalid int value" in err

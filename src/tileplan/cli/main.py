@@ -34,7 +34,9 @@ _OUTPUT_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT, errno.EFBI
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]  # one line, exit 2, as for any bad input
-        raise TileplanError(f"{self.prog}: {message} (see --help)")
+        if len(message) > 300:  # argparse quotes the argument whole: a 5000-digit --top, say
+            message = message[:240] + f"... ({len(message)} characters)"
+        raise TileplanError(f"{self.prog}: {' '.join(message.split())} (see --help)")
 
 
 def purpose(doc: str | None) -> str:
