@@ -49,7 +49,7 @@ def test_a_vision_config_without_the_head(tmp_path):
 
 @pytest.mark.parametrize("doc,message", [
     ({"model_type": "no-such-architecture"}, "transformers cannot build a 'no-such-architecture' configuration"),
-    ({"model_type": "bert", "num_hidden_layers": 1000000000}, "num_hidden_layers must be in [1, 1000], found 1000000000"),
+    ({"model_type": "bert", "num_hidden_layers": 10**9}, "num_hidden_layers must be in [1, 1000], found 1000000000"),
     ({"model_type": "bert", "hidden_size": 2 ** 40}, "hidden_size must be in [1, 16777216]"),
     ({**SO400M, "vision_config": {**SO400M["vision_config"], "hidden_size": "big"}},
      'vision_config: hidden_size must be a positive integer, found "big"'),

@@ -30,7 +30,7 @@ def independent_check(rows: list[tuple[int, int, int, int]], offsets: list[int],
     """Shares no code with the engine: (lower, upper, size, alignment) rows and their
     offsets; every pair of buffers live at a common step must not share a byte."""
     errors = []
-    for k, ((lo, up, size, align), off) in enumerate(zip(rows, offsets)):
+    for k, ((_lo, _up, size, align), off) in enumerate(zip(rows, offsets)):
         if off < 0 or off % align or off + size > capacity:
             errors.append(f"buffer {k} at {off} (size {size}, alignment {align}) is outside [0, {capacity})")
     events = sorted(range(len(rows)), key=lambda k: rows[k][0])
@@ -38,7 +38,8 @@ def independent_check(rows: list[tuple[int, int, int, int]], offsets: list[int],
         for b in events[x + 1:]:
             if rows[b][0] >= rows[a][1]:
                 break
-            if rows[a][2] and rows[b][2] and offsets[a] < offsets[b] + rows[b][2] and offsets[b] < offsets[a] + rows[a][2]:
+            overlap = offsets[a] < offsets[b] + rows[b][2] and offsets[b] < offsets[a] + rows[a][2]
+            if rows[a][2] and rows[b][2] and overlap:
                 errors.append(f"buffers {a} and {b} overlap")
     return errors
 

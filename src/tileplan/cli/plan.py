@@ -148,7 +148,7 @@ def run_pipeline_command(args: argparse.Namespace, request: PlanRequest) -> int:
     if len(counts) & (len(counts) - 1):
         print(f"  PopTorch rounds a replica up to {1 << (len(counts) - 1).bit_length()} IPUs (autoRoundNumIPUs)")
     print(f"wrote {', '.join(map(str, paths))} and {fragment}")
-    for k, (path, report) in enumerate(zip(paths, reports)):
+    for k, report in enumerate(reports):
         lines = verdict_lines(report)
         print(f"IPU {k} (layers {report.extra['pipeline']['layers'][0]}-{report.extra['pipeline']['layers'][1] - 1}"
               f"): {lines[0]}" if counts[k] else f"IPU {k} (no layers): {lines[0]}")

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from tileplan.errors import ModelError
 from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, RepeatBlock, Tensor
-from tileplan.model.precision import BF16, F16, F32, Precision
+from tileplan.model.precision import F16, F32, Precision
 from tileplan.ops import REGISTRY, infer_shape
 from tileplan.ops.elementwise import BINARY
 
@@ -206,7 +206,7 @@ def _check_run(graph: Graph, prefix: str, start: int, length: int, count: int) -
     base = ops[start:start + length]
     for layer in range(1, count):
         lo = start + layer * length
-        for j, (a, b) in enumerate(zip(base, ops[lo:lo + length])):
+        for a, b in zip(base, ops[lo:lo + length]):
             if (a.kind, a.attrs, a.shape, a.dtype, len(a.inputs)) != (b.kind, b.attrs, b.shape, b.dtype, len(b.inputs)):
                 return _shorter(graph, prefix, start, length, layer)
             for x, y in zip(a.inputs, b.inputs):
@@ -405,7 +405,7 @@ def fold_parameter_transposes(graph: Graph) -> Graph:
     params = {t.name: t for t in graph.tensors if t.role != "input"}
     names: dict[str, str] = {}
     shapes: dict[str, tuple[int, ...]] = {}
-    for name, t in params.items():
+    for name in params:
         users = readers.get(name, [])
         perms = {o.attrs for o in users if o.kind == "transpose"}
         if users and len(perms) == 1 and all(o.kind == "transpose" for o in users) and name not in graph.outputs:

@@ -385,10 +385,10 @@ class _Importer:
             raise _Unsupported(op)
         module = _module_of(node)
         outs = MAPPERS[op](self, node, ins, attrs, module)
-        for o, v in zip(node.output, outs):
-            if o and v is not None:
-                self.names[o] = v
-                self.shapes.setdefault(o, self.b.shapes[v])
+        for o, out in zip(node.output, outs):
+            if o and out is not None:
+                self.names[o] = out
+                self.shapes.setdefault(o, self.b.shapes[out])
         for o in node.output[len(outs):]:
             if o and self.readers[o]:
                 raise ModelError(f"output {o!r} of {op} is read, and tileplan maps only its first "
@@ -627,7 +627,7 @@ def _fold_range(imp: _Importer, v: list[Any], attrs: dict[str, Any]) -> list[np.
     if delta == 0:
         raise ModelError("Range with delta 0")
     _check_size((max(math.ceil((float(limit) - float(start)) / float(delta)), 0),))
-    return [np.arange(start, limit, delta, dtype=start.dtype)]
+    return [np.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)]
 
 
 def _fold_where(imp: _Importer, v: list[Any], attrs: dict[str, Any]) -> list[np.ndarray]:
@@ -704,7 +704,8 @@ def _fallback(node: Any) -> str:
     return node.output[0] if node.output else node.name
 
 
-def _map_alias(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], module: str | None) -> list[str | None]:
+def _map_alias(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+               module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     return [imp.emit("alias", [x], None, module, _fallback(node))]
 
@@ -738,7 +739,8 @@ def _map_binary(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any]
     return [imp.reshape(out, np.broadcast_shapes(imp.shape(a), imp.shape(b)), module, _fallback(node))]
 
 
-def _map_unary(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], module: str | None) -> list[str | None]:
+def _map_unary(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+               module: str | None) -> list[str | None]:
     kind = UNARY_ONNX[node.op_type]
     out = imp.emit(kind, [imp.read(ins[0], module)], {"alpha": attrs["alpha"]} if "alpha" in attrs else None,
                    module, _fallback(node), "bool" if kind in ("not", "isnan", "isinf") else None)
@@ -747,12 +749,14 @@ def _map_unary(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [out]
 
 
-def _map_gelu(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], module: str | None) -> list[str | None]:
+def _map_gelu(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+              module: str | None) -> list[str | None]:
     approx = attrs.get("approximate", "none")
     return [imp.emit("gelu", [imp.read(ins[0], module)], {"approximate": approx}, module, _fallback(node))]
 
 
-def _map_clip(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], module: str | None) -> list[str | None]:
+def _map_clip(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+              module: str | None) -> list[str | None]:
     lo = attrs.get("min")
     hi = attrs.get("max")
     if len(ins) > 1 and ins[1]:
@@ -768,7 +772,8 @@ def _map_clip(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], 
     return [imp.emit(kind, [imp.read(ins[0], module)], a, module, _fallback(node))]
 
 
-def _map_where(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], module: str | None) -> list[str | None]:
+def _map_where(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+               module: str | None) -> list[str | None]:
     c, x, y = ins
     # the dynamo exporter's NaN guard after an attention softmax: Where(IsNaN(p), 0, p)
     if imp.isnan_of.get(c) == y and _known_scalar(imp, x) == 0:
@@ -786,7 +791,8 @@ def _map_where(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.reshape(out, shape, module, _fallback(node))]
 
 
-def _map_cast(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], module: str | None) -> list[str | None]:
+def _map_cast(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+              module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     if node.op_type == "CastLike":
         target = imp.b.dtypes[imp.read(ins[1], module)] if ins[1] not in imp.known else _np_class(imp.known[ins[1]])
@@ -808,7 +814,8 @@ def _map_matmul(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any]
                      _fallback(node))]
 
 
-def _map_gemm(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], module: str | None) -> list[str | None]:
+def _map_gemm(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+              module: str | None) -> list[str | None]:
     fb = _fallback(node)
     a, b = imp.read(ins[0], module, "input"), imp.read(ins[1], module, "weight")
     if attrs.get("transA"):
@@ -851,7 +858,8 @@ def _spatial_attrs(imp: _Importer, node: Any, attrs: dict[str, Any], x: tuple[in
     return {"strides": tuple(strides), "pads": tuple(pads), "dilations": tuple(dilations)}
 
 
-def _map_conv(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], module: str | None) -> list[str | None]:
+def _map_conv(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+              module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     w = imp.read(ins[1], module, "weight")
     ws = imp.b.shapes[w]
@@ -863,7 +871,8 @@ def _map_conv(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], 
     return [imp.emit("conv", operands, a, module, _fallback(node))]
 
 
-def _map_pool(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], module: str | None) -> list[str | None]:
+def _map_pool(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+              module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     kernel = tuple(int(k) for k in attrs["kernel_shape"])
     a = _spatial_attrs(imp, node, attrs, imp.b.shapes[x], kernel, node.op_type)
@@ -941,7 +950,8 @@ def _map_reduce(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any]
     return [out]
 
 
-def _map_arg(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], module: str | None) -> list[str | None]:
+def _map_arg(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+             module: str | None) -> list[str | None]:
     if attrs.get("select_last_index"):
         raise _Unsupported(node.op_type)
     x = imp.read(ins[0], module)
@@ -1099,7 +1109,8 @@ def _map_gather(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any]
     return [imp.reshape(out, target, module, fb)]
 
 
-def _map_pad(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any], module: str | None) -> list[str | None]:
+def _map_pad(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+             module: str | None) -> list[str | None]:
     mode = attrs.get("mode", "constant")
     rank = len(imp.shape(ins[0]))
     pads = imp.int_list(ins[1], "Pad pads") if len(ins) > 1 and ins[1] else [int(p) for p in attrs["pads"]]

@@ -115,9 +115,9 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
         example = torch.zeros(batch, seq, dtype=torch.long, device="meta")
     elif main == "pixel_values":
         vision = getattr(cfg, "vision_config", cfg)
-        size = image_size or getattr(vision, "image_size", 224)
-        size = size[0] if isinstance(size, (list, tuple)) else size
-        channels = getattr(vision, "num_channels", 3)
+        found = image_size or getattr(vision, "image_size", None) or 224
+        size = int(found[0] if isinstance(found, (list, tuple)) else found)
+        channels = int(getattr(vision, "num_channels", 3))
         example = torch.zeros(batch, channels, size, size, device="meta")
     else:
         raise InputError(f"the model's main input is {main!r}; tileplan builds input_ids or pixel_values from a "

@@ -238,7 +238,8 @@ def _getitem(im: _Importer, node: Any) -> Any:
     return im.arg(0)[im.arg(1)]
 
 
-@aten("aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default")
+@aten("aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
+      "aten.sym_constrain_range_for_size.default")
 def _nothing(im: _Importer, node: Any) -> Any:
     return None
 

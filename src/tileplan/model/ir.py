@@ -85,6 +85,23 @@ class Operation:
     def attr(self, key: str, default: object = None) -> object:
         return dict(self.attrs).get(key, default)
 
+    def int_attr(self, key: str, default: int | None = None) -> int:
+        """An integer attribute; `ModelError` naming the operation if it is anything else."""
+        value = dict(self.attrs).get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ModelError(f"attribute {key!r} must be an integer, found {value!r}",
+                             f"operation {self.index} ({self.name})")
+        return value
+
+    def ints_attr(self, key: str) -> tuple[int, ...]:
+        """An attribute that is a sequence of integers."""
+        value = dict(self.attrs).get(key)
+        if not isinstance(value, (tuple, list)) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                           for v in value):
+            raise ModelError(f"attribute {key!r} must be a list of integers, found {value!r}",
+                             f"operation {self.index} ({self.name})")
+        return tuple(value)
+
 
 @dataclass(frozen=True, slots=True)
 class RepeatBlock:

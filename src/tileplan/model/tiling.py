@@ -85,7 +85,7 @@ class AxisSplit:
         return ranges
 
 
-def split_axis(axis: AxisTiling, extent: int, name: str, what: str) -> AxisSplit:
+def split_axis(axis: AxisTiling, extent: int, name: str | None, what: str) -> AxisSplit:
     """Apply one axis tiling to an extent of `extent` elements; `what` names the axis
     in errors (e.g. "Linear tiling" or "FromEnd(1) tiling")."""
     groups = axis.padding_groups
@@ -174,7 +174,7 @@ def shard_offsets(layout: Layout) -> np.ndarray:
     return out
 
 
-def replica_offsets(layout: Layout, name: str = "value") -> np.ndarray:
+def replica_offsets(layout: Layout, name: str | None = "value") -> np.ndarray:
     """Offset of each replica: the lowest tile the earlier replicas leave free."""
     tiling = layout.tiling
     shards = shard_offsets(layout).ravel()
@@ -198,7 +198,7 @@ def replica_offsets(layout: Layout, name: str = "value") -> np.ndarray:
 _TILE_OF: dict[Layout, np.ndarray] = {}
 
 
-def tile_of(layout: Layout, name: str = "value") -> np.ndarray:
+def tile_of(layout: Layout, name: str | None = "value") -> np.ndarray:
     """Tile of every shard of every replica, indexed [r, p_0, ..., p_n] (memoized)."""
     found = _TILE_OF.get(layout)
     if found is None:
@@ -252,7 +252,7 @@ def _shards(layout: Layout, shape: tuple[int, ...]) -> Shards:
     return shards
 
 
-def check_tile_map(shards: Shards, name: str) -> None:
+def check_tile_map(shards: Shards, name: str | None) -> None:
     """Each tile must hold exactly one shard (of one replica)."""
     tiling = shards.layout.tiling
     tiles = tile_of(shards.layout, name).ravel()

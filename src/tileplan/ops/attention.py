@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from tileplan.errors import ModelError
 from tileplan.lowering.core import AttentionProducts, LoweringContext
@@ -55,7 +55,7 @@ class AttentionGrid:
 
 
 def plan_attention(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    heads = int(op.attr("heads"))  # type: ignore[arg-type]
+    heads = op.int_attr("heads")
     dim = op.output_shape[-1]
     tiles = ctx.machine.tile_count
     head_parts = math.gcd(heads, tiles)
@@ -88,7 +88,8 @@ def lower_attention(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list
     either the materialized products (scores, softmax in place, scores x values) or
     one streamed step; `Automatic` takes the one whose largest step needs fewer bytes
     per tile (see `attention_costs`)."""
-    grid: AttentionGrid = plan.detail  # type: ignore[assignment]
+    grid = plan.detail
+    assert isinstance(grid, AttentionGrid), grid
     tiles = ctx.machine.tile_count
     hb, d = grid.heads_per_part, grid.head_dim
     layout_q = heads_layout(tiles, grid.query_parts, grid.head_parts, hb * d, ctx.prefix)
@@ -119,7 +120,8 @@ def lower_attention(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list
                            scores_layout(tiles, grid.query_parts, grid.head_parts, hb, ctx.prefix))
     ctx.add_step(op, f"AttentionScores {{ heads: {grid.heads}, keys: Gathered }}", count, (q, k), (scores,),
                  {"standard": costs["gathered"]})
-    probs = ctx.new_value(op.origin, ctx.result_name(op, "probabilities"), (grid.heads, grid.queries, grid.keys), F16, ctx.value(scores).layout,
+    probs = ctx.new_value(op.origin, ctx.result_name(op, "probabilities"), (grid.heads, grid.queries, grid.keys), F16,
+                          ctx.value(scores).layout,
                           storage_of=scores)
     ctx.add_step(op, "Softmax { axis: -1, in_place: true }", count, (scores,), (probs,),
                  {"standard": hb * grid.rows * 2 * F32_BYTES})
@@ -225,7 +227,7 @@ def lower_sdpa(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tupl
     streamed as `attention_costs`. A mask is read where it is: each tile receives its
     rows of it (mask heads per tile x rows x keys x its bytes) in the scores or streamed
     step."""
-    grid_q, grid_kv = plan.detail  # type: ignore[misc]
+    grid_q, grid_kv = cast("tuple[SdpaGrid, SdpaGrid]", plan.detail)
     tiles = ctx.machine.tile_count
     q, k, v = (ids[0] for ids in ins[:3])
     mask = ins[3][0] if len(ins) > 3 else None

@@ -80,7 +80,7 @@ def _gemm_sizes(op: Operation, x: Shape, w: Shape) -> tuple[int, int, int]:
 def plan_conv(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
     out = spread_layout(ctx, op.output_precision)
     none = tuple(None for _ in ins)
-    if int(op.attr("groups", 1)) != 1:  # type: ignore[arg-type]
+    if op.int_attr("groups", 1) != 1:
         return OpPlan(wanted=none, rest=none, output=out, detail="grouped")
     x, w = ins[0], ins[1]
     geometry = ctx.machine.amp_for(w.precision)
@@ -101,7 +101,8 @@ def lower_conv(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tupl
     `GroupedConv` step (see `lower_grouped`)."""
     if plan.detail == "grouped":
         return lower_grouped(ctx, op, plan, ins, count)
-    p: gemm.GemmPartition = plan.detail  # type: ignore[assignment]
+    p = plan.detail
+    assert isinstance(p, gemm.GemmPartition), p
     x, w = ins[0][0], ins[1][0]
     bias = ins[2][0] if len(ins) > 2 else None
     multiply = ctx.value(w).precision

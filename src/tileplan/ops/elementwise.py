@@ -16,7 +16,7 @@ A binary operator with one input takes its other operand as the `scalar` attribu
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from tileplan.errors import ModelError
 from tileplan.lowering.core import LoweringContext
@@ -73,7 +73,7 @@ def plan_elementwise(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) 
 
 def _lower(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
            dies: list[bool], head: str) -> int:
-    lead, gathered = plan.detail  # type: ignore[misc]
+    lead, gathered = cast("tuple[int | None, tuple[int, ...]]", plan.detail)
     reads: list[int] = []
     got = Gathered()
     for i, ids in enumerate(ins):
@@ -81,10 +81,11 @@ def _lower(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[in
             gather_operand(ctx, ids[0], plan.output, op.output_shape, got)
             reads.append(ids[0])
         else:
-            reads.extend(place(ctx, op, ids, plan.wanted[i], count, name=ctx.copy_name(op, ids[0], source=op.inputs[i])))
+            name = ctx.copy_name(op, ids[0], source=op.inputs[i])
+            reads.extend(place(ctx, op, ids, plan.wanted[i], count, name=name))
     in_place = lead is not None and can_write_in_place(ctx, reads[lead], dies[lead], plan.output, op)
     out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
-                        storage_of=reads[lead] if in_place else None)
+                        storage_of=reads[lead] if in_place and lead is not None else None)
     broadcast = any(ctx.value(v).shape != op.output_shape for v in reads)
     fields = [head] if head else []
     if len(ins) > 1:

@@ -68,7 +68,8 @@ def lower_matmul(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tu
     accumulate precision's bytes, in standard memory."""
     if plan.detail == "batched":
         return lower_batched(ctx, op, plan, ins, count)
-    p: gemm.GemmPartition = plan.detail  # type: ignore[assignment]
+    p = plan.detail
+    assert isinstance(p, gemm.GemmPartition), p
     (x,), weights = ins
     multiply = ctx.value(weights[0]).precision
     accumulate = Precision(p.geometry.accumulate)

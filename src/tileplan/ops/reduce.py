@@ -84,7 +84,7 @@ def lower_softmax(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[t
     2 x 4 B."""
     ((x,),) = ins
     x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))  # type: ignore[arg-type]
-    axis = axis_of(int(op.attr("axis", -1)), len(op.output_shape))  # type: ignore[arg-type]
+    axis = axis_of(op.int_attr("axis", -1), len(op.output_shape))
     rows, parts = _rows(ctx, x, axis)
     in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
     out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
@@ -102,7 +102,7 @@ def lower_cumsum(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tu
     carried between tiles, rows x 4 B."""
     ((x,),) = ins
     x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))  # type: ignore[arg-type]
-    axis = axis_of(int(op.attr("axis", -1)), len(op.output_shape))  # type: ignore[arg-type]
+    axis = axis_of(op.int_attr("axis", -1), len(op.output_shape))
     rows, parts = _rows(ctx, x, axis)
     in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
     out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,

@@ -204,10 +204,10 @@ def carried_layout(ctx: LoweringContext, op: Operation, vid: int) -> Layout | No
     if op.kind == "reshape":
         return reshape_layout(v.layout, v.shape, op.output_shape)
     if op.kind == "transpose":
-        return permute_layout(v.layout, v.shape, [int(p) for p in op.attr("perm")])  # type: ignore[union-attr]
+        return permute_layout(v.layout, v.shape, op.ints_attr("perm"))
     if op.kind == "slice":
         dims = _tiled_dims(v.layout, len(v.shape))
-        axis = axis_of(int(op.attr("axis")), len(v.shape))  # type: ignore[arg-type]
+        axis = axis_of(op.int_attr("axis"), len(v.shape))
         if dims is None or axis in dims:
             return None
         return v.layout  # the sliced dimension is untiled: each tile keeps part of its elements

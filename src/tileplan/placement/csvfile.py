@@ -99,5 +99,6 @@ def render_csv(problem: Problem, offsets: tuple[int, ...]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(list(REQUIRED) + (["alignment"] if with_alignment else []) + ["offset"])
     for buf, offset in zip(problem.buffers, offsets):
-        writer.writerow([buf.id, buf.lower, buf.upper, buf.size] + ([buf.alignment] if with_alignment else []) + [offset])
+        alignment = [buf.alignment] if with_alignment else []
+        writer.writerow([buf.id, buf.lower, buf.upper, buf.size, *alignment, offset])
     return out.getvalue()

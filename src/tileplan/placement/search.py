@@ -83,7 +83,7 @@ def search(cols: Columns, capacity: int, deadline: float, node_limit: int | None
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 4 * len(cols) + 1000))
     try:
-        for round_ in itertools.count():
+        for _ in itertools.count():
             budget *= 2
             tries = [(state.ranks[p], budget) for p in PREORDERS]
             dives = max(1, len(PREORDERS) * budget // RESTART_NODES)  # as many nodes as the preorders get

@@ -15,7 +15,8 @@ def find_violations(problem: Problem, offsets: tuple[int, ...], limit: int = 10)
     assert len(offsets) == len(problem.buffers), "one offset per buffer"
     problems: list[str] = []
     for buf, offset in zip(problem.buffers, offsets):
-        if offset < buf.floor or offset % buf.alignment or (buf.ceiling is not None and offset + buf.size > buf.ceiling):
+        above = buf.ceiling is not None and offset + buf.size > buf.ceiling
+        if offset < buf.floor or offset % buf.alignment or above:
             problems.append(f"buffer {buf.id!r} at {offset} breaks its alignment or allowed range")
     cols = problem.columns()
     off = np.array(offsets, dtype=np.int64).reshape(len(offsets))

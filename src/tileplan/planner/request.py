@@ -22,6 +22,8 @@ from tileplan.planner.pipeline import MAX_IPUS, Pipeline, expand_layers_per_ipu,
 from tileplan.planner.plan import Plan, plan_program
 
 
+#: PopLibs' and PopTorch's default availableMemoryProportion
+DEFAULT_PROPORTION = "0.6"
 #: more encoder layers than any real tower; beyond it a typo would take minutes and GBs
 MAX_LAYERS = 1000
 
@@ -48,7 +50,7 @@ class PlanRequest:
     ipus: str | None = None
     layers_per_ipu: str | None = None
     #: Poplar's availableMemoryProportion: one value, or one per IPU ("0.15,0.25,0.25,0.25")
-    available_memory_proportion: str = "0.6"
+    available_memory_proportion: str = DEFAULT_PROPORTION
 
     def __post_init__(self) -> None:
         if self.layers is not None and not 1 <= self.layers <= MAX_LAYERS:
@@ -156,7 +158,8 @@ class PlanRequest:
         target, layout = machine(self.machine), policy(self.policy)
 
         def run(stage: Program) -> Plan:
-            ipu = stage.options.get("pipeline", {}).get("ipu", 0)  # type: ignore[union-attr]
+            stage_of = stage.options.get("pipeline")
+            ipu = stage_of.get("ipu", 0) if isinstance(stage_of, dict) else 0
             return plan_program(stage, target, layout, self.options_for(ipu))
 
         if self.ipus == "auto" and self.layers_per_ipu is None:
@@ -180,7 +183,7 @@ class PlanRequest:
         for key in ("batch", "sequence_length", "image_size", "ipus", "layers_per_ipu"):
             if getattr(self, key) is not None:
                 parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
-        if self.available_memory_proportion != PlanRequest.available_memory_proportion:
+        if self.available_memory_proportion != DEFAULT_PROPORTION:
             parts.append(f"--available-memory-proportion {self.available_memory_proportion}")
         if not self.map_head:
             parts.append("--no-map-head")

@@ -37,7 +37,7 @@ def parse_knob(spec: str) -> tuple[str, list[str]]:
     return name, items
 
 
-def expand(base: PlanRequest, specs: Sequence[str]) -> list[tuple[dict[str, str], PlanRequest]]:
+def expand(base: PlanRequest, specs: Sequence[str]) -> list[tuple[dict[str, object], PlanRequest]]:
     knobs = [parse_knob(s) for s in specs]
     names = [k for k, _ in knobs]
     if len(set(names)) != len(names):
@@ -70,7 +70,7 @@ def _plan_row(request: PlanRequest) -> dict:
     return outcome(request.plan()).to_json()
 
 
-def run_sweep(combos: list[tuple[dict[str, str], PlanRequest]], workers: int | None = None,
+def run_sweep(combos: list[tuple[dict[str, object], PlanRequest]], workers: int | None = None,
               progress: Callable[[int, int], None] | None = None) -> list[dict]:
     workers = workers or min(len(combos), os.cpu_count() or 1)
     requests = [r for _, r in combos]

@@ -78,7 +78,8 @@ def find_peaks(steps: Sequence[Step], groups: Mapping[int, StorageGroup],
     total = [None if a is None or b is None else a + b for a, b in zip(std, inter)]
     live_groups = {value_group[v] for s in steps for v in s.live}
     std_sizes = [groups[g].bytes for g in live_groups if groups[g].region == "standard"]
-    max_alloc = None if any(b is None for b in std_sizes) else max(std_sizes, default=0)
+    known = [b for b in std_sizes if b is not None]
+    max_alloc = None if len(known) != len(std_sizes) else max(known, default=0)
     (ps, ss), (pi, si), (pt, st) = peak(std), peak(inter), peak(total)
     return Peaks(ps, pi, pt, ss, si, st, max_alloc)  # type: ignore[arg-type]
 
@@ -140,14 +141,16 @@ def over_budget_steps(steps: Sequence[Step], budget_bytes: int, interleaved_budg
     exact accounting, on each step's worst tile."""
     out = []
     for i, s in enumerate(steps):
+        tile: int | None
+        inter_tile: int | None
         if exact is not None:
             w = exact.steps[i]
             inter, inter_tile, total, tile = w.max_interleaved, w.max_interleaved_tile, w.total, w.tile
         else:
-            std, inter = s.usage["standard"], s.usage["interleaved"]
-            if std is None or inter is None:
+            std, estimate = s.usage["standard"], s.usage["interleaved"]
+            if std is None or estimate is None:
                 continue
-            total, tile, inter_tile = std + inter, None, None
+            inter, total, tile, inter_tile = estimate, std + estimate, None, None
         if inter > interleaved_budget_bytes:
             out.append(OverBudget(s.index, "interleaved", inter_tile, inter, interleaved_budget_bytes))
         if total + exchange_bytes > budget_bytes:
@@ -169,6 +172,8 @@ def verdict_json(steps: Sequence[Step], peaks: Peaks, verdict: BudgetVerdict, bu
         estimate, estimate_step = estimates[region]
         if estimate is None:
             continue
+        tile: int | None
+        step: int | None
         if exact is not None:
             peak, tile, step = exact.peak(region)
             if region == "total":
