@@ -235,6 +235,13 @@ def verdict_lines(report: Report) -> list[str]:
         r = regions["interleaved"]
         lines.append(f"  interleaved  {r['peak']:>8} B of {r['budget']} on tile {r['tile']} at step {r['step']} "
                      f"(margin {r['margin']})")
+    nt = report.extra.get("non_tensor")
+    if nt:
+        over = (f"{nt['over_reserve']} B over the {nt['reserve']} B the budget reserves for it"
+                if nt["over_reserve"] else f"within the {nt['reserve']} B the budget reserves for it")
+        lines.append(f"  not tensors  {nt['total']:>8} B a tile (estimate: vertex code {nt['vertex_code']}, vertex "
+                     f"state {nt['vertex_state']}, exchange code {nt['exchange_code']}, control code "
+                     f"{nt['control_code']}, stack {nt['stack']}): {over}")
     cap = report.extra.get("available_memory_proportion")
     if cap and cap["exceeded"]:
         worst = max(cap["exceeded"], key=lambda e: (e["temporary_bytes"], -e["operation"]))

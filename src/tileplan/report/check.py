@@ -251,7 +251,39 @@ def check_report(report: Report) -> CheckResult:
         result.add("disagree", "fits_budget", f"reports {str(report.fits_budget).lower()}; re-derived "
                                               f"{str(fits).lower()} (scope {report.scope})")
     check_what_if(report.extra, baseline(report, fits, peaks, effective, exchange, account), result.add)
+    if "non_tensor" in report.extra:
+        compare_json(result, "non_tensor", report.extra["non_tensor"], non_tensor(report))
     return result
+
+
+# memory that is not tensors ---------------------------------------------------------------
+
+#: docs/report-format.md, "Memory that is not tensors": bytes per tile per kind of compute
+#: step (vertex code), per compute step (vertex state), per program step (control code),
+#: per exchanging step (exchange code), and the stack
+NON_TENSOR_RATES = {"vertex_code": 550, "vertex_state": 229, "control_code": 165, "exchange_code": 221}
+STACK_BYTES = 3200
+
+
+def non_tensor(report: Report) -> dict[str, Any]:
+    """The `non_tensor` section re-derived from the steps' operation texts; its note is
+    taken as written (prose)."""
+    ops = [s.operation for s in report.steps]
+    program = [op for op in ops if not op.startswith("View ")]
+    compute = [op for op in program if not op.startswith("Copy ")]
+    kinds = {op.replace("}", ",").split(",", 1)[0].strip() for op in compute}
+    exchanging = sum(exchanges(op) for op in ops)
+    figures = {"vertex_code": len(kinds) * NON_TENSOR_RATES["vertex_code"],
+               "vertex_state": len(compute) * NON_TENSOR_RATES["vertex_state"],
+               "exchange_code": exchanging * NON_TENSOR_RATES["exchange_code"],
+               "control_code": len(program) * NON_TENSOR_RATES["control_code"], "stack": STACK_BYTES}
+    total = sum(figures.values())
+    section = report.extra["non_tensor"]
+    note = section.get("note") if isinstance(section, dict) else None
+    return {**figures, "total": total, "reserve": report.support_reserve_bytes,
+            "over_reserve": max(0, total - report.support_reserve_bytes),
+            "counts": {"kinds": len(kinds), "compute_steps": len(compute), "program_steps": len(program),
+                       "exchange_steps": exchanging}, "note": note}
 
 
 # values -------------------------------------------------------------------------------
