@@ -13,7 +13,7 @@ import argparse
 import errno
 import os
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from tileplan import __version__
 from tileplan.cli import check, diff, html, place, plan, plot, summary
@@ -33,7 +33,7 @@ _OUTPUT_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT, errno.EFBI
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]  # one line, exit 2, as for any bad input
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, as for any bad input
         if len(message) > 300:  # argparse quotes the argument whole: a 5000-digit --top, say
             message = message[:240] + f"... ({len(message)} characters)"
         raise TileplanError(f"{self.prog}: {' '.join(message.split())} (see --help)")

@@ -28,11 +28,12 @@ def human_bytes(n: int | None) -> str:
     """Bytes for people: `368480` -> `359.8 KiB`; None -> `unknown`."""
     if n is None:
         return "unknown"
-    sign, n = ("-" if n < 0 else ""), abs(n)
-    if n < 1024:
-        return f"{sign}{n} B"
+    sign, size = ("-" if n < 0 else ""), abs(n)
+    if size < 1024:
+        return f"{sign}{size} B"
+    scaled = float(size)
     for unit in ("KiB", "MiB", "GiB"):
-        n /= 1024  # type: ignore[assignment]
-        if n < 1024 or unit == "GiB":
-            return f"{sign}{n:.1f} {unit}"
+        scaled /= 1024
+        if scaled < 1024 or unit == "GiB":
+            return f"{sign}{scaled:.1f} {unit}"
     raise AssertionError("unreachable")

@@ -38,6 +38,7 @@ def plain(text: str) -> str:
 
 def _colours(lv: Liveness) -> dict[str, str]:
     """One colour per band label, the same in both regions (tab20, then tab20b)."""
+    # tab20 and tab20b are ListedColormaps, which have .colors; get_cmap is typed as any Colormap
     palette = [*plt.get_cmap("tab20").colors, *plt.get_cmap("tab20b").colors]  # type: ignore[attr-defined]
     out: dict[str, str] = {}
     k = 0

@@ -166,7 +166,9 @@ def pair_values(a: tuple[ValueRow, ...], b: tuple[ValueRow, ...]) -> list[tuple[
 
 
 def _size_key(v: ValueChange) -> tuple:
-    return (v.delta is None, -abs(v.delta or 0), v.name, (v.a or v.b).id)  # type: ignore[union-attr]
+    row = v.a or v.b
+    assert row is not None, "a change has a value in A, B or both"
+    return (v.delta is None, -abs(v.delta or 0), v.name, row.id)
 
 
 def diff_reports(a: Report, b: Report) -> Diff:
@@ -183,14 +185,16 @@ def diff_reports(a: Report, b: Report) -> Diff:
             unchanged += 1
             continue
         row = x or y
-        changes.append(ValueChange(kind, row.name, row.group, row.role, x, y))  # type: ignore[union-attr]
+        assert row is not None, "a pair has a value in A, B or both"
+        changes.append(ValueChange(kind, row.name, row.group, row.role, x, y))
     order = {"added": 0, "removed": 1, "resized": 2, "changed": 3}
     changes.sort(key=lambda v: (order[v.kind], *_size_key(v)))
 
     groups: dict[tuple, list[ValueChange]] = {}
     for v in changes:
         if v.kind == "resized":
-            key = (v.group, v.role, v.a_bytes, v.b_bytes, v.a.precision, v.b.precision)  # type: ignore[union-attr]
+            assert v.a is not None and v.b is not None, "a resized value is in A and B"
+            key = (v.group, v.role, v.a_bytes, v.b_bytes, v.a.precision, v.b.precision)
             groups.setdefault(key, []).append(v)
     ops = operations(a)
     folded = [GroupChange(g, group_label(g, ops), role, len(vs), ab, bb, ap, bp, vs[0].ratio)

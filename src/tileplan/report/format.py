@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 from tileplan.errors import InputError, TileplanError
 from tileplan.ioutil import parse_json, read_json
@@ -156,6 +156,12 @@ class _Reader:
     def has(self, key: str) -> bool:
         return isinstance(self.obj, dict) and key in self.obj
 
+    @overload
+    def integer(self, minimum: int = 0, nullable: Literal[False] = False, maximum: int = U64_MAX) -> int: ...
+
+    @overload
+    def integer(self, minimum: int = 0, *, nullable: bool, maximum: int = U64_MAX) -> int | None: ...
+
     def integer(self, minimum: int = 0, nullable: bool = False, maximum: int = U64_MAX) -> int | None:
         v = self.obj
         if v is None and nullable:
@@ -233,11 +239,11 @@ def _read_value(r: _Reader) -> Value:
                          f"{layout.memory_class.to_text()}", f"{r.place}.class")
     return Value(
         id=r.sub("id").integer(), origin=r.sub("origin").integer(), root=r.sub("root").integer(),
-        name=r.sub("name").string(), group=r.sub("group").string(), shape=shape,  # type: ignore[arg-type]
-        precision=precision, layout=layout, storage_group=r.sub("storage_group").integer(),  # type: ignore[arg-type]
+        name=r.sub("name").string(), group=r.sub("group").string(), shape=shape,
+        precision=precision, layout=layout, storage_group=r.sub("storage_group").integer(),
         shard_bytes=r.sub("shard_bytes").integer(nullable=True),
         aligned_bytes=r.sub("aligned_bytes").integer(nullable=True),
-        copies=r.sub("copies").integer(minimum=1),  # type: ignore[arg-type]
+        copies=r.sub("copies").integer(minimum=1),
         bytes=r.sub("bytes").integer(nullable=True),
         alignment_bytes=r.sub("alignment_bytes").integer(minimum=1) if r.has("alignment_bytes") else None,
         role=_role(r) if r.has("role") else None,
@@ -264,11 +270,11 @@ def _read_step(r: _Reader) -> Step:
     scratch = r.sub("scratch")
     usage = r.sub("usage")
     return Step(
-        index=r.sub("index").integer(), source=r.sub("source").integer(),  # type: ignore[arg-type]
+        index=r.sub("index").integer(), source=r.sub("source").integer(),
         operation=r.sub("operation").string(),
-        execution_count=r.sub("execution_count").integer(minimum=1),  # type: ignore[arg-type]
-        live=tuple(x.integer() for x in r.sub("live").items()),  # type: ignore[misc]
-        scratch={k: scratch.sub(k).integer() for k in REGIONS},  # type: ignore[misc]
+        execution_count=r.sub("execution_count").integer(minimum=1),
+        live=tuple(x.integer() for x in r.sub("live").items()),
+        scratch={k: scratch.sub(k).integer() for k in REGIONS},
         usage={k: usage.sub(k).integer(nullable=True) for k in REGIONS},
     )
 
@@ -292,7 +298,7 @@ def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int])
             raise InputError(f"expected exact or estimate, found {_brief(x.obj)}", x.place)
         if (x := v.optional("out_of_memory")) is not None:
             x.string()
-        seen = set()
+        seen: set[str] = set()
         for region in (v.sub("regions").items(most=len(REGION_NAMES)) if v.has("regions") else []):
             name = region.mapping().sub("region").string()
             if name not in REGION_NAMES or name in seen:
@@ -356,12 +362,12 @@ def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int])
             x.number()
 
     if (ops := r.optional("operations")) is not None:
-        seen = set()
+        indexes: set[int] = set()
         for o in ops.items():
             index = o.mapping().sub("index").integer()
-            if index in seen:
+            if index in indexes:
                 raise InputError(f"expected each operation index once, found {index} twice", f"{o.place}.index")
-            seen.add(index)
+            indexes.add(index)
             o.sub("name").string()
             if o.has("execution_count"):
                 o.sub("execution_count").integer(minimum=1)
@@ -369,7 +375,7 @@ def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int])
             if len(span) != 2:
                 raise InputError(f"expected [first, last] step, found {len(span)} numbers", f"{o.place}.steps")
             first, last = step(span[0]), step(span[1])
-            if first > last:  # type: ignore[operator]
+            if first > last:
                 raise InputError(f"expected [first, last] steps in order, found first {first} after last {last}",
                                  f"{o.place}.steps")
 
@@ -437,19 +443,19 @@ def from_json_dict(obj: Any) -> Report:
             if vid not in known:
                 raise InputError(f"live value {vid} is not in timeline.values", f"timeline.steps[{s.index}].live")
     rejections = tuple(
-        Rejection(j.sub("value").integer(), j.sub("name").string(), j.sub("reason").string())  # type: ignore[arg-type]
+        Rejection(j.sub("value").integer(), j.sub("name").string(), j.sub("reason").string())
         for j in (r.sub("rejections").items() if r.has("rejections") else []))
     nullable_step = lambda key: r.sub(key).integer(nullable=True)  # noqa: E731
-    _check_extra(r, len(steps), tile_count, known)  # type: ignore[arg-type]
+    _check_extra(r, len(steps), tile_count, known)
     return Report(
         version=version,
         scope=r.sub("scope").string(), model=r.sub("model").string(),
-        tile_count=tile_count,  # type: ignore[arg-type]
-        budget_bytes=r.sub("budget_bytes").integer(),  # type: ignore[arg-type]
-        interleaved_budget_bytes=r.sub("interleaved_budget_bytes").integer(),  # type: ignore[arg-type]
+        tile_count=tile_count,
+        budget_bytes=r.sub("budget_bytes").integer(),
+        interleaved_budget_bytes=r.sub("interleaved_budget_bytes").integer(),
         standard_contiguous_overflow_bytes=r.sub("standard_contiguous_overflow_bytes").integer(nullable=True),
         fits_budget=r.sub("fits_budget").boolean(),
-        support_reserve_bytes=r.sub("support_reserve_bytes").integer(),  # type: ignore[arg-type]
+        support_reserve_bytes=r.sub("support_reserve_bytes").integer(),
         effective_peak_bytes=r.sub("effective_peak_bytes").integer(nullable=True),
         peak=PeakFigures(*(peak.sub(k).integer(nullable=True) for k in (
             "standard", "interleaved", "total", "exchange_rows", "maximum_standard_allocation"))),
