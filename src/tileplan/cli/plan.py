@@ -235,6 +235,12 @@ def verdict_lines(report: Report) -> list[str]:
         r = regions["interleaved"]
         lines.append(f"  interleaved  {r['peak']:>8} B of {r['budget']} on tile {r['tile']} at step {r['step']} "
                      f"(margin {r['margin']})")
+    placement = report.extra.get("placement")
+    if placement:
+        t = placement["tiles"][0]
+        lines.append(f"  placement    {t['height']:>8} B placed on tile {t['tile']} ({t['gaps']} B of gaps over its "
+                     f"{t['lower_bound']} B live; {t['largest_free']} B the largest free block at step "
+                     f"{t['peak_step']}): {placement['verdict']}")
     nt = report.extra.get("non_tensor")
     if nt:
         over = (f"{nt['over_reserve']} B over the {nt['reserve']} B the budget reserves for it"

@@ -19,6 +19,7 @@ from tileplan.model.tiling import Shards, round_up, shards_of
 from tileplan.model.timeline import Rejection, Step, Value
 from tileplan.planner.exact import ExactAccounting, account
 from tileplan.planner.exchange import exchange_rows
+from tileplan.planner.placed import TilePlacement, place_tiles
 from tileplan.planner.usage import BudgetVerdict, Peaks, find_peaks, judge_budget, step_usage, storage_groups
 
 
@@ -55,6 +56,8 @@ class Plan:
     resident: frozenset[int]
     #: products planned over the temporary-memory cap: (operation, name, bytes per tile)
     over_cap: tuple[tuple[int, str, int], ...] = ()
+    #: address placements of the worst tiles (with exact accounting)
+    placements: tuple[TilePlacement, ...] = ()
 
     @property
     def exchange_bytes(self) -> int:
@@ -133,7 +136,9 @@ def build_steps(lowering: Lowering, kept: int, ranges: dict[int, LiveRange]) -> 
     return live
 
 
-def plan_program(program: Program, machine: Machine, policy: Policy, options: Options) -> Plan:
+def plan_program(program: Program, machine: Machine, policy: Policy, options: Options, place: bool = True) -> Plan:
+    """The plan of `program`; `place` places the worst tiles' buffers in their address
+    space (`tileplan.planner.placed`)."""
     lowering = lower_program(program, machine, policy, options)
     shards, reasons = size_values(lowering.values)
     ranges = compute_live_ranges(lowering)
@@ -164,6 +169,8 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
         if steps and all(v.id in shards for v in values) else None
     verdict = judge_budget(steps, peaks, machine.budget_bytes, machine.interleaved_budget_bytes,
                            rows * machine.exchange_row_bytes, complete=scope == "program", exact=exact)
+    placements = place_tiles(values, steps, shards, machine, exact, rows * machine.exchange_row_bytes) \
+        if exact is not None and place and verdict.fits else ()
     rejections = tuple(Rejection(v, lowering.values[v].name, reasons[v]) for v in in_report if v in reasons)
     ops = tuple(o for o in lowering.operations if any(s.source == o.index for s in steps)) \
         if scope != "program" else lowering.operations
@@ -174,4 +181,4 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
         rejected_op = (index, name, reason)
     return Plan(program, machine, policy.name, options, scope, tuple(values), tuple(steps), rejections, ops,
                 rejected_op, peaks, verdict, rows, {v: shards[v] for v in in_report if v in shards}, exact, resident,
-                lowering.over_cap)
+                lowering.over_cap, placements)

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 from tileplan.model.timeline import Step
 from tileplan.planner.nontensor import estimate_non_tensor
+from tileplan.planner.placed import placement_verdict
 from tileplan.planner.plan import Plan
 from tileplan.planner.usage import verdict_json
 from tileplan.report.exact import exact_json, peak_tile_json
@@ -21,6 +22,13 @@ NON_TENSOR_TEXT = ("Estimated bytes per tile of memory that is not tensors (docs
                    "code per program step, 221 B of exchange code per exchanging step, 3200 B of stack; calibrated on "
                    "Graphcore's BERT-Large breakdown, uncertain by about half. The budgets keep support_reserve_bytes "
                    "for it; over_reserve is what the estimate exceeds that reserve by.")
+
+
+PLACEMENT_TEXT = ("Addresses on the worst tiles: each storage group live on the tile is a buffer over the steps it "
+                  "is live, each step's scratch a buffer of that step, the exchange rows a buffer of every step; "
+                  "[0, budget_bytes - interleaved_budget_bytes) is the non-interleaved region's usable part, above it "
+                  "the interleaved region's, where interleaved buffers must sit. Buffers: [what, storage group, "
+                  "region, first step, end step (exclusive), bytes (8-byte aligned), offset].")
 
 
 def build_report(plan: Plan) -> Report:
@@ -54,6 +62,17 @@ def build_report(plan: Plan) -> Report:
             "counts": {"kinds": nt.kinds, "compute_steps": nt.compute_steps, "program_steps": nt.program_steps,
                        "exchange_steps": nt.exchange_steps},
             "note": NON_TENSOR_TEXT}
+    if plan.placements:
+        names = {v.storage_group: v.name for v in reversed(plan.values)}
+        extra["placement"] = {
+            "verdict": placement_verdict(plan.placements, plan.verdict.fits, names),
+            "tiles": [{"tile": p.tile, "why": p.why, "capacity": p.capacity, "height": p.height,
+                       "lower_bound": p.lower_bound, "gaps": p.gaps, "optimal": p.optimal, "fits": p.fits,
+                       "infeasible": p.infeasible, "method": p.method, "peak_step": p.peak_step,
+                       "largest_free": p.largest_free,
+                       "buffers": [[b.what, b.group, b.region, b.lower, b.upper, b.size, b.offset]
+                                   for b in p.buffers]} for p in plan.placements],
+            "note": PLACEMENT_TEXT}
     if "pipeline" in plan.program.options:  # one stage of a pipeline over several IPUs
         extra["pipeline"] = plan.program.options["pipeline"]
     exchange = plan.exchange_bytes

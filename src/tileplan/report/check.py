@@ -253,7 +253,73 @@ def check_report(report: Report) -> CheckResult:
     check_what_if(report.extra, baseline(report, fits, peaks, effective, exchange, account), result.add)
     if "non_tensor" in report.extra:
         compare_json(result, "non_tensor", report.extra["non_tensor"], non_tensor(report))
+    if "placement" in report.extra:
+        check_placement(report, result)
     return result
+
+
+# placements of the worst tiles ------------------------------------------------------------
+
+def check_placement(report: Report, result: CheckResult) -> None:
+    """Each placed tile's buffers: no two live at one step share a byte, interleaved ones
+    sit in the interleaved region, a storage group's buffer spans exactly the steps its
+    members are live, the height is the highest end, `fits` is height <= capacity, and
+    the verdict's first words follow from them."""
+    section = report.extra["placement"]
+    tiles = section.get("tiles") if isinstance(section, dict) else None
+    if not isinstance(tiles, list):
+        result.add("disagree", "placement.tiles", "expected a list of placed tiles")
+        return
+    span: dict[int, tuple[int, int]] = {}
+    group_of = {v.id: v.storage_group for v in report.values}
+    for s in report.steps:
+        for vid in s.live:
+            g = group_of.get(vid)
+            if g is not None:
+                lo, hi = span.get(g, (s.index, s.index))
+                span[g] = (min(lo, s.index), max(hi, s.index))
+    floor = report.budget_bytes - report.interleaved_budget_bytes
+    all_fit = True
+    for k, t in enumerate(tiles):
+        place = f"placement.tiles[{k}]"
+        try:
+            buffers = [(str(b[0]), b[1], str(b[2]), int(b[3]), int(b[4]), int(b[5]), int(b[6])) for b in t["buffers"]]
+            capacity, height, fits = int(t["capacity"]), int(t["height"]), bool(t["fits"])
+        except (KeyError, TypeError, ValueError, IndexError):
+            result.add("disagree", place, "expected tile, capacity, height, fits and buffers "
+                                          "[what, group, region, first, end, bytes, offset]")
+            return
+        if capacity != report.budget_bytes:
+            result.add("disagree", f"{place}.capacity", f"reports {capacity}; the budget is {report.budget_bytes}")
+        top = max((off + size for _, _, _, _, _, size, off in buffers), default=0)
+        if top != height:
+            result.add("disagree", f"{place}.height", f"reports {height}; the highest buffer ends at {top}")
+        if fits != (top <= capacity):
+            result.add("disagree", f"{place}.fits", f"reports {str(fits).lower()}; height {top}, capacity {capacity}")
+        all_fit &= top <= capacity
+        for i, (what, group, region, lo, hi, size, off) in enumerate(buffers):
+            where = f"{place}.buffers[{i}]"
+            if off < 0 or (region == "interleaved" and off < floor):
+                result.add("disagree", where, f"offset {off} is outside its region (interleaved from {floor})")
+            if what == "group" and isinstance(group, int) and span.get(group) != (lo, hi - 1):
+                result.add("disagree", where, f"storage group {group} spans steps {lo} to {hi - 1}; its members are "
+                                              f"live in {span.get(group)}")
+        events = sorted(range(len(buffers)), key=lambda i: (buffers[i][3], buffers[i][6]))
+        for a_i, a in enumerate(events):  # overlap: live at a common step and sharing a byte
+            A = buffers[a]
+            for b in events[a_i + 1:]:
+                B = buffers[b]
+                if B[3] >= A[4]:
+                    break
+                if A[5] and B[5] and A[6] < B[6] + B[5] and B[6] < A[6] + A[5]:
+                    result.add("disagree", f"{place}.buffers[{b}]", f"shares bytes with buffers[{a}] while both are "
+                                                                     f"live (step {max(A[3], B[3])})")
+                    return
+    verdict = str(section.get("verdict", ""))
+    expected = ("does not fit by bytes" if not report.fits_budget else
+                "fits by bytes and by placement" if all_fit else "fits by bytes, not by placement")
+    if not verdict.startswith(expected):
+        result.add("disagree", "placement.verdict", f"reports {text(verdict)}; expected it to say {expected!r}")
 
 
 # memory that is not tensors ---------------------------------------------------------------
