@@ -8,7 +8,7 @@ REFERENCE := tests/data/reference_000.json
 REPORT := out/siglip-so400m-patch14-384
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test install install-render install-test chromium clean
+.PHONY: demo test lint install install-render install-test chromium clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,13 @@ demo: install-render
 	$(TILEPLAN) plot $(REPORT).json -f
 	$(TILEPLAN) summary $(REPORT).json
 
-test: install-test chromium
+test: install-test chromium lint
 	$(PY) -m pytest
+
+# The lint and type checks we hold ourselves to (configuration in pyproject.toml).
+lint: install-test
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) out

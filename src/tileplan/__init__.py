@@ -9,7 +9,7 @@ planner -> report -> cli; importers build programs from models.
 __version__ = "0.1.0"
 
 
-def plan(*args, **kwargs):  # type: ignore[no-untyped-def]
+def plan(*args, **kwargs):
     """`tileplan.api.plan` (imported on first use: the package itself stays light)."""
     from tileplan.api import plan as _plan
     return _plan(*args, **kwargs)

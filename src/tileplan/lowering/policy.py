@@ -57,7 +57,7 @@ class DefaultPolicy(Policy):
     def resting(self, tensor, readers, tile_count, prefix):
         first = next((r for r in readers if r.rest is not None), None)
         if first is not None and first.op_index == 0:
-            return first.rest, first.alignment  # type: ignore[return-value]
+            return first.rest, first.alignment
         return compact_layout(tensor.elements, tensor.precision.bytes, tile_count, prefix), None
 
 

@@ -21,6 +21,7 @@ from tileplan.lowering.core import (
 from tileplan.lowering.gemm import PlanningError
 from tileplan.lowering.policy import Policy, Reader
 from tileplan.model.ir import Operation, Program, RepeatBlock, family_member
+from tileplan.model.layout import Layout
 from tileplan.model.machine import Machine
 from tileplan.model.timeline import Value
 from tileplan.ops import REGISTRY, InputInfo, OpPlan, check_program
@@ -65,7 +66,7 @@ def _members(name: str, block: RepeatBlock | None, declared: set[str]) -> tuple[
 
 def plan_operations(ctx: LoweringContext, program: Program) -> tuple[dict[int, OpPlan], tuple[int, str] | None]:
     declared = {t.name: t for t in program.tensors}
-    layouts: dict[str, object] = {}
+    layouts: dict[str, Layout] = {}
     shapes = {t.name: (t.shape, t.precision) for t in program.tensors}
     plans: dict[int, OpPlan] = {}
     for op, _, block in _schedule(program):
@@ -73,7 +74,7 @@ def plan_operations(ctx: LoweringContext, program: Program) -> tuple[dict[int, O
         for name in op.inputs:
             first = _members(name, block, set(declared))[0]
             shape, precision = shapes[first]
-            infos.append(InputInfo(shape, precision, layouts.get(name), first in declared))  # type: ignore[arg-type]
+            infos.append(InputInfo(shape, precision, layouts.get(name), first in declared))
         try:
             plan = REGISTRY[op.kind].plan(ctx, op, infos)
         except PlanningError as e:

@@ -186,7 +186,7 @@ def build_vit(cfg: ViTConfig, weights: Precision, unroll: bool = False) -> Progr
     for suffix, shape in families.items():
         for i in range(cfg.layers):
             name = family_member(f"{family}.{suffix}", i)
-            (b.weight if suffix.endswith(".weight") else b.declare)(name, shape)  # type: ignore[operator]
+            (b.weight if suffix.endswith(".weight") else b.declare)(name, shape)
     if unroll:
         for i in range(cfg.layers):
             x = _encoder_layer(b, cfg, family_member(family, i), x, None)

@@ -236,8 +236,9 @@ def lower_sdpa(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tupl
         made = []
         for i, vid in moved:
             src = ctx.value(vid)
-            made.append(ctx.new_value(op.origin, ctx.copy_name(op, vid, "heads"), src.shape, src.precision,
-                                      plan.wanted[i]))  # type: ignore[arg-type]
+            wanted = plan.wanted[i]
+            assert wanted is not None, "sdpa reads q, k and v head-major"
+            made.append(ctx.new_value(op.origin, ctx.copy_name(op, vid, "heads"), src.shape, src.precision, wanted))
         ctx.add_step(op, f"Copy {{ mapping: SplitHeads {{ heads: {grid_q.heads} }}, reuse_local: false }}", count,
                      tuple(vid for _, vid in moved), tuple(made))
         renamed = dict(zip((i for i, _ in moved), made))

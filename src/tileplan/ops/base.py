@@ -201,14 +201,14 @@ def copy_text(local: bool) -> str:
     return f"Copy {{ mapping: CoordinateMapping {{ offsets: [], view: None }}, reuse_local: {str(local).lower()} }}"
 
 
-def copy_if_needed(ctx: LoweringContext, op: Operation, vid: int, wanted: Layout, count: int,
+def copy_if_needed(ctx: LoweringContext, op: Operation, vid: int, wanted: Layout | None, count: int,
                    alignment: int | None = None, name: str | None = None) -> int:
     """A `Copy` of value `vid` into `wanted` unless it is there already. The copy
     reuses local data (`reuse_local: true`) when every tile already holds the
     elements it needs, and exchanges otherwise. `name` names the copy (default: the
-    operation's result, as the reference names it)."""
+    operation's result, as the reference names it). `wanted` None: read as it is."""
     v = ctx.value(vid)
-    if v.layout == wanted:
+    if wanted is None or v.layout == wanted:
         return vid
     label = name if name is not None else f"operation {op.index} result 0"
     copied = ctx.new_value(op.origin, label, v.shape, v.precision, wanted, alignment_bytes=alignment)

@@ -82,7 +82,7 @@ def lower_matmul(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tu
         ctx.add_step(op, "Convert LocalKernel", count, (x,), (converted,))
         x = converted
     result = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
-    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x, "AMP copy"))  # type: ignore[arg-type]
+    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x, "AMP copy"))
     weights = place(ctx, op, weights, plan.wanted[1], count, plan.alignment[1],
                     name=ctx.copy_name(op, weights[0], "AMP copy", op.inputs[1]))
     needs_sum = p.pk > 1 or accumulate != op.output_precision

@@ -52,7 +52,7 @@ def lower_norm(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tupl
     scratch rows x statistics x 4 B. Vectors of a linearly spread input are received
     as scratch (at most min(vector, shard) elements each)."""
     (x,), *params = ins
-    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))  # type: ignore[arg-type]
+    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))
     got = Gathered()
     reads: list[int] = []
     for j, (ids, wanted) in enumerate(zip(params, plan.wanted[1:])):
@@ -97,7 +97,7 @@ def lower_batchnorm(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list
     channel), in place when the input dies; each tile receives the channels its shard
     touches, at most min(C, shard) elements of each vector, as scratch."""
     (x,), *params = ins
-    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))  # type: ignore[arg-type]
+    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))
     got = Gathered()
     for ids in params:
         gather_operand(ctx, ids[0], plan.output, op.output_shape, got)

@@ -83,7 +83,7 @@ def lower_softmax(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[t
     sums in F32 with their reduction tree, (min(partitions of a row, 16) + 1) x rows x
     2 x 4 B."""
     ((x,),) = ins
-    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))  # type: ignore[arg-type]
+    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))
     axis = axis_of(op.int_attr("axis", -1), len(op.output_shape))
     rows, parts = _rows(ctx, x, axis)
     in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
@@ -101,7 +101,7 @@ def lower_cumsum(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tu
     """One `Scan` step, in place when its input dies; scratch: each row's running total
     carried between tiles, rows x 4 B."""
     ((x,),) = ins
-    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))  # type: ignore[arg-type]
+    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))
     axis = axis_of(op.int_attr("axis", -1), len(op.output_shape))
     rows, parts = _rows(ctx, x, axis)
     in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)

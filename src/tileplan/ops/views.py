@@ -85,10 +85,10 @@ def reshape_layout(layout: Layout, old: Shape, new: Shape) -> Layout | None:
     for gi, gj in reshape_groups(old, new):
         for d in gi:
             target[d] = gj[0] if len(gi) == 1 and len(gj) == 1 and old[d] == new[gj[0]] else None
-    new_dims = [target.get(d) for d in dims]
-    if any(d is None for d in new_dims):
+    new_dims = [n for n in (target.get(d) for d in dims) if n is not None]
+    if len(new_dims) != len(dims):
         return None
-    return _checked(layout, _moved(layout, new_dims, len(new)), old, new)  # type: ignore[arg-type]
+    return _checked(layout, _moved(layout, new_dims, len(new)), old, new)
 
 
 def permute_layout(layout: Layout, shape: Shape, perm: Sequence[int]) -> Layout | None:

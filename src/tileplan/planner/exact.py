@@ -17,7 +17,7 @@ vectors and O(tiles) for the sweep.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import AbstractSet, Mapping, Sequence
 
 import numpy as np
 
@@ -93,7 +93,7 @@ def group_vectors(values: Sequence[Value], shards: Mapping[int, Shards], tile_co
 
 
 def account(values: Sequence[Value], steps: Sequence[Step], shards: Mapping[int, Shards],
-            tile_count: int, resident: set[int] = frozenset()) -> ExactAccounting:  # type: ignore[assignment]
+            tile_count: int, resident: AbstractSet[int] = frozenset()) -> ExactAccounting:
     """Sweep the steps: per-tile usage of each region, worst tile per step, peak per
     tile. `resident`: ids of the declared tensors (input and parameters)."""
     assert all(v.id in shards for v in values), "exact accounting needs every value representable"

@@ -8,6 +8,7 @@ figure in a report can be re-derived by running that command.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from tileplan.errors import InputError
 from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
@@ -169,8 +170,8 @@ class PlanRequest:
         counts = expand_layers_per_ipu(spec, layer_count(program), ipus or len(spec))
         return plan_pipeline(program, counts, run)
 
-    def with_(self, **changes: object) -> "PlanRequest":
-        return replace(self, **changes)  # type: ignore[arg-type]
+    def with_(self, **changes: Any) -> "PlanRequest":
+        return replace(self, **changes)
 
     def command(self) -> str:
         """The `tileplan plan` line that plans exactly this request."""

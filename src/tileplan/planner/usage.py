@@ -34,8 +34,8 @@ def storage_groups(values: Iterable[Value]) -> dict[int, StorageGroup]:
     for gid, vs in sorted(members.items()):
         regions = {v.region for v in vs}
         assert len(regions) == 1, f"storage group {gid} spans regions {sorted(regions)}"
-        sizes = [v.bytes for v in vs]
-        size = None if any(s is None for s in sizes) else max(sizes)  # type: ignore[type-var]
+        sizes = [v.bytes for v in vs if v.bytes is not None]
+        size = max(sizes) if len(sizes) == len(vs) else None
         groups[gid] = StorageGroup(gid, regions.pop(), size, tuple(v.id for v in vs))
     return groups
 
@@ -68,10 +68,11 @@ class Peaks:
 def find_peaks(steps: Sequence[Step], groups: Mapping[int, StorageGroup],
                value_group: Mapping[int, int]) -> Peaks:
     def peak(series: list[int | None]) -> tuple[int | None, int | None]:
-        if not series or any(x is None for x in series):
+        known = [x for x in series if x is not None]
+        if not series or len(known) != len(series):
             return None, None
-        best = max(series)  # type: ignore[type-var]
-        return best, series.index(best)
+        best = max(known)
+        return best, known.index(best)
 
     std = [s.usage["standard"] for s in steps]
     inter = [s.usage["interleaved"] for s in steps]
@@ -81,7 +82,7 @@ def find_peaks(steps: Sequence[Step], groups: Mapping[int, StorageGroup],
     known = [b for b in std_sizes if b is not None]
     max_alloc = None if len(known) != len(std_sizes) else max(known, default=0)
     (ps, ss), (pi, si), (pt, st) = peak(std), peak(inter), peak(total)
-    return Peaks(ps, pi, pt, ss, si, st, max_alloc)  # type: ignore[arg-type]
+    return Peaks(ps, pi, pt, ss, si, st, max_alloc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,11 +106,8 @@ def judge_budget(steps: Sequence[Step], peaks: Peaks, budget_bytes: int, interle
     """The verdict; with exact per-tile accounting it judges the real worst tiles,
     otherwise the estimate."""
     standard_budget = budget_bytes - interleaved_budget_bytes
-    std = [s.usage["standard"] for s in steps]
-    if any(x is None for x in std):
-        overflow = None
-    else:
-        overflow = max((max(0, x - standard_budget) for x in std), default=0)  # type: ignore[operator]
+    std = [x for x in (s.usage["standard"] for s in steps) if x is not None]
+    overflow = max((max(0, x - standard_budget) for x in std), default=0) if len(std) == len(steps) else None
     effective = None if peaks.total is None else peaks.total + exchange_bytes
     known = exact is not None or (effective is not None and peaks.interleaved is not None)
     fits = (complete and known

@@ -127,7 +127,7 @@ def largest(fits: Callable[[int], bool], start: int, cap: int = MAX_BATCH) -> in
 def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) -> list[WhatIfRow]:
     """The largest batch that fits on one IPU, and on two (the best split of the layers
     over two IPUs, `--ipus 2 --layers-per-ipu` as `fewest_ipus` chooses it)."""
-    from tileplan.planner.pipeline import fewest_ipus
+    from tileplan.planner.pipeline import Pipeline, fewest_ipus
     plans: dict[int, Plan] = {}
 
     def one(batch: int) -> bool:
@@ -147,7 +147,7 @@ def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) ->
         layer_count(base.program())
     except TileplanError:
         return rows  # no layers to split over two IPUs
-    pipelines: dict[int, object] = {}
+    pipelines: dict[int, Pipeline | None] = {}
 
     def two(batch: int) -> bool:
         request = base.with_(batch=batch)
@@ -157,11 +157,11 @@ def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) ->
         pipelines[batch] = pipe
         return pipe is not None and len(pipe.plans) <= 2
     best2 = largest(two, max(best, 1))
-    if best2:
-        pipe = pipelines[best2]
-        split = ",".join(map(str, pipe.layers_per_ipu))  # type: ignore[attr-defined]
-        request = base.with_(batch=best2, ipus=str(len(pipe.layers_per_ipu)), layers_per_ipu=split)  # type: ignore
-        tight = min(pipe.plans, key=lambda p: outcome(p).margin or 0)  # type: ignore[attr-defined]
+    pipe = pipelines.get(best2) if best2 else None
+    if pipe is not None:
+        split = ",".join(map(str, pipe.layers_per_ipu))
+        request = base.with_(batch=best2, ipus=str(len(pipe.layers_per_ipu)), layers_per_ipu=split)
+        tight = min(pipe.plans, key=lambda p: outcome(p).margin or 0)
         rows.append(WhatIfRow("batch on 2 IPUs", f"{best2} (layers per IPU {split})", request, outcome(tight)))
     return rows
 

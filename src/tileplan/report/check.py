@@ -297,7 +297,7 @@ def check_placement(report: Report, result: CheckResult) -> None:
         if fits != (top <= capacity):
             result.add("disagree", f"{place}.fits", f"reports {str(fits).lower()}; height {top}, capacity {capacity}")
         all_fit &= top <= capacity
-        for i, (what, group, region, lo, hi, size, off) in enumerate(buffers):
+        for i, (what, group, region, lo, hi, _size, off) in enumerate(buffers):
             where = f"{place}.buffers[{i}]"
             if off < 0 or (region == "interleaved" and off < floor):
                 result.add("disagree", where, f"offset {off} is outside its region (interleaved from {floor})")
