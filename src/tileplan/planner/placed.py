@@ -30,7 +30,7 @@ from tileplan.planner.exact import ExactAccounting, group_vectors
 
 ALIGNMENT = 8
 #: the exact search's node budget per tile: bounded work, the same answer on any machine
-NODE_LIMIT = 20_000
+NODE_LIMIT = 500
 TIME_LIMIT = 5.0
 
 
