@@ -5,7 +5,7 @@
 Cases: `so400m-repeat` (siglip-so400m-patch14-384, 27 layers, F8F143 weights, the
 default policy, the encoder as a repeat block), `so400m-unrolled` (the same, the
 encoder unrolled) and `synthetic` (tileplan.model.synthetic with `--values` graph
-values, 40,100 by default, which the lowering turns into just over 100,000 timeline
+values, 43,800 by default, which the lowering turns into just over 100,000 timeline
 values: the report's `values`, the "100,000 values" of the target). Each case runs in a fresh
 Python process, so cases share no memory or caches; its peak RSS is that process's own (`os.wait4`), imports
 included. Plan time = lowering + planning + exact accounting + building the report's
@@ -157,8 +157,8 @@ def render(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
-    p.add_argument("--values", type=int, default=40_100,
-                   help="graph values of the synthetic case (default 40100: just over 100,000 timeline values)")
+    p.add_argument("--values", type=int, default=43_800,
+                   help="graph values of the synthetic case (default 43800: just over 100,000 timeline values)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds before a case is stopped (default 300)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON too")
     p.add_argument("--child", choices=CASES, help=argparse.SUPPRESS)
