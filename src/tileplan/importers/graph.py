@@ -9,7 +9,9 @@ import serves every `--weights` choice. `build` runs small named passes that tak
 graph and return a graph: `fold_aliases` (clone, contiguous, dropout: nothing),
 `fold_parameter_transposes` (a weight read only transposed is declared transposed:
 the bytes are the same), `fold_expands` (an expand read only by broadcasting
-operators is not materialised) and `prune` (operations whose results nothing reads).
+operators is not materialised), `fuse_attention` (MatMul -> scale -> mask -> Softmax
+-> MatMul, as ONNX exports attention, becomes one `sdpa`, as torch.export keeps it)
+and `prune` (operations whose results nothing reads).
 """
 
 from __future__ import annotations
@@ -337,7 +339,7 @@ class GraphBuilder:
         inputs = [t for t in self.tensors if t.role == "input"]
         params = [t for t in self.tensors if t.role != "input"]
         graph = Graph(self.name, (*inputs, *params), tuple(self.ops), tuple(self.outputs))
-        for step in (fold_aliases, fold_parameter_transposes, fold_expands, prune):
+        for step in (fold_aliases, fold_parameter_transposes, fold_expands, fuse_attention, prune):
             graph = step(graph)
         if not graph.ops:
             raise ModelError("the model computes nothing from its inputs (no operation reaches an output)",
@@ -431,6 +433,94 @@ def fold_expands(graph: Graph) -> Graph:
         return graph
     ops = _rename((o for o in graph.ops if o.output not in names), names)
     return replace(graph, ops=tuple(ops))
+
+
+def fuse_attention(graph: Graph) -> Graph:
+    """scores = q @ kT, optionally scaled by a scalar and a mask added, softmax over the
+    last axis, then @ v: one `sdpa` of q, k, v (and the mask). Every intermediate must
+    have no other reader; kT must be k with its last two dimensions swapped (a
+    transpose is added when the graph holds only kT)."""
+    ops = list(graph.ops)
+    producer = {o.output: i for i, o in enumerate(ops)}
+    readers: dict[str, list[int]] = {}
+    for i, o in enumerate(ops):
+        for name in o.inputs:
+            readers.setdefault(name, []).append(i)
+    shape = {t.name: t.shape for t in graph.tensors} | {o.output: o.shape for o in ops}
+    taken = {o.name for o in ops}
+    dropped: set[int] = set()
+    replaced: dict[int, list[GraphOp]] = {}
+    for i, soft in enumerate(ops):
+        if soft.kind != "softmax" or dict(soft.attrs).get("axis", -1) not in (-1, len(soft.shape) - 1):
+            continue
+        after = readers.get(soft.output, [])
+        if len(after) != 1 or ops[after[0]].kind != "matmul" or ops[after[0]].inputs[0] != soft.output:
+            continue
+        out = ops[after[0]]
+        chain: list[int] = []
+        mask: str | None = None
+        scale: float | None = None
+        name = soft.inputs[0]
+        while name in producer and len(readers.get(name, [])) == 1:
+            op = ops[producer[name]]
+            scalar = dict(op.attrs).get("scalar")
+            if op.kind == "add" and len(op.inputs) == 2 and mask is None:
+                mask, name = op.inputs[1], op.inputs[0]
+            elif op.kind in ("mul", "div") and len(op.inputs) == 1 and scale is None and scalar:
+                scale, name = (float(scalar) if op.kind == "mul" else 1.0 / float(scalar)), op.inputs[0]
+            else:
+                break
+            chain.append(producer[op.output])
+        first = ops[producer[name]] if name in producer else None
+        if first is None or first.kind != "matmul" or len(readers.get(name, [])) != 1:
+            continue
+        q, kt = first.inputs
+        v = out.inputs[1]
+        rank = len(shape[q])
+        if rank not in (3, 4) or len(shape[kt]) != rank or len(shape[v]) != rank:
+            continue
+        swap = (*range(rank - 2), rank - 1, rank - 2)
+        made: list[GraphOp] = []
+        maker = ops[producer[kt]] if kt in producer else None
+        if maker is not None and maker.kind == "transpose" and tuple(dict(maker.attrs)["perm"]) == swap:
+            k = maker.inputs[0]
+        else:
+            k = _fresh(f"{kt} [k]", taken)
+            made.append(GraphOp("transpose", k, (kt,), k, tuple(shape[kt][d] for d in swap), first.dtype,
+                                (("perm", swap),), first.module))
+            shape[k] = made[-1].shape
+        label = _fresh(f"{out.module}.attention" if out.module else f"{out.name}.attention", taken)
+        ins = (q, k, v) if mask is None else (q, k, v, mask)
+        attrs: tuple[tuple[str, Any], ...] = (("causal", False),)
+        if scale is not None:
+            attrs += (("scale", scale),)
+        probe = Operation(0, 0, "sdpa", label, ins, label, (1,), F32, attrs, out.module)
+        try:
+            if infer_shape(probe, [shape[x] for x in ins]) != out.shape:
+                continue
+        except ModelError:
+            continue
+        made.append(GraphOp("sdpa", label, ins, out.output, out.shape, out.dtype, attrs, out.module))
+        dropped.update({producer[name], i, after[0], *chain})
+        replaced[after[0]] = made
+    if not replaced:
+        return graph
+    result: list[GraphOp] = []
+    for i, o in enumerate(ops):
+        if i in replaced:
+            result.extend(replaced[i])
+        elif i not in dropped:
+            result.append(o)
+    return replace(graph, ops=tuple(result))
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    out, n = name, 1
+    while out in taken:
+        n += 1
+        out = f"{name}:{n}"
+    taken.add(out)
+    return out
 
 
 def prune(graph: Graph) -> Graph:
