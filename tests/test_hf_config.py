@@ -73,3 +73,28 @@ def test_default_output_name_comes_from_the_model_name(tmp_path, monkeypatch, ca
     monkeypatch.chdir(tmp_path)
     assert main(["plan", str(path), "--no-what-if"]) == 0
     assert (tmp_path / "siglip-so400m-patch14-384.json").exists()
+
+
+def test_plan_in_a_checkpoint_folder_never_overwrites_its_config(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "so400m"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(SO400M))
+    monkeypatch.chdir(folder)
+    assert main(["plan", "config.json", "--layers", "1", "--no-what-if", "-f"]) == 0
+    assert json.loads((folder / "config.json").read_text()) == SO400M  # untouched
+    assert (folder / "siglip-so400m-patch14-384.json").exists()  # named after _name_or_path
+    assert main(["plan", "config.json", "-o", "config.json", "-f"]) == 2
+    assert "is the model's own file" in capsys.readouterr().err
+
+
+def test_a_config_with_a_billion_layers_is_a_one_line_error(tmp_path, capsys):
+    doc = {**SO400M, "vision_config": {**SO400M["vision_config"], "num_hidden_layers": 10**9}}
+    (tmp_path / "config.json").write_text(json.dumps(doc))
+    assert main(["plan", str(tmp_path / "config.json"), "-o", str(tmp_path / "out.json")]) == 2
+    assert "layers must be in [1, 1000], found 1000000000" in capsys.readouterr().err
+
+
+def test_plan_prints_precisions_as_people_write_them(tmp_path, capsys):
+    assert main(["plan", "--layers", "1", "--no-what-if", "-o", str(tmp_path / "p.json")]) == 0
+    out = capsys.readouterr().out
+    assert "F8 E4M3 x2^-4" in out and "scale_exponent" not in out

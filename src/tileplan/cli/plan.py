@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.cli.progress import Progress
+from tileplan.errors import InputError
 from tileplan.ioutil import check_target, write_atomic
 from tileplan.lowering.core import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
@@ -26,7 +27,7 @@ from tileplan.planner.sweep import KNOBS, expand, run_sweep
 from tileplan.planner.whatif import what_if, what_if_json
 from tileplan.report.build import build_report
 from tileplan.report.format import Report, to_json_text
-from tileplan.report.views import group_label, operations, verdict_line
+from tileplan.report.views import group_label, operations, precision_display, verdict_line
 
 TOP_VALUES = 10
 TOP_LISTED = 5
@@ -83,9 +84,18 @@ def request_from(args: argparse.Namespace) -> PlanRequest:
 
 
 def _output(args: argparse.Namespace, request: PlanRequest, suffix: str) -> Path:
-    """-o, else the model's name (its last path segment) with `suffix`, in this folder."""
+    """-o, else the model's name (its last path segment) with `suffix`, in this folder;
+    never the model's own file (`tileplan plan config.json -f` in a checkpoint folder
+    must not overwrite config.json)."""
     stem = request.name.rstrip("/").rsplit("/", 1)[-1] or "model"
     output = Path(args.output) if args.output is not None else Path(f"{stem}{suffix}")
+    model = Path(request.model)
+    if model.exists() and output.resolve() == model.resolve():
+        if args.output is not None:
+            raise InputError(f"{output} is the model's own file; choose another output with -o")
+        output = Path(f"{model.resolve().parent.name or 'model'}{suffix}")
+        if output.resolve() == model.resolve():
+            output = Path(f"model{suffix}")
     check_target(output, args.force)
     return output
 
@@ -272,7 +282,8 @@ def verdict_lines(report: Report) -> list[str]:
         for v in peak["values"][:TOP_LISTED]:
             label = group_label(v["name"], ops)
             shape = "x".join(map(str, v["shape"]))
-            lines.append(f"  {v['bytes']:>8} B  {label} [{shape}] {v['precision']} (value {v['id']})")
+            lines.append(f"  {v['bytes']:>8} B  {label} [{shape}] {precision_display(v['precision'])} "
+                         f"(value {v['id']})")
     wi = report.extra.get("what_if")
     if wi:
         lines.append("what if (each row re-planned; its command re-derives it):")

@@ -18,6 +18,11 @@ from tileplan.model.ir import ITERATION, Operation, Program, RepeatBlock, Tensor
 from tileplan.model.precision import F16, Precision
 
 
+#: the largest dimensions a tower may have: beyond them a config is a typo or hostile
+#: (a million layers or a hidden size of 2^40 would take hours and gigabytes to plan)
+LIMITS = {"layers": 1000, "batch": 4096, "channels": 1024}
+
+
 @dataclass(frozen=True, slots=True)
 class ViTConfig:
     """A vision tower's dimensions. Invariant: hidden divisible by heads."""
@@ -35,8 +40,9 @@ class ViTConfig:
 
     def __post_init__(self) -> None:
         for key in ("hidden", "mlp", "heads", "layers", "image", "patch", "channels", "batch"):
-            if getattr(self, key) < 1:
-                raise InputError(f"{self.name}: {key} must be >= 1, found {getattr(self, key)}")
+            value, most = getattr(self, key), LIMITS.get(key, 1 << 20)
+            if not 1 <= value <= most:
+                raise InputError(f"{self.name}: {key} must be in [1, {most}], found {value}")
         if self.hidden % self.heads:
             raise InputError(f"{self.name}: hidden {self.hidden} is not divisible by {self.heads} heads")
         if self.image < self.patch:
