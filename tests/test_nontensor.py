@@ -47,3 +47,26 @@ def test_reports_carry_the_estimate_and_check_catches_a_changed_figure(tmp_path,
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     assert main(["check", str(tmp_path / "bad.json")]) == 1
     assert "non_tensor.control_code" in capsys.readouterr().out
+
+
+def test_summary_and_the_page_show_every_class_the_placement_and_the_ipu(tmp_path, capsys):
+    from tileplan.report.format import read_report
+    from tileplan.report.liveness import build_liveness
+    from tileplan.report.summary import build_summary
+
+    assert main(["plan", "--weights", "f16", "--layers-per-ipu", "1,1", "--layers", "2", "--no-what-if",
+                 "-o", str(tmp_path / "m.json")]) == 0
+    report = read_report(str(tmp_path / "m.ipu1.json"))
+    x = build_summary(report).extras
+    assert x is not None and [label for label, _ in x.non_tensor] == [
+        "vertex code", "vertex state", "exchange code", "control code", "stack"]
+    assert x.pipeline == "IPU 1 of 2 (inference pipeline): layers 1 to 1; layers_per_ipu [1, 1]"
+    assert x.placement is not None and x.placement.startswith("fits by bytes and by placement")
+    assert build_liveness(report).extras == x
+    capsys.readouterr()
+    assert main(["summary", str(tmp_path / "m.ipu1.json")]) == 0
+    out = capsys.readouterr().out
+    assert "Memory that is not tensors" in out and "vertex state" in out and "IPU 1 of 2" in out
+    assert main(["html", str(tmp_path / "m.ipu1.json"), "-o", str(tmp_path / "m.html")]) == 0
+    page = (tmp_path / "m.html").read_text()
+    assert 'id="non-tensor"' in page and "exchange code" in page and "Placement: fits by bytes" in page

@@ -161,6 +161,22 @@ def render_summary(s: Summary, style: Style = Style()) -> str:
     out += table("Peak per region (bytes per tile)", ["region", "peak", "budget", "used", "margin", "step", "tile", ""],
                  rows, [False, True, True, True, True, True, True, False], style)
     out.append("")
+    x = s.extras
+    if x is not None and x.pipeline:
+        out += [style(x.pipeline, "bold"), ""]
+    if x is not None and x.placement:
+        out += [f"Placement: {x.placement}", ""]
+    if x is not None and x.non_tensor is not None:
+        rows = [[label, human_bytes(b)] for label, b in x.non_tensor]
+        if x.non_tensor_total is not None:
+            rows.append(["total", human_bytes(x.non_tensor_total)])
+        out += table("Memory that is not tensors (estimate per tile; docs/report-format.md)", ["class", "bytes"], rows,
+                     [False, True], style)
+        if x.reserve is not None:
+            against = f"over it by {human_bytes(x.over_reserve)}" if x.over_reserve else "within it"
+            out.append(f"The budgets reserve {human_bytes(x.reserve)} a tile for this memory: "
+                       f"the estimate is {against}.")
+        out.append("")
 
     if s.peak_step is None:
         out.append(style(f"No peak step: the report does not know every step's usage (scope {s.scope}).", "yellow"))

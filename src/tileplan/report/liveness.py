@@ -22,9 +22,11 @@ from tileplan.model.timeline import REGIONS
 from tileplan.report.format import Report
 from tileplan.report.summary import StepUsage, program_fields, step_usage
 from tileplan.report.views import (
+    Extras,
     RegionPeak,
     ValueRow,
     by_bytes,
+    extras,
     exchange_bytes,
     group_label,
     judged_on,
@@ -143,6 +145,7 @@ class Liveness:
     tiles: TileView | None
     what_if: tuple[WhatIfRow, ...] | None
     rejections: tuple[tuple[int, str, str], ...]
+    extras: Extras | None = None
 
     @property
     def live(self) -> tuple[tuple[int, ...], ...]:
@@ -353,6 +356,6 @@ def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
         operations=tuple((i, str(o["name"])) for i, o in sorted(operations(report).items())), unknown=unknown,
         live_runs=live_runs(report), bands=bands, peak_step=regions[0].step,
         repeats=repeat_spans(report), values=rows, top_allocations=tuple(by_bytes(rows)[:top]),
-        tiles=tile_view(report), what_if=what_if_rows(report),
+        tiles=tile_view(report), what_if=what_if_rows(report), extras=extras(report),
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections),
     )

@@ -10,9 +10,11 @@ from typing import Any
 
 from tileplan.report.format import Report
 from tileplan.report.views import (
+    Extras,
     RegionPeak,
     ValueRow,
     by_bytes,
+    extras,
     exchange_bytes,
     judged_on,
     known,
@@ -80,6 +82,7 @@ class Summary:
     steps: tuple[StepUsage, ...]
     rejections: tuple[tuple[int, str, str], ...]
     rejections_total: int
+    extras: Extras | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +96,7 @@ class Summary:
             "steps": [s.to_json() for s in self.steps],
             "rejections": [{"value": v, "name": n, "reason": r} for v, n, r in self.rejections],
             "rejections_total": self.rejections_total,
+            "extras": None if self.extras is None else self.extras.to_json(),
         }
 
 
@@ -172,5 +176,5 @@ def build_summary(report: Report, top: int = TOP_VALUES) -> Summary:
         peak_step=peak_step, peak_operation=peak_operation(report, peak_step),
         top_values=tuple(by_bytes(live)[:top]), values_live=len(live), steps=usage,
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections[:TOP_REJECTIONS]),
-        rejections_total=len(report.rejections),
+        rejections_total=len(report.rejections), extras=extras(report),
     )

@@ -246,3 +246,59 @@ def verdict_line(report: Report) -> str:
     margin = "unknown" if total.margin is None else f"{total.margin} B"
     word = "Fits" if report.fits_budget else "Does not fit"
     return f"{word}: {where}: {used} bytes used, budget {total.budget} (margin {margin})"
+
+
+NON_TENSOR_CLASSES = (("vertex_code", "vertex code"), ("vertex_state", "vertex state"),
+                      ("exchange_code", "exchange code"), ("control_code", "control code"), ("stack", "stack"))
+
+
+@dataclass(frozen=True, slots=True)
+class Extras:
+    """What a report says beyond the tensors, as people read it: memory that is not
+    tensors (estimate per tile, by class, against the reserve), the placement verdict of
+    its worst tiles, and which IPU of a pipeline it is. None where the report has none
+    (or a malformed section: the views never crash on one)."""
+
+    non_tensor: tuple[tuple[str, int], ...] | None
+    non_tensor_total: int | None
+    reserve: int | None
+    over_reserve: int | None
+    placement: str | None
+    pipeline: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"non_tensor": None if self.non_tensor is None else dict(self.non_tensor),
+                "non_tensor_total": self.non_tensor_total, "reserve": self.reserve, "over_reserve": self.over_reserve,
+                "placement": self.placement, "pipeline": self.pipeline}
+
+
+def _count(x: object) -> int | None:
+    return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None
+
+
+def extras(report: Report) -> Extras:
+    nt = report.extra.get("non_tensor")
+    classes = total = reserve = over = None
+    if isinstance(nt, dict):
+        found = [(label, _count(nt.get(key))) for key, label in NON_TENSOR_CLASSES]
+        if all(b is not None for _, b in found):
+            classes = tuple((label, b) for label, b in found if b is not None)
+            total, reserve, over = _count(nt.get("total")), _count(nt.get("reserve")), _count(nt.get("over_reserve"))
+    placement = None
+    section = report.extra.get("placement")
+    if isinstance(section, dict) and isinstance(section.get("verdict"), str):
+        tiles = section.get("tiles")
+        first = tiles[0] if isinstance(tiles, list) and tiles and isinstance(tiles[0], dict) else {}
+        height, tile, gaps = _count(first.get("height")), _count(first.get("tile")), first.get("gaps")
+        where = f" (tile {tile}: {height} B placed, {gaps} B of gaps)" if height is not None and tile is not None \
+            and isinstance(gaps, int) else ""
+        placement = f"{section['verdict']}{where}"
+    pipeline = None
+    stage = report.extra.get("pipeline")
+    if isinstance(stage, dict):
+        ipu, ipus, layers, split = stage.get("ipu"), stage.get("ipus"), stage.get("layers"), stage.get("layers_per_ipu")
+        if _count(ipu) is not None and _count(ipus) is not None and isinstance(layers, list) and len(layers) == 2 \
+                and isinstance(split, list):
+            pipeline = (f"IPU {ipu} of {ipus} (inference pipeline): layers {layers[0]} to {layers[1] - 1}; "
+                        f"layers_per_ipu {split}") if isinstance(layers[1], int) else None
+    return Extras(classes, total, reserve, over, placement, pipeline)
