@@ -168,3 +168,12 @@ def test_repeated_layers_plan_as_one_repeat_block_with_the_peaks_of_the_unrolled
     for region in ("total", "standard", "interleaved"):
         a, b = (p.exact.peak(region)[0] for p in plans)
         assert abs(a - b) <= 0.01 * b, (region, a, b)
+
+
+def test_with_fp8_weights_an_input_read_by_several_products_is_converted_apart(llama):
+    """q, k and v projections read one norm output: converting it to F8 in place for the
+    first would clobber it for the others, so the convert writes a value of its own and
+    the report checks."""
+    p = planned(llama[1], "f8f143:-4")
+    converted = [v for v in p.values if v.name.endswith("[as F8]")]
+    assert converted and all(v.storage_group == v.id for v in converted if "input_layernorm" in v.name)

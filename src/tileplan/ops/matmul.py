@@ -62,7 +62,7 @@ def plan_matmul(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> Op
 
 def lower_matmul(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
                  dies: list[bool]) -> int:
-    """Convert (in place when narrower), Copy to the operand layout, Gemm on the AMP,
+    """Convert (in place when narrower and x dies here), Copy to the operand layout, Gemm on the AMP,
     Sum of the K partials. Sum scratch (staging Complete): the pk partial slices of
     a tile's output block and one accumulator, (pk + 1) x output shard elements x the
     accumulate precision's bytes, in standard memory."""
@@ -75,7 +75,8 @@ def lower_matmul(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tu
     accumulate = Precision(p.geometry.accumulate)
     xv = ctx.value(x)
     if xv.precision != multiply:
-        narrower = multiply.bytes <= xv.precision.bytes
+        # in place only where nothing reads x after this product (q, k and v projections share x)
+        narrower = multiply.bytes <= xv.precision.bytes and dies[0]
         label = xv.name if ctx.reference_names else f"{xv.name} [as {'F8' if multiply.is_fp8 else multiply.name}]"
         converted = ctx.new_value(xv.origin, label, xv.shape, multiply, xv.layout,
                                   storage_of=x if narrower else None, group=xv.group)
