@@ -111,3 +111,27 @@ def test_the_largest_batch_on_one_and_on_two_ipus(tmp_path, capsys):
     rows = json.loads((tmp_path / "s.sweep.json").read_text())["rows"]
     assert [r["batch"] for r in rows] == [1, 2, 4] and rows[0]["peak"] < rows[1]["peak"] < rows[2]["peak"]
     assert "--batch 4" in rows[2]["command"]
+
+
+def test_a_7b_decoder_imported_on_the_meta_device_names_the_fewest_ipus(tmp_path, capsys):
+    """A LLaMA-7B-shaped decoder (hidden 4096, 32 layers, vocabulary 32000; random
+    weights on the meta device through torch.export) with F8 weights: the fewest IPU21s
+    that hold it, the split, and the IPUConfig fragment (optimum-graphcore's fields,
+    IPU-LOWERING.md section 5: layers_per_ipu, ipus_per_replica, matmul_proportion)."""
+    from transformers import LlamaConfig
+
+    folder = tmp_path / "llama-7b"
+    folder.mkdir()
+    LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+                num_key_value_heads=32, vocab_size=32000).to_json_file(folder / "config.json")
+    out = tmp_path / "l7.json"
+    assert main(["plan", str(folder / "config.json"), "--ipus", "auto", "--no-what-if", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    config = json.loads((tmp_path / "l7.ipu_config.json").read_text())
+    n = config["ipus_per_replica"]
+    assert set(config) == {"ipus_per_replica", "layers_per_ipu", "matmul_proportion"}
+    assert n == len(config["layers_per_ipu"]) and sum(config["layers_per_ipu"]) == 32
+    assert config["matmul_proportion"] == 0.6 and 8 <= n <= 16  # 6.5 G F8 weights need more than 6 x 900 MB
+    assert f"{n} IPUs, layers_per_ipu {config['layers_per_ipu']}: fits" in text
+    for k in (0, n - 1):  # the embedding's IPU and the last one
+        assert main(["check", str(tmp_path / f"l7.ipu{k}.json")]) == 0
