@@ -43,3 +43,34 @@ def report_json(p: Plan) -> dict:
 
 def round_trip(p: Plan):
     return from_json_text(to_json_text(build_report(p)))
+
+
+#: `with_field(doc, path, DELETE)` removes the field
+DELETE = object()
+
+
+def json_paths(node, per_list: int, prefix=()):
+    """Every path into a JSON value (its first `per_list` entries of each list)."""
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from json_paths(v, per_list, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node[:per_list]):
+            yield from json_paths(v, per_list, (*prefix, i))
+
+
+def with_field(doc, path, value):
+    """A deep copy of `doc` with the field at `path` set to `value` (or removed: DELETE)."""
+    doc = json.loads(json.dumps(doc))
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    if value is DELETE:
+        if isinstance(target, dict):
+            del target[path[-1]]
+        else:
+            target.pop(path[-1])
+    else:
+        target[path[-1]] = value
+    return doc

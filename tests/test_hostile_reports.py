@@ -12,6 +12,7 @@ from tileplan.report.check import check_report
 from tileplan.report.format import from_json_text
 
 from conftest import REFERENCE
+from helpers import json_paths, with_field
 
 DOC = json.loads(REFERENCE.read_text())
 
@@ -21,32 +22,13 @@ json_values = st.recursive(
     max_leaves=6)
 
 
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node[:3]):  # the first few of each list are enough
-            yield from _paths(v, (*prefix, i))
-
-
-PATHS = [p for p in _paths(DOC) if p]
-
-
-def _with(doc, path, value):
-    doc = json.loads(json.dumps(doc))
-    target = doc
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
-    return doc
+PATHS = [p for p in json_paths(DOC, 3) if p]  # the first few of each list are enough
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(PATHS), json_values)
 def test_any_field_replaced_reads_or_fails_in_one_line(path, value):
-    text = json.dumps(_with(DOC, path, value))
+    text = json.dumps(with_field(DOC, path, value))
     try:
         report = from_json_text(text, "fuzz.json")
     except InputError as e:
@@ -59,7 +41,7 @@ def test_any_field_replaced_reads_or_fails_in_one_line(path, value):
 @given(st.sampled_from([p for p in PATHS if p[-1] in ("layout", "precision")]), st.text(max_size=200))
 def test_any_text_in_a_layout_or_precision(path, text):
     try:
-        from_json_text(json.dumps(_with(DOC, path, text)), "fuzz.json")
+        from_json_text(json.dumps(with_field(DOC, path, text)), "fuzz.json")
     except InputError as e:
         assert "\n" not in str(e)
 
@@ -71,7 +53,7 @@ def test_any_number_in_a_layout_changed(value_index, number_index, number):
     numbers = list(re.finditer(r"-?\d+", v["layout"]))
     m = numbers[number_index % len(numbers)]
     layout = v["layout"][:m.start()] + str(number) + v["layout"][m.end():]
-    doc = _with(DOC, ("timeline", "values", value_index, "layout"), layout)
+    doc = with_field(DOC, ("timeline", "values", value_index, "layout"), layout)
     try:
         report = from_json_text(json.dumps(doc), "fuzz.json")
     except InputError as e:

@@ -20,7 +20,7 @@ from tileplan.report.format import from_json_text
 from tileplan.report.liveness import build_liveness
 from tileplan.report.summary import build_summary
 
-from helpers import plan, report_json
+from helpers import DELETE, json_paths, plan, report_json, with_field
 
 DOC = report_json(plan(layers=2))
 DOC["what_if"] = {  # as `tileplan plan` adds it (the planner's report has none)
@@ -34,19 +34,8 @@ TEXT = json.dumps(DOC, separators=(",", ":"))
 BASE = from_json_text(TEXT, "base.json")
 
 
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node[:2]):  # the first entries of each list are enough
-            yield from _paths(v, (*prefix, i))
-
-
-PATHS = [p for p in _paths(DOC) if p]
+PATHS = [p for p in json_paths(DOC, 2) if p]  # the first entries of each list are enough
 EXTRA_PATHS = [p for p in PATHS if p[0] in ("verdict", "exact", "operations", "what_if", "program")]
-DELETE = object()
 
 hostile = st.one_of(
     st.sampled_from([None, True, False, 0, -1, 1, 2**63, 2**64, 2**64 - 1, -(2**64), 10**30, 1.5, -0.0, 1e308,
@@ -55,21 +44,6 @@ hostile = st.one_of(
     st.text(max_size=8),
     st.lists(st.integers(-3, 2**17), max_size=4),
 )
-
-
-def _with(doc, path, value):
-    doc = json.loads(json.dumps(doc))
-    target = doc
-    for key in path[:-1]:
-        target = target[key]
-    if value is DELETE:
-        if isinstance(target, dict):
-            del target[path[-1]]
-        else:
-            target.pop(path[-1])
-    else:
-        target[path[-1]] = value
-    return doc
 
 
 def read_and_view(text: str) -> None:
@@ -93,13 +67,13 @@ def read_and_view(text: str) -> None:
 @settings(max_examples=120, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(PATHS), hostile)
 def test_any_field_replaced_reads_and_views_or_fails_in_one_line(path, value):
-    read_and_view(json.dumps(_with(DOC, path, value)))
+    read_and_view(json.dumps(with_field(DOC, path, value)))
 
 
 @settings(max_examples=120, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(EXTRA_PATHS), hostile)
 def test_the_sections_tileplan_adds_are_checked_before_any_view_reads_them(path, value):
-    read_and_view(json.dumps(_with(DOC, path, value)))
+    read_and_view(json.dumps(with_field(DOC, path, value)))
 
 
 def test_known_crashers_are_one_line_errors():
@@ -121,7 +95,7 @@ def test_known_crashers_are_one_line_errors():
         ("timeline", "steps", 0, "index"): 7,
     }
     for path, value in cases.items():
-        doc = _with(DOC, path, value)
+        doc = with_field(DOC, path, value)
         try:
             from_json_text(json.dumps(doc), "bad.json")
         except TileplanError as e:

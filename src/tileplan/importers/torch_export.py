@@ -161,7 +161,7 @@ class _Importer:
     def out_dtype(self) -> str:
         return dtype_class(self.node.meta["val"].dtype)
 
-    def tensor(self, x: Any, like: str) -> tuple[list[str], dict[str, Any]]:
+    def tensor(self, x: Any) -> tuple[list[str], dict[str, Any]]:
         """A binary operand: a tensor name, or a Python number as the `scalar` attribute."""
         if isinstance(x, str):
             return [x], {}
@@ -275,7 +275,7 @@ def _binary(kind: str) -> Handler:
                 a, b = b, a
             else:
                 return im.op(kind, [b], {"scalar": float(a)}, dtype=im.out_dtype())
-        ins, attrs = im.tensor(b, a)
+        ins, attrs = im.tensor(b)
         return im.op(kind, [a, *ins], attrs, dtype=im.out_dtype())
     return handle
 

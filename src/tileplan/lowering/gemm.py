@@ -32,6 +32,7 @@ from tileplan.model.layout import (
     AMP_TRANSPOSED_LEFT, Axis, AxisTiling, Layout, MemoryClass, Padding, TensorTiling, block_major,
 )
 from tileplan.model.machine import AmpGeometry
+from tileplan.model.precision import Precision
 from tileplan.model.tiling import ceil_div, round_up
 
 
@@ -100,6 +101,12 @@ def partition_gemm(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometr
         return _best_partition(m, k, n, tile_count, geometry, multiply_bytes, accumulate_bytes, cap_bytes)
     except PlanningError as e:
         raise PlanningError(e.detail, name) from None
+
+
+def gemm_text(p: GemmPartition, multiply: Precision, accumulate: Precision) -> str:
+    """The `Gemm` step's operation text for a partition (the reference's form)."""
+    return (f"Gemm {{ multiply: {multiply.to_text()}, accumulate: {accumulate.to_text()}, mode: Initialize, "
+            f"weights: Standard, inner_block: {p.k_tile}, output_columns: {p.geometry.output_channels} }}")
 
 
 def temporary_bytes(p: GemmPartition, multiply_bytes: int, accumulate_bytes: int) -> int:

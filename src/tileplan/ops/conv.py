@@ -117,9 +117,7 @@ def lower_conv(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tupl
     partials = ctx.new_value(op.origin, ctx.result_name(op, "partials"), (p.pk, p.m, p.n), accumulate,
                              gemm.partials_layout(p, 2, ctx.prefix),
                              alignment_bytes=None if packed else ctx.machine.element_pair_bytes)
-    ctx.add_step(op, f"Gemm {{ multiply: {multiply.to_text()}, accumulate: {accumulate.to_text()}, mode: Initialize, "
-                     f"weights: Standard, inner_block: {p.k_tile}, output_columns: {p.geometry.output_channels} }}",
-                 count, (expanded, weights), (partials,))
+    ctx.add_step(op, gemm.gemm_text(p, multiply, accumulate), count, (expanded, weights), (partials,))
     out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
     e = shard_elements(ctx, plan.output, op.output_shape, op.name)
     reads = (partials,) if bias is None else (partials, bias)

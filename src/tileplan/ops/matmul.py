@@ -87,8 +87,7 @@ def lower_matmul(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tu
     weights = place(ctx, op, weights, plan.wanted[1], count, plan.alignment[1],
                     name=ctx.copy_name(op, weights[0], "AMP copy", op.inputs[1]))
     needs_sum = p.pk > 1 or accumulate != op.output_precision
-    text = (f"Gemm {{ multiply: {multiply.to_text()}, accumulate: {accumulate.to_text()}, mode: Initialize, "
-            f"weights: Standard, inner_block: {p.k_tile}, output_columns: {p.geometry.output_channels} }}")
+    text = gemm.gemm_text(p, multiply, accumulate)
     if not needs_sum:
         ctx.add_step(op, text, count, (x, *weights), (result,))
         return result

@@ -11,6 +11,7 @@ when the input dies): a max and a sum reduction per row, each F32.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from tileplan.errors import ModelError
@@ -77,11 +78,22 @@ def _rows(ctx: LoweringContext, vid: int, axis: int) -> tuple[int, int]:
     return min(rows, shard_elements(ctx, v.layout, v.shape, v.name)), REDUCE_FAN_IN
 
 
-def lower_softmax(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                  dies: list[bool]) -> int:
-    """One `Softmax` step, in place when its input dies. Scratch: the row maxima and
-    sums in F32 with their reduction tree, (min(partitions of a row, 16) + 1) x rows x
-    2 x 4 B."""
+@dataclass(frozen=True, slots=True)
+class RowStep:
+    """What softmax and cumsum share: the input where the plan reads it, the axis as a
+    negative index, rows per tile, partitions of a row, and the output (in place when
+    the input dies)."""
+
+    x: int
+    axis: int
+    rows: int
+    parts: int
+    in_place: bool
+    out: int
+
+
+def along_rows(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
+               dies: list[bool]) -> RowStep:
     ((x,),) = ins
     x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))
     axis = axis_of(op.int_attr("axis", -1), len(op.output_shape))
@@ -89,27 +101,29 @@ def lower_softmax(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[t
     in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
     out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
                         storage_of=x if in_place else None)
+    return RowStep(x, axis - len(op.output_shape), rows, parts, in_place, out)
+
+
+def lower_softmax(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
+                  dies: list[bool]) -> int:
+    """One `Softmax` step, in place when its input dies. Scratch: the row maxima and
+    sums in F32 with their reduction tree, (min(partitions of a row, 16) + 1) x rows x
+    2 x 4 B."""
+    r = along_rows(ctx, op, plan, ins, count, dies)
     name = "LogSoftmax" if op.kind == "log_softmax" else "Softmax"
-    rel = axis - len(op.output_shape)
-    ctx.add_step(op, f"{name} {{ axis: {rel}, in_place: {flag(in_place)}, exchange: {flag(parts > 1)} }}", count,
-                 (x,), (out,), {"standard": (min(parts, REDUCE_FAN_IN) + 1) * rows * 2 * F32_BYTES})
-    return out
+    ctx.add_step(op, f"{name} {{ axis: {r.axis}, in_place: {flag(r.in_place)}, exchange: {flag(r.parts > 1)} }}",
+                 count, (r.x,), (r.out,), {"standard": (min(r.parts, REDUCE_FAN_IN) + 1) * r.rows * 2 * F32_BYTES})
+    return r.out
 
 
 def lower_cumsum(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
                  dies: list[bool]) -> int:
     """One `Scan` step, in place when its input dies; scratch: each row's running total
     carried between tiles, rows x 4 B."""
-    ((x,),) = ins
-    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))
-    axis = axis_of(op.int_attr("axis", -1), len(op.output_shape))
-    rows, parts = _rows(ctx, x, axis)
-    in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
-                        storage_of=x if in_place else None)
-    ctx.add_step(op, f"Scan {{ op: Sum, in_place: {flag(in_place)}, exchange: {flag(parts > 1)} }}", count,
-                 (x,), (out,), {"standard": rows * F32_BYTES})
-    return out
+    r = along_rows(ctx, op, plan, ins, count, dies)
+    ctx.add_step(op, f"Scan {{ op: Sum, in_place: {flag(r.in_place)}, exchange: {flag(r.parts > 1)} }}", count,
+                 (r.x,), (r.out,), {"standard": r.rows * F32_BYTES})
+    return r.out
 
 
 def _check_keepdims(attrs: Mapping[str, Any]) -> None:
