@@ -99,7 +99,8 @@ class StepTable(Sequence[Step]):
     """
 
     __slots__ = ("operation_texts", "source", "operation", "execution_count", "scratch_standard",
-                 "scratch_interleaved", "usage_standard", "usage_interleaved", "standard_known", "interleaved_known", "value_ids", "first",
+                 "scratch_interleaved", "usage_standard", "usage_interleaved", "standard_known", "interleaved_known",
+                 "value_ids", "first",
                  "last", "_live")
 
     def __init__(self, *, operation_texts: Sequence[str], source: Any, operation: Any, execution_count: Any,
