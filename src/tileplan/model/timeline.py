@@ -102,6 +102,19 @@ class StepTable(Sequence[Step]):
                  "scratch_interleaved", "usage_standard", "usage_interleaved", "standard_known", "interleaved_known",
                  "value_ids", "first",
                  "last", "_live")
+    operation_texts: tuple[str, ...]
+    source: np.ndarray
+    operation: np.ndarray
+    execution_count: np.ndarray
+    scratch_standard: np.ndarray
+    scratch_interleaved: np.ndarray
+    usage_standard: np.ndarray
+    usage_interleaved: np.ndarray
+    standard_known: np.ndarray
+    interleaved_known: np.ndarray
+    value_ids: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
 
     def __init__(self, *, operation_texts: Sequence[str], source: Any, operation: Any, execution_count: Any,
                  scratch_standard: Any, scratch_interleaved: Any, usage_standard: Any, usage_interleaved: Any,
