@@ -13,6 +13,7 @@ data in and data out:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Hashable
 
 from tileplan.errors import TileplanError
 from tileplan.lowering.core import (
@@ -20,6 +21,7 @@ from tileplan.lowering.core import (
 )
 from tileplan.lowering.gemm import PlanningError
 from tileplan.lowering.policy import Policy, Reader
+from tileplan.lowering.replay import Recording, record, signature
 from tileplan.model.ir import Operation, Program, RepeatBlock, family_member
 from tileplan.model.layout import Layout
 from tileplan.model.machine import Machine
@@ -69,16 +71,28 @@ def plan_operations(ctx: LoweringContext, program: Program) -> tuple[dict[int, O
     layouts: dict[str, Layout] = {}
     shapes = {t.name: (t.shape, t.precision) for t in program.tensors}
     plans: dict[int, OpPlan] = {}
+    #: each planned signature's plan and the temporary bytes it noted over the cap
+    memo: dict[Hashable, tuple[OpPlan, tuple[int, ...]]] = {}
+    names = set(declared)
     for op, _, block in _schedule(program):
         infos = []
         for name in op.inputs:
-            first = _members(name, block, set(declared))[0]
+            first = _members(name, block, names)[0]
             shape, precision = shapes[first]
             infos.append(InputInfo(shape, precision, layouts.get(name), first in declared))
-        try:
-            plan = REGISTRY[op.kind].plan(ctx, op, infos)
-        except PlanningError as e:
-            return plans, (op.index, str(e))
+        key = (op.kind, op.attrs, op.output_shape, op.output_precision, op.module, tuple(infos))
+        known = memo.get(key)
+        if known is not None:
+            plan, temporaries = known
+            for t in temporaries:
+                ctx.note_temporary(op, t)
+        else:
+            before = len(ctx.over_cap)
+            try:
+                plan = REGISTRY[op.kind].plan(ctx, op, infos)
+            except PlanningError as e:
+                return plans, (op.index, str(e))
+            memo[key] = (plan, tuple(t for _, _, t in ctx.over_cap[before:]))
         plans[op.index] = plan
         layouts[op.output] = plan.output
         shapes[op.output] = (op.output_shape, op.output_precision)
@@ -132,22 +146,24 @@ def last_readers(program: Program) -> dict[str, int]:
     return {name: last.get(root(name), when) for name, when in last.items()}
 
 
-def emit_steps(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], blocks: list[tuple[int, int]]
-               ) -> tuple[list[OperationInfo], tuple[int, str] | None]:
-    """Lower each operation in order; record each repeat block's step span in `blocks`."""
+def emit_steps(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], blocks: list[tuple[int, int]],
+               replay: bool = True) -> tuple[list[OperationInfo], tuple[int, str] | None]:
+    """Lower each operation in order; record each repeat block's step span in `blocks`.
+    `replay`: lower each signature once and replay it (`tileplan.lowering.replay`)."""
     declared = {t.name for t in program.tensors}
     last = last_readers(program)
     infos: list[OperationInfo] = []
     spans: dict[int, list[int]] = {}
     try:
-        return _emit(ctx, program, plans, declared, last, infos, spans)
+        return _emit(ctx, program, plans, declared, last, infos, spans, replay)
     finally:
         blocks.extend((a, b) for a, b in spans.values() if b >= a)
 
 
 def _emit(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], declared: set[str],
-          last: dict[str, int], infos: list[OperationInfo], spans: dict[int, list[int]]
+          last: dict[str, int], infos: list[OperationInfo], spans: dict[int, list[int]], replay: bool
           ) -> tuple[list[OperationInfo], tuple[int, str] | None]:
+    recordings: dict[Hashable, Recording | None] = {}
     for op, count, block in _schedule(program):
         if op.index not in plans:
             return infos, None
@@ -155,12 +171,19 @@ def _emit(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], decl
         for members in ins:
             ctx.later_members.update(members[1:])
         dies = [last.get(name) == op.index for name in op.inputs]
-        values_before, steps_before = len(ctx.values), len(ctx.steps)
-        try:
-            out = REGISTRY[op.kind].lower(ctx, op, plans[op.index], ins, count, dies)
-        except TileplanError as e:  # nothing of a failed operation stays
-            del ctx.values[values_before:], ctx.steps[steps_before:]
-            return infos, (op.index, str(e))
+        key = signature(ctx, op, plans[op.index], ins, count, dies) if replay else None
+        recording = recordings.get(key) if key is not None else None
+        if recording is not None:
+            out = recording.replay(ctx, op, ins, count)
+        else:
+            values_before, steps_before, over_before = len(ctx.values), len(ctx.steps), len(ctx.over_cap)
+            try:
+                out = REGISTRY[op.kind].lower(ctx, op, plans[op.index], ins, count, dies)
+            except TileplanError as e:  # nothing of a failed operation stays
+                del ctx.values[values_before:], ctx.steps[steps_before:]
+                return infos, (op.index, str(e))
+            if key is not None and key not in recordings:  # None: seen, and not replayable
+                recordings[key] = record(ctx, op, ins, values_before, steps_before, over_before, out)
         ctx.binding[op.output] = (out,)
         infos.append(OperationInfo(op.index, op.origin, op.name, op.kind, count))
         if block is not None:
@@ -170,13 +193,14 @@ def _emit(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], decl
     return infos, None
 
 
-def lower_program(program: Program, machine: Machine, policy: Policy, options: Options) -> Lowering:
+def lower_program(program: Program, machine: Machine, policy: Policy, options: Options, replay: bool = True
+                  ) -> Lowering:
     check_program(program)
     ctx = LoweringContext(machine, policy, options, reference_names=policy.name == "reference")
     plans, failed = plan_operations(ctx, program)
     place_tensors(ctx, program, plans, policy)
     blocks: list[tuple[int, int]] = []
-    infos, emit_failed = emit_steps(ctx, program, plans, blocks)
+    infos, emit_failed = emit_steps(ctx, program, plans, blocks, replay)
     failed = emit_failed or failed
     outputs = tuple(ctx.binding[name][0] for name in program.outputs if name in ctx.binding)
     return Lowering(tuple(ctx.values), tuple(ctx.steps), tuple(infos), outputs, ctx.declared_count, failed,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from tileplan.errors import LayoutError, TextSyntaxError
@@ -133,8 +133,13 @@ class TensorTiling:
     tile_count: int
     replicas: int
     axes: tuple[AxisTiling, ...]
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.tile_count, self.replicas, self.axes)))
         if self.tile_count < 1:
             raise LayoutError(f"TensorTiling: tile_count must be >= 1, found {self.tile_count}")
         if self.replicas < 1:
@@ -241,10 +246,21 @@ class Layout:
     order: Order
     tiling: TensorTiling
     memory_class: MemoryClass
+    # a layout is hashed and rendered often and never changes: both are kept
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+    _text: str = field(default="", init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.order, self.tiling, self.memory_class)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def to_text(self) -> str:
-        return (f"Layout {{ order: {self.order.to_text()}, tiling: {self.tiling.to_text()}, "
-                f"memory_class: {self.memory_class.to_text()} }}")
+        if not self._text:
+            object.__setattr__(self, "_text", f"Layout {{ order: {self.order.to_text()}, tiling: "
+                               f"{self.tiling.to_text()}, memory_class: {self.memory_class.to_text()} }}")
+        return self._text
 
     def __str__(self) -> str:
         return self.to_text()

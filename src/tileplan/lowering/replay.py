@@ -1,0 +1,167 @@
+"""Lower each operation signature once and replay it: the same operation on the same
+shapes, layouts and precisions gets the same steps.
+
+A program of a million values repeats a few signatures (a layer's operations, again
+and again); lowering them from scratch each time costs most of the planning. The first
+time a signature is lowered, its effect on the context (the values it makes, the steps
+it adds, the products over the memory cap) is recorded relative to the operation: a
+new value's name as the operation's name, an input's name or the reference's
+`operation N result K` plus a suffix; its root and storage group as one of the new
+values or an input's; a step's reads and writes likewise. Replaying makes the same
+values and steps for another operation of that signature, renamed and renumbered.
+
+The signature holds everything a lowering reads: the operation's kind, attributes,
+output shape and precision, execution count and plan; each input member's layout,
+shape, precision, alignment, role, copies and whether it (its root, its storage)
+is declared; which of the inputs' ids, roots and storage groups coincide; which
+inputs die. An effect that cannot be expressed this way (a name from elsewhere) is
+never replayed: that signature is lowered each time, as without this pass. A made
+name is read as the longest of those names it starts with, plus the rest: lowerings
+name values by appending to one of them (`<operation> partials`, `<input> [AMP
+copy]`), so only names, never numbers, could differ should two of those names
+happen to extend each other differently (tests compare replayed lowerings with
+plain ones on every model they plan).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Hashable, Sequence
+
+from tileplan.lowering.core import LoweringContext, StepDraft
+from tileplan.model.ir import Operation, group_of
+from tileplan.model.timeline import Value
+
+_REFERENCE_NAME = re.compile(r"operation (\d+) result (\d+)")
+
+#: a reference to an id: ("new", k) the k-th value the operation made; ("id" | "root" |
+#: "sg", pos) the id, root or storage group of the pos-th input member
+Ref = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class _ValueRecord:
+    origin: int | None  # None: the operation's origin; else the input member whose origin it is
+    root: Ref
+    storage_group: Ref
+    name: tuple[Any, ...]  # ("ref", k) or ("base", i, suffix)
+    group: int | None  # None: group_of(name); else the input member whose group it takes
+    shape: tuple[int, ...]
+    precision: Any
+    layout: Any
+    copies: int
+    alignment_bytes: int | None
+    role: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """One operation's recorded effect (see the module docstring)."""
+
+    values: tuple[_ValueRecord, ...]
+    steps: tuple[tuple[str, tuple[Ref, ...], tuple[Ref, ...], tuple[tuple[str, int], ...]], ...]
+    over_cap: tuple[int, ...]
+    output: Ref
+
+    def replay(self, ctx: LoweringContext, op: Operation, ins: Sequence[tuple[int, ...]], count: int) -> int:
+        members = [ctx.values[v] for m in ins for v in m]
+        bases = _bases(op, members)
+        base = len(ctx.values)
+
+        def resolve(ref: Ref) -> int:
+            kind, k = ref
+            if kind == "new":
+                return base + k
+            m = members[k]
+            return m.id if kind == "id" else m.root if kind == "root" else m.storage_group
+
+        for r in self.values:
+            name = f"operation {op.index} result {r.name[1]}" if r.name[0] == "ref" else bases[r.name[1]] + r.name[2]
+            ctx.values.append(Value(
+                len(ctx.values), op.origin if r.origin is None else members[r.origin].origin, resolve(r.root), name,
+                group_of(name) if r.group is None else members[r.group].group, r.shape, r.precision, r.layout,
+                resolve(r.storage_group), None, None, r.copies, None, alignment_bytes=r.alignment_bytes,
+                role=r.role))
+        for text, reads, writes, scratch in self.steps:
+            ctx.steps.append(StepDraft(op.index, text, count, tuple(resolve(x) for x in reads),
+                                       tuple(resolve(x) for x in writes), scratch))
+        for temporary in self.over_cap:
+            ctx.note_temporary(op, temporary)
+        return resolve(self.output)
+
+
+def _bases(op: Operation, members: Sequence[Value]) -> list[str]:
+    """The strings a made value's name may extend: the operation's name, each input
+    member's name, each input as the operation names it."""
+    return [op.name, *(m.name for m in members), *op.inputs]
+
+
+def signature(ctx: LoweringContext, op: Operation, plan: Any, ins: Sequence[tuple[int, ...]], count: int,
+              dies: Sequence[bool]) -> Hashable | None:
+    """What the lowering of `op` depends on, or None when it cannot be hashed."""
+    members = [ctx.values[v] for m in ins for v in m]
+    declared = ctx.declared_count
+    ids = [x for m in members for x in (m.id, m.root, m.storage_group)]
+    seen: dict[int, int] = {}
+    coincide = tuple(seen.setdefault(x, i) for i, x in enumerate(ids))
+    key = (op.kind, op.attrs, op.output_shape, op.output_precision, op.module, count, plan,
+           tuple(len(m) for m in ins), tuple(dies), coincide, ctx.reference_names,
+           tuple((m.layout, m.shape, m.precision, m.alignment_bytes, m.role, m.copies, m.id < declared,
+                  m.root < declared, m.storage_group < declared) for m in members))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def record(ctx: LoweringContext, op: Operation, ins: Sequence[tuple[int, ...]], values_before: int,
+           steps_before: int, over_cap_before: int, output: int) -> Recording | None:
+    """The effect of lowering `op` (everything after the given lengths), or None when
+    some part of it cannot be expressed relative to the operation."""
+    members = [ctx.values[v] for m in ins for v in m]
+    made = ctx.values[values_before:]
+    new = {v.id: k for k, v in enumerate(made)}
+    bases = _bases(op, members)
+
+    def ref(x: int) -> Ref | None:
+        if x in new:
+            return ("new", new[x])
+        for kind, attr in (("id", "id"), ("root", "root"), ("sg", "storage_group")):
+            for pos, m in enumerate(members):
+                if getattr(m, attr) == x:
+                    return (kind, pos)
+        return None
+
+    def name_of(name: str) -> tuple[Any, ...] | None:
+        m = _REFERENCE_NAME.fullmatch(name)
+        if m is not None and int(m.group(1)) == op.index:
+            return ("ref", int(m.group(2)))
+        best = max((i for i, b in enumerate(bases) if name.startswith(b)), key=lambda i: (len(bases[i]), -i),
+                   default=None)
+        return None if best is None else ("base", best, name[len(bases[best]):])
+
+    records = []
+    for v in made:
+        root, sg, name = ref(v.root), ref(v.storage_group), name_of(v.name)
+        origin = None if v.origin == op.origin else next(
+            (pos for pos, m in enumerate(members) if m.origin == v.origin), -1)
+        group = None if v.group == group_of(v.name) else next(
+            (pos for pos, m in enumerate(members) if m.group == v.group), -1)
+        if root is None or sg is None or name is None or origin == -1 or group == -1 or v.bytes is not None:
+            return None
+        records.append(_ValueRecord(origin, root, sg, name, group, v.shape, v.precision, v.layout, v.copies,
+                                    v.alignment_bytes, v.role))
+    steps = []
+    for s in ctx.steps[steps_before:]:
+        reads, writes = [ref(x) for x in s.reads], [ref(x) for x in s.writes]
+        if s.source != op.index or any(x is None for x in (*reads, *writes)):
+            return None
+        steps.append((s.operation, tuple(r for r in reads if r is not None), tuple(w for w in writes if w is not None),
+                      s.scratch))
+    over = ctx.over_cap[over_cap_before:]
+    out = ref(output)
+    if out is None or any(i != op.index for i, _, _ in over):
+        return None
+    return Recording(tuple(records), tuple(steps), tuple(b for _, _, b in over), out)
