@@ -61,7 +61,7 @@ def _mutated(reference_json, path, value):
     (("timeline", "values", 3, "precision"), "F12", r"timeline\.values\[3\]\.precision: unknown precision 'F12'"),
     (("timeline", "values", 3, "layout"), "Layout { order: RowMajor",
      r"timeline\.values\[3\]\.layout: layout: expected"),
-    (("version",), 2, "unsupported version 2"),
+    (("version",), 3, "unsupported version 3; this tileplan reads versions 1 and 2"),
     (("timeline", "steps", 0, "live", 0), 999, r"live value 999 is not in timeline\.values"),
 ])
 def test_bad_fields_are_located(reference_json, path, value, message):

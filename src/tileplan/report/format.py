@@ -1,24 +1,33 @@
-"""The version-1 report: typed, read with located errors, written deterministically.
+"""The report: typed, read with located errors, written deterministically.
 
-Field names are the reference's (docs/report-format.md). Where the reference wrote
-the sentinel 2^64 - 1 for an unknown size, tileplan writes `null` and lists the
-cause under `rejections`. Reading accepts the reference as it is (sentinels
-included) so that `tileplan check` can name its defects.
+Version 1 is the reference's format: field names are the reference's
+(docs/report-format.md). Where the reference wrote the sentinel 2^64 - 1 for an
+unknown size, tileplan writes `null` and lists the cause under `rejections`. Reading
+accepts the reference as it is (sentinels included) so that `tileplan check` can
+name its defects. Version 2 (`format_v2`, docs/report-format-v2.md) is the compact
+form for large programs: the same fields, the timeline as interned tables and
+columns. Both read into the same `Report`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, overload
 
+import numpy as np
+
 from tileplan.errors import InputError, TileplanError
-from tileplan.ioutil import parse_json, read_json
+from tileplan.ioutil import parse_json, read_text, write_atomic
 from tileplan.model.layout import Layout
 from tileplan.model.precision import Precision
 from tileplan.model.timeline import REGIONS, Rejection, Step, Value
 
 VERSION = 1
+#: the versions this tileplan reads and writes
+VERSIONS = (1, 2)
 U64_MAX = 2**64 - 1
 
 # What a real report can hold. A report beyond these is refused at reading with one
@@ -43,7 +52,13 @@ class PeakFigures:
 @dataclass(frozen=True, slots=True)
 class Report:
     """A whole report. `extra` holds tileplan's additions beyond version 1's
-    original fields (verdict, exact accounting, what-if), written after them."""
+    original fields (verdict, exact accounting, what-if), written after them.
+
+    `steps` is a tuple of `Step` (a version-1 report) or a `StepTable` (version 2,
+    and the planner's): both are sequences of `Step`. Read from version 2,
+    `extra["exact"]["steps"]` is an int64 array of one row per step (columns
+    `steps_columns`) rather than a list of lists; `version` is the version read (or
+    to write)."""
 
     scope: str
     model: str
@@ -61,7 +76,7 @@ class Report:
     gemm_output_packing: str
     attention_products: str
     values: tuple[Value, ...]
-    steps: tuple[Step, ...]
+    steps: Sequence[Step]
     rejections: tuple[Rejection, ...] = ()
     exchange_row_bytes: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -120,9 +135,39 @@ def to_json_dict(r: Report) -> dict[str, Any]:
     return out
 
 
+def _plain(x: object) -> object:
+    """numpy arrays and integers (a version-2 report's `exact.steps`) as JSON."""
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.integer):
+        return int(x)
+    raise TypeError(f"{type(x).__name__} is not JSON")
+
+
 def to_json_text(r: Report) -> str:
-    """Deterministic text: the same report gives the same bytes."""
-    return json.dumps(to_json_dict(r), separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"
+    """Deterministic version-1 text: the same report gives the same bytes."""
+    return json.dumps(to_json_dict(r), separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                      default=_plain) + "\n"
+
+
+def report_bytes(r: Report, version: int = VERSION) -> bytes:
+    """The report as UTF-8 JSON of `version` (1 or 2), deterministic."""
+    if version == 1:
+        try:
+            return to_json_text(r).encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InputError(f"the report holds a lone surrogate at offset {e.start}, which is not UTF-8; a name "
+                             "in the input is not text") from None
+    if version == 2:
+        from tileplan.report.format_v2 import v2_bytes
+
+        return v2_bytes(r)
+    raise InputError(f"report version must be one of {', '.join(map(str, VERSIONS))}, found {version}")
+
+
+def write_report(path: str | Path, r: Report, version: int = VERSION) -> None:
+    """Write the report atomically (`ioutil.write_atomic`) as `version` 1 or 2."""
+    write_atomic(path, to_json_text(r) if version == 1 else report_bytes(r, version))
 
 
 # Reading ----------------------------------------------------------------------------
@@ -202,6 +247,12 @@ class _Reader:
             raise InputError(f"expected true or false, found {_brief(self.obj)}", self.place)
         return self.obj
 
+    def entries(self) -> list[Any]:
+        """The list itself (its entries unread)."""
+        if not isinstance(self.obj, list):
+            raise InputError(f"expected a list, found {_brief(self.obj)}", self.place)
+        return self.obj
+
     def items(self, most: int | None = None) -> list["_Reader"]:
         if not isinstance(self.obj, list):
             raise InputError(f"expected a list, found {_brief(self.obj)}", self.place)
@@ -222,24 +273,55 @@ def _brief(v: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _read_value(r: _Reader) -> Value:
-    shape = tuple(d.integer(minimum=1) for d in r.sub("shape").items(most=MAX_RANK))
-    try:
-        precision = Precision.from_text(r.sub("precision").string())
-    except TileplanError as e:
-        raise e.at(f"{r.place}.precision") from None
-    try:
-        layout = Layout.from_text(r.sub("layout").string())
-    except TileplanError as e:
-        raise e.at(f"{r.place}.layout") from None
-    _check_layout_bounds(layout, f"{r.place}.layout")
+class Interned:
+    """Each distinct layout, precision, shape and operation text of a report, read
+    once and shared by every value and step that names it."""
+
+    def __init__(self) -> None:
+        self.layouts: dict[str, Layout] = {}
+        self.precisions: dict[str, Precision] = {}
+        self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self.texts: dict[str, str] = {}
+
+    def layout(self, text: str, place: str) -> Layout:
+        found = self.layouts.get(text)
+        if found is None:
+            try:
+                found = Layout.from_text(text)
+            except TileplanError as e:
+                raise e.at(place) from None
+            _check_layout_bounds(found, place)
+            self.layouts[text] = found
+        return found
+
+    def precision(self, text: str, place: str) -> Precision:
+        found = self.precisions.get(text)
+        if found is None:
+            try:
+                found = Precision.from_text(text)
+            except TileplanError as e:
+                raise e.at(place) from None
+            self.precisions[text] = found
+        return found
+
+    def shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return self.shapes.setdefault(shape, shape)
+
+    def text(self, text: str) -> str:
+        return self.texts.setdefault(text, text)
+
+
+def _read_value(r: _Reader, interned: Interned) -> Value:
+    shape = interned.shape(tuple(d.integer(minimum=1) for d in r.sub("shape").items(most=MAX_RANK)))
+    precision = interned.precision(r.sub("precision").string(), f"{r.place}.precision")
+    layout = interned.layout(r.sub("layout").string(), f"{r.place}.layout")
     cls = r.sub("class").string()
     if cls != layout.memory_class.to_text():
         raise InputError(f"class {cls} differs from the layout's memory_class "
                          f"{layout.memory_class.to_text()}", f"{r.place}.class")
     return Value(
         id=r.sub("id").integer(), origin=r.sub("origin").integer(), root=r.sub("root").integer(),
-        name=r.sub("name").string(), group=r.sub("group").string(), shape=shape,
+        name=r.sub("name").string(), group=interned.text(r.sub("group").string()), shape=shape,
         precision=precision, layout=layout, storage_group=r.sub("storage_group").integer(),
         shard_bytes=r.sub("shard_bytes").integer(nullable=True),
         aligned_bytes=r.sub("aligned_bytes").integer(nullable=True),
@@ -248,6 +330,52 @@ def _read_value(r: _Reader) -> Value:
         alignment_bytes=r.sub("alignment_bytes").integer(minimum=1) if r.has("alignment_bytes") else None,
         role=_role(r) if r.has("role") else None,
     )
+
+
+def _count(x: object, minimum: int = 0) -> bool:
+    """An integer (not a boolean) in [minimum, 2^64 - 1]."""
+    return type(x) is int and minimum <= x <= U64_MAX
+
+
+def _size(x: object) -> bool:
+    return x is None or (type(x) is int and 0 <= x <= U64_MAX)
+
+
+_ROLES = ("input", "parameter", "intermediate")
+
+
+def _fast_value(d: object, place: str, interned: Interned) -> Value | None:
+    """`_read_value` without a `_Reader` per field: the value, or None when anything is
+    off (then `_read_value` names it). Checks in `_read_value`'s order, so an error
+    raised here is the one it would raise first."""
+    if type(d) is not dict:
+        return None
+    shape = d.get("shape")
+    if type(shape) is not list or len(shape) > MAX_RANK or not all(_count(x, 1) for x in shape):
+        return None
+    precision, layout, cls = d.get("precision"), d.get("layout"), d.get("class")
+    if type(precision) is not str:
+        return None
+    p = interned.precision(precision, f"{place}.precision")
+    if type(layout) is not str:
+        return None
+    lay = interned.layout(layout, f"{place}.layout")
+    if type(cls) is not str or cls != lay.memory_class.to_text():
+        return None
+    try:
+        vid, origin, root, name, group = d["id"], d["origin"], d["root"], d["name"], d["group"]
+        storage_group, shard, aligned, copies, size = (d["storage_group"], d["shard_bytes"], d["aligned_bytes"],
+                                                       d["copies"], d["bytes"])
+    except KeyError:
+        return None
+    if not (_count(vid) and _count(origin) and _count(root) and type(name) is str and type(group) is str
+            and _count(storage_group) and _size(shard) and _size(aligned) and _count(copies, 1) and _size(size)):
+        return None
+    alignment = d.get("alignment_bytes")
+    if ("alignment_bytes" in d and not _count(alignment, 1)) or ("role" in d and d["role"] not in _ROLES):
+        return None
+    return Value(vid, origin, root, name, interned.text(group), interned.shape(tuple(shape)), p, lay, storage_group,
+                 shard, aligned, copies, size, alignment, d.get("role"))
 
 
 def _check_layout_bounds(layout: Layout, place: str) -> None:
@@ -261,17 +389,17 @@ def _check_layout_bounds(layout: Layout, place: str) -> None:
 
 def _role(r: "_Reader") -> str:
     role = r.sub("role").string()
-    if role not in ("input", "parameter", "intermediate"):
+    if role not in _ROLES:
         raise InputError(f"role must be input, parameter or intermediate, found {role!r}", f"{r.place}.role")
     return role
 
 
-def _read_step(r: _Reader) -> Step:
+def _read_step(r: _Reader, interned: Interned) -> Step:
     scratch = r.sub("scratch")
     usage = r.sub("usage")
     return Step(
         index=r.sub("index").integer(), source=r.sub("source").integer(),
-        operation=r.sub("operation").string(),
+        operation=interned.text(r.sub("operation").string()),
         execution_count=r.sub("execution_count").integer(minimum=1),
         live=tuple(x.integer() for x in r.sub("live").items()),
         scratch={k: scratch.sub(k).integer() for k in REGIONS},
@@ -279,13 +407,68 @@ def _read_step(r: _Reader) -> Step:
     )
 
 
+def _fast_step(d: object, interned: Interned) -> Step | None:
+    """`_read_step` without a `_Reader` per field, or None when anything is off."""
+    if type(d) is not dict:
+        return None
+    try:
+        index, source, operation, count, live = (d["index"], d["source"], d["operation"], d["execution_count"],
+                                                 d["live"])
+        scratch, usage = d["scratch"], d["usage"]
+        ss, si = scratch["standard"], scratch["interleaved"]
+        us, ui = usage["standard"], usage["interleaved"]
+    except (KeyError, TypeError):
+        return None
+    if not (_count(index) and _count(source) and type(operation) is str and _count(count, 1)
+            and type(live) is list and all(type(x) is int for x in live) and (not live or min(live) >= 0)
+            and (not live or max(live) <= U64_MAX) and _count(ss) and _count(si) and _size(us) and _size(ui)):
+        return None
+    return Step(index, source, interned.text(operation), count, tuple(live), {"standard": ss, "interleaved": si},
+                {"standard": us, "interleaved": ui})
+
+
 REGION_NAMES = ("total", "standard", "interleaved")
 
 
-def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int]) -> None:
+def _fast_rows(rows: object, n_steps: int, width: int, tile_column: int, tile_count: int) -> bool:
+    """Whether `exact.steps` is n_steps rows of `width` integers in range (the common
+    case, checked without a `_Reader` per cell)."""
+    if type(rows) is not list or len(rows) != n_steps:
+        return False
+    for row in rows:
+        if type(row) is not list or len(row) != width or not all(_count(c) for c in row) \
+                or row[tile_column] >= tile_count:
+            return False
+    return True
+
+
+def _fast_operations(ops: object, n_steps: int) -> bool:
+    """Whether `operations` is well formed (the common case, without a `_Reader`)."""
+    if type(ops) is not list:
+        return False
+    seen: set[int] = set()
+    for o in ops:
+        if type(o) is not dict:
+            return False
+        index, span = o.get("index"), o.get("steps")
+        if not isinstance(index, int) or not _count(index) or index in seen or type(o.get("name")) is not str:
+            return False
+        if "execution_count" in o and not _count(o["execution_count"], 1):
+            return False
+        if type(span) is not list or len(span) != 2 or not all(_count(x) and x < max(1, n_steps) for x in span) \
+                or span[0] > span[1]:
+            return False
+        seen.add(index)
+    return True
+
+
+def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int], exact_steps: bool = True,
+                 operations: bool = True) -> None:
     """Check the sections tileplan adds (`verdict`, `exact`, `operations`, `what_if`,
     `program`, `rejected_operation`) for every field a view reads: its type, and steps,
-    tiles and value ids within the report. They stay in `Report.extra` as written."""
+    tiles and value ids within the report. They stay in `Report.extra` as written.
+    `exact_steps`, `operations` False: they came from version-2 columns, checked as
+    they were decoded."""
     step = lambda x, nullable=False: x.integer(nullable=nullable, maximum=max(0, n_steps - 1))  # noqa: E731
     tile = lambda x, nullable=False: x.integer(nullable=nullable, maximum=tile_count - 1)  # noqa: E731
     signed = lambda x: x.integer(minimum=-U64_MAX, nullable=True)  # noqa: E731
@@ -322,13 +505,14 @@ def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int])
 
     if (e := r.optional("exact")) is not None:
         e.mapping()
-        if e.has("steps"):
+        if e.has("steps") and exact_steps:
             columns = [c.string() for c in e.sub("steps_columns").items(most=64)]
             for needed in ("worst_tile", "total"):
                 if needed not in columns:
                     raise InputError(f"expected a column {needed!r}, found {columns}", f"{e.place}.steps_columns")
-            rows = e.sub("steps").items()
-            if len(rows) != n_steps:
+            fast = _fast_rows(e.sub("steps").obj, n_steps, len(columns), columns.index("worst_tile"), tile_count)
+            rows = [] if fast else e.sub("steps").items()
+            if not fast and len(rows) != n_steps:
                 raise InputError(f"expected one row per step ({n_steps}), found {len(rows)}", f"{e.place}.steps")
             for row in rows:
                 cells = row.items()
@@ -361,7 +545,8 @@ def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int])
         if (x := e.optional("ratio_exact_to_estimate")) is not None:
             x.number()
 
-    if (ops := r.optional("operations")) is not None:
+    ops = r.optional("operations") if operations else None
+    if ops is not None and not _fast_operations(ops.obj, n_steps):
         indexes: set[int] = set()
         for o in ops.items():
             index = o.mapping().sub("index").integer()
@@ -412,41 +597,65 @@ def _check_extra(r: _Reader, n_steps: int, tile_count: int, value_ids: set[int])
         j.sub("reason").string()
 
 
-def from_json_dict(obj: Any) -> Report:
-    """Read a report object; raise `InputError` naming the JSON path of any problem."""
+def from_json_dict(obj: Any, size_hint: int | None = None) -> Report:
+    """Read a report object (version 1 or 2); raise `InputError` naming the JSON path
+    of any problem. `size_hint`, the text's length, bounds what version 2 decodes."""
     r = _Reader(obj, "")
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, found {type(obj).__name__}", "report")
     version = r.sub("version").integer()
+    if version == 2:
+        from tileplan.report.format_v2 import read_v2
+
+        return read_v2(r, size_hint)
     if version != VERSION:
-        raise InputError(f"unsupported version {version}; this tileplan reads version {VERSION}", "version")
-    peak = r.sub("peak")
+        raise InputError(f"unsupported version {version}; this tileplan reads versions "
+                         f"{' and '.join(map(str, VERSIONS))}", "version")
+    r.sub("peak")
     timeline = r.sub("timeline")
-    values = tuple(_read_value(v) for v in timeline.sub("values").items())
-    steps = tuple(_read_step(s) for s in timeline.sub("steps").items())
+    interned = Interned()
+    values_r = timeline.sub("values")
+    values = tuple(_fast_value(d, f"timeline.values[{i}]", interned)
+                   or _read_value(values_r.sub(i), interned) for i, d in enumerate(values_r.entries()))
+    steps_r = timeline.sub("steps")
+    steps = tuple(_fast_step(d, interned) or _read_step(steps_r.sub(i), interned)
+                  for i, d in enumerate(steps_r.entries()))
     tile_count = r.sub("tile_count").integer(minimum=1, maximum=MAX_TILES)
     for i, v in enumerate(values):
         if v.layout.tiling.tile_count != tile_count:
             raise InputError(f"layout tile_count {v.layout.tiling.tile_count} differs from the report's tile_count "
                              f"{tile_count}", f"timeline.values[{i}].layout")
     ids = [v.id for v in values]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise InputError(f"value id {dup} appears twice", "timeline.values")
     known = set(ids)
+    if len(known) != len(ids):
+        seen: set[int] = set()
+        dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
+        raise InputError(f"value id {dup} appears twice", "timeline.values")
     for i, s in enumerate(steps):
         if s.index != i:
             raise InputError(f"expected step index {i} (steps are listed in order from 0), found {s.index}",
                              f"timeline.steps[{i}].index")
     for s in steps:
-        for vid in s.live:
-            if vid not in known:
-                raise InputError(f"live value {vid} is not in timeline.values", f"timeline.steps[{s.index}].live")
-    rejections = tuple(
-        Rejection(j.sub("value").integer(), j.sub("name").string(), j.sub("reason").string())
-        for j in (r.sub("rejections").items() if r.has("rejections") else []))
-    nullable_step = lambda key: r.sub(key).integer(nullable=True)  # noqa: E731
+        if not known.issuperset(s.live):
+            vid = next(v for v in s.live if v not in known)
+            raise InputError(f"live value {vid} is not in timeline.values", f"timeline.steps[{s.index}].live")
+    rejections = read_rejections(r)
     _check_extra(r, len(steps), tile_count, known)
+    return assemble(r, version, tile_count, values, steps, rejections,
+                    {k: v for k, v in obj.items() if k not in _KNOWN_TOP})
+
+
+def read_rejections(r: _Reader) -> tuple[Rejection, ...]:
+    return tuple(Rejection(j.sub("value").integer(), j.sub("name").string(), j.sub("reason").string())
+                 for j in (r.sub("rejections").items() if r.has("rejections") else []))
+
+
+def assemble(r: _Reader, version: int, tile_count: int, values: tuple[Value, ...], steps: Sequence[Step],
+             rejections: tuple[Rejection, ...], extra: dict[str, Any]) -> Report:
+    """The `Report` of a top level read by `r` (both versions): its scalar fields, with
+    the timeline, rejections and sections already read."""
+    peak = r.sub("peak")
+    nullable_step = lambda key: r.sub(key).integer(nullable=True)  # noqa: E731
     return Report(
         version=version,
         scope=r.sub("scope").string(), model=r.sub("model").string(),
@@ -466,20 +675,21 @@ def from_json_dict(obj: Any) -> Report:
         attention_products=r.sub("attention_products").string(),
         values=values, steps=steps, rejections=rejections,
         exchange_row_bytes=r.sub("exchange_row_bytes").integer() if r.has("exchange_row_bytes") else None,
-        extra={k: v for k, v in obj.items() if k not in _KNOWN_TOP},
+        extra=extra,
     )
 
 
 def from_json_text(text: str, source: str = "report") -> Report:
-    return _located(parse_json(text, source), source)
+    return _located(parse_json(text, source), source, len(text))
 
 
 def read_report(path: str) -> Report:
-    return _located(read_json(path), path)
+    text = read_text(path)
+    return _located(parse_json(text, path), path, len(text))
 
 
-def _located(obj: object, source: str) -> Report:
+def _located(obj: object, source: str, size_hint: int | None = None) -> Report:
     try:
-        return from_json_dict(obj)
+        return from_json_dict(obj, size_hint)
     except TileplanError as e:
         raise e.at(source, sep=": ") from None
