@@ -225,7 +225,7 @@ class MemoryClass:
     @property
     def usage_key(self) -> str:
         """The key of this class in a step's `usage` and `scratch`."""
-        return self.region.lower()
+        return "standard" if self.region == "Standard" else "interleaved"
 
     def to_text(self) -> str:
         return f"{self.machine}{self.region}"

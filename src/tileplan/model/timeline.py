@@ -219,6 +219,11 @@ class StepTable(Sequence[Step]):
     def operation_text(self, i: int) -> str:
         return self.operation_texts[int(self.operation[i])]
 
+    def operations(self) -> list[str]:
+        """Each step's operation text, in step order (the interned texts, shared)."""
+        texts = self.operation_texts
+        return [texts[k] for k in self.operation.tolist()]
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str) or len(other) != len(self):
             return NotImplemented if not isinstance(other, Sequence) else False

@@ -17,12 +17,12 @@ vectors and O(tiles) for the sweep.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import AbstractSet, Mapping, Sequence
+from typing import AbstractSet, Mapping, Sequence, overload
 
 import numpy as np
 
 from tileplan.model.tiling import Shards
-from tileplan.model.timeline import Step, Value
+from tileplan.model.timeline import Step, StepTable, Value
 
 REGIONS = ("standard", "interleaved")
 
@@ -51,85 +51,224 @@ class StepWorst:
     max_interleaved_tile: int
 
 
+class _StepWorstView(Sequence[StepWorst]):
+    """`ExactAccounting.steps`: a `StepWorst` per step, built on demand from the columns."""
+
+    __slots__ = ("_columns",)
+
+    def __init__(self, columns: tuple[np.ndarray, ...]) -> None:
+        self._columns = columns
+
+    def __len__(self) -> int:
+        return len(self._columns[0])
+
+    @overload
+    def __getitem__(self, i: int) -> StepWorst: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[StepWorst]: ...
+    def __getitem__(self, i: int | slice) -> StepWorst | list[StepWorst]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return StepWorst(*(int(c[i]) for c in self._columns))
+
+
 @dataclass(frozen=True, slots=True)
 class ExactAccounting:
     """Per step, the worst tile; per tile, its peak (standard + interleaved + scratch),
     the first step reaching it, and how much of that peak is resident parameters (the
     declared tensors, weights above all) rather than step-dependent (activations,
-    re-laid-out operands, scratch). Arrays are int64 over the tiles, read-only."""
+    re-laid-out operands, scratch). Arrays are int64, read-only: `step_*` over the
+    steps (the fields of `StepWorst`), `tile_*` over the tiles."""
 
-    steps: tuple[StepWorst, ...]
+    step_tile: np.ndarray
+    step_total: np.ndarray
+    step_standard: np.ndarray
+    step_interleaved: np.ndarray
+    step_max_standard: np.ndarray
+    step_max_standard_tile: np.ndarray
+    step_max_interleaved: np.ndarray
+    step_max_interleaved_tile: np.ndarray
     tile_peak: np.ndarray
     tile_peak_step: np.ndarray
     tile_peak_interleaved: np.ndarray
     tile_peak_resident: np.ndarray
 
+    @property
+    def steps(self) -> Sequence[StepWorst]:
+        return _StepWorstView((self.step_tile, self.step_total, self.step_standard, self.step_interleaved,
+                               self.step_max_standard, self.step_max_standard_tile, self.step_max_interleaved,
+                               self.step_max_interleaved_tile))
+
     def peak(self, region: str) -> tuple[int, int, int]:
         """(bytes, tile, step) of a region's exact peak ("total", "standard" or
         "interleaved"): the first step reaching it, its worst tile."""
-        fields = {"total": ("total", "tile"), "standard": ("max_standard", "max_standard_tile"),
-                  "interleaved": ("max_interleaved", "max_interleaved_tile")}[region]
-        best = max(range(len(self.steps)), key=lambda i: (getattr(self.steps[i], fields[0]), -i))
-        s = self.steps[best]
-        return getattr(s, fields[0]), getattr(s, fields[1]), best
+        figures, tiles = {"total": (self.step_total, self.step_tile),
+                          "standard": (self.step_max_standard, self.step_max_standard_tile),
+                          "interleaved": (self.step_max_interleaved, self.step_max_interleaved_tile)}[region]
+        best = int(np.argmax(figures))
+        return int(figures[best]), int(tiles[best]), best
 
 
 def group_vectors(values: Sequence[Value], shards: Mapping[int, Shards], tile_count: int
                   ) -> dict[int, tuple[str, np.ndarray]]:
     """Each storage group's region and per-tile bytes (the max of its members)."""
-    memo: dict[tuple, np.ndarray] = {}
-    groups: dict[int, tuple[str, np.ndarray]] = {}
+    vectors, group_index, group_region = _distinct_group_vectors(values, shards)
+    return {g: (group_region[g], vectors[k]) for g, k in group_index.items()}
+
+
+def _distinct_group_vectors(values: Sequence[Value], shards: Mapping[int, Shards]
+                            ) -> tuple[list[np.ndarray], dict[int, int], dict[int, str]]:
+    """The distinct per-tile vectors, each group's index among them and its region. A
+    value's vector depends only on its layout, shape, element bytes, alignment and
+    copies: computed once per such key; a group of several members takes the
+    elementwise maximum, once per distinct combination."""
+    by_key: dict[tuple, int] = {}
+    vectors: list[np.ndarray] = []
+    combined: dict[tuple[int, int], int] = {}
+    group_index: dict[int, int] = {}
+    group_region: dict[int, str] = {}
     for v in values:
         key = (v.layout, v.shape, v.precision.bytes, v.alignment_bytes, v.copies)
-        if key not in memo:
-            memo[key] = value_tile_bytes(v, shards[v.id])
-        vec = memo[key]
-        if v.storage_group in groups:
-            region, old = groups[v.storage_group]
-            groups[v.storage_group] = (region, np.maximum(old, vec))
-        else:
-            groups[v.storage_group] = (v.region, vec)
-    return groups
+        k = by_key.get(key)
+        if k is None:
+            k = by_key[key] = len(vectors)
+            vectors.append(value_tile_bytes(v, shards[v.id]))
+        g = v.storage_group
+        old = group_index.get(g)
+        if old is None:
+            group_index[g] = k
+            group_region[g] = v.region
+        elif old != k:
+            pair = (min(old, k), max(old, k))
+            m = combined.get(pair)
+            if m is None:
+                m = combined[pair] = len(vectors)
+                vectors.append(np.maximum(vectors[old], vectors[k]))
+            group_index[g] = m
+    return vectors, group_index, group_region
 
 
-def account(values: Sequence[Value], steps: Sequence[Step], shards: Mapping[int, Shards],
+def account(values: Sequence[Value], steps: StepTable, shards: Mapping[int, Shards],
             tile_count: int, resident: AbstractSet[int] = frozenset()) -> ExactAccounting:
-    """Sweep the steps: per-tile usage of each region, worst tile per step, peak per
-    tile. `resident`: ids of the declared tensors (input and parameters)."""
+    """Per-tile usage of each region in every step, worst tile per step, peak per tile.
+    `resident`: ids of the declared tensors (input and parameters).
+
+    Columnar: tiles that hold the same bytes of every distinct vector form one class
+    (a handful for real layouts), so the sums run over classes, not tiles; each
+    storage group is live over the union of its members' intervals; the number of
+    live groups of each (vector, region, resident) kind per step comes from a
+    difference array, and the usage per class is those counts times the kinds'
+    vectors, a chunk of steps at a time (bounded memory)."""
     assert all(v.id in shards for v in values), "exact accounting needs every value representable"
-    groups = group_vectors(values, shards, tile_count)
+    n = len(steps)
+    vectors, group_index, group_region = _distinct_group_vectors(values, shards)
+    matrix = np.stack(vectors) if vectors else np.zeros((0, tile_count), dtype=np.int64)
+    # tile classes, in order of their first tile (so the first tile of the first class
+    # reaching a maximum is the lowest tile reaching it, as argmax over tiles gives)
+    _, first_tile, tile_class = np.unique(matrix.T, axis=0, return_index=True, return_inverse=True)
+    tile_class = tile_class.reshape(-1)
+    order = np.argsort(first_tile, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    tile_class = rank[tile_class]
+    class_tile = first_tile[order]
+    class_vectors = matrix[:, class_tile]  # distinct vectors x classes
+
+    # each group's live intervals (the union of its members')
     group_of = {v.id: v.storage_group for v in values}
-    resident_groups = {v.storage_group for v in values if v.id in resident}
-    current = {r: np.zeros(tile_count, dtype=np.int64) for r in (*REGIONS, "resident")}
-    tile_peak = np.full(tile_count, -1, dtype=np.int64)
-    tile_peak_step = np.zeros(tile_count, dtype=np.int64)
-    tile_peak_inter = np.zeros(tile_count, dtype=np.int64)
-    tile_peak_resident = np.zeros(tile_count, dtype=np.int64)
-    live_before: set[int] = set()
-    worst: list[StepWorst] = []
-    for s in steps:
-        live = {group_of[v] for v in s.live}
-        for sign, changed in ((1, live - live_before), (-1, live_before - live)):
-            for g in changed:
-                region, vec = groups[g]
-                current[region] += sign * vec
-                if g in resident_groups:
-                    current["resident"] += sign * vec
-        live_before = live
-        std = current["standard"] + s.scratch.get("standard", 0)
-        inter = current["interleaved"] + s.scratch.get("interleaved", 0)
+    resident_groups = {group_of[v] for v in resident if v in group_of}
+    ids = steps.value_ids
+    member_group = np.fromiter((group_of[int(v)] for v in ids), dtype=np.int64, count=len(ids))
+    g_first, g_last, g_id = merged_intervals(member_group, steps.first, steps.last)
+    kinds: dict[tuple[int, str, bool], int] = {}
+    kind_of = np.fromiter((kinds.setdefault((group_index[int(g)], group_region[int(g)], int(g) in resident_groups),
+                                            len(kinds)) for g in g_id), dtype=np.int64, count=len(g_id))
+    kind_list = list(kinds)
+    kind_vectors = class_vectors[[k for k, _, _ in kind_list]] if kind_list else np.zeros((0, len(class_tile)),
+                                                                                          dtype=np.int64)
+    is_std = np.array([r == "standard" for _, r, _ in kind_list], dtype=bool)
+    is_res = np.array([res for _, _, res in kind_list], dtype=bool)
+    std_vectors = np.where(is_std[:, None], kind_vectors, 0)
+    inter_vectors = np.where(is_std[:, None], 0, kind_vectors)
+    res_vectors = np.where(is_res[:, None], kind_vectors, 0)
+
+    # events: +1 at a group interval's first step, -1 after its last, per kind
+    ev_step = np.concatenate((g_first, g_last + 1))
+    ev_kind = np.concatenate((kind_of, kind_of))
+    ev_delta = np.concatenate((np.ones(len(g_first), np.int64), -np.ones(len(g_first), np.int64)))
+    keep = ev_step < n
+    ev_step, ev_kind, ev_delta = ev_step[keep], ev_kind[keep], ev_delta[keep]
+    by_step = np.argsort(ev_step, kind="stable")
+    ev_step, ev_kind, ev_delta = ev_step[by_step], ev_kind[by_step], ev_delta[by_step]
+
+    classes, kcount = len(class_tile), len(kind_list)
+    cols = {name: np.zeros(n, dtype=np.int64) for name in (
+        "tile", "total", "standard", "interleaved", "max_standard", "max_standard_tile", "max_interleaved",
+        "max_interleaved_tile")}
+    class_peak = np.full(classes, -1, dtype=np.int64)
+    class_peak_step = np.zeros(classes, dtype=np.int64)
+    class_peak_inter = np.zeros(classes, dtype=np.int64)
+    class_peak_counts = np.zeros((classes, kcount), dtype=np.int64)
+    carry = np.zeros(kcount, dtype=np.int64)
+    chunk = max(1, (1 << 20) // max(1, kcount, classes))
+    scratch_std, scratch_inter = steps.scratch_standard, steps.scratch_interleaved
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
+        lo, hi = np.searchsorted(ev_step, [a, b])
+        diff = np.zeros((b - a, kcount), dtype=np.int64)
+        np.add.at(diff, (ev_step[lo:hi] - a, ev_kind[lo:hi]), ev_delta[lo:hi])
+        counts = np.cumsum(diff, axis=0) + carry
+        carry = counts[-1] if len(counts) else carry
+        std = counts @ std_vectors + scratch_std[a:b, None]
+        inter = counts @ inter_vectors + scratch_inter[a:b, None]
         total = std + inter
-        t, ts, ti = int(np.argmax(total)), int(np.argmax(std)), int(np.argmax(inter))
-        worst.append(StepWorst(t, int(total[t]), int(std[t]), int(inter[t]), int(std[ts]), ts, int(inter[ti]), ti))
-        higher = total > tile_peak
-        tile_peak = np.where(higher, total, tile_peak)
-        tile_peak_step = np.where(higher, s.index, tile_peak_step)
-        tile_peak_resident = np.where(higher, current["resident"], tile_peak_resident)
-        tile_peak_inter = np.maximum(tile_peak_inter, inter)
-    tile_peak = np.maximum(tile_peak, 0)
-    for arr in (tile_peak, tile_peak_step, tile_peak_inter, tile_peak_resident):
+        rows = np.arange(b - a)
+        t, ts, ti = total.argmax(axis=1), std.argmax(axis=1), inter.argmax(axis=1)
+        cols["tile"][a:b] = class_tile[t]
+        cols["total"][a:b] = total[rows, t]
+        cols["standard"][a:b] = std[rows, t]
+        cols["interleaved"][a:b] = inter[rows, t]
+        cols["max_standard"][a:b] = std[rows, ts]
+        cols["max_standard_tile"][a:b] = class_tile[ts]
+        cols["max_interleaved"][a:b] = inter[rows, ti]
+        cols["max_interleaved_tile"][a:b] = class_tile[ti]
+        best = total.argmax(axis=0)
+        best_total = total[best, np.arange(classes)]
+        higher = best_total > class_peak
+        class_peak = np.where(higher, best_total, class_peak)
+        class_peak_step = np.where(higher, best + a, class_peak_step)
+        class_peak_counts[higher] = counts[best[higher]]
+        class_peak_inter = np.maximum(class_peak_inter, inter.max(axis=0))
+    class_peak_resident = np.einsum("ck,kc->c", class_peak_counts, res_vectors) if kcount else \
+        np.zeros(classes, dtype=np.int64)
+    tiles = {"peak": np.maximum(class_peak, 0)[tile_class], "peak_step": class_peak_step[tile_class],
+             "peak_interleaved": class_peak_inter[tile_class], "peak_resident": class_peak_resident[tile_class]}
+    for arr in (*cols.values(), *tiles.values()):
         arr.setflags(write=False)
-    return ExactAccounting(tuple(worst), tile_peak, tile_peak_step, tile_peak_inter, tile_peak_resident)
+    return ExactAccounting(cols["tile"], cols["total"], cols["standard"], cols["interleaved"], cols["max_standard"],
+                           cols["max_standard_tile"], cols["max_interleaved"], cols["max_interleaved_tile"],
+                           tiles["peak"], tiles["peak_step"], tiles["peak_interleaved"], tiles["peak_resident"])
+
+
+def merged_intervals(groups: np.ndarray, first: np.ndarray, last: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first, last, group) of each group's live steps as disjoint intervals: the
+    union of its members' [first, last] intervals, adjacent ones joined."""
+    if not len(groups):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    order = np.lexsort((first, groups))
+    g, f, e = groups[order], first[order], last[order]
+    new_group = np.concatenate(([True], g[1:] != g[:-1]))
+    # running maximum of `last` within each group: offset each group above the previous
+    span = int(last.max()) + 2
+    seg = np.cumsum(new_group) - 1
+    running = np.maximum.accumulate(e + seg * span) - seg * span
+    starts = new_group.copy()
+    starts[1:] |= f[1:] > running[:-1] + 1
+    idx = np.flatnonzero(starts)
+    ends = np.concatenate((idx[1:] - 1, [len(g) - 1]))
+    return f[idx], running[ends], g[idx]
 
 
 def tile_values(values: Sequence[Value], shards: Mapping[int, Shards], step: Step, tile: int

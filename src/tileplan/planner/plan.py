@@ -1,13 +1,19 @@
 """The planner: from a lowered program to sized values, live sets, usage and a verdict.
 
 `plan_program` runs named passes in order, each data in, data out:
-`size_values` -> `compute_live_ranges` -> `find_scope` -> `build_steps` (live sets
-and usage) -> `find_peaks` -> `judge_budget`.
+`size_values` -> `compute_live_ranges` -> `find_scope` -> `sized_values` ->
+`build_steps` (live intervals and usage, as columns) -> `find_peaks` -> exact
+accounting -> `judge_budget` -> placement. The passes work on arrays (numpy): one
+`Value` per value, no object per step or per live entry (`StepTable` builds a `Step`
+when one is asked for).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
 
 from tileplan.errors import TilingError
 from tileplan.lowering.core import OperationInfo, Options
@@ -16,22 +22,14 @@ from tileplan.lowering.program import Lowering, lower_program
 from tileplan.model.ir import Program
 from tileplan.model.machine import Machine
 from tileplan.model.tiling import Shards, round_up, shards_of
-from tileplan.model.timeline import Rejection, Step, Value
-from tileplan.planner.exact import ExactAccounting, account
+from tileplan.model.timeline import Rejection, StepTable, Value
+from tileplan.runtime import without_gc
+from tileplan.planner.exact import ExactAccounting, account, merged_intervals
 from tileplan.planner.exchange import exchange_rows
 from tileplan.planner.placed import TilePlacement, place_tiles
-from tileplan.planner.usage import BudgetVerdict, Peaks, find_peaks, judge_budget, step_usage, storage_groups
-
-
-@dataclass(frozen=True, slots=True)
-class LiveRange:
-    """Steps [first, last] (inclusive) during which a value is live."""
-
-    first: int
-    last: int
-
-    def __post_init__(self) -> None:
-        assert 0 <= self.first <= self.last, self
+from tileplan.planner.usage import (
+    BudgetVerdict, Peaks, StorageGroup, find_peaks, judge_budget, region_usage, storage_groups,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +42,7 @@ class Plan:
     options: Options
     scope: str
     values: tuple[Value, ...]
-    steps: tuple[Step, ...]
+    steps: StepTable
     rejections: tuple[Rejection, ...]
     operations: tuple[OperationInfo, ...]
     rejected_operation: tuple[int, str, str] | None
@@ -65,54 +63,64 @@ class Plan:
         return self.exchange_rows * self.machine.exchange_row_bytes
 
 
-def size_values(drafts: tuple[Value, ...]) -> tuple[dict[int, Shards], dict[int, str]]:
-    """Shards of every value, or why it has none."""
+def size_values(drafts: Sequence[Value]) -> tuple[dict[int, Shards], dict[int, str]]:
+    """Shards of every value, or why it has none (computed once per layout and shape)."""
     shards: dict[int, Shards] = {}
     reasons: dict[int, str] = {}
+    memo: dict[tuple, Shards] = {}
     for v in drafts:
+        key = (v.layout, v.shape)
+        known = memo.get(key)
+        if known is not None:
+            shards[v.id] = known
+            continue
         try:
-            shards[v.id] = shards_of(v.layout, v.shape, v.name)
+            shards[v.id] = memo[key] = shards_of(v.layout, v.shape, v.name)
         except TilingError as e:
             reasons[v.id] = e.detail
     return shards, reasons
 
 
-def compute_live_ranges(lowering: Lowering) -> dict[int, LiveRange]:
-    """Declared tensors live from step 0, other values from the step writing them; all
+def compute_live_ranges(lowering: Lowering) -> tuple[np.ndarray, np.ndarray]:
+    """(first, last) step of every value of the lowering, -1 for a value never live.
+    Declared tensors live from step 0, other values from the step writing them; all
     until the last step reading them (program outputs: until the last step). The steps
     of a repeat block stand for its first iteration, the one with the most still to
     come: the members of a parameter family that later iterations read (layers 1..26's
     weights, read by the same step as layer 0's) stay live to the block's last step."""
-    first: dict[int, int] = {v: 0 for v in range(lowering.declared)}
-    last: dict[int, int] = {}
-    block_end = {}
+    n = len(lowering.values)
+    first = np.full(n, -1, dtype=np.int64)
+    last = np.full(n, -1, dtype=np.int64)
+    end = len(lowering.steps) - 1
+    if end < 0:
+        return first, last
+    first[:lowering.declared] = 0
+    block_end = np.full(len(lowering.steps), -1, dtype=np.int64)
     for a, b in lowering.blocks:
-        for i in range(a, b + 1):
-            block_end[i] = (a, b)
+        block_end[a:b + 1] = b
+    later = lowering.later_members
     for i, s in enumerate(lowering.steps):
         for v in s.writes:
-            first.setdefault(v, i)
-        span = block_end.get(i)
+            if first[v] < 0:
+                first[v] = i
+        span = block_end[i]
         for v in s.reads:
-            last[v] = span[1] if span is not None and v in lowering.later_members else i
-    end = len(lowering.steps) - 1
+            last[v] = span if span >= 0 and v in later else i
     for v in lowering.outputs:
         last[v] = end
-    return {v: LiveRange(f, max(f, last.get(v, f))) for v, f in first.items() if end >= 0}
+    live = first >= 0
+    last = np.where(live, np.maximum(first, last), -1)
+    return first, last
 
 
-def find_scope(lowering: Lowering, ranges: dict[int, LiveRange], unsized: set[int]
+def find_scope(lowering: Lowering, first: np.ndarray, unsized: set[int]
                ) -> tuple[int, str, tuple[int, str] | None]:
     """(steps kept, scope, rejected operation and reason). Planning stops at the first
     operation with a step where an unrepresentable value is live, or at an operation
     that could not be lowered at all."""
-    first_bad = None
-    for v in unsized:
-        r = ranges.get(v)
-        if r is not None and (first_bad is None or r.first < first_bad):
-            first_bad = r.first
-    if first_bad is not None:
-        op = lowering.steps[first_bad].source
+    starts = [int(first[v]) for v in unsized if first[v] >= 0]
+    if starts:
+        op = lowering.steps[min(starts)].source
         kept = max(i for i, s in enumerate(lowering.steps) if s.source == op) + 1
         return kept, f"rejected-op{op}", (op, "unrepresentable values are live in its steps")
     if lowering.failed is not None:
@@ -121,64 +129,83 @@ def find_scope(lowering: Lowering, ranges: dict[int, LiveRange], unsized: set[in
     return len(lowering.steps), "program", None
 
 
-def build_steps(lowering: Lowering, kept: int, ranges: dict[int, LiveRange]) -> list[tuple[int, ...]]:
-    """The live set of each kept step, sorted by value id (a difference array)."""
-    starts: list[list[int]] = [[] for _ in range(kept)]
-    for v, r in ranges.items():
-        if r.first < kept:
-            starts[r.first].append(v)
-    live: list[tuple[int, ...]] = []
-    current: set[int] = set()
-    for i in range(kept):
-        current.update(starts[i])
-        current = {v for v in current if ranges[v].last >= i}
-        live.append(tuple(sorted(current)))
-    return live
+def sized_values(lowering: Lowering, in_report: np.ndarray, shards: Mapping[int, Shards]) -> tuple[Value, ...]:
+    """The values in the report with their sizes: the largest shard, rounded up to the
+    alignment, times the copies (computed once per layout, shape, precision and
+    alignment)."""
+    memo: dict[tuple, tuple[int, int]] = {}
+    out = []
+    for vid in in_report.tolist():
+        d = lowering.values[vid]
+        sh = shards.get(vid)
+        if sh is not None:
+            key = (d.layout, d.shape, d.precision, d.alignment_bytes)
+            sizes = memo.get(key)
+            if sizes is None:
+                shard = sh.largest_bytes(d.precision)
+                sizes = memo[key] = (shard, round_up(shard, d.alignment_bytes) if d.alignment_bytes else shard)
+            d = Value(d.id, d.origin, d.root, d.name, d.group, d.shape, d.precision, d.layout, d.storage_group,
+                      sizes[0], sizes[1], d.copies, sizes[1] * d.copies, d.alignment_bytes, d.role)
+        out.append(d)
+    return tuple(out)
 
 
+def build_steps(lowering: Lowering, kept: int, values: Sequence[Value], groups: Mapping[int, StorageGroup],
+                first: np.ndarray, last: np.ndarray) -> StepTable:
+    """The kept steps as columns: their usage of each region (the live storage groups,
+    each once, + scratch; difference arrays over the groups' live intervals) and the
+    values' live intervals."""
+    ids = np.fromiter((v.id for v in values), dtype=np.int64, count=len(values))
+    f, e = first[ids], np.minimum(last[ids], kept - 1)
+    member_group = np.fromiter((v.storage_group for v in values), dtype=np.int64, count=len(values))
+    g_first, g_last, g_ids = merged_intervals(member_group, f, e)
+    drafts = lowering.steps[:kept]
+    scratch = [s.scratch_map() for s in drafts]
+    scratch_std = np.fromiter((x["standard"] for x in scratch), dtype=np.int64, count=kept)
+    scratch_inter = np.fromiter((x["interleaved"] for x in scratch), dtype=np.int64, count=kept)
+    std, std_known = region_usage(groups, g_first, g_last, g_ids, kept, "standard")
+    inter, inter_known = region_usage(groups, g_first, g_last, g_ids, kept, "interleaved")
+    texts: dict[str, int] = {}
+    operation = [texts.setdefault(s.operation, len(texts)) for s in drafts]
+    return StepTable(
+        operation_texts=tuple(texts), source=[s.source for s in drafts], operation=operation,
+        execution_count=[s.execution_count for s in drafts], scratch_standard=scratch_std,
+        scratch_interleaved=scratch_inter, usage_standard=std + scratch_std, usage_interleaved=inter + scratch_inter,
+        standard_known=std_known, interleaved_known=inter_known, value_ids=ids, first=f, last=e)
+
+
+@without_gc
 def plan_program(program: Program, machine: Machine, policy: Policy, options: Options, place: bool = True) -> Plan:
     """The plan of `program`; `place` places the worst tiles' buffers in their address
     space (`tileplan.planner.placed`)."""
     lowering = lower_program(program, machine, policy, options)
     shards, reasons = size_values(lowering.values)
-    ranges = compute_live_ranges(lowering)
-    kept, scope, rejected = find_scope(lowering, ranges, set(reasons))
-    live_sets = build_steps(lowering, kept, ranges)
-    in_report = sorted({v for live in live_sets for v in live})
-
-    values = []
-    for vid in in_report:
-        d = lowering.values[vid]
-        if vid in shards:
-            shard = shards[vid].largest_bytes(d.precision)
-            aligned = round_up(shard, d.alignment_bytes) if d.alignment_bytes else shard
-            d = replace(d, shard_bytes=shard, aligned_bytes=aligned, bytes=aligned * d.copies)
-        values.append(d)
+    first, last = compute_live_ranges(lowering)
+    kept, scope, rejected = find_scope(lowering, first, set(reasons))
+    in_report = np.flatnonzero((first >= 0) & (first < kept))
+    values = sized_values(lowering, in_report, shards)
     groups = storage_groups(values)
-    value_group = {v.id: v.storage_group for v in values}
-    steps = []
-    for i in range(kept):
-        s = lowering.steps[i]
-        scratch = s.scratch_map()
-        steps.append(Step(i, s.source, s.operation, s.execution_count, live_sets[i], scratch,
-                          step_usage(live_sets[i], scratch, value_group, groups)))
-    peaks = find_peaks(steps, groups, value_group)
-    rows = exchange_rows(s.operation for s in steps)
+    steps = build_steps(lowering, kept, values, groups, first, last)
+    peaks = find_peaks(steps, groups)
+    rows = exchange_rows(steps.operation_text(i) for i in range(len(steps)))
     resident = frozenset(v.id for v in values if v.resident)
-    exact = account(values, steps, shards, machine.tile_count, set(resident)) \
-        if steps and all(v.id in shards for v in values) else None
+    complete = all(v.id in shards for v in values)
+    exact = account(values, steps, shards, machine.tile_count, set(resident)) if len(steps) and complete else None
     verdict = judge_budget(steps, peaks, machine.budget_bytes, machine.interleaved_budget_bytes,
                            rows * machine.exchange_row_bytes, complete=scope == "program", exact=exact)
     placements = place_tiles(values, steps, shards, machine, exact, rows * machine.exchange_row_bytes) \
         if exact is not None and place and verdict.fits else ()
-    rejections = tuple(Rejection(v, lowering.values[v].name, reasons[v]) for v in in_report if v in reasons)
-    ops = tuple(o for o in lowering.operations if any(s.source == o.index for s in steps)) \
-        if scope != "program" else lowering.operations
+    rejections = tuple(Rejection(v.id, v.name, reasons[v.id]) for v in values if v.id in reasons)
+    if scope != "program":
+        sources = set(steps.source.tolist())
+        ops = tuple(o for o in lowering.operations if o.index in sources)
+    else:
+        ops = lowering.operations
     rejected_op = None
     if rejected is not None:
         index, reason = rejected
         name = next((o.name for o in program.operations() if o.index == index), f"operation {index}")
         rejected_op = (index, name, reason)
-    return Plan(program, machine, policy.name, options, scope, tuple(values), tuple(steps), rejections, ops,
-                rejected_op, peaks, verdict, rows, {v: shards[v] for v in in_report if v in shards}, exact, resident,
-                lowering.over_cap, placements)
+    return Plan(program, machine, policy.name, options, scope, values, steps, rejections, ops,
+                rejected_op, peaks, verdict, rows, {v.id: shards[v.id] for v in values if v.id in shards}, exact,
+                resident, lowering.over_cap, placements)

@@ -1,15 +1,18 @@
-"""Usage per memory region per step, peaks and the budget verdict.
+"""Usage per memory region per step, peaks and the budget verdict, on columns.
 
-These passes are shared by the planner (which computes the figures) and by
-`tileplan check` (which re-derives them from a report): one definition of each rule.
+The planner's passes (`tileplan check` re-derives the same figures with code of its
+own): usage by difference arrays over the storage groups' live intervals, peaks and
+the steps over budget by numpy reductions over the steps.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping
 
-from tileplan.model.timeline import REGIONS, Step, Value
+import numpy as np
+
+from tileplan.model.timeline import StepTable, Value
 
 if TYPE_CHECKING:
     from tileplan.planner.exact import ExactAccounting
@@ -29,9 +32,18 @@ def storage_groups(values: Iterable[Value]) -> dict[int, StorageGroup]:
     """Group values by `storage_group`. Members must share a region."""
     members: dict[int, list[Value]] = {}
     for v in values:
-        members.setdefault(v.storage_group, []).append(v)
+        m = members.get(v.storage_group)
+        if m is None:
+            members[v.storage_group] = [v]
+        else:
+            m.append(v)
     groups = {}
-    for gid, vs in sorted(members.items()):
+    for gid in sorted(members):
+        vs = members[gid]
+        if len(vs) == 1:
+            v = vs[0]
+            groups[gid] = StorageGroup(gid, v.region, v.bytes, (v.id,))
+            continue
         regions = {v.region for v in vs}
         assert len(regions) == 1, f"storage group {gid} spans regions {sorted(regions)}"
         sizes = [v.bytes for v in vs if v.bytes is not None]
@@ -40,15 +52,22 @@ def storage_groups(values: Iterable[Value]) -> dict[int, StorageGroup]:
     return groups
 
 
-def step_usage(live: Sequence[int], scratch: Mapping[str, int], value_group: Mapping[int, int],
-               groups: Mapping[int, StorageGroup]) -> dict[str, int | None]:
-    """Usage of each region in one step: its live storage groups, each once, + scratch."""
-    usage: dict[str, int | None] = {r: scratch.get(r, 0) for r in REGIONS}
-    for gid in sorted({value_group[v] for v in live}):
-        g = groups[gid]
-        current = usage[g.region]
-        usage[g.region] = None if current is None or g.bytes is None else current + g.bytes
-    return usage
+def region_usage(groups: Mapping[int, StorageGroup], group_first: np.ndarray, group_last: np.ndarray,
+                 group_ids: np.ndarray, steps: int, region: str) -> tuple[np.ndarray, np.ndarray]:
+    """(usage, known) of one region in each step from its storage groups' live
+    intervals (a difference array): the sum of the live groups' bytes, each once, and
+    whether every live group's size is known. Scratch not included."""
+    total = np.zeros(steps + 1, dtype=np.int64)
+    unknown = np.zeros(steps + 1, dtype=np.int64)
+    mine = np.fromiter((groups[int(g)].region == region for g in group_ids), dtype=bool, count=len(group_ids))
+    sizes = np.fromiter((groups[int(g)].bytes or 0 for g in group_ids), dtype=np.int64, count=len(group_ids))
+    unsized = np.fromiter((groups[int(g)].bytes is None for g in group_ids), dtype=bool, count=len(group_ids))
+    f, lp = group_first[mine], group_last[mine] + 1
+    np.add.at(total, f, sizes[mine])
+    np.add.at(total, lp, -sizes[mine])
+    np.add.at(unknown, f[unsized[mine]], 1)
+    np.add.at(unknown, lp[unsized[mine]], -1)
+    return np.cumsum(total)[:steps], np.cumsum(unknown)[:steps] == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,23 +84,21 @@ class Peaks:
     maximum_standard_allocation: int | None
 
 
-def find_peaks(steps: Sequence[Step], groups: Mapping[int, StorageGroup],
-               value_group: Mapping[int, int]) -> Peaks:
-    def peak(series: list[int | None]) -> tuple[int | None, int | None]:
-        known = [x for x in series if x is not None]
-        if not series or len(known) != len(series):
+def find_peaks(steps: StepTable, groups: Mapping[int, StorageGroup]) -> Peaks:
+    """Peaks of each region and of their sum, each with the first step reaching it;
+    None where some step's usage of it is unknown."""
+    def peak(series: np.ndarray, known: np.ndarray) -> tuple[int | None, int | None]:
+        if not len(series) or not known.all():
             return None, None
-        best = max(known)
-        return best, known.index(best)
+        at = int(np.argmax(series))
+        return int(series[at]), at
 
-    std = [s.usage["standard"] for s in steps]
-    inter = [s.usage["interleaved"] for s in steps]
-    total = [None if a is None or b is None else a + b for a, b in zip(std, inter)]
-    live_groups = {value_group[v] for s in steps for v in s.live}
-    std_sizes = [groups[g].bytes for g in live_groups if groups[g].region == "standard"]
+    std, inter = steps.usage_standard, steps.usage_interleaved
+    sk, ik = steps.standard_known, steps.interleaved_known
+    std_sizes = [g.bytes for g in groups.values() if g.region == "standard"]
     known = [b for b in std_sizes if b is not None]
     max_alloc = None if len(known) != len(std_sizes) else max(known, default=0)
-    (ps, ss), (pi, si), (pt, st) = peak(std), peak(inter), peak(total)
+    (ps, ss), (pi, si), (pt, st) = peak(std, sk), peak(inter, ik), peak(std + inter, sk & ik)
     return Peaks(ps, pi, pt, ss, si, st, max_alloc)
 
 
@@ -101,17 +118,17 @@ class BudgetVerdict:
     fits: bool
 
 
-def judge_budget(steps: Sequence[Step], peaks: Peaks, budget_bytes: int, interleaved_budget_bytes: int,
+def judge_budget(steps: StepTable, peaks: Peaks, budget_bytes: int, interleaved_budget_bytes: int,
                  exchange_bytes: int, complete: bool, exact: "ExactAccounting | None" = None) -> BudgetVerdict:
     """The verdict; with exact per-tile accounting it judges the real worst tiles,
     otherwise the estimate."""
     standard_budget = budget_bytes - interleaved_budget_bytes
-    std = [x for x in (s.usage["standard"] for s in steps) if x is not None]
-    overflow = max((max(0, x - standard_budget) for x in std), default=0) if len(std) == len(steps) else None
+    overflow = int(np.maximum(steps.usage_standard - standard_budget, 0).max(initial=0)) \
+        if steps.standard_known.all() else None
     effective = None if peaks.total is None else peaks.total + exchange_bytes
     known = exact is not None or (effective is not None and peaks.interleaved is not None)
     fits = (complete and known
-            and not over_budget_steps(steps, budget_bytes, interleaved_budget_bytes, exchange_bytes, exact))
+            and not over_budget(steps, budget_bytes, interleaved_budget_bytes, exchange_bytes, exact).count)
     return BudgetVerdict(standard_budget, overflow, effective, fits)
 
 
@@ -131,32 +148,60 @@ class OverBudget:
         return self.usage - self.budget
 
 
-def over_budget_steps(steps: Sequence[Step], budget_bytes: int, interleaved_budget_bytes: int,
-                      exchange_bytes: int, exact: "ExactAccounting | None" = None) -> list[OverBudget]:
-    """Every (step, region) over its budget: interleaved usage over the interleaved
-    budget, or standard + interleaved + exchange over the whole budget (standard data
-    may overflow into the interleaved region, so it has no budget of its own). With
-    exact accounting, on each step's worst tile."""
-    out = []
-    for i, s in enumerate(steps):
-        tile: int | None
-        inter_tile: int | None
-        if exact is not None:
-            w = exact.steps[i]
-            inter, inter_tile, total, tile = w.max_interleaved, w.max_interleaved_tile, w.total, w.tile
-        else:
-            std, estimate = s.usage["standard"], s.usage["interleaved"]
-            if std is None or estimate is None:
-                continue
-            inter, total, tile, inter_tile = estimate, std + estimate, None, None
-        if inter > interleaved_budget_bytes:
-            out.append(OverBudget(s.index, "interleaved", inter_tile, inter, interleaved_budget_bytes))
-        if total + exchange_bytes > budget_bytes:
-            out.append(OverBudget(s.index, "total", tile, total + exchange_bytes, budget_bytes))
-    return out
+@dataclass(frozen=True, slots=True)
+class OverBudgetSteps:
+    """The steps over a budget: how many, the first and the worst (most bytes over,
+    the first such step; interleaved before total within a step)."""
+
+    count: int
+    first: OverBudget | None
+    worst: OverBudget | None
 
 
-def verdict_json(steps: Sequence[Step], peaks: Peaks, verdict: BudgetVerdict, budget_bytes: int,
+def over_budget(steps: StepTable, budget_bytes: int, interleaved_budget_bytes: int, exchange_bytes: int,
+                exact: "ExactAccounting | None" = None) -> OverBudgetSteps:
+    """The (step, region) pairs over their budget: interleaved usage over the
+    interleaved budget, or standard + interleaved + exchange over the whole budget
+    (standard data may overflow into the interleaved region, so it has no budget of
+    its own). With exact accounting, on each step's worst tile; on the estimate,
+    steps of unknown usage are skipped."""
+    n = len(steps)
+    inter_tile: np.ndarray | None
+    tile: np.ndarray | None
+    if exact is not None:
+        inter, inter_tile = exact.step_max_interleaved, exact.step_max_interleaved_tile
+        total, tile = exact.step_total, exact.step_tile
+        judged = np.ones(n, dtype=bool)
+    else:
+        inter, total = steps.usage_interleaved, steps.usage_standard + steps.usage_interleaved
+        inter_tile = tile = None
+        judged = steps.standard_known & steps.interleaved_known
+    inter_over = judged & (inter > interleaved_budget_bytes)
+    total_over = judged & (total + exchange_bytes > budget_bytes)
+    any_over = inter_over | total_over
+    count = int(any_over.sum())
+    if not count:
+        return OverBudgetSteps(0, None, None)
+
+    def entry(i: int, region: str) -> OverBudget:
+        if region == "interleaved":
+            return OverBudget(i, region, None if inter_tile is None else int(inter_tile[i]), int(inter[i]),
+                              interleaved_budget_bytes)
+        return OverBudget(i, region, None if tile is None else int(tile[i]), int(total[i]) + exchange_bytes,
+                          budget_bytes)
+
+    first_step = int(np.argmax(any_over))
+    first = entry(first_step, "interleaved" if inter_over[first_step] else "total")
+    inter_by = np.where(inter_over, inter - interleaved_budget_bytes, -1)
+    total_by = np.where(total_over, total + exchange_bytes - budget_bytes, -1)
+    best_i, best_t = int(np.argmax(inter_by)), int(np.argmax(total_by))
+    candidates = [(int(inter_by[best_i]), -best_i, 1, best_i, "interleaved"),
+                  (int(total_by[best_t]), -best_t, 0, best_t, "total")]
+    _, _, _, step, region = max(c for c in candidates if c[0] >= 0)
+    return OverBudgetSteps(count, first, entry(step, region))
+
+
+def verdict_json(steps: StepTable, peaks: Peaks, verdict: BudgetVerdict, budget_bytes: int,
                  interleaved_budget_bytes: int, exchange_bytes: int, exact: "ExactAccounting | None" = None) -> dict:
     """The report's `verdict`: per region the peak (exact when known, on its worst
     tile), step, budget, margin and the estimate; when over budget, the first and the
@@ -183,15 +228,14 @@ def verdict_json(steps: Sequence[Step], peaks: Peaks, verdict: BudgetVerdict, bu
         if region == "total":
             entry["exchange_bytes"] = exchange_bytes
         regions.append(entry)
-    over = over_budget_steps(steps, budget_bytes, interleaved_budget_bytes, exchange_bytes, exact)
+    over = over_budget(steps, budget_bytes, interleaved_budget_bytes, exchange_bytes, exact)
     out: dict = {"fits": verdict.fits, "judged_on": "exact" if exact is not None else "estimate",
                  "regions": regions, "over_budget": None}
-    if over:
-        first = over[0]
-        worst = max(over, key=lambda o: (o.bytes_over, -o.step))
+    if over.first is not None and over.worst is not None:
+        first, worst = over.first, over.worst
         as_json = lambda o: {"step": o.step, "region": o.region, "tile": o.tile, "usage": o.usage,  # noqa: E731
                              "budget": o.budget, "bytes_over": o.bytes_over}
-        out["over_budget"] = {"steps": len({o.step for o in over}), "first": as_json(first), "worst": as_json(worst)}
+        out["over_budget"] = {"steps": over.count, "first": as_json(first), "worst": as_json(worst)}
         if worst.tile is not None:
             out["out_of_memory"] = (f"Out of memory on tile {worst.tile} at step {worst.step}: {worst.usage} bytes "
                                     f"used, budget {worst.budget}")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
-from tileplan.model.timeline import Step
+import numpy as np
+
+from tileplan.model.timeline import StepTable
 from tileplan.planner.nontensor import estimate_non_tensor
 from tileplan.planner.placed import placement_verdict
 from tileplan.planner.plan import Plan
 from tileplan.planner.usage import verdict_json
 from tileplan.report.exact import exact_json, peak_tile_json
+from tileplan.runtime import without_gc
 from tileplan.report.format import PeakFigures, Report
 
 MODEL_TEXT = ("Planner estimate (peak.*, usage): sum of per-allocation maximum shard sizes, not a placed tile: an "
@@ -31,6 +34,7 @@ PLACEMENT_TEXT = ("Addresses on the worst tiles: each storage group live on the 
                   "region, first step, end step (exclusive), bytes (8-byte aligned), offset].")
 
 
+@without_gc
 def build_report(plan: Plan) -> Report:
     m = plan.machine
     p = plan.peaks
@@ -54,7 +58,7 @@ def build_report(plan: Plan) -> Report:
             "note": "Poplar's cap on one matmul's or convolution's temporary bytes per tile; a product over it is "
                     "planned anyway (the least temporary split) and listed here"}
     if plan.steps:
-        nt = estimate_non_tensor(s.operation for s in plan.steps)
+        nt = estimate_non_tensor(plan.steps.operations())
         extra["non_tensor"] = {
             "vertex_code": nt.vertex_code, "vertex_state": nt.vertex_state, "exchange_code": nt.exchange_code,
             "control_code": nt.control_code, "stack": nt.stack, "total": nt.total,
@@ -99,9 +103,15 @@ def build_report(plan: Plan) -> Report:
     )
 
 
-def operation_steps(steps: Sequence[Step]) -> dict[int, tuple[int, int]]:
-    """Each operation's first and last step, in one pass over the steps (in order)."""
+def operation_steps(steps: StepTable) -> dict[int, tuple[int, int]]:
+    """Each operation's first and last step (its steps are consecutive)."""
+    source = steps.source
+    if not len(source):
+        return {}
+    starts = np.flatnonzero(np.concatenate(([True], source[1:] != source[:-1])))
+    ends = np.concatenate((starts[1:] - 1, [len(source) - 1]))
     spans: dict[int, tuple[int, int]] = {}
-    for s in steps:
-        spans[s.source] = (spans.get(s.source, (s.index,))[0], s.index)
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        op = int(source[a])
+        spans[op] = (spans.get(op, (a,))[0], b)
     return spans

@@ -30,7 +30,8 @@ def exact_json(exact: ExactAccounting, estimate_total: int | None) -> dict:
         "peak": peaks,
         "estimate_total": estimate_total,
         "ratio_exact_to_estimate": ratio(peaks["total"]["bytes"], estimate_total),
-        "steps": [[w.tile, w.total, w.standard, w.interleaved] for w in exact.steps],
+        "steps": np.column_stack((exact.step_tile, exact.step_total, exact.step_standard,
+                                  exact.step_interleaved)).tolist(),
         "steps_columns": ["worst_tile", "total", "standard", "interleaved"],
         "tiles": {
             "peak": tile_peak.tolist(),
