@@ -1,7 +1,8 @@
 """Where a model comes from, by how it is named: a built-in name, a Hugging Face
 `config.json` (SigLIP towers by the built-in builder, any other architecture through
-transformers on the meta device and torch.export), an ONNX file (`.onnx`) or a saved
-ExportedProgram (`.pt2`). `import_graph` imports one once per process (cached on the
+transformers on the meta device and torch.export), an ONNX file (`.onnx`), a saved
+ExportedProgram (`.pt2`) or `synthetic:N` (a chain of about N timeline values, built
+in; `tileplan.model.synthetic`). `import_graph` imports one once per process (cached on the
 path, its modification time and the shape knobs), so what-if rows re-plan without
 re-exporting.
 """
@@ -23,8 +24,11 @@ SIGLIP_TYPES = ("siglip", "siglip_vision_model", "siglip2", "siglip2_vision_mode
 
 @lru_cache(maxsize=64)
 def kind_of(model: str) -> str:
-    """"builtin", "siglip-config", "hf-config", "onnx" or "exported"."""
+    """"builtin", "siglip-config", "hf-config", "onnx", "exported" or "synthetic"
+    (`synthetic:N`, the chain of about N timeline values of `tileplan.model.synthetic`)."""
     lower = model.lower()
+    if lower.startswith("synthetic:"):
+        return "synthetic"
     if lower.endswith(".onnx"):
         return "onnx"
     if lower.endswith(".pt2"):

@@ -14,7 +14,7 @@ from tileplan.errors import InputError
 from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.importers.sources import import_graph, kind_of
-from tileplan.model import siglip
+from tileplan.model import siglip, synthetic
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
 from tileplan.model.precision import from_option
@@ -91,6 +91,8 @@ class PlanRequest:
         """The model's name (reports and default output names)."""
         if not self.imported:
             return self.config.name
+        if kind_of(self.model) == "synthetic":
+            return f"synthetic-{synthetic.timeline_count(self.model)}"
         from pathlib import Path
         path = Path(self.model)
         return path.parent.name if path.name == "config.json" and path.parent.name else path.stem
@@ -119,6 +121,15 @@ class PlanRequest:
         return self.options_for(0)
 
     def program(self) -> Program:
+        if kind_of(self.model) == "synthetic":
+            given = [k for k in ("layers", "batch", "sequence_length", "image_size") if getattr(self, k) is not None]
+            if given or self.unroll or not self.map_head:
+                knob = given[0].replace("_", "-") if given else "unroll" if self.unroll else "no-map-head"
+                raise InputError(f"--{knob} is not a knob of synthetic:N (its size is N, the timeline values)",
+                                 self.model)
+            weights = from_option(self.weights)
+            cfg = synthetic.config_for_timeline(synthetic.timeline_count(self.model), weights)
+            return synthetic.build_synthetic(cfg, weights)
         if self.imported:
             if self.unroll or not self.map_head:
                 raise InputError("--unroll and --no-map-head are for the built-in towers", self.model)
@@ -138,8 +149,7 @@ class PlanRequest:
     def batch_varies(self) -> bool:
         """Whether the batch is a knob of this model (a built-in tower, a config.json,
         an ONNX file with a symbolic batch; not a saved export's fixed shapes)."""
-        from tileplan.importers.sources import kind_of
-        return kind_of(self.model) != "exported"
+        return kind_of(self.model) not in ("exported", "synthetic")
 
     @property
     def pipelined(self) -> bool:
