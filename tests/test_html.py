@@ -8,7 +8,9 @@ from html.parser import HTMLParser
 import pytest
 
 from tileplan.cli.main import main
-from tileplan.render.html import embed_json, render_html
+import numpy as np
+
+from tileplan.render.html import embed_json, page_data, read_page, render_html
 from tileplan.report.liveness import build_liveness
 
 from report_files import HOSTILE_OPERATION, HOSTILE_PROGRAM, HOSTILE_TENSOR, read_back
@@ -79,9 +81,9 @@ def test_hostile_names_are_text_everywhere(hostile_path):
     assert not [tag for tag, _ in page.elements if tag in ("img", "u", "iframe", "object", "embed")]
     assert HOSTILE_TENSOR in page.cells  # the largest allocations table shows it as text
     assert page.title.startswith(HOSTILE_PROGRAM)
-    data = data_of(page)
-    assert HOSTILE_TENSOR in [v["name"] for v in data["values"]]
-    assert [HOSTILE_OPERATION] == [name for _, name in data["operations"]]
+    texts = read_page(text)["detail"]["texts"]  # compressed in the page: no name is readable there
+    assert HOSTILE_TENSOR in texts["names"]
+    assert [HOSTILE_OPERATION] == [name for _, name in texts["operations"]]
 
 
 def test_the_page_allows_its_own_script_and_nothing_else(f8_path):
@@ -102,7 +104,51 @@ def test_the_page_embeds_the_view_model_and_is_deterministic(f8_path):
     lv = build_liveness(read_back(f8_path))
     text = render_html(lv)
     assert text == render_html(build_liveness(read_back(f8_path)))
-    assert data_of(Page(text)) == json.loads(json.dumps(lv.to_json()))
+    data = data_of(Page(text))
+    assert data == json.loads(embed_json(page_data(lv)))
+    # every step's and every value's figures, unpacked, are the view model's
+    detail = read_page(text)["detail"]
+    a, t = detail["arrays"], detail["texts"]
+    steps = lv.steps
+    assert len(lv.values) == detail["values"] == len(t["names"])
+    for i, s in enumerate(steps):
+        assert t["briefs"][a["operation"][i]] == s.operation
+        assert (a["source"][i], a["execution_count"][i], a["tile"][i]) == (s.source, s.execution_count, s.tile)
+        assert (a["standard"][i], a["interleaved"][i], a["total"][i]) == (s.standard, s.interleaved, s.total)
+        assert a["unknown"][i] == lv.unknown[i]
+    for k, v in enumerate(lv.values):
+        layout = a["value_layout"][k]
+        assert (a["value_id"][k], a["value_bytes"][k], t["names"][k]) == (v.id, v.bytes, v.name)
+        assert t["shapes"][a["value_shape"][k]] == "x".join(map(str, v.shape))
+        assert t["precisions"][a["value_precision"][k]] == v.precision
+        assert (t["layouts"][layout], t["layout_texts"][layout]) == (v.layout, v.layout_text)
+        assert (t["layout_regions"][layout], t["roles"][a["value_role"][k]]) == (v.region, v.role)
+    runs: dict[int, list[int]] = {}
+    for row, first, length in zip(a["run_value"], a["run_first"], a["run_length"], strict=True):
+        runs.setdefault(int(a["value_id"][row]), []).extend([int(first), int(first + length - 1)])
+    assert runs == {vid: list(r) for vid, r in lv.live_runs.items()}
+    assert t["operations"] == [list(o) for o in lv.operations]
+    # the chart's columns: one per step here, each band's bytes at its step
+    assert data["columns"] == [[i, i, i] for i in range(len(steps))]
+    for band, shown in zip(lv.bands, data["bands"], strict=True):
+        assert shown["bytes"] == band.bytes.tolist()
+
+
+def test_a_large_page_stays_bounded_and_keeps_every_peak():
+    """More steps than columns: each column shows its tallest step, the exact line the
+    highest total of its steps; the page grows with the report's values only by their
+    compressed detail."""
+    from test_hostile_resources import many_groups_report
+
+    lv = build_liveness(many_groups_report(4000))
+    data = page_data(lv)
+    assert len(data["columns"]) == 1500 and all(len(b["bytes"]) == 1500 for b in data["bands"])
+    height = sum(b.bytes for b in lv.bands)
+    for first, last, shown in data["columns"]:
+        assert height[shown] == height[first:last + 1].max() and first <= shown <= last
+    assert [c[0] for c in data["columns"]][:3] == [0, 2, 5] and data["columns"][-1][1] == 3999
+    assert len(embed_json(data)) < 400_000
+    assert np.array_equal(read_page(render_html(lv))["detail"]["arrays"]["value_id"], np.arange(4000))
 
 
 def test_the_page_says_what_a_stopped_plan_does_not_know(rejected_path):

@@ -7,6 +7,16 @@ escapes every text it prints (autoescape), and the data is embedded as JSON with
 close its <script> element; the script puts names in the page with textContent only.
 A Content-Security-Policy allows the page's own script (by hash) and nothing else:
 no network, no other script.
+
+Bounded for any program (`page_data`): the chart is drawn from at most
+`PAGE_COLUMNS` columns (runs of consecutive steps, each shown as its tallest step,
+so no peak is lost), and what a person reads one step at a time (a step's figures
+and its live values) is embedded compressed: every step's and every value's figures
+as little-endian typed arrays, the values' live intervals, and the texts (names,
+layouts, operations) once each, each block zlib-compressed and base64-encoded. The
+page inflates them (the browser's DecompressionStream) when a step is first shown
+and lists a step's live values by a scan of the intervals. A million-value
+program's page is a few MB; the same report gives the same bytes.
 """
 
 from __future__ import annotations
@@ -14,14 +24,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import zlib
 from importlib import resources
 from typing import Any
 
 import jinja2
+import numpy as np
 
 from tileplan import __version__
 from tileplan.render import human_bytes
-from tileplan.report.liveness import Liveness
+from tileplan.report.liveness import Liveness, chart_buckets, column_max, first_in_column, step_heights
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 REGION_NOTES = {
@@ -29,6 +41,11 @@ REGION_NOTES = {
     "standard": "the non-interleaved region; past it, standard data overflows into the interleaved region",
     "interleaved": "the interleaved region",
 }
+#: columns of the page's chart at most (it is about 1100 pixels wide)
+PAGE_COLUMNS = 1500
+#: an Int32Array entry that means "unknown" (a Float64Array says NaN)
+NULL_I4 = -(2**31)
+COMPRESSION = 6
 
 
 def embed_json(obj: Any) -> str:
@@ -38,6 +55,174 @@ def embed_json(obj: Any) -> str:
     for raw, escaped in _ESCAPES.items():
         text = text.replace(raw, escaped)
     return text
+
+
+def _packed(data: bytes) -> str:
+    return base64.b64encode(zlib.compress(data, COMPRESSION)).decode("ascii")
+
+
+class Arrays:
+    """Typed arrays in one buffer: each entry `[name, kind, delta, offset, count]`,
+    `kind` "i4" (Int32Array, `NULL_I4` for unknown) or "f8" (Float64Array, NaN for
+    unknown), `delta` when the array holds differences (the page sums them up),
+    `offset` a multiple of 8 bytes."""
+
+    def __init__(self) -> None:
+        self.specs: list[list[Any]] = []
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def add(self, name: str, values: np.ndarray, known: np.ndarray | None = None, delta: bool = False) -> None:
+        v = values if known is None else np.where(known, values, 0)
+        if delta and len(v):
+            v = np.diff(v, prepend=v[:1] * 0)
+        small = v.dtype != object and (not len(v) or (int(v.min()) > NULL_I4 and int(v.max()) < 2**31))
+        if not small and delta:  # absurd figures: kept whole, as doubles
+            self.add(name, values, known)
+            return
+        out = np.array(v, dtype="<i4" if small else "<f8")
+        if known is not None:
+            out[~known] = NULL_I4 if small else np.nan
+        raw = out.tobytes()
+        self.specs.append([name, "i4" if small else "f8", delta, self.size, len(out)])
+        pad = -len(raw) % 8
+        self.parts.append(raw + b"\0" * pad)
+        self.size += len(raw) + pad
+
+    def packed(self) -> str:
+        return _packed(b"".join(self.parts))
+
+
+def _interned(items: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Codes into a table of the distinct `items` (in order of first appearance)."""
+    table: dict[str, int] = {}
+    return np.array([table.setdefault(x, len(table)) for x in items], dtype=np.int64), list(table)
+
+
+def _detail(lv: Liveness) -> dict[str, Any]:
+    """Every step's and every value's figures, the live intervals and the texts: the
+    page reads them one step at a time (see the module docstring)."""
+    steps, cols = lv.steps, lv.columns
+    arrays = Arrays()
+    brief_code, briefs = _interned(list(steps.briefs))
+    arrays.add("source", steps.source, delta=True)
+    arrays.add("operation", brief_code[steps.operation] if len(brief_code) else steps.operation)
+    arrays.add("execution_count", steps.execution_count)
+    arrays.add("standard", steps.standard, steps.standard_known)
+    arrays.add("interleaved", steps.interleaved, steps.interleaved_known)
+    arrays.add("total", steps.total, steps.total_known)
+    arrays.add("tile", steps.tile, steps.tile >= 0)
+    arrays.add("unknown", lv.unknown)
+
+    values = cols.values
+    layouts: dict[int, int] = {}
+    layout_rows: list[tuple[str, str, str]] = []
+    shapes: dict[tuple[int, ...], int] = {}
+    precisions: dict[str, int] = {}
+    roles = {None: 0, "input": 1, "parameter": 2, "intermediate": 3}
+    layout_code = np.empty(len(values), dtype=np.int64)
+    shape_code = np.empty(len(values), dtype=np.int64)
+    precision_code = np.empty(len(values), dtype=np.int64)
+    role_code = np.empty(len(values), dtype=np.int64)
+    rows = lv.values
+    for k, v in enumerate(values):
+        code = layouts.get(id(v.layout))
+        if code is None:
+            row = rows[k]
+            code = layouts[id(v.layout)] = len(layout_rows)
+            layout_rows.append((row.layout, row.layout_text, row.region))
+        layout_code[k] = code
+        shape_code[k] = shapes.setdefault(v.shape, len(shapes))
+        precision_code[k] = precisions.setdefault(rows.precision_text(v.precision), len(precisions))
+        role_code[k] = roles.get(v.role, 0)
+    arrays.add("value_id", cols.id, delta=True)
+    arrays.add("value_bytes", cols.bytes, cols.known)
+    arrays.add("value_layout", layout_code)
+    arrays.add("value_shape", shape_code)
+    arrays.add("value_precision", precision_code)
+    arrays.add("value_role", role_code)
+    at, first, last = lv.live_runs.intervals()
+    arrays.add("run_value", at, delta=True)
+    arrays.add("run_first", first, delta=True)
+    arrays.add("run_length", last - first + 1)
+
+    texts = {
+        "names": [v.name for v in values], "briefs": briefs,
+        "layouts": [b for b, _, _ in layout_rows], "layout_texts": [t for _, t, _ in layout_rows],
+        "layout_regions": [r for _, _, r in layout_rows],
+        "shapes": ["x".join(map(str, s)) for s in shapes], "precisions": list(precisions),
+        "roles": [r for r, _ in sorted(roles.items(), key=lambda x: x[1])],
+        "operations": [list(o) for o in lv.operations],
+    }
+    text = json.dumps(texts, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return {"arrays": arrays.specs, "binary": arrays.packed(), "texts": _packed(text.encode("utf-8")),
+            "steps": len(steps), "values": len(values), "runs": len(at)}
+
+
+def _known_list(values: np.ndarray, known: np.ndarray) -> list[int | None]:
+    return [int(x) if k else None for x, k in zip(values.tolist(), known.tolist(), strict=True)]
+
+
+def page_data(lv: Liveness, most: int = PAGE_COLUMNS) -> dict[str, Any]:
+    """What the page embeds: the figures the chart draws, per column (see
+    `chart_buckets`), and the compressed detail of every step and value."""
+    steps = lv.steps
+    n = len(steps)
+    lo, hi, shown = chart_buckets(step_heights(lv), most)
+    top, top_known = column_max(steps.total, steps.total_known, lo)
+    ops = dict(lv.operations)
+    column_steps = []
+    for i in shown.tolist():
+        s = steps[i]
+        column_steps.append({"operation": s.operation, "source": s.source, "name": ops.get(s.source),
+                             "execution_count": s.execution_count, "total": s.total, "tile": s.tile})
+    unknown = lv.unknown > 0
+    marks = []
+    if n and unknown.any():
+        top_step = first_in_column(unknown, lo)
+        bottom_step = first_in_column(unknown & ~steps.interleaved_known, lo)
+        for c in np.flatnonzero(top_step >= 0).tolist():
+            t, b = int(top_step[c]), int(bottom_step[c])
+            marks.append([c, t, int(lv.unknown[t]), b, int(lv.unknown[b]) if b >= 0 else 0])
+    return {
+        "title": lv.title, "scope": lv.scope, "fits": lv.fits, "judged_on": lv.judged_on, "verdict": lv.verdict,
+        "regions": [r.to_json() for r in lv.regions], "budget_bytes": lv.budget_bytes,
+        "interleaved_budget_bytes": lv.interleaved_budget_bytes, "standard_budget_bytes": lv.standard_budget_bytes,
+        "exchange_bytes": lv.exchange_bytes, "peak_step": lv.peak_step, "steps": n,
+        "repeats": [{"first_step": r.first_step, "last_step": r.last_step, "count": r.count,
+                     "operations": len(r.operations)} for r in lv.repeats],
+        "columns": np.stack([lo, hi, shown], axis=1).tolist() if n else [],
+        "column_steps": column_steps, "column_total": _known_list(top, top_known), "unknown": marks,
+        "bands": [{"group": b.group, "label": b.label, "region": b.region, "bytes": b.bytes[shown].tolist()}
+                  for b in lv.bands],
+        "tiles": None if lv.tiles is None else lv.tiles.to_json(),
+        "detail": _detail(lv),
+    }
+
+
+DATA_OPEN = '<script type="application/json" id="tileplan-data">'
+
+
+def read_page(text: str) -> dict[str, Any]:
+    """The data a page embeds (`page_data`), its detail unpacked: `detail["arrays"]`
+    maps each name to its numpy array (differences summed up; unknowns as NaN in a
+    float array), `detail["texts"]` is the texts object. The exact inverse of the
+    encoding, for tests and for anyone reading a page without a browser."""
+    start = text.index(DATA_OPEN) + len(DATA_OPEN)
+    data: dict[str, Any] = json.loads(text[start:text.index("</script>", start)])
+    d = data["detail"]
+    raw = zlib.decompress(base64.b64decode(d["binary"]))
+    arrays = {}
+    for name, kind, delta, offset, count in d["arrays"]:
+        a = np.frombuffer(raw, dtype="<i4" if kind == "i4" else "<f8", count=count, offset=offset)
+        a = np.cumsum(a, dtype=np.int64) if delta else a
+        if kind == "i4" and not delta and (a == NULL_I4).any():
+            a = np.where(a == NULL_I4, np.nan, a)
+        arrays[name] = a
+    d["arrays"] = arrays
+    d["texts"] = json.loads(zlib.decompress(base64.b64decode(d["texts"])).decode("utf-8"))
+    del d["binary"]
+    return data
 
 
 def _asset(name: str) -> str:
@@ -62,4 +247,4 @@ def render_html(lv: Liveness) -> str:
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     return environment().get_template("report.html.j2").render(
         lv=lv, notes=REGION_NOTES, version=__version__, style=_asset("report.css"), script=script,
-        script_hash=f"sha256-{digest}", data_json=embed_json(lv.to_json()))
+        script_hash=f"sha256-{digest}", data_json=embed_json(page_data(lv)))

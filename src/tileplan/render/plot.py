@@ -13,6 +13,7 @@ import io
 import math
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")  # before pyplot: no display, same pixels everywhere
 
@@ -21,7 +22,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator  # noqa: E402
 
 from tileplan.render import human_bytes  # noqa: E402
-from tileplan.report.liveness import OTHER, SCRATCH, Liveness  # noqa: E402
+from tileplan.report.liveness import OTHER, SCRATCH, Liveness, chart_buckets, column_max, step_heights  # noqa: E402
 
 WIDTH_IN, HEIGHT_IN, DPI = 13.0, 8.0, 100
 #: bars drawn at most (the chart is about 1200 pixels wide): more steps share a column
@@ -77,29 +78,16 @@ def chart_columns(lv: Liveness, most: int = MAX_COLUMNS) -> list[tuple[int, int,
     """(first, last, shown) step of each bar: one step per bar up to `most` steps,
     else `most` runs of consecutive steps, each drawn as its tallest step (the most
     bytes stacked, ties: the first), so that no peak is lost. Linear in the steps."""
-    n = len(lv.steps)
-    if n <= most:
-        return [(i, i, i) for i in range(n)]
-    height = [0] * n
-    for band in lv.bands:
-        for i, b in enumerate(band.bytes):
-            height[i] += b
-    for i, s in enumerate(lv.steps):
-        height[i] = max(height[i], s.total or 0)
-    out = []
-    for c in range(most):
-        lo, hi = c * n // most, (c + 1) * n // most - 1
-        shown = max(range(lo, hi + 1), key=lambda i: (height[i], -i))
-        out.append((lo, hi, shown))
-    return out
+    lo, hi, shown = chart_buckets(step_heights(lv), most)
+    return list(zip(lo.tolist(), hi.tolist(), shown.tolist(), strict=True))
 
 
 def render_png(lv: Liveness) -> bytes:
     """The chart as PNG bytes (bounded: at most `MAX_COLUMNS` bars per band)."""
     n = len(lv.steps)
-    cols = chart_columns(lv)
+    lo_, hi_, shown_ = chart_buckets(step_heights(lv), MAX_COLUMNS)
+    cols = list(zip(lo_.tolist(), hi_.tolist(), shown_.tolist(), strict=True))
     x = [(first + last) / 2 for first, last, _ in cols]
-    shown = [i for _, _, i in cols]
     m = len(cols)
     colours = _colours(lv)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI, sharex=True,
@@ -119,7 +107,7 @@ def render_png(lv: Liveness) -> bytes:
         base = [0] * m
         for region, hatch in (("standard", None), ("interleaved", "///")):
             for band in (b for b in lv.bands if b.region == region):
-                heights = [band.bytes[i] for i in shown]
+                heights = band.bytes[shown_].tolist()
                 upper = [a + b for a, b in zip(base, heights, strict=True)]
                 if any(heights):
                     top.stairs(upper, edges, baseline=base, fill=True, color=colours[band.label], hatch=hatch,
@@ -131,7 +119,7 @@ def render_png(lv: Liveness) -> bytes:
             base = upper
         base_i = [0] * m
         for band in (b for b in lv.bands if b.region == "interleaved"):
-            heights = [band.bytes[i] for i in shown]
+            heights = band.bytes[shown_].tolist()
             upper = [a + b for a, b in zip(base_i, heights, strict=True)]
             if any(heights):
                 bottom.stairs(upper, edges, baseline=base_i, fill=True, color=colours[band.label], linewidth=0,
@@ -139,13 +127,13 @@ def render_png(lv: Liveness) -> bytes:
             base_i = upper
 
         if lv.judged_on == "exact":
-            totals = [max((s.total for s in lv.steps[first:last + 1] if s.total is not None), default=None)
-                      for first, last, _ in cols]
-            xs = [c for c, t in zip(x, totals, strict=True) if t is not None]
-            ys = [t for t in totals if t is not None]
+            highest, known = column_max(lv.steps.total, lv.steps.total_known, lo_)
+            xs = [c for c, k in zip(x, known.tolist(), strict=True) if k]
+            ys = highest[known].tolist()
             top.step(xs, ys, where="mid", color="#1f2328", linewidth=1.3, zorder=3, label="exact worst tile")
 
-        high = max([lv.budget_bytes, *base, *(s.total or 0 for s in lv.steps)]) * 1.18
+        totals = lv.steps.total[lv.steps.total_known]
+        high = max([lv.budget_bytes, *base, int(totals.max()) if len(totals) else 0]) * 1.18
         _bytes_axis(top, high, 5)
         top.axhline(lv.budget_bytes, color="#cf222e", linewidth=1.5, zorder=4)
         top.text(n - 0.5, lv.budget_bytes, f"budget {human_bytes(lv.budget_bytes)}", color="#cf222e",
@@ -154,8 +142,9 @@ def render_png(lv: Liveness) -> bytes:
         top.text(n - 0.5, lv.standard_budget_bytes,
                  f"non-interleaved region {human_bytes(lv.standard_budget_bytes)}: standard data overflows above",
                  color="#7d4e00", ha="right", va="bottom", fontsize=8)
-        for k, (first, last, _) in enumerate(cols):
-            if any(lv.unknown[first:last + 1]):  # the bar shows the known part only
+        unknown = np.logical_or.reduceat(lv.unknown > 0, lo_).tolist() if m else []
+        for k in range(m):
+            if unknown[k]:  # the bar shows the known part only
                 top.text(x[k], base[k] + high * 0.01, "?", ha="center", va="bottom", color="#7d4e00", fontsize=12,
                          fontweight="bold", zorder=5)
         peak = lv.regions[0]
@@ -186,7 +175,7 @@ def render_png(lv: Liveness) -> bytes:
         if lv.repeats:
             handles.append(Patch(color="#eaeef2", label="repeat block"))
         handles.append(Patch(facecolor="white", edgecolor="#57606a", hatch="///", label="interleaved region"))
-        if any(lv.unknown):
+        if lv.any_unknown:
             handles.append(Patch(facecolor="white", edgecolor="#7d4e00",
                                  label="? usage unknown: values without a size (bar: the known part)"))
         fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7.5, frameon=False)

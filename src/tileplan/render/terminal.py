@@ -199,8 +199,8 @@ def render_summary(s: Summary, style: Style = Style()) -> str:
     what = ("worst tile" if s.judged_on == "exact" else "estimate") + (" + exchange rows" if s.exchange_bytes else "")
     out.append(style(f"Usage per step ({what}) against the budget of {human_bytes(s.budget_bytes)}", "bold"))
     width = max(10, min(len(s.steps) or 1, style.width - 14))
-    out += usage_chart([st.total for st in s.steps], s.budget_bytes, width, peak_step=s.peak_step, style=style)
-    if any(st.total is None for st in s.steps):
+    out += usage_chart(s.steps.totals(), s.budget_bytes, width, peak_step=s.peak_step, style=style)
+    if not s.steps.total_known.all():
         out.append(style("? = usage unknown: a live value has no size (see the rejections)", "yellow"))
     if s.over_budget_steps:
         out.append(style(f"{s.over_budget_steps} of {len(s.steps)} steps over budget", "red"))

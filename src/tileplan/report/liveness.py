@@ -15,26 +15,33 @@ counts them in `unknown` and its usage is None.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from tileplan.model.timeline import REGIONS
 from tileplan.report.format import Report
-from tileplan.report.summary import StepUsage, program_fields, step_usage
+from tileplan.report.summary import StepUsages, program_fields, step_usage
 from tileplan.report.views import (
     Extras,
     RegionPeak,
+    StepColumns,
+    ValueColumns,
     ValueRow,
-    by_bytes,
+    ValueRows,
     extras,
     exchange_bytes,
     group_label,
     judged_on,
-    known,
+    largest_rows,
     operations,
+    over_intervals,
     region_peaks,
     standard_budget,
-    value_rows,
+    step_columns,
+    value_columns,
     verdict_line,
 )
 
@@ -44,19 +51,20 @@ SCRATCH = "scratch"
 OTHER = "other groups"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Band:
     """One stacked series: `bytes[i]` of `region` at step i belong to value `group` (or
     to scratch, or to the other groups). `label` names it for people: an
-    intermediate's group `operation 4 result 0` is labelled with its operation's name."""
+    intermediate's group `operation 4 result 0` is labelled with its operation's name.
+    `bytes` is a read-only numpy column (int64; exact integers for an absurd report)."""
 
     group: str
     label: str
     region: str
-    bytes: tuple[int, ...]
+    bytes: np.ndarray
 
     def to_json(self) -> dict[str, Any]:
-        return {"group": self.group, "label": self.label, "region": self.region, "bytes": list(self.bytes)}
+        return {"group": self.group, "label": self.label, "region": self.region, "bytes": self.bytes.tolist()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,12 +123,50 @@ class WhatIfRow:
                 "margin": self.margin, "command": self.command}
 
 
-@dataclass(frozen=True, slots=True)
+class LiveRuns(Mapping[int, tuple[int, ...]]):
+    """Value id -> the steps it is live in, as inclusive runs `(first, last, first,
+    last, ...)` (one run in every report tileplan writes), read from the value
+    columns on demand: linear in the values, never steps x live values."""
+
+    def __init__(self, cols: ValueColumns) -> None:
+        self._cols = cols
+        order = np.lexsort((cols.first, cols.at))
+        self._at, self._first, self._last = cols.at[order], cols.first[order], cols.last[order]
+        self._rows = np.unique(self._at)
+
+    def _row(self, vid: int) -> int:
+        ids = self._cols.id
+        k = int(np.searchsorted(ids, vid)) if ids.dtype != object else next(
+            (j for j, v in enumerate(ids) if v == vid), len(ids))
+        if k >= len(ids) or ids[k] != vid:
+            raise KeyError(vid)
+        return k
+
+    def __getitem__(self, vid: int) -> tuple[int, ...]:
+        k = self._row(vid)
+        lo, hi = np.searchsorted(self._at, k), np.searchsorted(self._at, k, side="right")
+        if lo == hi:
+            raise KeyError(vid)
+        return tuple(int(x) for pair in zip(self._first[lo:hi], self._last[lo:hi], strict=True) for x in pair)
+
+    def __iter__(self) -> Iterator[int]:
+        return (int(self._cols.id[k]) for k in self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, first, last) of every run, by row then first."""
+        return self._at, self._first, self._last
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Liveness:
     """Everything the HTML report and the plot show. `live_runs[id]` are the steps
-    value `id` is live in, as inclusive runs (see `live_runs`); `values` holds every
-    value (by id order). Its size is linear in the report's values and steps, never
-    steps x values."""
+    value `id` is live in, as inclusive runs (see `LiveRuns`); `values` holds every
+    value (by id order, rows built on demand from `columns`). Its size is linear in
+    the report's values and steps, never steps x values: per-step figures are numpy
+    columns (`steps`, `unknown`, each band's `bytes`)."""
 
     title: str
     program: tuple[tuple[str, str], ...]
@@ -133,14 +179,14 @@ class Liveness:
     interleaved_budget_bytes: int
     standard_budget_bytes: int
     exchange_bytes: int | None
-    steps: tuple[StepUsage, ...]
+    steps: StepUsages
     operations: tuple[tuple[int, str], ...]  # (index, name)
-    unknown: tuple[int, ...]
-    live_runs: dict[int, tuple[int, ...]]
+    unknown: np.ndarray
+    live_runs: LiveRuns
     bands: tuple[Band, ...]
     peak_step: int | None
     repeats: tuple[RepeatSpan, ...]
-    values: tuple[ValueRow, ...]
+    values: ValueRows
     top_allocations: tuple[ValueRow, ...]
     tiles: TileView | None
     what_if: tuple[WhatIfRow, ...] | None
@@ -148,15 +194,23 @@ class Liveness:
     extras: Extras | None = None
 
     @property
+    def columns(self) -> ValueColumns:
+        return self.values.cols
+
+    @property
     def live(self) -> tuple[tuple[int, ...], ...]:
         """Per step, the ids of the values live there (sorted), rebuilt from `live_runs`:
         steps x live values in size, so never part of what a page embeds."""
-        out: list[list[int]] = [[] for _ in self.steps]
+        out: list[list[int]] = [[] for _ in range(len(self.steps))]
         for vid, runs in sorted(self.live_runs.items()):
             for k in range(0, len(runs), 2):
                 for i in range(runs[k], runs[k + 1] + 1):
                     out[i].append(vid)
         return tuple(tuple(x) for x in out)
+
+    @property
+    def any_unknown(self) -> bool:
+        return bool(self.unknown.any())
 
     def _values_json(self) -> dict[str, Any]:
         """`values` with each layout's full text given once, in `layout_texts`, and
@@ -170,13 +224,15 @@ class Liveness:
         return {"values": rows, "layout_texts": list(texts)}
 
     def to_json(self) -> dict[str, Any]:
+        """The whole view model as JSON (linear in the report; the page embeds a compact
+        form of it instead, see `tileplan.render.html`)."""
         return {
             "title": self.title, "program": [list(p) for p in self.program], "scope": self.scope, "fits": self.fits,
             "judged_on": self.judged_on, "verdict": self.verdict, "regions": [r.to_json() for r in self.regions],
             "budget_bytes": self.budget_bytes, "interleaved_budget_bytes": self.interleaved_budget_bytes,
             "standard_budget_bytes": self.standard_budget_bytes, "exchange_bytes": self.exchange_bytes,
-            "steps": [s.to_json() for s in self.steps], "operations": [list(o) for o in self.operations],
-            "unknown": list(self.unknown),
+            "steps": self.steps.to_json(), "operations": [list(o) for o in self.operations],
+            "unknown": self.unknown.tolist(),
             "live_runs": [[vid, list(runs)] for vid, runs in sorted(self.live_runs.items())],
             "bands": [b.to_json() for b in self.bands],
             "peak_step": self.peak_step, "repeats": [r.to_json() for r in self.repeats],
@@ -188,103 +244,163 @@ class Liveness:
         }
 
 
-def _storage_owners(report: Report) -> dict[int, tuple[str, str, int | None]]:
-    """Storage group -> (region, value group, bytes) of its largest member (ties: the
-    lowest id); bytes None when a member's size is unknown."""
-    owner: dict[int, tuple[str, str, int | None, int, int]] = {}  # + (largest known bytes, id) for ties
-    unknown_size: set[int] = set()
-    for v in report.values:
-        size = known(v.bytes)
-        if size is None:
-            unknown_size.add(v.storage_group)
-        key = (size or 0, -v.id)
-        held = owner.get(v.storage_group)
-        if held is None or key > (held[3], -held[4]):
-            owner[v.storage_group] = (v.region, v.group, None, size or 0, v.id)
-    return {gid: (region, group, None if gid in unknown_size else top)
-            for gid, (region, group, _, top, _) in owner.items()}
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
 
 
-def compute_bands(report: Report) -> tuple[tuple[Band, ...], tuple[int, ...]]:
+def compute_bands(report: Report, cols: ValueColumns | None = None) -> tuple[tuple[Band, ...], np.ndarray]:
     """The stacked bands of every region (see the module docstring) and, per step,
     how many live values have no known size.
 
-    Linear in the report: one pass totals each (region, value group) over the run and
-    finds the groups that keep a band; a second pass fills only those bands and the
-    "other groups" band, step by step (never an array per group)."""
-    values = {v.id: v for v in report.values}
-    owner = _storage_owners(report)
-    n = len(report.steps)
+    Linear in the report, on the columns: each storage group's live steps are the
+    union of its members' intervals; the groups are ranked by bytes x steps over the
+    run, and each band is one difference array over the intervals of its groups."""
+    cols = value_columns(report) if cols is None else cols
+    steps: StepColumns = cols.steps
+    n = steps.count
+    unknown_rows = ~cols.known[cols.at]
+    unknown = _frozen(over_intervals(n, cols.first[unknown_rows], cols.last[unknown_rows], 1))
 
-    # pass 1: bytes x steps and the first step of every (region, group); the unknowns; scratch
-    totals: dict[tuple[str, str], int] = {}
-    first: dict[tuple[str, str], int] = {}
-    unknown = []
-    scratch = {region: [0] * n for region in REGIONS}
-    for i, s in enumerate(report.steps):
-        unknown.append(sum(known(values[vid].bytes) is None for vid in s.live))
-        for gid in {values[vid].storage_group for vid in s.live}:
-            region, group, size = owner[gid]
-            if size is not None:
-                key = (region, group)
-                totals[key] = totals.get(key, 0) + size
-                if size:
-                    first.setdefault(key, i)
-        for region in REGIONS:
-            scratch[region][i] = s.scratch.get(region, 0)
+    # storage groups: the owner (largest member, ties the lowest id) gives region and value group
+    sg = cols.storage_group
+    by_id = np.arange(len(cols), dtype=np.int64)  # rows are in id order
+    order = by_id[np.argsort(-cols.bytes, kind="stable")]
+    order = order[np.argsort(sg[order], kind="stable")]
+    sorted_sg = sg[order]
+    starts = np.flatnonzero(np.r_[True, sorted_sg[1:] != sorted_sg[:-1]]) if len(order) else by_id
+    owner = order[starts]
+    code = np.empty(len(cols), dtype=np.int64)  # row -> its storage group's index among `owner`
+    code[order] = np.cumsum(np.r_[False, sorted_sg[1:] != sorted_sg[:-1]]) if len(order) else by_id
+    some_unknown = np.logical_or.reduceat(~cols.known[order], starts) if len(order) else np.zeros(0, dtype=bool)
+    g_size, g_region, g_group = cols.bytes[owner], cols.region[owner], cols.group[owner]
 
-    # the groups holding the most bytes over the whole run keep a band
-    kept: dict[tuple[str, str], list[int]] = {}
-    rest: dict[str, int] = {}
-    for region in REGIONS:
-        ranked = sorted((g for (r, g) in totals if r == region), key=lambda g: (-totals[(region, g)], g))
-        for g in ranked[:BANDS_PER_REGION]:
-            kept[(region, g)] = [0] * n
-        if len(ranked) > BANDS_PER_REGION:
-            rest[region] = len(ranked) - BANDS_PER_REGION
-    other = {region: [0] * n for region in rest}
+    # each storage group's live steps: the union of its members' intervals, as disjoint runs
+    g = code[cols.at]
+    o = np.lexsort((cols.first, g))
+    g, f, last = g[o], cols.first[o], cols.last[o]
+    if len(g):
+        reach = np.maximum.accumulate(g * (n + 1) + last) - g * (n + 1)  # the furthest step so far in its group
+        new = np.r_[True, (g[1:] != g[:-1]) | (f[1:] > reach[:-1])]
+        run = np.flatnonzero(new)
+        rg, rf, rl = g[run], f[run], np.maximum.reduceat(last, run)
+    else:
+        rg = rf = rl = np.zeros(0, dtype=np.int64)
+    sized = ~some_unknown[rg] & (g_region[rg] >= 0)
+    rg, rf, rl = rg[sized], rf[sized], rl[sized]
+    size = g_size[rg]
+    key_region, key_group = g_region[rg].astype(np.int64), g_group[rg]
 
-    # pass 2: fill the kept bands and the other groups' band
-    for i, s in enumerate(report.steps):
-        for gid in {values[vid].storage_group for vid in s.live}:
-            region, group, size = owner[gid]
-            if not size:
-                continue
-            band = kept.get((region, group))
-            if band is not None:
-                band[i] += size
-            else:
-                other[region][i] += size
+    # bytes x steps and the first step with bytes of every (region, value group) live
+    n_groups = len(cols.groups)
+    key = key_region * n_groups + key_group
+    totals = np.zeros(len(REGIONS) * n_groups, dtype=size.dtype)
+    np.add.at(totals, key, size * (rl - rf + 1))
+    present = np.zeros(len(totals), dtype=bool)
+    present[key] = True
+    first = np.full(len(totals), n, dtype=np.int64)
+    nonzero = size != 0
+    np.minimum.at(first, key[nonzero], rf[nonzero])
 
+    # the groups holding the most bytes over the whole run keep a band; the rest share one
+    band_of = np.full(len(totals), -1, dtype=np.int64)
+    specs: list[tuple[str, str, str]] = []  # (group, label, region) per band column
     ops = operations(report)
-    bands = []
-    for region in REGIONS:
+    for r, region in enumerate(REGIONS):
+        mine = np.flatnonzero(present[r * n_groups:(r + 1) * n_groups])
+        ranked = _ranked(mine, totals[r * n_groups + mine], cols.groups)
+        kept = ranked[:BANDS_PER_REGION]
         # stack bottom-up: the earliest-live group first, so resident weights lie flat at the bottom
-        mine = sorted((g for (r, g) in kept if r == region),
-                      key=lambda g: (first.get((region, g), n), -totals[(region, g)], g))
-        bands += [Band(g, group_label(g, ops), region, tuple(kept[(region, g)])) for g in mine]
-        if region in rest:
-            bands.append(Band(OTHER, f"{rest[region]} other groups", region, tuple(other[region])))
-        if any(scratch[region]):
-            bands.append(Band(SCRATCH, SCRATCH, region, tuple(scratch[region])))
-    return tuple(bands), tuple(unknown)
+        kept.sort(key=lambda x: (int(first[r * n_groups + x]), -totals[r * n_groups + x], cols.groups[x]))
+        for x in kept:
+            band_of[r * n_groups + x] = len(specs)
+            specs.append((cols.groups[x], group_label(cols.groups[x], ops), region))
+        if len(mine) > BANDS_PER_REGION:
+            rest = mine[band_of[r * n_groups + mine] < 0]
+            band_of[r * n_groups + rest] = len(specs)
+            specs.append((OTHER, f"{len(mine) - BANDS_PER_REGION} other groups", region))
+        specs.append((SCRATCH, SCRATCH, region))
+
+    column = band_of[key]
+    by_band = np.argsort(column, kind="stable")
+    edges = np.searchsorted(column[by_band], np.arange(len(specs) + 1))
+    bands = []
+    for b, (group, label, region) in enumerate(specs):
+        if group == SCRATCH:
+            series = steps.scratch[region]
+            if not series.any():
+                continue
+        else:
+            pick = by_band[edges[b]:edges[b + 1]]
+            series = over_intervals(n, rf[pick], rl[pick], size[pick])
+        bands.append(Band(group, label, region, _frozen(np.array(series, copy=True))))
+    return tuple(bands), unknown
 
 
-def live_runs(report: Report) -> dict[int, tuple[int, ...]]:
+def _ranked(mine: np.ndarray, totals: np.ndarray, names: tuple[str, ...]) -> list[int]:
+    """The `BANDS_PER_REGION` first of `mine` by (-total, name) (the rest unordered
+    after them): only the candidates at or above the cut are sorted by name."""
+    if len(mine) > BANDS_PER_REGION and totals.dtype != object:
+        cut = np.partition(totals, len(totals) - BANDS_PER_REGION)[len(totals) - BANDS_PER_REGION]
+        top = totals >= cut
+        head = sorted(zip(mine[top].tolist(), totals[top].tolist(), strict=True), key=lambda x: (-x[1], names[x[0]]))
+        return [x for x, _ in head] + mine[~top].tolist()
+    pairs = sorted(zip(mine.tolist(), totals.tolist(), strict=True), key=lambda x: (-x[1], names[x[0]]))
+    return [x for x, _ in pairs]
+
+
+def step_heights(lv: Liveness) -> np.ndarray:
+    """Per step, the height a chart gives it: its stacked bands, or its total (the
+    exact worst tile with the exchange rows) where that is higher."""
+    n = len(lv.steps)
+    stack = np.zeros(n, dtype=np.int64)
+    for b in lv.bands:
+        stack = stack + b.bytes
+    total = np.where(lv.steps.total_known, lv.steps.total, 0)
+    return np.maximum(stack, total) if n else stack
+
+
+def chart_buckets(height: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first, last, shown) step of each chart column: one step per column up to
+    `most` steps, else `most` runs of consecutive steps (column c holds steps c x n //
+    most to (c + 1) x n // most - 1), each drawn as its tallest step (the first of
+    equals), so that no peak is lost. Linear in the steps."""
+    n = len(height)
+    m = min(n, most)
+    c = np.arange(m, dtype=np.int64)
+    lo, hi = c * n // m if m else c, (c + 1) * n // m - 1 if m else c
+    if m == n:
+        return lo, hi, c
+    tallest = np.maximum.reduceat(height, lo)
+    at = np.flatnonzero(height == np.repeat(tallest, hi - lo + 1))
+    column = np.searchsorted(lo, at, side="right") - 1
+    _, first = np.unique(column, return_index=True)
+    return lo, hi, at[first]
+
+
+def column_max(values: np.ndarray, known: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(largest known value, any known) of each column starting at `lo`."""
+    if not len(lo):
+        return values[:0], known[:0]
+    floor = values[known].min() if known.any() else 0
+    return np.maximum.reduceat(np.where(known, values, floor), lo), np.logical_or.reduceat(known, lo)
+
+
+def first_in_column(mask: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """The first step of each column where `mask` holds, -1 where none does."""
+    out = np.full(len(lo), -1, dtype=np.int64)
+    at = np.flatnonzero(mask)
+    column = np.searchsorted(lo, at, side="right") - 1
+    cols, first = np.unique(column, return_index=True)
+    out[cols] = at[first]
+    return out
+
+
+def live_runs(report: Report) -> LiveRuns:
     """Value id -> the steps it is live in, as inclusive runs `(first, last, first,
     last, ...)`: what a page needs to list any step's live values, in space linear in
     the values' runs rather than steps x live values."""
-    runs: dict[int, list[int]] = {}
-    for s in report.steps:
-        for vid in s.live:
-            r = runs.get(vid)
-            if r is None:
-                runs[vid] = [s.index, s.index]
-            elif r[-1] == s.index - 1:
-                r[-1] = s.index
-            elif r[-1] != s.index:  # a value listed twice in a step counts once
-                r += (s.index, s.index)
-    return {vid: tuple(r) for vid, r in sorted(runs.items())}
+    return LiveRuns(value_columns(report))
 
 
 def repeat_spans(report: Report) -> tuple[RepeatSpan, ...]:
@@ -343,19 +459,23 @@ def what_if_rows(report: Report) -> tuple[WhatIfRow, ...] | None:
 
 
 def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
-    bands, unknown = compute_bands(report)
+    steps = step_columns(report)
+    cols = value_columns(report, steps)
+    bands, unknown = compute_bands(report, cols)
     regions = region_peaks(report)
-    rows = value_rows(report)
+    ops = operations(report)
+    rows = ValueRows(cols, ops)
     program = program_fields(report)
     title = dict(program).get("name", "tileplan report")
+    largest = largest_rows(cols, np.arange(len(cols), dtype=np.int64), top)
     return Liveness(
         title=title, program=program, scope=report.scope, fits=report.fits_budget, judged_on=judged_on(report),
         verdict=verdict_line(report), regions=regions, budget_bytes=report.budget_bytes,
         interleaved_budget_bytes=report.interleaved_budget_bytes, standard_budget_bytes=standard_budget(report),
-        exchange_bytes=exchange_bytes(report), steps=step_usage(report),
-        operations=tuple((i, str(o["name"])) for i, o in sorted(operations(report).items())), unknown=unknown,
-        live_runs=live_runs(report), bands=bands, peak_step=regions[0].step,
-        repeats=repeat_spans(report), values=rows, top_allocations=tuple(by_bytes(rows)[:top]),
+        exchange_bytes=exchange_bytes(report), steps=step_usage(report, steps),
+        operations=tuple((i, str(o["name"])) for i, o in sorted(ops.items())), unknown=unknown,
+        live_runs=LiveRuns(cols), bands=bands, peak_step=regions[0].step,
+        repeats=repeat_spans(report), values=rows, top_allocations=tuple(rows[int(k)] for k in largest),
         tiles=tile_view(report), what_if=what_if_rows(report), extras=extras(report),
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections),
     )

@@ -5,25 +5,32 @@ the terminal or prints `to_json`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
+
+import numpy as np
 
 from tileplan.report.format import Report
 from tileplan.report.views import (
     Extras,
+    SAFE_INT,
     RegionPeak,
+    StepColumns,
     ValueRow,
-    by_bytes,
+    ValueRows,
     extras,
     exchange_bytes,
+    int_column,
     judged_on,
-    known,
+    largest_rows,
     operation_brief,
     operations,
     precision_display,
     region_peaks,
     standard_budget,
-    value_rows,
+    step_columns,
+    value_columns,
     verdict_line,
 )
 
@@ -55,7 +62,56 @@ class StepUsage:
                 "total": self.total, "tile": self.tile, "over": self.over}
 
 
-@dataclass(frozen=True, slots=True)
+class StepUsages(Sequence[StepUsage]):
+    """The `StepUsage` of every step as columns (numpy), a `StepUsage` built on demand
+    per index. `*_known` masks say where `standard`, `interleaved` and `total` are
+    known (the column holds 0 elsewhere); `tile` is -1 where there is none."""
+
+    def __init__(self, *, briefs: tuple[str, ...], operation: np.ndarray, source: np.ndarray,
+                 execution_count: np.ndarray, standard: np.ndarray, standard_known: np.ndarray,
+                 interleaved: np.ndarray, interleaved_known: np.ndarray, total: np.ndarray, total_known: np.ndarray,
+                 tile: np.ndarray, over: np.ndarray) -> None:
+        self.briefs = briefs
+        self.operation, self.source, self.execution_count = operation, source, execution_count
+        self.standard, self.standard_known = standard, standard_known
+        self.interleaved, self.interleaved_known = interleaved, interleaved_known
+        self.total, self.total_known = total, total_known
+        self.tile, self.over = tile, over
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    @overload
+    def __getitem__(self, i: int) -> StepUsage: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[StepUsage]: ...
+    def __getitem__(self, i: int | slice) -> StepUsage | list[StepUsage]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"step {i} of {n}")
+        i %= n
+        tile = int(self.tile[i])
+        return StepUsage(i, self.briefs[int(self.operation[i])], int(self.source[i]), int(self.execution_count[i]),
+                         int(self.standard[i]) if self.standard_known[i] else None,
+                         int(self.interleaved[i]) if self.interleaved_known[i] else None,
+                         int(self.total[i]) if self.total_known[i] else None, None if tile < 0 else tile,
+                         bool(self.over[i]))
+
+    def __iter__(self) -> Iterator[StepUsage]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def totals(self) -> list[int | None]:
+        """`total` of every step, None where unknown."""
+        return [int(t) if k else None for t, k in zip(self.total.tolist(), self.total_known.tolist(), strict=True)]
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [s.to_json() for s in self]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Summary:
     """What `tileplan summary` shows, in the order it shows it.
 
@@ -79,7 +135,7 @@ class Summary:
     peak_operation: str | None
     top_values: tuple[ValueRow, ...]
     values_live: int
-    steps: tuple[StepUsage, ...]
+    steps: StepUsages
     rejections: tuple[tuple[int, str, str], ...]
     rejections_total: int
     extras: Extras | None = None
@@ -93,7 +149,7 @@ class Summary:
             "standard_budget_bytes": self.standard_budget_bytes, "exchange_bytes": self.exchange_bytes,
             "peak_step": self.peak_step, "peak_operation": self.peak_operation,
             "top_values": [v.to_json() for v in self.top_values], "values_live": self.values_live,
-            "steps": [s.to_json() for s in self.steps],
+            "steps": self.steps.to_json(),
             "rejections": [{"value": v, "name": n, "reason": r} for v, n, r in self.rejections],
             "rejections_total": self.rejections_total,
             "extras": None if self.extras is None else self.extras.to_json(),
@@ -109,32 +165,58 @@ def program_fields(report: Report) -> tuple[tuple[str, str], ...]:
     return tuple((k, precision_display(str(program[k]))) for k in keys if k in program)
 
 
-def step_usage(report: Report) -> tuple[StepUsage, ...]:
+def step_usage(report: Report, steps: StepColumns | None = None) -> StepUsages:
     """Usage of every step, judged as the verdict judges it (see `StepUsage`): over
-    when the total passes the budget or the interleaved region its own budget."""
+    when the total passes the budget or the interleaved region its own budget.
+    Columns in, columns out: no object per step."""
+    steps = step_columns(report) if steps is None else steps
+    n = steps.count
     exchange = exchange_bytes(report) or 0
     exact = report.extra.get("exact")
     rows = exact.get("steps") if isinstance(exact, dict) else None
-    columns = exact.get("steps_columns", []) if isinstance(exact, dict) else []
-    out = []
-    for s in report.steps:
-        std, inter = known(s.usage.get("standard")), known(s.usage.get("interleaved"))
-        worst_inter = inter
-        if rows is not None and s.index < len(rows):
-            row = dict(zip(columns, rows[s.index], strict=True))
-            total, tile = row["total"] + exchange, row["worst_tile"]
-            worst_inter = row.get("interleaved", inter)
-        else:
-            total = None if std is None or inter is None else std + inter + exchange
-            tile = None
-        over = ((total is not None and total > report.budget_bytes)
-                or (worst_inter is not None and worst_inter > report.interleaved_budget_bytes))
-        out.append(StepUsage(s.index, operation_brief(s.operation), s.source, s.execution_count, std, inter,
-                             total, tile, over))
-    return tuple(out)
+    columns = list(exact.get("steps_columns", [])) if isinstance(exact, dict) else []
+    std, std_known = steps.usage["standard"], steps.usage_known["standard"]
+    inter, inter_known = steps.usage["interleaved"], steps.usage_known["interleaved"]
+    if abs(exchange) >= SAFE_INT:  # an absurd exchange figure: exact integers
+        std, inter = std.astype(object), inter.astype(object)
+    # the estimate: both regions and the exchange rows, where both are known
+    total_known = std_known & inter_known
+    total = np.where(total_known, std + inter + exchange, 0)
+    tile = np.full(n, -1, dtype=np.int64)
+    worst_inter, worst_inter_known = inter, inter_known
+    # version 1: a list of rows; version 2: an int64 array of them
+    exact_rows: list[Any] | np.ndarray = rows if isinstance(rows, (list, np.ndarray)) else []
+    m = min(len(exact_rows), n)
+    if m:  # the exact worst tile where the report has it (its first m steps)
+        def column(name: str) -> np.ndarray:
+            k = columns.index(name)
+            if isinstance(exact_rows, np.ndarray):
+                return int_column(exact_rows[:m, k])
+            return int_column([row[k] for row in exact_rows[:m]])
+
+        total = _concat(column("total") + exchange, total[m:])
+        total_known = np.r_[np.ones(m, dtype=bool), total_known[m:]]
+        tile = np.r_[column("worst_tile"), tile[m:]].astype(np.int64)
+        if "interleaved" in columns:
+            worst_inter = _concat(column("interleaved"), inter[m:])
+            worst_inter_known = np.r_[np.ones(m, dtype=bool), inter_known[m:]]
+    over = (total_known & (total > report.budget_bytes).astype(bool)) | (
+        worst_inter_known & (worst_inter > report.interleaved_budget_bytes).astype(bool))
+    briefs = tuple(operation_brief(t) for t in steps.operation_texts)
+    return StepUsages(briefs=briefs, operation=steps.operation, source=steps.source,
+                      execution_count=steps.execution_count, standard=std, standard_known=std_known,
+                      interleaved=inter, interleaved_known=inter_known, total=total, total_known=total_known,
+                      tile=tile, over=over)
 
 
-def over_budget_count(report: Report, usage: tuple[StepUsage, ...]) -> int:
+def _concat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a` then `b`, in exact integers if either holds them."""
+    if a.dtype == object or b.dtype == object:
+        return np.concatenate([a.astype(object), b.astype(object)])
+    return np.concatenate([a, b])
+
+
+def over_budget_count(report: Report, usage: StepUsages) -> int:
     """Steps over budget as the report's verdict counts them (`verdict.over_budget`),
     so `summary` says what `plan` said; counted from `usage` only for a report
     without a verdict (the reference's)."""
@@ -142,39 +224,41 @@ def over_budget_count(report: Report, usage: tuple[StepUsage, ...]) -> int:
     if isinstance(verdict, dict) and "over_budget" in verdict:
         over = verdict["over_budget"]
         return int(over["steps"]) if isinstance(over, dict) else 0
-    return sum(s.over for s in usage)
+    return int(usage.over.sum())
 
 
-def peak_operation(report: Report, step: int | None) -> str | None:
+def peak_operation(report: Report, step: int | None, steps: StepColumns | None = None) -> str | None:
     """`Copy of operation 4 (vit.encoder.layer{i}.attention.qkv), runs 27 times`."""
-    if step is None or not 0 <= step < len(report.steps):
+    steps = step_columns(report) if steps is None else steps
+    if step is None or not 0 <= step < steps.count:
         return None
-    s = report.steps[step]
-    op = operations(report).get(s.source)
-    text = f"{operation_brief(s.operation)} of operation {s.source}"
+    source, count = int(steps.source[step]), int(steps.execution_count[step])
+    op = operations(report).get(source)
+    text = f"{operation_brief(steps.operation_text(step))} of operation {source}"
     if op is not None:
         text += f" ({op['name']})"
-    if s.execution_count > 1:
-        text += f", runs {s.execution_count} times"
+    if count > 1:
+        text += f", runs {count} times"
     return text
 
 
 def build_summary(report: Report, top: int = TOP_VALUES) -> Summary:
+    steps = step_columns(report)
+    cols = value_columns(report, steps)
     regions = region_peaks(report)
     peak_step = regions[0].step
-    rows = value_rows(report)
-    live: list[ValueRow] = []
-    if peak_step is not None and 0 <= peak_step < len(report.steps):
-        at_peak = set(report.steps[peak_step].live)
-        live = [r for r in rows if r.id in at_peak]
-    usage = step_usage(report)
+    live = np.zeros(0, dtype=np.int64)
+    if peak_step is not None and 0 <= peak_step < steps.count:
+        live = cols.live_at(peak_step)
+    rows = ValueRows(cols, operations(report))
+    usage = step_usage(report, steps)
     return Summary(
         program=program_fields(report), scope=report.scope, fits=report.fits_budget, judged_on=judged_on(report),
         verdict=verdict_line(report), regions=regions, over_budget_steps=over_budget_count(report, usage),
         budget_bytes=report.budget_bytes, interleaved_budget_bytes=report.interleaved_budget_bytes,
         standard_budget_bytes=standard_budget(report), exchange_bytes=exchange_bytes(report),
-        peak_step=peak_step, peak_operation=peak_operation(report, peak_step),
-        top_values=tuple(by_bytes(live)[:top]), values_live=len(live), steps=usage,
+        peak_step=peak_step, peak_operation=peak_operation(report, peak_step, steps),
+        top_values=tuple(rows[int(k)] for k in largest_rows(cols, live, top)), values_live=len(live), steps=usage,
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections[:TOP_REJECTIONS]),
         rejections_total=len(report.rejections), extras=extras(report),
     )

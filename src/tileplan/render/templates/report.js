@@ -11,23 +11,63 @@
     return k < PALETTE.length ? PALETTE[k] : "hsl(" + Math.round((k * 137.508) % 360) + ",55%,55%)";
   }
   var OTHER = "other groups", SCRATCH = "scratch";
-  var values = {};
-  data.values.forEach(function (v) { values[v.id] = v; });
-  // each value's live steps as inclusive runs [first, last, first, last, ...]
-  var runs = data.live_runs;
-  function liveAt(i) {
-    var out = [];
-    runs.forEach(function (entry) {
-      var r = entry[1];
-      for (var k = 0; k < r.length; k += 2) {
-        if (r[k] <= i && i <= r[k + 1]) { out.push(values[entry[0]]); break; }
+  var nSteps = data.steps;
+
+  // ---- the detail of every step and value, inflated when a step is first shown ----------
+  // typed arrays in one zlib block (see render/html.py: Arrays), the texts in another
+  var NULL_I4 = -2147483648;
+  function inflate(b64) {
+    var bin = atob(b64), bytes = new Uint8Array(bin.length);
+    for (var k = 0; k < bin.length; k++) bytes[k] = bin.charCodeAt(k);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Response(stream).arrayBuffer();
+  }
+  function arrays(buffer, specs) {
+    var out = {};
+    specs.forEach(function (s) {  // [name, kind, delta, offset, count]
+      var a = s[1] === "i4" ? new Int32Array(buffer, s[3], s[4]) : new Float64Array(buffer, s[3], s[4]);
+      if (s[2]) {
+        var sum = new Float64Array(s[4]), acc = 0;
+        for (var k = 0; k < s[4]; k++) { acc += a[k]; sum[k] = acc; }
+        a = sum;
       }
+      out[s[0]] = a;
     });
     return out;
   }
-  var nSteps = data.steps.length;
-  var opNames = {};
-  data.operations.forEach(function (o) { opNames[o[0]] = o[1]; });
+  function num(a, i) {  // null where unknown
+    var x = a[i];
+    return x === NULL_I4 || x !== x ? null : x;
+  }
+  var detail = null;
+  function loadDetail() {
+    if (detail) return detail;
+    var d = data.detail;
+    detail = Promise.all([inflate(d.binary), inflate(d.texts)]).then(function (parts) {
+      var a = arrays(parts[0], d.arrays);
+      a.texts = JSON.parse(new TextDecoder("utf-8").decode(parts[1]));
+      a.opNames = {};
+      a.texts.operations.forEach(function (o) { a.opNames[o[0]] = o[1]; });
+      // each value's live range: the first and last step of its runs
+      a.first = new Int32Array(d.values).fill(-1);
+      a.last = new Int32Array(d.values).fill(-1);
+      for (var k = 0; k < d.runs; k++) {
+        var v = a.run_value[k], f = a.run_first[k], l = f + a.run_length[k] - 1;
+        if (a.first[v] < 0 || f < a.first[v]) a.first[v] = f;
+        if (l > a.last[v]) a.last[v] = l;
+      }
+      return a;
+    });
+    return detail;
+  }
+  function liveAt(a, i) {  // the rows of the values live in step i: a scan of the runs
+    var out = [], n = data.detail.runs;
+    for (var k = 0; k < n; k++) {
+      var f = a.run_first[k];
+      if (f <= i && i < f + a.run_length[k]) out.push(a.run_value[k]);
+    }
+    return out;
+  }
 
   function svgEl(name, attrs, parent) {
     var e = document.createElementNS(NS, name);
@@ -78,23 +118,20 @@
   var EXCHANGE_COLOUR = "#3b3b3b";
 
   // ---- the liveness chart -------------------------------------------------------------
+  // at most a few thousand columns: [first, last, shown] steps each, drawn as the shown (tallest) step
   var chart = document.getElementById("chart");
   var M = {left: 76, right: 16, top: 26, gap: 46, bottom: 34};
   var H1 = 300, H2 = 110;
-  function stackAt(bands, i) { return bands.reduce(function (s, b) { return s + b.bytes[i]; }, 0); }
-  // columns: one per step up to MAXCOL steps, else runs of steps each drawn as its tallest step
-  var MAXCOL = 1500, cols = [], colOf = [];
-  (function () {
-    var tall = [];
-    for (var i = 0; i < nSteps; i++) tall.push(Math.max(stackAt(data.bands, i), data.steps[i].total || 0));
-    var m = Math.min(nSteps, MAXCOL);
-    for (var c = 0; c < m; c++) {
-      var lo = Math.floor(c * nSteps / m), hi = Math.floor((c + 1) * nSteps / m) - 1, shown = lo;
-      for (var j = lo; j <= hi; j++) { colOf.push(c); if (tall[j] > tall[shown]) shown = j; }
-      cols.push([lo, hi, shown]);
+  var cols = data.columns, nCols = cols.length;
+  function colOf(step) {  // the column holding a step (binary search of the first steps)
+    var lo = 0, hi = nCols - 1;
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      if (cols[mid][0] <= step) lo = mid; else hi = mid - 1;
     }
-  })();
-  var nCols = cols.length;
+    return lo;
+  }
+  function stackAt(bands, c) { return bands.reduce(function (s, b) { return s + b.bytes[c]; }, 0); }
   var barW = Math.max(3, Math.min(120, Math.floor(1100 / Math.max(1, nCols))));
   var W = M.left + barW * Math.max(1, nCols) + M.right;
   var totalH = M.top + H1 + M.gap + H2 + M.bottom;
@@ -105,16 +142,16 @@
 
   var top1 = Math.max(data.budget_bytes, 1);
   var top2 = Math.max(data.interleaved_budget_bytes, 1);
-  cols.forEach(function (col) {
-    var i = col[2];
-    top1 = Math.max(top1, stackAt(std, i) + stackAt(inter, i) + exchange, data.steps[i].total || 0);
-    top2 = Math.max(top2, stackAt(inter, i));
+  cols.forEach(function (col, c) {
+    top1 = Math.max(top1, stackAt(std, c) + stackAt(inter, c) + exchange, data.column_total[c] || 0);
+    top2 = Math.max(top2, stackAt(inter, c));
   });
   top1 *= 1.08; top2 *= 1.08;
   var panel1 = {y0: M.top, h: H1, top: top1, title: "All memory per tile: standard + interleaved" +
                 (exchange ? " + exchange rows" : "")};
   var panel2 = {y0: M.top + H1 + M.gap, h: H2, top: top2, title: "Interleaved region"};
-  function X(step) { return M.left + (colOf[step] || 0) * barW; }
+  function XC(c) { return M.left + c * barW; }
+  function X(step) { return XC(colOf(step)); }
   function Y(p, bytes) { return p.y0 + p.h - bytes / p.top * p.h; }
 
   function axes(p) {
@@ -132,39 +169,38 @@
   function repeats(p) {
     data.repeats.forEach(function (r) {
       var rect = svgEl("rect", {"class": "repeat", x: X(r.first_step), y: p.y0,
-                                width: (colOf[r.last_step] - colOf[r.first_step] + 1) * barW, height: p.h}, svg);
+                                width: (colOf(r.last_step) - colOf(r.first_step) + 1) * barW, height: p.h}, svg);
       tip(rect, "steps " + r.first_step + "-" + r.last_step + ": a repeat block run " + r.count + " times (" +
-          r.operations.length + " operations)");
+          r.operations + " operations)");
       if (p === panel1) svgText(svg, X(r.first_step) + 2, p.y0 + p.h + 14, "repeat block x" + r.count + " (steps " +
                                 r.first_step + "-" + r.last_step + ")", {fill: "#57606a"});
     });
   }
+  var unknownAt = {};  // column -> [top step, its count, bottom step, its count]
+  data.unknown.forEach(function (u) { unknownAt[u[0]] = u.slice(1); });
   function bars(p, bandList, withExchange) {
     var g = svgEl("g", {"class": "bars"}, svg);
-    cols.forEach(function (col) {
-      var i = col[2], y = 0;
+    cols.forEach(function (col, c) {
+      var y = 0, x = XC(c);
       bandList.forEach(function (b) {
-        var v = b.bytes[i];
+        var v = b.bytes[c];
         if (!v) { return; }
-        svgEl("rect", {x: X(i), width: Math.max(1, barW - 1), y: Y(p, y + v), height: Y(p, y) - Y(p, y + v),
+        svgEl("rect", {x: x, width: Math.max(1, barW - 1), y: Y(p, y + v), height: Y(p, y) - Y(p, y + v),
                        fill: colours[b.label], "fill-opacity": b.region === "interleaved" && p === panel1 ? 0.55 : 1}, g);
         y += v;
       });
       if (withExchange && exchange) {
-        svgEl("rect", {x: X(i), width: Math.max(1, barW - 1), y: Y(p, y + exchange),
+        svgEl("rect", {x: x, width: Math.max(1, barW - 1), y: Y(p, y + exchange),
                        height: Y(p, y) - Y(p, y + exchange), fill: EXCHANGE_COLOUR}, g);
         y += exchange;
       }
-      var s = data.steps[i];
-      var unknownHere = p === panel1 ? s.standard === null || s.interleaved === null : s.interleaved === null;
-      for (var j = col[0]; j <= col[1] && !(data.unknown[i] > 0 && unknownHere); j++) {
-        if (data.unknown[j] > 0) { i = j; s = data.steps[j]; unknownHere = true; }
-      }
-      if (data.unknown[i] > 0 && unknownHere) {
-        var u = svgEl("rect", {"class": "unknown", x: X(i), width: Math.max(1, barW - 1), y: p.y0 + 2,
-                               height: Math.max(4, Y(p, y) - p.y0 - 2)}, g);
-        tip(u, "step " + i + ": " + data.unknown[i] + " live values have no size; usage unknown (the bar is the known part)");
-        svgText(g, X(i) + barW / 2, p.y0 + 14, "?", {"text-anchor": "middle", fill: "#7d4e00"});
+      var u = unknownAt[c], i = u ? (p === panel1 ? u[0] : u[2]) : -1;
+      if (i >= 0) {
+        var rect = svgEl("rect", {"class": "unknown", x: x, width: Math.max(1, barW - 1), y: p.y0 + 2,
+                                  height: Math.max(4, Y(p, y) - p.y0 - 2)}, g);
+        tip(rect, "step " + i + ": " + (p === panel1 ? u[1] : u[3]) +
+            " live values have no size; usage unknown (the bar is the known part)");
+        svgText(g, x + barW / 2, p.y0 + 14, "?", {"text-anchor": "middle", fill: "#7d4e00"});
       }
     });
   }
@@ -182,13 +218,13 @@
         "non-interleaved region " + human(data.standard_budget_bytes) + ": standard data overflows above");
   hline(panel2, data.interleaved_budget_bytes, "budget", "interleaved budget " + human(data.interleaved_budget_bytes));
 
-  if (data.judged_on === "exact") {
+  if (data.judged_on === "exact") {  // the highest worst tile of each column
     var d = "";
-    cols.forEach(function (col) {
-      var i = col[2], s = data.steps[i];
-      if (s.total === null) return;
-      var y = Y(panel1, s.total);
-      d += (d ? "L" : "M") + X(i) + " " + y + "L" + (X(i) + barW) + " " + y;
+    cols.forEach(function (col, c) {
+      var t = data.column_total[c];
+      if (t === null) return;
+      var y = Y(panel1, t);
+      d += (d ? "L" : "M") + XC(c) + " " + y + "L" + (XC(c) + barW) + " " + y;
     });
     if (d) tip(svgEl("path", {"class": "exact", d: d}, svg), "the exact worst tile of each step, with the exchange rows");
   }
@@ -205,20 +241,20 @@
   // x axis
   var every = Math.max(1, Math.ceil(nCols / 20));
   for (var k = 0; k < nCols; k += every) {
-    svgText(svg, X(cols[k][0]) + barW / 2, panel2.y0 + panel2.h + 14, String(cols[k][0]),
+    svgText(svg, XC(k) + barW / 2, panel2.y0 + panel2.h + 14, String(cols[k][0]),
             {"text-anchor": "middle", fill: "#57606a"});
   }
   svgText(svg, M.left, totalH - 4, "step", {fill: "#57606a"});
   var selected = svgEl("rect", {"class": "selected", x: 0, y: M.top, width: barW, height: panel2.y0 + H2 - M.top,
                                 visibility: "hidden"}, svg);
-  // click targets, one per step, over both panels
+  // click targets, one per column (its shown step), over both panels
   var hits = svgEl("g", {id: "step-targets"}, svg);
-  cols.forEach(function (col) {
-    var i = col[2], s = data.steps[i];
-    var r = svgEl("rect", {"class": "hit", x: X(i), y: M.top, width: barW, height: panel2.y0 + H2 - M.top,
+  cols.forEach(function (col, c) {
+    var i = col[2], s = data.column_steps[c];
+    var r = svgEl("rect", {"class": "hit", x: XC(c), y: M.top, width: barW, height: panel2.y0 + H2 - M.top,
                            "data-step": i, id: "hit-step-" + i}, hits);
-    tip(r, (col[0] < col[1] ? "steps " + col[0] + "-" + col[1] + ", tallest " : "") + "step " + i + ": " + s.operation + " of operation " + s.source +
-        (opNames[s.source] !== undefined ? " (" + opNames[s.source] + ")" : "") +
+    tip(r, (col[0] < col[1] ? "steps " + col[0] + "-" + col[1] + ", tallest " : "") + "step " + i + ": " +
+        s.operation + " of operation " + s.source + (s.name !== null ? " (" + s.name + ")" : "") +
         (s.execution_count > 1 ? ", runs " + s.execution_count + " times" : "") + "; " + human(s.total) +
         (s.tile !== null ? " on tile " + s.tile : ""));
     r.addEventListener("click", function () { selectStep(i, true); });
@@ -245,41 +281,53 @@
   if (data.repeats.length) swatch("#eaeef2", "repeat block");
 
   // ---- live values of a step ------------------------------------------------------------
+  var wanted = null;  // the step last asked for: a slower earlier one never overwrites it
   function selectStep(i, scroll) {
-    if (!(i >= 0 && i < nSteps)) return;
-    var s = data.steps[i];
+    if (!(i >= 0 && i < nSteps)) return Promise.resolve();
+    wanted = i;
     selected.setAttribute("x", X(i));
     selected.setAttribute("visibility", "visible");
     document.getElementById("step-title").textContent = "Live values at step " + i;
-    var live = liveAt(i);
-    live.sort(function (a, b) {
-      var au = a.bytes === null, bu = b.bytes === null;
-      if (au !== bu) return au ? 1 : -1;
-      return (b.bytes || 0) - (a.bytes || 0) || a.id - b.id;
+    if (scroll && history.replaceState) history.replaceState(null, "", "#step-" + i);
+    return loadDetail().then(function (a) {
+      if (wanted !== i) return;
+      showStep(a, i);
+    }, function (e) {
+      document.getElementById("step-info").textContent = "This browser cannot read the page's step data (" + e + ").";
     });
-    var info = s.operation + " of operation " + s.source + (opNames[s.source] !== undefined ? " (" + opNames[s.source] + ")" : "") +
-        (s.execution_count > 1 ? ", runs " + s.execution_count + " times" : "") + ". " + live.length +
-        " values live; standard " + human(s.standard) + ", interleaved " + human(s.interleaved) +
-        " (estimate)" + (s.tile !== null ? "; worst tile " + s.tile + ": " + human(s.total) + " with exchange rows" : "") +
-        (data.unknown[i] ? "; " + data.unknown[i] + " values of unknown size" : "") + ".";
+  }
+  function showStep(a, i) {
+    var t = a.texts, source = a.source[i], count = a.execution_count[i], total = num(a.total, i);
+    var tile = num(a.tile, i), unknown = a.unknown[i];
+    var live = liveAt(a, i);
+    live.sort(function (x, y) {
+      var bx = num(a.value_bytes, x), by = num(a.value_bytes, y);
+      if ((bx === null) !== (by === null)) return bx === null ? 1 : -1;
+      return (by || 0) - (bx || 0) || a.value_id[x] - a.value_id[y];
+    });
+    var info = t.briefs[a.operation[i]] + " of operation " + source +
+        (a.opNames[source] !== undefined ? " (" + a.opNames[source] + ")" : "") +
+        (count > 1 ? ", runs " + count + " times" : "") + ". " + live.length +
+        " values live; standard " + human(num(a.standard, i)) + ", interleaved " + human(num(a.interleaved, i)) +
+        " (estimate)" + (tile !== null ? "; worst tile " + tile + ": " + human(total) + " with exchange rows" : "") +
+        (unknown ? "; " + unknown + " values of unknown size" : "") + ".";
     document.getElementById("step-info").textContent = info;
     var body = document.querySelector("#live-values tbody");
     while (body.firstChild) body.removeChild(body.firstChild);
     live.forEach(function (v) {
-      var tr = document.createElement("tr");
-      tr.setAttribute("data-value", v.id);
-      cell(tr, human(v.bytes)).title = v.bytes === null ? "unknown" : v.bytes + " B";
-      cell(tr, v.name, "name");
-      cell(tr, v.shape.join("x"));
-      cell(tr, v.precision);
-      cell(tr, v.layout).title = data.layout_texts[v.layout_text];
-      cell(tr, v.region);
-      cell(tr, v.role || "-");
-      cell(tr, v.first_step === null ? "-" : v.first_step + "-" + v.last_step);
+      var tr = document.createElement("tr"), bytes = num(a.value_bytes, v), layout = a.value_layout[v];
+      tr.setAttribute("data-value", a.value_id[v]);
+      cell(tr, human(bytes)).title = bytes === null ? "unknown" : bytes + " B";
+      cell(tr, t.names[v], "name");
+      cell(tr, t.shapes[a.value_shape[v]]);
+      cell(tr, t.precisions[a.value_precision[v]]);
+      cell(tr, t.layouts[layout]).title = t.layout_texts[layout];
+      cell(tr, t.layout_regions[layout]);
+      cell(tr, t.roles[a.value_role[v]] || "-");
+      cell(tr, a.first[v] < 0 ? "-" : a.first[v] + "-" + a.last[v]);
       body.appendChild(tr);
     });
     document.body.setAttribute("data-selected-step", i);
-    if (scroll && history.replaceState) history.replaceState(null, "", "#step-" + i);
   }
   Array.prototype.forEach.call(document.querySelectorAll("a.step-link"), function (a) {
     a.addEventListener("click", function (e) {
@@ -308,8 +356,8 @@
             {"text-anchor": "end"});
     svgText(hsvg, hm, hm - 8, cmax + " tiles", {fill: "#57606a"});
 
-    var n = tiles.peak.length, cols = tiles.columns, rows = Math.ceil(n / cols), c = 12;
-    var msvg = svgEl("svg", {viewBox: "0 0 " + (cols * c + 20) + " " + (rows * c + 40), width: cols * c + 20,
+    var nTiles = tiles.peak.length, tcols = tiles.columns, rows = Math.ceil(nTiles / tcols), c = 12;
+    var msvg = svgEl("svg", {viewBox: "0 0 " + (tcols * c + 20) + " " + (rows * c + 40), width: tcols * c + 20,
                              height: rows * c + 40, id: "heatmap-svg"}, document.getElementById("heatmap"));
     var lo = Math.min.apply(null, tiles.peak), hi = Math.max.apply(null, tiles.peak);
     var STOPS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
@@ -319,7 +367,7 @@
       return "rgb(" + [0, 1, 2].map(function (j) { return Math.round(a[j] + (b[j] - a[j]) * t); }).join(",") + ")";
     }
     tiles.peak.forEach(function (b, t) {
-      var r = svgEl("rect", {"class": "tile", x: 10 + (t % cols) * c, y: 10 + Math.floor(t / cols) * c, width: c - 1,
+      var r = svgEl("rect", {"class": "tile", x: 10 + (t % tcols) * c, y: 10 + Math.floor(t / tcols) * c, width: c - 1,
                              height: c - 1, fill: ramp(hi > lo ? (b - lo) / (hi - lo) : 0.5), "data-tile": t}, msvg);
       tip(r, "tile " + t + ": peak " + b + " B at step " + tiles.peak_step[t] + " (" + tiles.peak_resident[t] +
           " B resident)");
@@ -329,11 +377,12 @@
       });
     });
     svgText(msvg, 10, rows * c + 30, "low " + human(lo));
-    svgText(msvg, cols * c + 10, rows * c + 30, "high " + human(hi), {"text-anchor": "end"});
+    svgText(msvg, tcols * c + 10, rows * c + 30, "high " + human(hi), {"text-anchor": "end"});
   }
 
   var m = /^#step-(\d+)$/.exec(location.hash);
-  if (m) selectStep(Number(m[1]), false);
-  else if (data.peak_step !== null) selectStep(data.peak_step, false);
-  document.body.setAttribute("data-ready", "1");
+  var first = m ? Number(m[1]) : data.peak_step;
+  (first !== null ? selectStep(first, false) : Promise.resolve()).then(function () {
+    document.body.setAttribute("data-ready", "1");
+  });
 })();
