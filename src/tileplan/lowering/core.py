@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from tileplan.errors import InputError
+from tileplan.errors import InputError, TilingError
 from tileplan.model.ir import Operation, Tensor, group_of
 from tileplan.model.layout import Layout
 from tileplan.model.machine import Machine
 from tileplan.model.precision import Precision
-from tileplan.model.tiling import Shards, shards_of
+from tileplan.model.tiling import Shards, round_up, shards_of
 from tileplan.model.timeline import Value
 
 if TYPE_CHECKING:
@@ -93,8 +93,8 @@ class LoweringContext:
     machine: Machine
     policy: "Policy"
     options: Options
-    #: the values made so far, not yet sized (`shard_bytes`, `aligned_bytes`,
-    #: `bytes` None until the planner sizes them)
+    #: the values made so far, sized (`shard_bytes`, `aligned_bytes`, `bytes` None
+    #: where the layout cannot hold the shape: `unsized` says why)
     values: list[Value] = field(default_factory=list)
     steps: list[StepDraft] = field(default_factory=list)
     #: tensor name -> value id; a family name ("...layer{i}...") -> its members' ids
@@ -108,6 +108,11 @@ class LoweringContext:
     #: name intermediates as the reference does (`operation N result 0`) rather than
     #: by what they are (`<operation> partials`, `<weight> [AMP copy]`)
     reference_names: bool = False
+    #: each value's shards, or why it has none (`TilingError`'s detail)
+    value_shards: dict[int, Shards] = field(default_factory=dict)
+    unsized: dict[int, str] = field(default_factory=dict)
+    #: (layout, shape, precision, alignment) -> (shards, shard bytes, aligned bytes)
+    _sizes: dict[tuple, tuple[Shards, int, int]] = field(default_factory=dict)
 
     @property
     def prefix(self) -> str:
@@ -124,10 +129,31 @@ class LoweringContext:
         # a storage group is numbered by the value that owns the storage
         sg = vid if storage_of is None else self.values[storage_of].storage_group
         root = vid if alias_of is None else self.values[alias_of].root
+        sized = self.size(vid, layout, shape, precision, alignment_bytes, name)
+        shard, aligned = (None, None) if sized is None else sized[1:]
         self.values.append(Value(vid, origin, root, name, group if group is not None else group_of(name), shape,
-                                 precision, layout, sg, None, None, 1, None, alignment_bytes=alignment_bytes,
+                                 precision, layout, sg, shard, aligned, 1, aligned, alignment_bytes=alignment_bytes,
                                  role=role))
         return vid
+
+    def size(self, vid: int, layout: Layout, shape: tuple[int, ...], precision: Precision, alignment: int | None,
+             name: str) -> tuple[Shards, int, int] | None:
+        """Value `vid`'s shards, largest shard bytes and those rounded up to its
+        alignment (recorded in `value_shards`); None, with the reason in `unsized`,
+        when the layout cannot hold the shape. Computed once per layout, shape,
+        precision and alignment."""
+        key = (layout, shape, precision, alignment)
+        sized = self._sizes.get(key)
+        if sized is None:
+            try:
+                shards = shards_of(layout, shape, name)
+            except TilingError as e:
+                self.unsized[vid] = e.detail
+                return None
+            shard = shards.largest_bytes(precision)
+            sized = self._sizes[key] = (shards, shard, round_up(shard, alignment) if alignment else shard)
+        self.value_shards[vid] = sized[0]
+        return sized
 
     def value(self, vid: int) -> Value:
         return self.values[vid]

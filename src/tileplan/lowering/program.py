@@ -12,8 +12,8 @@ data in and data out:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Hashable
+from dataclasses import dataclass, field
+from typing import Hashable, Mapping
 
 from tileplan.errors import TileplanError
 from tileplan.lowering.core import (
@@ -25,6 +25,7 @@ from tileplan.lowering.replay import Recording, record, signature
 from tileplan.model.ir import Operation, Program, RepeatBlock, family_member
 from tileplan.model.layout import Layout
 from tileplan.model.machine import Machine
+from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Value
 from tileplan.ops import REGISTRY, InputInfo, OpPlan, check_program
 
@@ -47,6 +48,9 @@ class Lowering:
     later_members: frozenset[int] = frozenset()
     #: products planned over the temporary-memory cap: (operation, name, bytes per tile)
     over_cap: tuple[tuple[int, str, int], ...] = ()
+    #: each value's shards, or why its layout cannot hold it
+    shards: Mapping[int, Shards] = field(default_factory=dict)
+    unsized: Mapping[int, str] = field(default_factory=dict)
 
 
 def _schedule(program: Program) -> list[tuple[Operation, int, RepeatBlock | None]]:
@@ -180,6 +184,9 @@ def _emit(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], decl
             try:
                 out = REGISTRY[op.kind].lower(ctx, op, plans[op.index], ins, count, dies)
             except TileplanError as e:  # nothing of a failed operation stays
+                for vid in range(values_before, len(ctx.values)):
+                    ctx.value_shards.pop(vid, None)
+                    ctx.unsized.pop(vid, None)
                 del ctx.values[values_before:], ctx.steps[steps_before:]
                 return infos, (op.index, str(e))
             if key is not None and key not in recordings:  # None: seen, and not replayable
@@ -204,4 +211,5 @@ def lower_program(program: Program, machine: Machine, policy: Policy, options: O
     failed = emit_failed or failed
     outputs = tuple(ctx.binding[name][0] for name in program.outputs if name in ctx.binding)
     return Lowering(tuple(ctx.values), tuple(ctx.steps), tuple(infos), outputs, ctx.declared_count, failed,
-                    tuple(sorted(blocks)), frozenset(ctx.later_members), tuple(sorted(ctx.over_cap)))
+                    tuple(sorted(blocks)), frozenset(ctx.later_members), tuple(sorted(ctx.over_cap)),
+                    ctx.value_shards, ctx.unsized)

@@ -31,6 +31,7 @@ from typing import Any, Hashable, Sequence
 
 from tileplan.lowering.core import LoweringContext, StepDraft
 from tileplan.model.ir import Operation, group_of
+from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Value
 
 _REFERENCE_NAME = re.compile(r"operation (\d+) result (\d+)")
@@ -53,6 +54,10 @@ class _ValueRecord:
     copies: int
     alignment_bytes: int | None
     role: str | None
+    shards: Shards
+    shard_bytes: int
+    aligned_bytes: int
+    bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +83,13 @@ class Recording:
 
         for r in self.values:
             name = f"operation {op.index} result {r.name[1]}" if r.name[0] == "ref" else bases[r.name[1]] + r.name[2]
+            vid = len(ctx.values)
+            ctx.value_shards[vid] = r.shards
             ctx.values.append(Value(
-                len(ctx.values), op.origin if r.origin is None else members[r.origin].origin, resolve(r.root), name,
+                vid, op.origin if r.origin is None else members[r.origin].origin, resolve(r.root), name,
                 group_of(name) if r.group is None else members[r.group].group, r.shape, r.precision, r.layout,
-                resolve(r.storage_group), None, None, r.copies, None, alignment_bytes=r.alignment_bytes,
-                role=r.role))
+                resolve(r.storage_group), r.shard_bytes, r.aligned_bytes, r.copies, r.bytes,
+                r.alignment_bytes, r.role))
         for text, reads, writes, scratch in self.steps:
             ctx.steps.append(StepDraft(op.index, text, count, tuple(resolve(x) for x in reads),
                                        tuple(resolve(x) for x in writes), scratch))
@@ -149,10 +156,12 @@ def record(ctx: LoweringContext, op: Operation, ins: Sequence[tuple[int, ...]], 
             (pos for pos, m in enumerate(members) if m.origin == v.origin), -1)
         group = None if v.group == group_of(v.name) else next(
             (pos for pos, m in enumerate(members) if m.group == v.group), -1)
-        if root is None or sg is None or name is None or origin == -1 or group == -1 or v.bytes is not None:
-            return None
+        shards = ctx.value_shards.get(v.id)
+        if root is None or sg is None or name is None or origin == -1 or group == -1 or shards is None \
+                or v.shard_bytes is None or v.aligned_bytes is None or v.bytes is None:
+            return None  # an unsized value's reason names it: lowered afresh each time
         records.append(_ValueRecord(origin, root, sg, name, group, v.shape, v.precision, v.layout, v.copies,
-                                    v.alignment_bytes, v.role))
+                                    v.alignment_bytes, v.role, shards, v.shard_bytes, v.aligned_bytes, v.bytes))
     steps = []
     for s in ctx.steps[steps_before:]:
         reads, writes = [ref(x) for x in s.reads], [ref(x) for x in s.writes]

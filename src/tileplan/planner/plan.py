@@ -1,8 +1,8 @@
 """The planner: from a lowered program to sized values, live sets, usage and a verdict.
 
 `plan_program` runs named passes in order, each data in, data out:
-`size_values` -> `compute_live_ranges` -> `find_scope` -> `sized_values` ->
-`build_steps` (live intervals and usage, as columns) -> `find_peaks` -> exact
+`lower_program` (values sized there, once per layout, shape and precision) ->
+`compute_live_ranges` -> `find_scope` -> `build_steps` (live intervals and usage, as columns) -> `find_peaks` -> exact
 accounting -> `judge_budget` -> placement. The passes work on arrays (numpy): one
 `Value` per value, no object per step or per live entry (`StepTable` builds a `Step`
 when one is asked for).
@@ -15,13 +15,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from tileplan.errors import TilingError
 from tileplan.lowering.core import OperationInfo, Options
 from tileplan.lowering.policy import Policy
 from tileplan.lowering.program import Lowering, lower_program
 from tileplan.model.ir import Program
 from tileplan.model.machine import Machine
-from tileplan.model.tiling import Shards, round_up, shards_of
+from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Rejection, StepTable, Value
 from tileplan.runtime import without_gc
 from tileplan.planner.exact import ExactAccounting, account, merged_intervals
@@ -61,24 +60,6 @@ class Plan:
     def exchange_bytes(self) -> int:
         """What the exchange rows cost on every tile."""
         return self.exchange_rows * self.machine.exchange_row_bytes
-
-
-def size_values(drafts: Sequence[Value]) -> tuple[dict[int, Shards], dict[int, str]]:
-    """Shards of every value, or why it has none (computed once per layout and shape)."""
-    shards: dict[int, Shards] = {}
-    reasons: dict[int, str] = {}
-    memo: dict[tuple, Shards] = {}
-    for v in drafts:
-        key = (v.layout, v.shape)
-        known = memo.get(key)
-        if known is not None:
-            shards[v.id] = known
-            continue
-        try:
-            shards[v.id] = memo[key] = shards_of(v.layout, v.shape, v.name)
-        except TilingError as e:
-            reasons[v.id] = e.detail
-    return shards, reasons
 
 
 def compute_live_ranges(lowering: Lowering) -> tuple[np.ndarray, np.ndarray]:
@@ -129,27 +110,6 @@ def find_scope(lowering: Lowering, first: np.ndarray, unsized: set[int]
     return len(lowering.steps), "program", None
 
 
-def sized_values(lowering: Lowering, in_report: np.ndarray, shards: Mapping[int, Shards]) -> tuple[Value, ...]:
-    """The values in the report with their sizes: the largest shard, rounded up to the
-    alignment, times the copies (computed once per layout, shape, precision and
-    alignment)."""
-    memo: dict[tuple, tuple[int, int]] = {}
-    out = []
-    for vid in in_report.tolist():
-        d = lowering.values[vid]
-        sh = shards.get(vid)
-        if sh is not None:
-            key = (d.layout, d.shape, d.precision, d.alignment_bytes)
-            sizes = memo.get(key)
-            if sizes is None:
-                shard = sh.largest_bytes(d.precision)
-                sizes = memo[key] = (shard, round_up(shard, d.alignment_bytes) if d.alignment_bytes else shard)
-            d = Value(d.id, d.origin, d.root, d.name, d.group, d.shape, d.precision, d.layout, d.storage_group,
-                      sizes[0], sizes[1], d.copies, sizes[1] * d.copies, d.alignment_bytes, d.role)
-        out.append(d)
-    return tuple(out)
-
-
 def build_steps(lowering: Lowering, kept: int, values: Sequence[Value], groups: Mapping[int, StorageGroup],
                 first: np.ndarray, last: np.ndarray) -> StepTable:
     """The kept steps as columns: their usage of each region (the live storage groups,
@@ -179,11 +139,11 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     """The plan of `program`; `place` places the worst tiles' buffers in their address
     space (`tileplan.planner.placed`)."""
     lowering = lower_program(program, machine, policy, options)
-    shards, reasons = size_values(lowering.values)
+    shards, reasons = lowering.shards, lowering.unsized
     first, last = compute_live_ranges(lowering)
     kept, scope, rejected = find_scope(lowering, first, set(reasons))
     in_report = np.flatnonzero((first >= 0) & (first < kept))
-    values = sized_values(lowering, in_report, shards)
+    values = tuple(lowering.values[v] for v in in_report.tolist())
     groups = storage_groups(values)
     steps = build_steps(lowering, kept, values, groups, first, last)
     peaks = find_peaks(steps, groups)
