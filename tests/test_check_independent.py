@@ -370,7 +370,8 @@ def test_a_huge_shape_is_sized_with_exact_integers():
 
 FORBIDDEN = ("tileplan.planner", "tileplan.lowering", "tileplan.ops", "tileplan.importers", "tileplan.app",
              "tileplan.placement", "tileplan.report.build", "tileplan.report.exact")
-ALLOWED = re.compile(r"tileplan(\.errors|\.ioutil|\.model(\..*)?|\.report|\.report\.format|\.report\.check(_\w+)?)?")
+ALLOWED = re.compile(r"tileplan(\.errors|\.ioutil|\.model(\..*)?|\.report|\.report\.format(_v2)?"
+                     r"|\.report\.check(_\w+)?)?")
 
 
 def _loaded(module: str) -> list[str]:

@@ -27,9 +27,10 @@ from typing import Any
 
 from tileplan.errors import InputError, TilingError
 from tileplan.model.machine import LIMITS
-from tileplan.model.timeline import REGIONS, Step, Value
+import numpy as np
+
+from tileplan.model.timeline import REGIONS, Value
 from tileplan.report.check_exact import (
-    StepTiles,
     TileAccount,
     TileBytes,
     account_tiles,
@@ -41,9 +42,22 @@ from tileplan.report.check_sections import (
     check_program,
     check_scope,
     check_what_if,
+    is_int,
     show,
 )
 from tileplan.report.check_shards import Sharding, shard_layout
+from tileplan.report.check_timeline import (
+    INT64_MAX,
+    Groups,
+    LiveRuns,
+    StepColumns,
+    Usage,
+    first_max,
+    groups,
+    live_runs,
+    step_columns,
+    usage,
+)
 from tileplan.report.format import U64_MAX, Report
 
 SENTINEL = U64_MAX  # the reference's "unknown"
@@ -161,52 +175,60 @@ def check_report(report: Report) -> CheckResult:
     if report.tile_count > MAX_TILES:
         raise InputError(f"tile_count {report.tile_count} is beyond the {MAX_TILES} tiles check accounts for",
                          "tile_count")
-    result = CheckResult(values_total=len(report.values), steps_total=len(report.steps))
+    values, n_steps = report.values, len(report.steps)
+    result = CheckResult(values_total=len(values), steps_total=n_steps)
     if report.interleaved_budget_bytes > report.budget_bytes:
         result.add("disagree", "interleaved_budget_bytes", f"reports {report.interleaved_budget_bytes}, more than "
                                                            f"budget_bytes {report.budget_bytes} (both regions)")
-    shardings, sizes, alignments = check_values(report, result)
-    unknown = {v.id for v in report.values if v.id not in shardings}
-    check_live_sets(report, result)
+    positions: dict[int, int] = {}
+    for p, v in enumerate(values):
+        positions.setdefault(v.id, p)
+    shardings, sizes, alignments = check_values(report, result, positions)
+    cols = step_columns(report.steps)
+    runs = live_runs(values, report.steps, positions)
+    check_live_sets(report, runs, result)
+    g = groups(values, runs, n_steps)
 
     # storage groups: one region each, sized by the largest member
     regions_of: dict[int, set[str]] = {}
-    for v in report.values:
+    for v in values:
         regions_of.setdefault(v.storage_group, set()).add(v.region)
-    mixed = sorted(g for g, rs in regions_of.items() if len(rs) > 1)
-    for g in mixed:
-        result.add("disagree", f"storage_group {g}", f"members span regions {sorted(regions_of[g])}")
+    mixed = sorted(k for k, rs in regions_of.items() if len(rs) > 1)
+    for k in mixed:
+        result.add("disagree", f"storage_group {k}", f"members span regions {sorted(regions_of[k])}")
     check_scope(report.scope, report.extra, result.add)
     check_program(report.extra, result.add)
-    check_operations(report.extra, report.steps, result.add)
+    check_operations(report.extra, cols.source, cols.execution_count, result.add)
     if mixed:
         return result
-    group_of = {v.id: v.storage_group for v in report.values}
-    region_of = {g: next(iter(rs)) for g, rs in regions_of.items()}
-    group_bytes = storage_group_bytes(report.values, sizes)
+    group_bytes = storage_group_bytes(g, sizes)
 
     # usage of each step: live groups, each once, + scratch
-    usage = []
-    for i, s in enumerate(report.steps):
-        place = f"timeline.steps[{i}]"
-        if s.index != i:
-            result.add("disagree", f"{place}.index", f"reports {s.index}, expected {i} (its position)")
-        derived = step_usage(s, group_of, region_of, group_bytes)
-        live_unknown = sorted(v for v in s.live if v in unknown)
-        why = f" (live unrepresentable values: {_ids(live_unknown)})" if live_unknown else ""
-        ok = True
-        for region in REGIONS:
-            ok &= _compare(result, f"{place}.usage.{region}", s.usage[region], derived[region], why)
-        result.steps_agreeing += ok
-        usage.append(derived)
+    if cols.index is not None:
+        for i in np.flatnonzero(cols.index != np.arange(n_steps)).tolist():
+            result.add("disagree", f"timeline.steps[{i}].index",
+                       f"reports {cols.index[i]}, expected {i} (its position)")
+    derived = usage(g, group_bytes, cols.scratch, n_steps)
+    agree = np.ones(n_steps, dtype=bool)
+    unknown_values = [p for p, b in enumerate(sizes) if b is None]
+    for region in REGIONS:
+        total, sized = derived.of(region)
+        reported, given = cols.usage[region], cols.known[region]
+        same = (given == sized) & (~sized | (reported == total))
+        agree &= same
+        for i in np.flatnonzero(~same).tolist():
+            live_unknown = live_at(runs, i, unknown_values, values)
+            why = f" (live unrepresentable values: {_ids(live_unknown)})" if live_unknown else ""
+            _compare(result, f"timeline.steps[{i}].usage.{region}", int(reported[i]) if given[i] else None,
+                     int(total[i]) if sized[i] else None, why)
+    result.steps_agreeing = int(agree.sum())
 
     # peaks, exchange rows, overflow, effective peak
-    peaks = find_peaks(report.steps, usage, group_of, region_of, group_bytes)
-    if unknown:
-        zero = {g: (0 if b is None else b) for g, b in storage_group_bytes(
-            report.values, {k: (0 if v is None else v) for k, v in sizes.items()}).items()}
-        known_usage = [step_usage(s, group_of, region_of, zero) for s in report.steps]
-        result.known_peaks = find_peaks(report.steps, known_usage, group_of, region_of, zero)
+    peaks = find_peaks(derived, g, group_bytes)
+    if unknown_values:
+        zero = [0 if b is None else b for b in group_bytes]
+        known_usage = usage(g, zero, cols.scratch, n_steps)
+        result.known_peaks = find_peaks(known_usage, g, zero)
     why = " (a step's usage is unknown)" if peaks.total is None else ""
     _compare(result, "peak.standard", report.peak.standard, peaks.standard, why)
     _compare(result, "peak.interleaved", report.peak.interleaved, peaks.interleaved, why)
@@ -224,11 +246,11 @@ def check_report(report: Report) -> CheckResult:
                        "be re-derived")
         exchange = 0
     else:
-        _compare(result, "peak.exchange_rows", rows, exchange_rows(s.operation for s in report.steps))
+        _compare(result, "peak.exchange_rows", rows, exchange_rows_of(cols))
         exchange = (rows or 0) * report.exchange_row_bytes
     standard_budget = report.budget_bytes - report.interleaved_budget_bytes
-    standard = [u["standard"] for u in usage if u["standard"] is not None]
-    overflow = None if len(standard) < len(usage) else max((max(0, x - standard_budget) for x in standard), default=0)
+    std, std_known = derived.standard, derived.standard_known
+    overflow = None if not std_known.all() else max(0, int(std.max()) - standard_budget) if n_steps else 0
     _compare(result, "standard_contiguous_overflow_bytes", report.standard_contiguous_overflow_bytes, overflow, why)
     effective = None if peaks.total is None else peaks.total + exchange
     if report.exchange_row_bytes is not None or report.effective_peak_bytes is None \
@@ -238,29 +260,39 @@ def check_report(report: Report) -> CheckResult:
     # exact per-tile accounting, then the verdict
     account, tiles = None, None
     if "exact" in report.extra:
-        account, tiles = check_exact(report, result, shardings, alignments, group_bytes, peaks)
-    over = over_budget(report, usage, account, exchange)
+        account, tiles = check_exact(report, result, shardings, alignments, g, runs, cols, group_bytes, peaks)
+    over = over_budget(report, derived, account, exchange)
     known = account is not None or (effective is not None and peaks.interleaved is not None)
-    fits = report.scope == "program" and known and not over
+    fits = report.scope == "program" and known and over.count == 0
     if "verdict" in report.extra:
         verdict = verdict_section(report, peaks, effective, exchange, account, over, fits)
         if account is not None and tiles is not None:
-            verdict["peak_tile"] = peak_tile(report, account, tiles)
+            verdict["peak_tile"] = peak_tile(report, account, tiles, runs)
         compare_json(result, "verdict", report.extra["verdict"], verdict)
     if report.fits_budget != fits:
         result.add("disagree", "fits_budget", f"reports {str(report.fits_budget).lower()}; re-derived "
                                               f"{str(fits).lower()} (scope {report.scope})")
     check_what_if(report.extra, baseline(report, fits, peaks, effective, exchange, account), result.add)
     if "non_tensor" in report.extra:
-        compare_json(result, "non_tensor", report.extra["non_tensor"], non_tensor(report))
+        compare_json(result, "non_tensor", report.extra["non_tensor"], non_tensor(report, cols))
     if "placement" in report.extra:
-        check_placement(report, result)
+        check_placement(report, result, g)
     return result
+
+
+def live_at(runs: LiveRuns, step: int, positions: Sequence[int], values: Sequence[Value]) -> list[int]:
+    """Ids of the values at `positions` live at `step`, ascending."""
+    if not positions:
+        return []
+    wanted = np.zeros(len(values), dtype=bool)
+    wanted[list(positions)] = True
+    cover = (runs.first <= step) & (runs.last >= step)
+    return sorted(values[p].id for p in runs.pos[cover].tolist() if wanted[p])
 
 
 # placements of the worst tiles ------------------------------------------------------------
 
-def check_placement(report: Report, result: CheckResult) -> None:
+def check_placement(report: Report, result: CheckResult, g: Groups) -> None:
     """Each placed tile's buffers: no two live at one step share a byte, interleaved ones
     sit in the interleaved region, a storage group's buffer spans exactly the steps its
     members are live, the height is the highest end, `fits` is height <= capacity, and
@@ -271,13 +303,9 @@ def check_placement(report: Report, result: CheckResult) -> None:
         result.add("disagree", "placement.tiles", "expected a list of placed tiles")
         return
     span: dict[int, tuple[int, int]] = {}
-    group_of = {v.id: v.storage_group for v in report.values}
-    for s in report.steps:
-        for vid in s.live:
-            g = group_of.get(vid)
-            if g is not None:
-                lo, hi = span.get(g, (s.index, s.index))
-                span[g] = (min(lo, s.index), max(hi, s.index))
+    for k, a, b in zip(g.pos.tolist(), g.first.tolist(), g.last.tolist()):
+        lo, hi = span.get(g.ids[k], (a, b))
+        span[g.ids[k]] = (min(lo, a), max(hi, b))
     floor = report.budget_bytes - report.interleaved_budget_bytes
     all_fit = True
     for k, t in enumerate(tiles):
@@ -331,94 +359,122 @@ NON_TENSOR_RATES = {"vertex_code": 550, "vertex_state": 229, "control_code": 165
 STACK_BYTES = 3200
 
 
-def non_tensor(report: Report) -> dict[str, Any]:
-    """The `non_tensor` section re-derived from the steps' operation texts; its note is
-    taken as written (prose)."""
-    ops = [s.operation for s in report.steps]
-    program = [op for op in ops if not op.startswith("View ")]
-    compute = [op for op in program if not op.startswith("Copy ")]
-    kinds = {op.replace("}", ",").split(",", 1)[0].strip() for op in compute}
-    exchanging = sum(exchanges(op) for op in ops)
+def non_tensor(report: Report, cols: StepColumns) -> dict[str, Any]:
+    """The `non_tensor` section re-derived from the steps' operation texts (each
+    distinct text judged once); its note is taken as written (prose)."""
+    uses = np.bincount(cols.operation, minlength=len(cols.texts)).tolist() if cols.n else [0] * len(cols.texts)
+    texts = [(op, n) for op, n in zip(cols.texts, uses) if n]
+    program = [(op, n) for op, n in texts if not op.startswith("View ")]
+    compute = [(op, n) for op, n in program if not op.startswith("Copy ")]
+    kinds = {op.replace("}", ",").split(",", 1)[0].strip() for op, _ in compute}
+    exchanging = sum(n for op, n in texts if exchanges(op))
+    n_compute, n_program = sum(n for _, n in compute), sum(n for _, n in program)
     figures = {"vertex_code": len(kinds) * NON_TENSOR_RATES["vertex_code"],
-               "vertex_state": len(compute) * NON_TENSOR_RATES["vertex_state"],
+               "vertex_state": n_compute * NON_TENSOR_RATES["vertex_state"],
                "exchange_code": exchanging * NON_TENSOR_RATES["exchange_code"],
-               "control_code": len(program) * NON_TENSOR_RATES["control_code"], "stack": STACK_BYTES}
+               "control_code": n_program * NON_TENSOR_RATES["control_code"], "stack": STACK_BYTES}
     total = sum(figures.values())
     section = report.extra["non_tensor"]
     note = section.get("note") if isinstance(section, dict) else None
     return {**figures, "total": total, "reserve": report.support_reserve_bytes,
             "over_reserve": max(0, total - report.support_reserve_bytes),
-            "counts": {"kinds": len(kinds), "compute_steps": len(compute), "program_steps": len(program),
+            "counts": {"kinds": len(kinds), "compute_steps": n_compute, "program_steps": n_program,
                        "exchange_steps": exchanging}, "note": note}
 
 
 # values -------------------------------------------------------------------------------
 
-def check_values(report: Report, result: CheckResult) -> tuple[dict[int, Sharding], dict[int, int | None],
-                                                                dict[int, int]]:
+Judged = tuple[list[tuple[str, str, str]], int | None, int]
+
+
+def _size_findings(v: Value, found: Sharding | TilingError, rejected: bool) -> Judged:
+    """What check finds about one value's sizes, as (kind, field, message) with the
+    field "" for the value itself; its re-derived bytes (None when unrepresentable)
+    and alignment. The same for every value of the same layout, shape, precision,
+    alignment, copies and reported sizes."""
+    out: list[tuple[str, str, str]] = []
+    if isinstance(found, TilingError):
+        sized = {"shard_bytes": v.shard_bytes, "aligned_bytes": v.aligned_bytes, "bytes": v.bytes}
+        sentinels = [k for k, n in sized.items() if n == SENTINEL]
+        numbers = [k for k, n in sized.items() if n is not None and n != SENTINEL]
+        properly = not sentinels and not numbers and rejected
+        out.append(("rejected" if properly else "unrepresentable", "", found.detail))
+        if sentinels:
+            out.append(("defect", "", f"{', '.join(sentinels)} hold the sentinel 2^64 - 1 for an "
+                                      "unrepresentable shard; expected null and a rejection"))
+        if numbers:
+            out.append(("disagree", "", f"{', '.join(numbers)} given for an unrepresentable shard"))
+        if not rejected and not sentinels:
+            out.append(("defect", "", "unrepresentable but not listed under rejections"))
+        return out, None, 1
+    shard = found.largest_elements * v.precision.bytes
+    if v.alignment_bytes is not None:
+        alignment = v.alignment_bytes
+    else:  # version 1: unaligned, or one element pair when aligned_bytes says so
+        pair = -(-shard // ELEMENT_PAIR_BYTES) * ELEMENT_PAIR_BYTES
+        alignment = ELEMENT_PAIR_BYTES if v.aligned_bytes == pair != shard else 1
+    aligned = -(-shard // alignment) * alignment
+    for key, reported, derived in (("shard_bytes", v.shard_bytes, shard), ("aligned_bytes", v.aligned_bytes, aligned),
+                                   ("bytes", v.bytes, aligned * v.copies)):
+        if reported != derived:
+            scratch = CheckResult()
+            _compare(scratch, key, reported, derived)
+            out += [(f.kind, key, f.message) for f in scratch.findings]
+    return out, aligned * v.copies, alignment
+
+
+def check_values(report: Report, result: CheckResult, positions: Mapping[int, int]) -> tuple[
+        dict[int, Sharding], list[int | None], dict[int, int]]:
     """Shardings of the representable values, every value's re-derived `bytes` (None
-    when unrepresentable) and each representable value's alignment."""
+    when unrepresentable) and each representable value's alignment, by position.
+    Each distinct layout and shape is sharded once, each distinct combination with
+    the reported sizes judged once."""
     rejected = {j.value: j for j in report.rejections}
     shardings: dict[int, Sharding] = {}
-    sizes: dict[int, int | None] = {}
+    sizes: list[int | None] = []
     alignments: dict[int, int] = {}
     memo: dict[tuple, Sharding | TilingError] = {}
+    judged: dict[tuple, Judged] = {}
     for i, v in enumerate(report.values):
-        place = f"timeline.values[{i}] ({text(v.name)})"
         key = (v.layout, v.shape)
-        if key not in memo:
+        found = memo.get(key)
+        if found is None:
             try:
-                memo[key] = shard_layout(v.layout, v.shape)
+                found = memo[key] = shard_layout(v.layout, v.shape)
             except TilingError as e:
-                memo[key] = e
-        found = memo[key]
-        sizes[v.id] = None
+                found = memo[key] = e
+        listed = v.id in rejected
+        case = (key, v.precision, v.alignment_bytes, v.copies, v.shard_bytes, v.aligned_bytes, v.bytes, listed)
+        verdict = judged.get(case)
+        if verdict is None:
+            verdict = judged[case] = _size_findings(v, found, listed)
+        findings, size, alignment = verdict
+        sizes.append(size)
+        if findings:
+            place = f"timeline.values[{i}] ({text(v.name)})"
+            for kind, key_, message in findings:
+                result.add(kind, f"{place}.{key_}" if key_ else place, message)
         if isinstance(found, TilingError):
-            sized = {"shard_bytes": v.shard_bytes, "aligned_bytes": v.aligned_bytes, "bytes": v.bytes}
-            sentinels = [k for k, n in sized.items() if n == SENTINEL]
-            numbers = [k for k, n in sized.items() if n is not None and n != SENTINEL]
-            properly = not sentinels and not numbers and v.id in rejected
-            result.add("rejected" if properly else "unrepresentable", place, found.detail)
-            if sentinels:
-                result.add("defect", place, f"{', '.join(sentinels)} hold the sentinel 2^64 - 1 for an "
-                                            "unrepresentable shard; expected null and a rejection")
-            if numbers:
-                result.add("disagree", place, f"{', '.join(numbers)} given for an unrepresentable shard")
-            if v.id not in rejected and not sentinels:
-                result.add("defect", place, "unrepresentable but not listed under rejections")
             continue
-        shardings[v.id] = found
-        if v.id in rejected:
-            result.add("disagree", place, f"listed under rejections ({text(rejected[v.id].reason)}) "
-                                          "but its layout represents it")
-        shard = found.largest_elements * v.precision.bytes
-        ok = _compare(result, f"{place}.shard_bytes", v.shard_bytes, shard)
-        if v.alignment_bytes is not None:
-            alignment = v.alignment_bytes
-        else:  # version 1: unaligned, or one element pair when aligned_bytes says so
-            pair = -(-shard // ELEMENT_PAIR_BYTES) * ELEMENT_PAIR_BYTES
-            alignment = ELEMENT_PAIR_BYTES if v.aligned_bytes == pair != shard else 1
-        aligned = -(-shard // alignment) * alignment
-        alignments[v.id] = alignment
-        ok &= _compare(result, f"{place}.aligned_bytes", v.aligned_bytes, aligned)
-        ok &= _compare(result, f"{place}.bytes", v.bytes, aligned * v.copies)
-        sizes[v.id] = aligned * v.copies
-        result.values_agreeing += ok
-    ids = {v.id for v in report.values}
+        shardings[i] = found
+        alignments[i] = alignment
+        if listed:
+            result.add("disagree", f"timeline.values[{i}] ({text(v.name)})",
+                       f"listed under rejections ({text(rejected[v.id].reason)}) but its layout represents it")
+        result.values_agreeing += not findings
     for i, v in enumerate(report.values):
-        if v.root not in ids:
+        if v.root not in positions:
             result.add("disagree", f"timeline.values[{i}] ({text(v.name)})", f"root {v.root} is not a value id")
-    names = {v.id: v.name for v in report.values}
-    listed: set[int] = set()
+    listed_ids: set[int] = set()
     for i, j in enumerate(report.rejections):
-        if j.value not in ids:
+        if j.value not in positions:
             result.add("disagree", f"rejections[{i}]", f"value {j.value} ({text(j.name)}) is not in the timeline")
-        elif j.name != names[j.value]:
+        elif j.name != report.values[positions[j.value]].name:
             result.add("disagree", f"rejections[{i}].name", f"reports {text(j.name)}; value {j.value} is named "
-                                                             f"{text(names[j.value])}")
-        if j.value in listed:
+                                                             f"{text(report.values[positions[j.value]].name)}")
+        if j.value in listed_ids:
             result.add("disagree", f"rejections[{i}]", f"value {j.value} is listed twice")
-        listed.add(j.value)
+        listed_ids.add(j.value)
     if report.scope == "program" and len(shardings) < len(report.values):
         result.add("disagree", "scope", f"program, but {len(report.values) - len(shardings)} values are "
                                         "unrepresentable (planning stops at the first operation they are live in)")
@@ -427,101 +483,90 @@ def check_values(report: Report, result: CheckResult) -> tuple[dict[int, Shardin
 
 # live sets ----------------------------------------------------------------------------
 
-def check_live_sets(report: Report, result: CheckResult) -> None:
+def check_live_sets(report: Report, runs: LiveRuns, result: CheckResult) -> None:
     """Each `live` ascending with each id once; each value live in one run of steps
     (its live range), at least one; declared tensors (role input or parameter) from
     step 0; the members of a storage group that own their data (root = id) hold it one
     after another, each from the step where the previous one is last live."""
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
-    count: dict[int, int] = {}
-    for i, s in enumerate(report.steps):
-        place = f"timeline.steps[{i}].live"
-        bad = next((k for k in range(1, len(s.live)) if s.live[k] <= s.live[k - 1]), None)
-        if bad is not None:
-            word = "twice" if s.live[bad] == s.live[bad - 1] else f"after {s.live[bad - 1]}"
-            result.add("disagree", place, f"value {s.live[bad]} {word}; expected ascending ids, each once")
-        for vid in set(s.live):
-            first.setdefault(vid, i)
-            last[vid] = i
-            count[vid] = count.get(vid, 0) + 1
-    for i, v in enumerate(report.values):
+    values = report.values
+    for step, message in runs.unordered:
+        result.add("disagree", f"timeline.steps[{step}].live", message)
+    for vid, step in runs.strangers[:8]:
+        result.add("disagree", f"timeline.steps[{step}].live", f"live value {vid} is not in timeline.values")
+    first, last = runs.value_first, runs.value_last
+    odd = np.flatnonzero((runs.value_runs != 1) | np.array([v.resident for v in values], dtype=bool) & (first != 0))
+    for i in odd.tolist():
+        v = values[i]
         place = f"timeline.values[{i}] ({text(v.name)})"
-        if v.id not in first:
+        if runs.value_runs[i] == 0:
             result.add("disagree", place, "is live in no step; the timeline lists only values live in some step")
             continue
-        if count[v.id] != last[v.id] - first[v.id] + 1:
-            gap = next(k for k in range(first[v.id], last[v.id] + 1) if v.id not in report.steps[k].live)
-            result.add("disagree", place, f"live in steps {first[v.id]} to {last[v.id]} but not in step {gap}; "
+        if runs.value_runs[i] > 1:
+            k = int(np.searchsorted(runs.pos, i))
+            gap = int(runs.last[k]) + 1
+            result.add("disagree", place, f"live in steps {first[i]} to {last[i]} but not in step {gap}; "
                                           "a value is live in one run of steps")
-        if v.resident and first[v.id] != 0:
-            result.add("disagree", place, f"a declared tensor ({v.role}) first live in step {first[v.id]}; "
+        if v.resident and first[i] != 0:
+            result.add("disagree", place, f"a declared tensor ({v.role}) first live in step {first[i]}; "
                                           "expected step 0")
-    members: dict[int, list[Value]] = {}
-    for v in report.values:
-        if v.id in first:
-            members.setdefault(v.storage_group, []).append(v)
+    members: dict[int, list[int]] = {}
+    firsts, lasts = first.tolist(), last.tolist()
+    for p, v in enumerate(values):
+        if firsts[p] >= 0:
+            members.setdefault(v.storage_group, []).append(p)
     for g, group in sorted(members.items()):
+        if len(group) < 2:
+            continue
         # an owner of the storage (root == id) after the first is written in place of
         # a member (an owner or a view aliasing one) whose last step is its first
-        chain = sorted(group, key=lambda m: (first[m.id], last[m.id], m.id))
+        chain = sorted(group, key=lambda m: (firsts[m], lasts[m], values[m].id))
+        ends = {lasts[chain[0]]}
         for k, b in enumerate(chain[1:], start=1):
-            if b.root != b.id:
-                continue
-            ends = {last[a.id] for a in chain[:k]}
-            if first[b.id] not in ends:
-                prev = max(chain[:k], key=lambda a: (last[a.id], a.id))
+            vb = values[b]
+            if vb.root == vb.id and firsts[b] not in ends:
+                prev = max(chain[:k], key=lambda a: (lasts[a], values[a].id))
+                vp = values[prev]
                 result.add("disagree", f"storage_group {g}",
-                           f"value {b.id} ({text(b.name)}) first live in step {first[b.id]}, but no earlier member "
-                           f"ends there (value {prev.id} ({text(prev.name)}) last live in step {last[prev.id]}); "
+                           f"value {vb.id} ({text(vb.name)}) first live in step {firsts[b]}, but no earlier member "
+                           f"ends there (value {vp.id} ({text(vp.name)}) last live in step {lasts[prev]}); "
                            "a value written in place starts where a member of its group ends")
                 break
+            ends.add(lasts[b])
 
 
 # usage, peaks, exchange -----------------------------------------------------------------
 
-def storage_group_bytes(values: Sequence[Value], sizes: Mapping[int, int | None]) -> dict[int, int | None]:
-    """Each storage group's bytes: its largest member's (None if a member's is unknown)."""
-    out: dict[int, int | None] = {}
-    for v in values:
-        b = sizes[v.id]
-        if v.storage_group not in out:
-            out[v.storage_group] = b
+def storage_group_bytes(g: Groups, sizes: Sequence[int | None]) -> list[int | None]:
+    """Each (dense) storage group's bytes: its largest member's (None if a member's is
+    unknown)."""
+    out: list[int | None] = [0] * len(g.ids)
+    seen = [False] * len(g.ids)
+    for k, b in zip(g.of_value.tolist(), sizes):
+        if not seen[k]:
+            out[k], seen[k] = b, True
         else:
-            current = out[v.storage_group]
-            out[v.storage_group] = None if current is None or b is None else max(current, b)
+            current = out[k]
+            out[k] = None if current is None or b is None else max(current, b)
     return out
 
 
-def step_usage(step: Step, group_of: Mapping[int, int], region_of: Mapping[int, str],
-               group_bytes: Mapping[int, int | None]) -> dict[str, int | None]:
-    """A step's usage per region: its live storage groups, each once, + its scratch."""
-    usage: dict[str, int | None] = {r: step.scratch.get(r, 0) for r in REGIONS}
-    for g in sorted({group_of[v] for v in step.live}):
-        current, b = usage[region_of[g]], group_bytes[g]
-        usage[region_of[g]] = None if current is None or b is None else current + b
-    return usage
-
-
-def find_peaks(steps: Sequence[Step], usage: Sequence[Mapping[str, int | None]], group_of: Mapping[int, int],
-               region_of: Mapping[int, str], group_bytes: Mapping[int, int | None]) -> Peaks:
+def find_peaks(u: Usage, g: Groups, group_bytes: Sequence[int | None]) -> Peaks:
     """Largest usage per region and of their sum, each at its first step; None when a
     step's usage is unknown or there are no steps."""
-    def peak(series: list[int | None]) -> tuple[int | None, int | None]:
-        known = [x for x in series if x is not None]
-        if not series or len(known) < len(series):
+    def peak(series: np.ndarray, known: np.ndarray) -> tuple[int | None, int | None]:
+        if not len(series) or not known.all():
             return None, None
-        best = max(known)
-        return best, known.index(best)
+        return first_max(series)
 
-    std = [u["standard"] for u in usage]
-    inter = [u["interleaved"] for u in usage]
-    total = [None if a is None or b is None else a + b for a, b in zip(std, inter)]
-    live = {group_of[v] for s in steps for v in s.live}
-    allocations = [group_bytes[g] for g in live if region_of[g] == "standard"]
+    total = u.standard + u.interleaved
+    both = u.standard_known & u.interleaved_known
+    live = np.zeros(len(g.ids), dtype=bool)
+    live[g.pos] = True
+    allocations = [group_bytes[k] for k in np.flatnonzero(live & (g.region == 0)).tolist()]
     sized = [b for b in allocations if b is not None]
     largest = None if len(sized) < len(allocations) else max(sized, default=0)
-    (ps, ss), (pi, si), (pt, st) = peak(std), peak(inter), peak(total)
+    (ps, ss), (pi, si), (pt, st) = (peak(u.standard, u.standard_known), peak(u.interleaved, u.interleaved_known),
+                                    peak(total, both))
     return Peaks(ps, pi, pt, ss, si, st, largest)
 
 
@@ -530,28 +575,73 @@ def exchange_rows(operations: Iterable[str]) -> int:
     return sum(exchanges(op) for op in operations)
 
 
+def exchange_rows_of(cols: StepColumns) -> int:
+    """`exchange_rows` over the step columns, each distinct operation text judged once."""
+    if not cols.n:
+        return 0
+    uses = np.bincount(cols.operation, minlength=len(cols.texts))
+    return int(sum(int(n) for op, n in zip(cols.texts, uses) if exchanges(op)))
+
+
 # exact and verdict ------------------------------------------------------------------------
 
 def check_exact(report: Report, result: CheckResult, shardings: Mapping[int, Sharding], alignments: Mapping[int, int],
-                group_bytes: Mapping[int, int | None], peaks: Peaks) -> tuple[TileAccount | None, TileBytes | None]:
+                g: Groups, runs: LiveRuns, cols: StepColumns, group_bytes: Sequence[int | None],
+                peaks: Peaks) -> tuple[TileAccount | None, TileBytes | None]:
     """Re-derive `exact` when the report gives it; the accounting, or None when it
     cannot be derived (a finding says why)."""
-    if len(shardings) < len(report.values) or not report.steps:
+    if len(shardings) < len(report.values) or not cols.n:
         result.add("disagree", "exact", "given, but exact accounting needs steps and every value representable")
         return None, None
-    bound = sum(b or 0 for b in group_bytes.values()) + max(sum(s.scratch.values()) for s in report.steps)
+    scratch = cols.scratch["standard"] + cols.scratch["interleaved"]
+    bound = sum(b or 0 for b in group_bytes) + int(max(scratch.tolist()))
     if bound >= INT64_SAFE:
         result.add("defect", "exact", f"not re-derived: the storage groups and scratch add up to {bound} bytes per "
                                       "tile, beyond 2^62")
         return None, None
     tiles = TileBytes(report.values, shardings, alignments, report.tile_count)
-    account = account_tiles(report.values, report.steps, tiles)
+    members: list[list[int]] = [[] for _ in g.ids]
+    for p, k in enumerate(g.of_value.tolist()):
+        members[k].append(p)
+    resident = np.zeros(len(g.ids), dtype=bool)
+    resident[g.of_value[np.array([v.resident for v in report.values], dtype=bool)]] = True
+    account = account_tiles(tiles, members, g.region, resident, (g.pos, g.first, g.last),
+                            {r: cols.scratch[r].astype(np.int64) for r in REGIONS}, cols.n)
+    if account is None:
+        result.add("defect", "exact", f"not re-derived: {tiles.kinds} distinct value vectors over "
+                                      f"{report.tile_count} tiles are beyond check's memory bound")
+        return None, None
     derived = exact_section(account, peaks.total)
     reported = report.extra["exact"]
     model = reported.get("model") if isinstance(reported, dict) else None
     derived = {"model": model if isinstance(model, str) else "(the accounting model, in words)", **derived}
+    if isinstance(reported, dict) and "steps" in reported:
+        rows = derived.pop("steps")
+        stated = reported["steps"]
+        reported = {k: v for k, v in reported.items() if k != "steps"}
+        compare_rows(result, "exact.steps", stated, rows)
     compare_json(result, "exact", reported, derived)
     return account, tiles
+
+
+def compare_rows(result: CheckResult, place: str, reported: object, derived: np.ndarray) -> None:
+    """Compare rows of integers (a list of lists, or an array read from version 2)
+    with the derived array; name the first cell that differs."""
+    arr: np.ndarray | None = None
+    if isinstance(reported, np.ndarray):
+        arr = reported
+    elif isinstance(reported, list) and all(isinstance(r, list) and len(r) == derived.shape[1] and
+                                            all(is_int(c) and 0 <= c <= INT64_MAX for c in r) for r in reported):
+        arr = np.array(reported, dtype=np.int64).reshape(len(reported), derived.shape[1])
+    if arr is None or arr.shape != derived.shape:
+        compare_json(result, place, reported if arr is None else arr.tolist(), derived.tolist())
+        return
+    diff = np.flatnonzero((arr != derived).any(axis=1))
+    if diff.size:
+        i = int(diff[0])
+        j = int(np.flatnonzero(arr[i] != derived[i])[0])
+        result.add("disagree", f"{place}[{i}][{j}]", f"reports {show(int(arr[i, j]))}; re-derived "
+                                                     f"{show(int(derived[i, j]))}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -570,33 +660,66 @@ class OverBudget:
                 "budget": self.budget, "bytes_over": self.usage - self.budget}
 
 
-def over_budget(report: Report, usage: Sequence[Mapping[str, int | None]], account: TileAccount | None,
-                exchange: int) -> list[OverBudget]:
-    """Every (step, region) over budget, in step order, interleaved before total: the
-    interleaved usage over `interleaved_budget_bytes`, or standard + interleaved +
-    exchange over `budget_bytes`; on each step's worst tiles with `exact`, else on the
-    estimate (steps of unknown usage skipped)."""
-    out = []
-    inter_tile: int | None
-    tile: int | None
-    for i, u in enumerate(usage):
-        if account is not None:
-            w: StepTiles = account.steps[i]
-            inter, inter_tile, total, tile = w.max_interleaved, w.max_interleaved_tile, w.total, w.tile
-        else:
-            std, estimated = u["standard"], u["interleaved"]
-            if std is None or estimated is None:
-                continue
-            inter, inter_tile, total, tile = estimated, None, std + estimated, None
-        if inter > report.interleaved_budget_bytes:
-            out.append(OverBudget(i, "interleaved", inter_tile, inter, report.interleaved_budget_bytes))
-        if total + exchange > report.budget_bytes:
-            out.append(OverBudget(i, "total", tile, total + exchange, report.budget_bytes))
-    return out
+@dataclass(frozen=True, slots=True)
+class OverSteps:
+    """The steps over budget: how many, the first (in step order, interleaved before
+    total on one step) and the worst (the most bytes over, the first such on ties)."""
+
+    count: int
+    first: OverBudget | None
+    worst: OverBudget | None
+
+
+def over_budget(report: Report, u: Usage, account: TileAccount | None, exchange: int) -> OverSteps:
+    """Every (step, region) over budget: the interleaved usage over
+    `interleaved_budget_bytes`, or standard + interleaved + exchange over
+    `budget_bytes`; on each step's worst tiles with `exact`, else on the estimate
+    (steps of unknown usage skipped)."""
+    n = len(u.standard)
+    inter_tile: np.ndarray | None
+    tile: np.ndarray | None
+    if account is not None:
+        inter, inter_tile, total, tile = (account.max_interleaved, account.max_interleaved_tile, account.total,
+                                          account.tile)
+        known = np.ones(n, dtype=bool)
+    else:
+        known = u.standard_known & u.interleaved_known
+        inter, total = u.interleaved, u.standard + u.interleaved
+        inter_tile = tile = None
+    over_inter = known & (inter > report.interleaved_budget_bytes)
+    over_total = known & (total + exchange > report.budget_bytes)
+    steps = np.flatnonzero(over_inter | over_total)
+    if not steps.size:
+        return OverSteps(0, None, None)
+
+    def entry(i: int, region: str) -> OverBudget:
+        figures, tiles, budget = ((inter, inter_tile, report.interleaved_budget_bytes) if region == "interleaved"
+                                  else (total, tile, report.budget_bytes))
+        extra = exchange if region == "total" else 0
+        return OverBudget(i, region, None if tiles is None else int(tiles[i]), int(figures[i]) + extra, budget)
+
+    first_step = int(steps[0])
+    first = entry(first_step, "interleaved" if over_inter[first_step] else "total")
+    worst = first
+    for region, mask, figures, budget, extra in (
+            ("interleaved", over_inter, inter, report.interleaved_budget_bytes, 0),
+            ("total", over_total, total, report.budget_bytes, exchange)):
+        idx = np.flatnonzero(mask)
+        if not idx.size:
+            continue
+        over = figures[idx] + extra - budget
+        k = int(idx[int(np.argmax(over))])
+        candidate = entry(k, region)
+        best = worst.usage - worst.budget
+        mine = candidate.usage - candidate.budget
+        # the most bytes over; on ties the first in step order, interleaved before total
+        if mine > best or (mine == best and (k, region != "interleaved") < (worst.step, worst.region != "interleaved")):
+            worst = candidate
+    return OverSteps(int(steps.size), first, worst)
 
 
 def verdict_section(report: Report, peaks: Peaks, effective: int | None, exchange: int,
-                    account: TileAccount | None, over: list[OverBudget], fits: bool) -> dict[str, Any]:
+                    account: TileAccount | None, over: OverSteps, fits: bool) -> dict[str, Any]:
     """`verdict` as docs/report-format.md defines it (without `peak_tile`)."""
     estimates = {"standard": (peaks.standard, peaks.standard_step),
                  "interleaved": (peaks.interleaved, peaks.interleaved_step),
@@ -622,28 +745,27 @@ def verdict_section(report: Report, peaks: Peaks, effective: int | None, exchang
         regions.append(entry)
     out: dict[str, Any] = {"fits": fits, "judged_on": "exact" if account is not None else "estimate",
                            "regions": regions, "over_budget": None}
-    if over:
-        worst = over[0]
-        for o in over[1:]:
-            if o.usage - o.budget > worst.usage - worst.budget:  # the most bytes over, the first on ties
-                worst = o
-        out["over_budget"] = {"steps": len({o.step for o in over}), "first": over[0].to_json(),
-                              "worst": worst.to_json()}
+    if over.first is not None and over.worst is not None:
+        worst = over.worst
+        out["over_budget"] = {"steps": over.count, "first": over.first.to_json(), "worst": worst.to_json()}
         if worst.tile is not None:
             out["out_of_memory"] = (f"Out of memory on tile {worst.tile} at step {worst.step}: {worst.usage} bytes "
                                     f"used, budget {worst.budget}")
     return out
 
 
-def peak_tile(report: Report, account: TileAccount, tiles: TileBytes) -> dict[str, Any]:
+def peak_tile(report: Report, account: TileAccount, tiles: TileBytes, runs: LiveRuns) -> dict[str, Any]:
     """`verdict.peak_tile`, each value's `class` from its layout; its `precision` is
     display text (its form is the views' business): any non-empty string passes."""
-    derived = peak_tile_section(report.steps, account, tiles)
+    _, _, step = account.peak("total")
+    cover = (runs.first <= step) & (runs.last >= step)
+    derived = peak_tile_section(report.steps[step], runs.pos[cover].tolist(), account, tiles)
+    by_id = {report.values[p].id: report.values[p] for p in runs.pos[cover].tolist()}
     verdict = report.extra.get("verdict")
     stated = verdict.get("peak_tile") if isinstance(verdict, dict) else None
     stated_values = stated.get("values") if isinstance(stated, dict) else None
     for i, entry in enumerate(derived["values"]):
-        v = tiles.by_id[entry["id"]]
+        v = by_id[entry["id"]]
         reported = stated_values[i] if isinstance(stated_values, list) and i < len(stated_values) else None
         precision = reported.get("precision") if isinstance(reported, dict) else None
         entry["precision"] = precision if isinstance(precision, str) and precision else v.precision.to_text()

@@ -3,12 +3,16 @@
 From the tile maps: each value's stored shard on each tile, rounded up there to its
 alignment where it holds anything, times its copies; a storage group at the per-tile
 maximum of its members; a step's usage on a tile = its live groups there + the
-step's scratch (charged to every tile). One sweep over the steps adds a group's
-vector when it becomes live and subtracts it when it dies.
+step's scratch (charged to every tile).
 
-Memory stays bounded whatever the report: the running sums are O(tiles), and the
-per-group vectors live in a cache of at most `CACHE_ELEMENTS` integers (recomputed
-when evicted), so a report with many values over many tiles costs time, not memory.
+Linear in the report: a vector per distinct (layout, shape, precision, alignment,
+copies), one per distinct set of them a storage group takes the maximum of (a group
+kind), tiles that every kind's vector treats alike folded into one class; then the
+steps in chunks: how many groups of each kind are live (a difference array over the
+groups' live runs) times the kinds' vectors gives every step's bytes on every class,
+whose maxima are the worst tiles. Memory: the kinds x tiles matrix (at most
+`MATRIX_ELEMENTS`, else a finding says exact was not re-derived), a chunk of steps x
+classes, and a cache of at most `CACHE_ELEMENTS` integers of value vectors.
 """
 
 from __future__ import annotations
@@ -22,7 +26,11 @@ import numpy as np
 from tileplan.model.timeline import Step, Value
 from tileplan.report.check_shards import Sharding, tile_map
 
-CACHE_ELEMENTS = 1 << 22  # int64 elements kept for group vectors: 32 MiB
+CACHE_ELEMENTS = 1 << 22  # int64 elements kept for value vectors: 32 MiB
+#: the most int64 elements of the group kinds x tiles matrix (128 MiB)
+MATRIX_ELEMENTS = 1 << 24
+#: int64 elements of one chunk of steps x tile classes in the sweep: 8 MiB
+CHUNK_ELEMENTS = 1 << 20
 HISTOGRAM_BINS = 32
 TOP_TILES = 5
 TOP_VALUES = 10
@@ -30,26 +38,20 @@ STEPS_COLUMNS = ["worst_tile", "total", "standard", "interleaved"]
 
 
 @dataclass(frozen=True, slots=True)
-class StepTiles:
-    """One step on the tiles: the worst tile (most standard + interleaved + scratch,
-    the lowest tile on ties) with its figures, and each region's own worst tile."""
-
-    tile: int
-    total: int
-    standard: int
-    interleaved: int
-    max_standard: int
-    max_standard_tile: int
-    max_interleaved: int
-    max_interleaved_tile: int
-
-
-@dataclass(frozen=True, slots=True)
 class TileAccount:
-    """Per step its worst tiles; per tile its peak total, the first step reaching it,
-    the resident (input and parameter) bytes in that peak, and its interleaved peak."""
+    """Per step (arrays): the worst tile (most standard + interleaved + scratch, the
+    lowest tile on ties) with its figures, and each region's own worst tile and bytes.
+    Per tile: its peak total, the first step reaching it, the resident (input and
+    parameter) bytes in that peak, and its interleaved peak."""
 
-    steps: tuple[StepTiles, ...]
+    tile: np.ndarray
+    total: np.ndarray
+    standard: np.ndarray
+    interleaved: np.ndarray
+    max_standard: np.ndarray
+    max_standard_tile: np.ndarray
+    max_interleaved: np.ndarray
+    max_interleaved_tile: np.ndarray
     tile_peak: np.ndarray
     tile_peak_step: np.ndarray
     tile_peak_resident: np.ndarray
@@ -57,89 +59,152 @@ class TileAccount:
 
     def peak(self, region: str) -> tuple[int, int, int]:
         """(bytes, tile, step) of a region's largest worst-tile figure, its first step."""
-        column = {"total": lambda s: (s.total, s.tile), "standard": lambda s: (s.max_standard, s.max_standard_tile),
-                  "interleaved": lambda s: (s.max_interleaved, s.max_interleaved_tile)}[region]
-        best_step, best = 0, column(self.steps[0])
-        for i, s in enumerate(self.steps):
-            figure = column(s)
-            if figure[0] > best[0]:
-                best_step, best = i, figure
-        return best[0], best[1], best_step
+        figure, tile = {"total": (self.total, self.tile), "standard": (self.max_standard, self.max_standard_tile),
+                        "interleaved": (self.max_interleaved, self.max_interleaved_tile)}[region]
+        step = int(np.argmax(figure))
+        return int(figure[step]), int(tile[step]), step
 
 
 class TileBytes:
-    """Bytes of values and storage groups on every tile, computed on demand."""
+    """Bytes of values and storage groups on every tile, computed on demand, once per
+    distinct (layout, shape, precision, alignment, copies)."""
 
     def __init__(self, values: Sequence[Value], shardings: Mapping[int, Sharding], alignments: Mapping[int, int],
                  tile_count: int) -> None:
-        self.by_id = {v.id: v for v in values}
-        self.members: dict[int, list[int]] = {}
-        for v in values:
-            self.members.setdefault(v.storage_group, []).append(v.id)
-        self.shardings = shardings
+        self.values = values
+        self.shardings = shardings  # by value position
         self.alignments = alignments
         self.tile_count = tile_count
-        self._groups: dict[int, np.ndarray] = {}
+        self._kinds: dict[tuple, int] = {}
+        self.kind_of = [self._kind(p) for p in range(len(values))]
+        self._vectors: dict[int, np.ndarray] = {}
 
-    def value(self, vid: int) -> np.ndarray:
-        """One value's bytes on each tile."""
-        v = self.by_id[vid]
-        sharding = self.shardings[vid]
-        tiles = tile_map(sharding.layout.tiling)
-        out = np.zeros(self.tile_count, dtype=np.int64)
-        out[tiles] = sharding.shard_elements() * v.precision.bytes  # broadcast over the replicas
-        a = self.alignments[vid]
-        if a > 1:
-            out = np.where(out > 0, (out + a - 1) // a * a, 0)
-        return out * v.copies
+    def _kind(self, p: int) -> int:
+        v = self.values[p]
+        key = (v.layout, v.shape, v.precision, self.alignments.get(p, 1), v.copies)
+        return self._kinds.setdefault(key, len(self._kinds))
 
-    def group(self, gid: int) -> np.ndarray:
-        """A storage group's bytes on each tile: the maximum of its members there."""
-        found = self._groups.get(gid)
+    @property
+    def kinds(self) -> int:
+        return len(self._kinds)
+
+    def value(self, p: int) -> np.ndarray:
+        """The value at position p: its bytes on each tile."""
+        k = self.kind_of[p]
+        found = self._vectors.get(k)
         if found is None:
-            found = self.value(self.members[gid][0])
-            for vid in self.members[gid][1:]:
-                found = np.maximum(found, self.value(vid))
-            if (len(self._groups) + 1) * self.tile_count > CACHE_ELEMENTS:
-                self._groups.clear()
-            self._groups[gid] = found
+            v = self.values[p]
+            sharding = self.shardings[p]
+            tiles = tile_map(sharding.layout.tiling)
+            out = np.zeros(self.tile_count, dtype=np.int64)
+            out[tiles] = sharding.shard_elements() * v.precision.bytes  # broadcast over the replicas
+            a = self.alignments[p]
+            if a > 1:
+                out = np.where(out > 0, (out + a - 1) // a * a, 0)
+            found = out * v.copies
+            if (len(self._vectors) + 1) * self.tile_count > CACHE_ELEMENTS:
+                self._vectors.clear()
+            self._vectors[k] = found
         return found
 
 
-def account_tiles(values: Sequence[Value], steps: Sequence[Step], tiles: TileBytes) -> TileAccount:
-    """Sweep the steps once (see the module docstring)."""
-    group_of = {v.id: v.storage_group for v in values}
-    region_of = {v.storage_group: v.region for v in values}
-    resident = {v.storage_group for v in values if v.resident}
-    n = tiles.tile_count
-    current = {"standard": np.zeros(n, dtype=np.int64), "interleaved": np.zeros(n, dtype=np.int64)}
-    current_resident = np.zeros(n, dtype=np.int64)
-    peak = np.full(n, -1, dtype=np.int64)
-    peak_step = np.zeros(n, dtype=np.int64)
-    peak_resident = np.zeros(n, dtype=np.int64)
-    peak_inter = np.zeros(n, dtype=np.int64)
-    before: set[int] = set()
-    out = []
-    for i, s in enumerate(steps):
-        live = {group_of[v] for v in s.live}
-        for sign, changed in ((1, live - before), (-1, before - live)):
-            for g in sorted(changed):
-                vec = tiles.group(g)
-                current[region_of[g]] += sign * vec
-                if g in resident:
-                    current_resident += sign * vec
-        before = live
-        std = current["standard"] + s.scratch.get("standard", 0)
-        inter = current["interleaved"] + s.scratch.get("interleaved", 0)
+def group_kinds(members: Sequence[Sequence[int]], tiles: TileBytes) -> tuple[np.ndarray, list[list[int]]]:
+    """Each group's kind (groups of the same member kinds share one vector) and, per
+    kind, the value kinds it is the per-tile maximum of."""
+    found: dict[tuple[int, ...], int] = {}
+    of_group = np.empty(len(members), dtype=np.int64)
+    for g, ms in enumerate(members):
+        key = (tiles.kind_of[ms[0]],) if len(ms) == 1 else tuple(sorted({tiles.kind_of[m] for m in ms}))
+        of_group[g] = found.setdefault(key, len(found))
+    return of_group, [list(k) for k in found]
+
+
+def account_tiles(tiles: TileBytes, members: Sequence[Sequence[int]], region: np.ndarray, resident: np.ndarray,
+                  runs: tuple[np.ndarray, np.ndarray, np.ndarray], scratch: Mapping[str, np.ndarray],
+                  n_steps: int) -> TileAccount | None:
+    """The exact accounting (see the module docstring): the distinct group vectors,
+    tiles that every vector treats alike folded into one column, and the steps in
+    chunks: live counts of each kind by a difference array, times the vectors. None
+    when the kinds x tiles matrix would pass `MATRIX_ELEMENTS`."""
+    kind_of_group, kinds = group_kinds(members, tiles)
+    first_member: dict[int, int] = {}
+    for p, k in enumerate(tiles.kind_of):
+        first_member.setdefault(k, p)
+    n_tiles = tiles.tile_count
+    if len(kinds) * n_tiles > MATRIX_ELEMENTS:
+        return None
+    matrix = np.zeros((len(kinds), n_tiles), dtype=np.int64)
+    for k, value_kinds in enumerate(kinds):
+        for vk in value_kinds:
+            np.maximum(matrix[k], tiles.value(first_member[vk]), out=matrix[k])
+    # tiles alike under every vector form one class; classes in the order of their lowest tile
+    _, first_tile, inverse = np.unique(matrix.T, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(first_tile)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    class_of_tile = rank[inverse]
+    class_tile = first_tile[order]
+    vectors = matrix[:, class_tile]  # kinds x classes
+    n_kinds, n_classes = vectors.shape
+    exact_float = int(vectors.max(axis=1, initial=0).sum()) + max(
+        (int(np.max(s)) for s in scratch.values() if len(s)), default=0) < (1 << 53)
+    weights = vectors.astype(np.float64) if exact_float else vectors
+
+    pos, first, last = runs
+    kind = kind_of_group[pos]
+    channels = {"standard": region[pos] == 0, "interleaved": region[pos] == 1, "resident": resident[pos]}
+    events = {}
+    for name, mask in channels.items():
+        steps = np.concatenate((first[mask], last[mask] + 1))
+        ks = np.concatenate((kind[mask], kind[mask]))
+        signs = np.concatenate((np.ones(int(mask.sum()), np.int64), -np.ones(int(mask.sum()), np.int64)))
+        order = np.argsort(steps, kind="stable")
+        events[name] = (steps[order], ks[order], signs[order])
+    state = {name: np.zeros(n_kinds, dtype=np.int64) for name in channels}
+    out = {k: np.zeros(n_steps, dtype=np.int64) for k in ("tile", "total", "standard", "interleaved", "max_standard",
+                                                           "max_standard_tile", "max_interleaved",
+                                                           "max_interleaved_tile")}
+    peak = np.full(n_classes, -1, dtype=np.int64)
+    peak_step = np.zeros(n_classes, dtype=np.int64)
+    peak_resident = np.zeros(n_classes, dtype=np.int64)
+    peak_inter = np.zeros(n_classes, dtype=np.int64)
+    chunk = max(1, CHUNK_ELEMENTS // max(n_classes, n_kinds))
+    for a in range(0, n_steps, chunk):
+        b = min(n_steps, a + chunk)
+        on = {}
+        for name, (steps, ks, signs) in events.items():
+            lo, hi = np.searchsorted(steps, [a, b])
+            delta = np.zeros((b - a, n_kinds), dtype=np.int64)
+            np.add.at(delta, (steps[lo:hi] - a, ks[lo:hi]), signs[lo:hi])
+            counts = state[name] + np.cumsum(delta, axis=0)
+            state[name] = counts[-1].copy()
+            product = counts.astype(weights.dtype) @ weights
+            on[name] = np.rint(product).astype(np.int64) if exact_float else product
+        std = on["standard"] + scratch["standard"][a:b, None]
+        inter = on["interleaved"] + scratch["interleaved"][a:b, None]
         total = std + inter
-        t, ts, ti = int(np.argmax(total)), int(np.argmax(std)), int(np.argmax(inter))
-        out.append(StepTiles(t, int(total[t]), int(std[t]), int(inter[t]), int(std[ts]), ts, int(inter[ti]), ti))
-        higher = total > peak
-        peak = np.where(higher, total, peak)
-        peak_step = np.where(higher, i, peak_step)
-        peak_resident = np.where(higher, current_resident, peak_resident)
-        peak_inter = np.maximum(peak_inter, inter)
-    return TileAccount(tuple(out), np.maximum(peak, 0), peak_step, peak_resident, peak_inter)
+        rows = np.arange(b - a)
+        best = np.argmax(total, axis=1)
+        out["tile"][a:b] = class_tile[best]
+        out["total"][a:b] = total[rows, best]
+        out["standard"][a:b] = std[rows, best]
+        out["interleaved"][a:b] = inter[rows, best]
+        for key, figures in (("max_standard", std), ("max_interleaved", inter)):
+            best = np.argmax(figures, axis=1)
+            out[key][a:b] = figures[rows, best]
+            out[f"{key}_tile"][a:b] = class_tile[best]
+        top = np.argmax(total, axis=0)
+        cols = np.arange(n_classes)
+        highest = total[top, cols]
+        higher = highest > peak
+        peak = np.where(higher, highest, peak)
+        peak_step = np.where(higher, top + a, peak_step)
+        peak_resident = np.where(higher, on["resident"][top, cols], peak_resident)
+        peak_inter = np.maximum(peak_inter, inter.max(axis=0))
+    return TileAccount(**out, tile_peak=np.maximum(peak, 0)[class_of_tile], tile_peak_step=peak_step[class_of_tile],
+                       tile_peak_resident=peak_resident[class_of_tile],
+                       tile_peak_interleaved=peak_inter[class_of_tile])
 
 
 def exact_section(account: TileAccount, estimate_total: int | None) -> dict[str, Any]:
@@ -157,7 +222,7 @@ def exact_section(account: TileAccount, estimate_total: int | None) -> dict[str,
         "peak": peaks,
         "estimate_total": estimate_total,
         "ratio_exact_to_estimate": None if not estimate_total else round(exact_total / estimate_total, 4),
-        "steps": [[s.tile, s.total, s.standard, s.interleaved] for s in account.steps],
+        "steps": np.stack((account.tile, account.total, account.standard, account.interleaved), axis=1),
         "steps_columns": STEPS_COLUMNS,
         "tiles": {"peak": tile_peak.tolist(), "peak_step": account.tile_peak_step.tolist(),
                   "peak_resident": account.tile_peak_resident.tolist(),
@@ -169,32 +234,32 @@ def exact_section(account: TileAccount, estimate_total: int | None) -> dict[str,
     }
 
 
-def peak_tile_section(steps: Sequence[Step], account: TileAccount, tiles: TileBytes) -> dict[str, Any]:
+def peak_tile_section(step: Step, live: Sequence[int], account: TileAccount, tiles: TileBytes) -> dict[str, Any]:
     """`verdict.peak_tile`: the worst tile at the exact total peak and what is live
-    there, a storage group once (under its member with the most bytes on that tile,
-    the lowest id on ties), largest first, ties by id. Descriptive text (`precision`,
-    `class`) is compared by the caller, not here."""
-    _, tile, step = account.peak("total")
-    s = steps[step]
-    best: dict[int, tuple[Value, int]] = {}
-    for vid in sorted(set(s.live)):
-        v = tiles.by_id[vid]
-        b = int(tiles.value(vid)[tile])
+    there (`live`: the positions of the values live at that step), a storage group once
+    (under its member with the most bytes on that tile, the lowest id on ties), largest
+    first, ties by id. Descriptive text (`precision`, `class`) is compared by the
+    caller, not here."""
+    _, tile, _ = account.peak("total")
+    best: dict[int, tuple[Value, int, int]] = {}
+    for p in sorted(live, key=lambda p: tiles.values[p].id):
+        v = tiles.values[p]
+        b = int(tiles.value(p)[tile])
         if v.storage_group not in best or b > best[v.storage_group][1]:
-            best[v.storage_group] = (v, b)
-    live = sorted(best.values(), key=lambda vb: (-vb[1], vb[0].id))
+            best[v.storage_group] = (v, b, p)
+    ranked_values = sorted(best.values(), key=lambda vb: (-vb[1], vb[0].id))
     sums: dict[str, list[int]] = {}
-    for v, b in live:
+    for v, b, _ in ranked_values:
         entry = sums.setdefault(v.group, [0, 0])
         entry[0] += b
         entry[1] += 1
     ranked = sorted(sums.items(), key=lambda kv: (-kv[1][0], kv[0]))[:TOP_VALUES]
     return {
-        "tile": tile, "step": step, "operation": s.operation, "source": s.source,
-        "scratch": {k: s.scratch.get(k, 0) for k in ("standard", "interleaved")},
+        "tile": tile, "step": step.index, "operation": step.operation, "source": step.source,
+        "scratch": {k: step.scratch.get(k, 0) for k in ("standard", "interleaved")},
         "values": [{"id": v.id, "name": v.name, "shape": list(v.shape), "bytes": b, "resident": v.resident}
-                   for v, b in live[:TOP_VALUES]],
-        "values_shown": min(TOP_VALUES, len(live)),
-        "values_live": len(live),
+                   for v, b, _ in ranked_values[:TOP_VALUES]],
+        "values_shown": min(TOP_VALUES, len(ranked_values)),
+        "values_live": len(ranked_values),
         "groups": [{"group": g, "bytes": b, "values": c} for g, (b, c) in ranked],
     }

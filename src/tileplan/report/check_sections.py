@@ -7,10 +7,10 @@ them to the timeline (an operation's step range is exactly its steps).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from tileplan.model.timeline import Step
+import numpy as np
 
 Add = Callable[[str, str, str], None]  # (kind, place, message)
 
@@ -80,20 +80,28 @@ def check_program(extra: dict[str, Any], add: Add) -> None:
             add("disagree", f"program.{key}", f"expected a string, integer, boolean or null, found {show(p[key])}")
 
 
-def check_operations(extra: dict[str, Any], steps: Sequence[Step], add: Add) -> None:
+def check_operations(extra: dict[str, Any], source: np.ndarray, execution_count: np.ndarray, add: Add) -> None:
     """`operations`: objects in ascending `index`, each with `origin`, `name`, `kind`,
     `execution_count` and `steps` [first, last]; the steps in [first, last] are
     exactly the steps whose `source` is that operation, all with its execution count;
-    every step's source is a listed operation."""
+    every step's source is a listed operation. `source` and `execution_count`: the
+    steps' columns (one pass over them, whatever the number of operations)."""
     if "operations" not in extra:
         return
     ops = extra["operations"]
     if not isinstance(ops, list):
         add("disagree", "operations", f"expected a list, found {show(ops)}")
         return
+    n = len(source)
+    # runs of equal sources: a source's steps are consecutive when it has one run
+    starts = np.flatnonzero(np.r_[True, source[1:] != source[:-1]]) if n else np.zeros(0, dtype=np.int64)
+    ends = np.r_[starts[1:], n] - 1 if n else starts
     spans: dict[int, list[int]] = {}
-    for s in steps:
-        spans.setdefault(s.source, [s.index, s.index])[1] = s.index
+    runs: dict[int, int] = {}
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        src = int(source[a])
+        spans.setdefault(src, [a, b])[1] = b
+        runs[src] = runs.get(src, 0) + 1
     listed: set[int] = set()
     previous = -1
     for i, o in enumerate(ops):
@@ -129,17 +137,19 @@ def check_operations(extra: dict[str, Any], steps: Sequence[Step], add: Add) -> 
             add("disagree", f"{place}.steps", f"reports {show(o['steps'])}; the steps with source {index} run "
                                              f"from {span[0]} to {span[1]}")
             continue
-        others = [s.index for s in steps[first:last + 1] if s.source != index]
-        if others:
-            add("disagree", f"{place}.steps", f"[{first}, {last}] holds step {others[0]} of operation "
-                                             f"{steps[others[0]].source}; an operation's steps are consecutive")
-        counts = sorted({s.execution_count for s in steps[first:last + 1] if s.execution_count != o["execution_count"]})
-        if counts:
+        if runs[index] > 1:
+            others = np.flatnonzero(source[first:last + 1] != index)
+            k = first + int(others[0])
+            add("disagree", f"{place}.steps", f"[{first}, {last}] holds step {k} of operation "
+                                             f"{int(source[k])}; an operation's steps are consecutive")
+        counts = execution_count[first:last + 1]
+        if (counts != o["execution_count"]).any():
+            wrong = sorted({int(c) for c in counts.tolist() if c != o["execution_count"]})
             add("disagree", f"{place}.execution_count", f"reports {o['execution_count']}; its steps run "
-                                                         f"{counts[0]} times")
-    for source in sorted(set(spans) - listed):
-        add("disagree", f"timeline.steps[{spans[source][0]}].source",
-            f"operation {source} is not listed under operations")
+                                                         f"{wrong[0]} times")
+    for src in sorted(set(spans) - listed):
+        add("disagree", f"timeline.steps[{spans[src][0]}].source",
+            f"operation {src} is not listed under operations")
 
 
 _OUTCOME_INTS = ("peak", "budget", "margin", "tile", "step", "interleaved_peak")
