@@ -1,18 +1,33 @@
-"""Plan time and peak memory of tileplan on three programs; prints figures, asserts nothing.
+"""Plan time, CPU time and peak memory of tileplan at scale; prints figures, asserts nothing.
 
-    .venv/bin/python benchmarks/plan_time.py [--cases NAME ...] [--values N] [--timeout S]
+    .venv/bin/python benchmarks/plan_time.py [--cases CASE ...] [--verbs VERB ...]
+        [--report-version auto|1|2] [--timeout S] [--keep DIR] [--json]
 
 Cases: `so400m-repeat` (siglip-so400m-patch14-384, 27 layers, F8F143 weights, the
-default policy, the encoder as a repeat block), `so400m-unrolled` (the same, the
-encoder unrolled) and `synthetic` (tileplan.model.synthetic with `--values` graph
-values, 43,800 by default, which the lowering turns into just over 100,000 timeline
-values: the report's `values`, the "100,000 values" of the target). Each case runs in a fresh
-Python process, so cases share no memory or caches; its peak RSS is that process's own (`os.wait4`), imports
-included. Plan time = lowering + planning + exact accounting + building the report's
-JSON text (`plan_program`, `build_report`, `to_json_text`); building the model is
-timed apart. A case still running after `--timeout` seconds is stopped and shown as
-such. Targets (issue 5, on a 2-core machine): so400m 27 layers with exact accounting
-under 2 s and 1 GB; 100,000 values under 20 s.
+default policy, the encoder as a repeat block), `so400m-unrolled` (the same, unrolled)
+and `synthetic:N` (the chain of about N timeline values, the report's `values`:
+`tileplan plan synthetic:N`, README "Commands"). Default: so400m-repeat and synthetic
+at 10k, 100k and 1M values.
+
+Every case is `tileplan plan MODEL -o REPORT --no-what-if` (the CLI's default weights,
+F8F143 on IPU21) in a fresh Python process, so cases share no memory or caches; then,
+for each synthetic size, `tileplan check`, `tileplan summary` and `tileplan html` on
+its report (`--verbs`), each in its own process. For every process: CPU seconds (user +
+system of the child, `os.wait4`), wall seconds and peak RSS (the child's own, imports
+included). CPU seconds are the figures to compare (stable on a loaded machine; the
+machine's other jobs inflate wall time, not CPU time). For `plan`, the child also
+times its own phases (lowering, planning, exact accounting, placement, report, JSON
+text, writing; wrapped where the code has them) and its plan time: CPU and wall of the
+CLI's work alone, without interpreter start and imports.
+
+The report's version: `--report-version 2` when `tileplan plan --help` offers it
+(`auto`, the default), else version 1; the chosen one is printed. A process still
+running after `--timeout` seconds is stopped and shown as such (its finished phases
+listed); the readers of a report that was not written are skipped. Reports are
+written to a temporary folder, deleted at the end unless `--keep DIR`.
+Targets (issue 13, CPU seconds on a 2-core machine): 100k values plan under 2 s and
+400 MB; 1M under 20 s and 2 GB, report v2 under 100 MB; check, summary and html on the
+1M report each under 20 s and 2 GB, the page under 20 MB; so400m under 0.1 s.
 """
 
 from __future__ import annotations
@@ -20,159 +35,266 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-CASES = ("so400m-repeat", "so400m-unrolled", "synthetic")
 ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CASES = ("so400m-repeat", "synthetic:10000", "synthetic:100000", "synthetic:1000000")
+VERBS = ("check", "summary", "html")
+TOWER = "siglip-so400m-patch14-384"
 
 
-# The child: one case; a JSON line per phase done, then one with the figures ----------------
+def plan_arguments(case: str) -> list[str]:
+    """The `tileplan plan` arguments of a case (without -o)."""
+    if case.startswith("synthetic:"):
+        return [case]
+    if case in ("so400m-repeat", "so400m-unrolled"):
+        return [TOWER, "--layers", "27", "--weights", "f8f143:-4", *(["--unroll"] if case.endswith("unrolled") else [])]
+    raise SystemExit(f"unknown case {case!r}: expected so400m-repeat, so400m-unrolled or synthetic:N")
 
-def run_case(name: str, values: int) -> dict:
-    """Build, plan and report one case in this process; the phases' seconds and sizes."""
-    import tileplan.planner.plan as planner
-    from tileplan.lowering.core import Options
-    from tileplan.lowering.policy import policy
-    from tileplan.model.machine import IPU21
-    from tileplan.report.build import build_report
-    from tileplan.report.format import to_json_text
 
-    phases: dict[str, float] = {"lowering": 0.0, "exact": 0.0}
+def environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            "NO_COLOR": "1"}
 
-    def timed(phase: str, fn):  # count a pass's time under `phase` (the planner calls it by module name)
+
+def tileplan_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "tileplan.cli.main", *args]
+
+
+# The plan child: the CLI in this process, its phases timed ----------------------------------
+
+#: (module, name, phase): functions the child wraps to time, when the code has them
+PHASES = (
+    ("tileplan.planner.request", "PlanRequest.program", "model built"),
+    ("tileplan.planner.plan", "lower_program", "lowering"),
+    ("tileplan.planner.plan", "account", "exact"),
+    ("tileplan.planner.plan", "place_tiles", "placement"),
+    ("tileplan.planner.request", "plan_program", "plan_program"),
+    ("tileplan.cli.plan", "build_report", "report"),
+    ("tileplan.cli.plan", "to_json_text", "JSON text"),
+    ("tileplan.cli.plan", "write_report", "report written"),
+    ("tileplan.cli.plan", "write_atomic", "file written"),
+)
+
+
+def run_plan_child(argv: list[str]) -> int:
+    """Run `tileplan <argv>` in this process with its phases timed; a JSON line per
+    finished call of a timed function, then one with the totals."""
+    import importlib
+
+    from tileplan.cli.main import main as cli
+
+    def timed(phase: str, fn):
         def wrapper(*args, **kwargs):
-            start = time.perf_counter()
+            cpu, wall = time.process_time(), time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                phases[phase] += time.perf_counter() - start
+                print(json.dumps({"phase": phase, "cpu_s": round(time.process_time() - cpu, 3),
+                                  "wall_s": round(time.perf_counter() - wall, 3)}), flush=True)
         return wrapper
 
-    planner.lower_program = timed("lowering", planner.lower_program)
-    planner.account = timed("exact", planner.account)
+    for module_name, name, phase in PHASES:
+        module = importlib.import_module(module_name)
+        owner: object = module
+        *path, attr = name.split(".")
+        for part in path:
+            owner = getattr(owner, part, None)
+        if owner is not None and callable(getattr(owner, attr, None)):
+            setattr(owner, attr, timed(phase, getattr(owner, attr)))
+    cpu, wall = time.process_time(), time.perf_counter()
+    code = cli(argv)
+    print(json.dumps({"total": True, "cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall,
+                      "exit": code}), flush=True)
+    return code
 
+
+# The parent: one fresh process per step ---------------------------------------------------
+
+def measure(command: list[str], timeout: float, stdout_path: Path) -> dict:
+    """Run `command` in a child process; its exit, CPU seconds, wall seconds and peak RSS."""
     start = time.perf_counter()
-    program = build_program(name, values)
-    built = time.perf_counter()
-    progress("model built", built - start)
-    plan = planner.plan_program(program, IPU21, policy("default"), Options())
-    planned = time.perf_counter()
-    progress(f"plan_program (lowering {phases['lowering']:.2f} s, exact {phases['exact']:.2f} s)", planned - built)
-    report = build_report(plan)
-    reported = time.perf_counter()
-    progress("build_report", reported - planned)
-    text = to_json_text(report)
-    done = time.perf_counter()
-    return {
-        "build_model_s": built - start,
-        "lowering_s": phases["lowering"],
-        "planning_s": planned - built - phases["lowering"] - phases["exact"],
-        "exact_s": phases["exact"],
-        "build_report_s": reported - planned,
-        "json_text_s": done - reported,
-        "plan_time_s": done - built,
-        "scope": plan.scope,
-        "operations": len(program.operations()),
-        "values": len(plan.values),
-        "steps": len(plan.steps),
-        "largest_live_set": max((len(s.live) for s in plan.steps), default=0),
-        "estimate_peak_bytes": plan.peaks.total,
-        "exact_peak_bytes": plan.exact.peak("total")[0] if plan.exact is not None else None,
-        "fits": plan.verdict.fits,
-        "report_mb": len(text.encode()) / 1e6,
-    }
-
-
-def progress(phase: str, seconds: float) -> None:
-    """One line per finished phase, so that a stopped case still says how far it got."""
-    print(json.dumps({"phase": phase, "seconds": round(seconds, 2)}), flush=True)
-
-
-def build_program(name: str, values: int):
-    from tileplan.model import siglip
-    from tileplan.model.precision import from_option
-    from tileplan.model.synthetic import SyntheticConfig, build_synthetic
-
-    if name == "synthetic":
-        return build_synthetic(SyntheticConfig(values))
-    cfg = siglip.config("siglip-so400m-patch14-384", layers=27)
-    return siglip.build_vit(cfg, from_option("f8f143:-4"), unroll=name == "so400m-unrolled")
-
-
-# The parent: one fresh process per case ------------------------------------------------
-
-def measure(name: str, values: int, timeout: float) -> dict:
-    """Run one case in a child process; its figures plus wall time and peak RSS."""
-    command = [sys.executable, __file__, "--child", name, "--values", str(values)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-    deadline = start + timeout
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            child.kill()
-            _, status, usage = os.wait4(child.pid, 0)
-            break
-        time.sleep(0.02)
-    wall = time.perf_counter() - start
-    out, err = child.stdout.read(), child.stderr.read()  # type: ignore[union-attr]
-    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    figures: dict = {"case": name, "wall_s": wall, "peak_rss_mb": usage.ru_maxrss / 1024}  # ru_maxrss is in KiB
-    figures["phases_done"] = [(x["phase"], x["seconds"]) for x in lines if "phase" in x]
-    if pid == 0:
+    with open(stdout_path, "w") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(command, stdout=out, stderr=err, env=environment(), text=True, cwd=ROOT)
+        deadline = start + timeout
+        stopped = False
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                child.kill()
+                _, status, usage = os.wait4(child.pid, 0)
+                stopped = True
+                break
+            time.sleep(0.02)
+        child.returncode = 0  # reaped by os.wait4; keep Popen from waiting again
+        err.seek(0)
+        error_text = err.read()
+    figures: dict = {"wall_s": time.perf_counter() - start, "cpu_s": usage.ru_utime + usage.ru_stime,
+                     "peak_rss_mb": usage.ru_maxrss / 1024}  # ru_maxrss is in KiB
+    if stopped:
         figures["error"] = f"stopped after {timeout:.0f} s"
-    elif os.waitstatus_to_exitcode(status) != 0:
-        figures["error"] = (err.strip().splitlines() or [f"exit status {status}"])[-1]
     else:
-        figures.update(next(x["figures"] for x in lines if "figures" in x))
+        figures["exit"] = os.waitstatus_to_exitcode(status)
+        if figures["exit"] not in (0, 1, 3):  # check exits 1 on an inconsistent report: a figure, not a failure
+            figures["error"] = (error_text.strip().splitlines() or [f"exit status {figures['exit']}"])[-1]
     return figures
 
 
-def render(rows: list[dict]) -> str:
-    lines = []
-    for r in rows:
-        if "error" in r:
-            done = ", ".join(f"{phase} in {seconds} s" for phase, seconds in r["phases_done"]) or "nothing"
-            lines.append(f"{r['case']}: FAILED ({r['error']}; done: {done}), peak RSS {r['peak_rss_mb']:.0f} MB")
+WROTE = re.compile(r"wrote .*: scope (\S+), (\d+) values, (\d+) steps")
+
+
+def measure_plan(case: str, report: Path, version: int | None, timeout: float) -> dict:
+    argv = ["plan", *plan_arguments(case), "-o", str(report), "-f", "--no-what-if"]
+    if version is not None:
+        argv += ["--report-version", str(version)]
+    log = report.with_suffix(".plan.out")
+    figures = measure([sys.executable, __file__, "--plan-child", json.dumps(argv)], timeout, log)
+    lines = log.read_text().splitlines()
+    figures["phases"] = []
+    for line in lines:
+        if line.startswith('{"phase"'):
+            figures["phases"].append(json.loads(line))
+        elif line.startswith('{"total"'):
+            total = json.loads(line)
+            figures["plan_cpu_s"], figures["plan_wall_s"] = total["cpu_s"], total["wall_s"]
+        elif (m := WROTE.match(line)) is not None:
+            figures["scope"], figures["values"], figures["steps"] = m.group(1), int(m.group(2)), int(m.group(3))
+            index = lines.index(line)
+            if index + 1 < len(lines):
+                figures["verdict"] = lines[index + 1].strip()
+    if report.exists():
+        figures["report_mb"] = report.stat().st_size / 1e6
+    return figures
+
+
+def measure_verb(verb: str, report: Path, timeout: float) -> dict:
+    args = [verb, str(report)]
+    if verb == "html":
+        page = report.with_suffix(".html")
+        args += ["-o", str(page), "-f"]
+    figures = measure(tileplan_command(*args), timeout, report.with_suffix(f".{verb}.out"))
+    if verb == "html" and report.with_suffix(".html").exists():
+        figures["page_mb"] = report.with_suffix(".html").stat().st_size / 1e6
+    if verb == "check" and "exit" in figures:
+        figures["note"] = {0: "consistent", 1: "INCONSISTENT"}.get(figures["exit"], f"exit {figures['exit']}")
+    return figures
+
+
+def cli_offers_report_version() -> bool:
+    done = subprocess.run(tileplan_command("plan", "--help"), capture_output=True, text=True, env=environment(),
+                          cwd=ROOT, timeout=120)
+    return "--report-version" in done.stdout
+
+
+#: phases timed inside `plan_program`
+INNER = ("lowering", "exact", "placement")
+
+
+def phase_text(phases: list[dict]) -> str:
+    """Phases summed by name (CPU seconds), those inside plan_program in brackets after it."""
+    totals: dict[str, float] = {}
+    for p in phases:
+        totals[p["phase"]] = totals.get(p["phase"], 0.0) + p["cpu_s"]
+    inner = ", ".join(f"{name} {totals[name]:.2f}" for name in INNER if name in totals)
+    parts = []
+    for name, seconds in totals.items():
+        if name in INNER:
             continue
-        exact = r["exact_peak_bytes"]
-        lines.append(
-            f"{r['case']}: plan time {r['plan_time_s']:.2f} s, peak RSS {r['peak_rss_mb']:.0f} MB "
-            f"(process wall {r['wall_s']:.2f} s)\n"
-            f"  phases: lowering {r['lowering_s']:.2f} s, planning {r['planning_s']:.2f} s, "
-            f"exact {r['exact_s']:.2f} s, report {r['build_report_s']:.2f} s, JSON text {r['json_text_s']:.2f} s; "
-            f"model built in {r['build_model_s']:.2f} s\n"
-            f"  {r['operations']} operations, {r['values']} values, {r['steps']} steps, largest live set "
-            f"{r['largest_live_set']}, report {r['report_mb']:.1f} MB; scope {r['scope']}, peak {exact} B exact "
-            f"/ {r['estimate_peak_bytes']} B estimate, fits {r['fits']}")
-    return "\n".join(lines)
+        parts.append(f"{name} {seconds:.2f}" + (f" ({inner})" if name == "plan_program" and inner else ""))
+    if inner and "plan_program" not in totals:
+        parts.append(inner)
+    return ", ".join(parts) or "none finished"
+
+
+def row(case: str, step: str, r: dict) -> str:
+    head = f"{case:<18} {step:<8} {r['cpu_s']:>8.2f} {r['wall_s']:>8.2f} {r['peak_rss_mb']:>8.0f}"
+    if "error" in r:
+        done = f"; phases done (CPU s): {phase_text(r['phases'])}" if r.get("phases") is not None else ""
+        return f"{head}  FAILED: {r['error']}{done}"
+    notes = []
+    if step == "plan":
+        if "plan_cpu_s" in r:
+            notes.append(f"plan {r['plan_cpu_s']:.2f} s CPU / {r['plan_wall_s']:.2f} s wall")
+        if "values" in r:
+            notes.append(f"{r['values']:,} values, {r['steps']:,} steps, scope {r['scope']}")
+        if "report_mb" in r:
+            notes.append(f"report {r['report_mb']:.1f} MB")
+    if "page_mb" in r:
+        notes.append(f"page {r['page_mb']:.1f} MB")
+    if "note" in r:
+        notes.append(r["note"])
+    return f"{head}  {'; '.join(notes)}"
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
-    p.add_argument("--values", type=int, default=43_800,
-                   help="graph values of the synthetic case (default 43800: just over 100,000 timeline values)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds before a case is stopped (default 300)")
+    p.add_argument("--cases", nargs="+", default=list(DEFAULT_CASES),
+                   help="so400m-repeat, so400m-unrolled, synthetic:N (default: so400m-repeat, synthetic:10000, "
+                        "synthetic:100000, synthetic:1000000)")
+    p.add_argument("--verbs", nargs="*", choices=VERBS, default=list(VERBS),
+                   help="what runs on each synthetic report (default: check summary html)")
+    p.add_argument("--report-version", choices=("auto", "1", "2"), default="auto",
+                   help="auto: 2 when `tileplan plan` offers --report-version, else 1")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds before a process is stopped (default 300)")
+    p.add_argument("--keep", metavar="DIR", help="write the reports and pages here and keep them")
     p.add_argument("--json", action="store_true", help="print the figures as JSON too")
-    p.add_argument("--child", choices=CASES, help=argparse.SUPPRESS)
+    p.add_argument("--plan-child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.child:
-        print(json.dumps({"figures": run_case(args.child, args.values)}))
-        return 0
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; one fresh process per case")
-    rows = []
-    for name in args.cases:
-        rows.append(measure(name, args.values, args.timeout))
-        print(render(rows[-1:]), flush=True)
+    if args.plan_child:
+        return run_plan_child(json.loads(args.plan_child))
+    for case in args.cases:
+        plan_arguments(case)  # an unknown case stops here, before anything runs
+
+    offered = cli_offers_report_version()
+    if args.report_version == "auto":
+        version: int | None = 2 if offered else None
+    else:
+        version = int(args.report_version)
+        if not offered:
+            if version == 2:
+                print("tileplan plan does not offer --report-version: cannot write version 2", file=sys.stderr)
+                return 2
+            version = None  # the CLI writes version 1 without the flag
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; one fresh process per step; "
+          f"report version {version or 1}" + (" (--report-version 2)" if version == 2 else
+                                              " (tileplan plan has no --report-version)" if not offered else ""))
+    print(f"{'case':<18} {'step':<8} {'CPU s':>8} {'wall s':>8} {'RSS MB':>8}  notes")
+    folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="plan_time."))
+    folder.mkdir(parents=True, exist_ok=True)
+    results = []
+    try:
+        for case in args.cases:
+            report = (folder / f"{case.replace(':', '-')}.json").resolve()
+            report.unlink(missing_ok=True)
+            r = measure_plan(case, report, version, args.timeout)
+            results.append({"case": case, "step": "plan", **r})
+            print(row(case, "plan", r), flush=True)
+            if "phases" in r and "error" not in r:
+                print(f"{'':<27}phases (CPU s): {phase_text(r['phases'])}", flush=True)
+            if "verdict" in r:
+                print(f"{'':<27}{r['verdict']}", flush=True)
+            if not case.startswith("synthetic:"):
+                continue
+            for verb in args.verbs:
+                if "error" in r or not report.exists():
+                    print(f"{case:<18} {verb:<8} {'-':>8} {'-':>8} {'-':>8}  skipped: no report", flush=True)
+                    continue
+                v = measure_verb(verb, report, args.timeout)
+                results.append({"case": case, "step": verb, **v})
+                print(row(case, verb, v), flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
     if args.json:
-        print(json.dumps(rows, indent=1, sort_keys=True))
+        print(json.dumps(results, indent=1, sort_keys=True))
     return 0
 
 
