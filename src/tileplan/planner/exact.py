@@ -175,15 +175,23 @@ def account(values: Sequence[Value], steps: StepTable, shards: Mapping[int, Shar
     class_vectors = matrix[:, class_tile]  # distinct vectors x classes
 
     # each group's live intervals (the union of its members')
-    group_of = {v.id: v.storage_group for v in values}
-    resident_groups = {group_of[v] for v in resident if v in group_of}
-    ids = steps.value_ids
-    member_group = np.fromiter((group_of[int(v)] for v in ids), dtype=np.int64, count=len(ids))
+    value_id = np.fromiter((v.id for v in values), dtype=np.int64, count=len(values))
+    value_group = np.fromiter((v.storage_group for v in values), dtype=np.int64, count=len(values))
+    by_id = np.argsort(value_id, kind="stable")
+    member_group = value_group[by_id][np.searchsorted(value_id[by_id], steps.value_ids)]
     g_first, g_last, g_id = merged_intervals(member_group, steps.first, steps.last)
-    kinds: dict[tuple[int, str, bool], int] = {}
-    kind_of = np.fromiter((kinds.setdefault((group_index[int(g)], group_region[int(g)], int(g) in resident_groups),
-                                            len(kinds)) for g in g_id), dtype=np.int64, count=len(g_id))
-    kind_list = list(kinds)
+    # each group's kind: (its vector, its region, resident or not), numbered in order of appearance
+    groups = np.array(sorted(group_index), dtype=np.int64)
+    resident_groups = {v.storage_group for v in values if v.id in resident}
+    group_kind = np.array([(group_index[g] * 2 + (group_region[g] == "standard")) * 2 + (g in resident_groups)
+                           for g in groups.tolist()], dtype=np.int64)
+    codes = group_kind[np.searchsorted(groups, g_id)]
+    distinct, first_seen, kind_of = np.unique(codes, return_index=True, return_inverse=True)
+    renumber = np.empty(len(distinct), dtype=np.int64)
+    renumber[np.argsort(first_seen, kind="stable")] = np.arange(len(distinct))
+    kind_of = renumber[kind_of.reshape(-1)]
+    kind_list = [(int(c) // 4, "standard" if (int(c) // 2) % 2 else "interleaved", bool(int(c) % 2))
+                 for c in distinct[np.argsort(first_seen, kind="stable")]]
     kind_vectors = class_vectors[[k for k, _, _ in kind_list]] if kind_list else np.zeros((0, len(class_tile)),
                                                                                           dtype=np.int64)
     is_std = np.array([r == "standard" for _, r, _ in kind_list], dtype=bool)

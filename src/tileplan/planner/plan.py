@@ -120,9 +120,11 @@ def build_steps(lowering: Lowering, kept: int, values: Sequence[Value], groups: 
     member_group = np.fromiter((v.storage_group for v in values), dtype=np.int64, count=len(values))
     g_first, g_last, g_ids = merged_intervals(member_group, f, e)
     drafts = lowering.steps[:kept]
-    scratch = [s.scratch_map() for s in drafts]
-    scratch_std = np.fromiter((x["standard"] for x in scratch), dtype=np.int64, count=kept)
-    scratch_inter = np.fromiter((x["interleaved"] for x in scratch), dtype=np.int64, count=kept)
+    scratch_std = np.zeros(kept, dtype=np.int64)
+    scratch_inter = np.zeros(kept, dtype=np.int64)
+    for i, s in enumerate(drafts):
+        for region, size in s.scratch:
+            (scratch_std if region == "standard" else scratch_inter)[i] += size
     std, std_known = region_usage(groups, g_first, g_last, g_ids, kept, "standard")
     inter, inter_known = region_usage(groups, g_first, g_last, g_ids, kept, "interleaved")
     texts: dict[str, int] = {}
@@ -147,7 +149,8 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     groups = storage_groups(values)
     steps = build_steps(lowering, kept, values, groups, first, last)
     peaks = find_peaks(steps, groups)
-    rows = exchange_rows(steps.operation_text(i) for i in range(len(steps)))
+    per_text = np.bincount(steps.operation, minlength=len(steps.operation_texts)).tolist()
+    rows = sum(count * exchange_rows((text,)) for text, count in zip(steps.operation_texts, per_text))
     resident = frozenset(v.id for v in values if v.resident)
     complete = all(v.id in shards for v in values)
     exact = account(values, steps, shards, machine.tile_count, set(resident)) if len(steps) and complete else None
