@@ -142,3 +142,56 @@ def test_hostile_names_render_as_text_and_run_no_script(browser, hostile_path):
         assert opened.errors == []  # not even blocked by the page's policy: nothing tried to run
     finally:
         opened.close()
+
+
+@pytest.fixture(scope="module")
+def large_page(tmp_path_factory):
+    """A synthetic chain of about 20,000 timeline values planned, written as a report
+    and turned into a page by `tileplan html`: more steps than the chart has columns."""
+    from tileplan.lowering.core import Options
+    from tileplan.lowering.policy import policy
+    from tileplan.model.machine import IPU21
+    from tileplan.model.synthetic import SyntheticConfig, build_synthetic
+    from tileplan.planner.plan import plan_program
+    from tileplan.report.build import build_report
+    from tileplan.report.format import write_report
+
+    folder = tmp_path_factory.mktemp("large")
+    report = build_report(plan_program(build_synthetic(SyntheticConfig(values=9000)), IPU21, policy("default"),
+                                       Options()))
+    path = folder / "chain.json"
+    write_report(path, report, version=2)
+    assert main(["html", str(path)]) == 0
+    return report, folder / "chain.html"
+
+
+def test_a_large_program_page_is_small_opens_and_lists_a_steps_live_values(browser, large_page):
+    report, page_path = large_page
+    n_values, n_steps = len(report.values), len(report.steps)
+    assert n_values > 20_000 and n_steps > 20_000
+    # bounded: the chart's columns and a few bytes a value (0.5 MB here; 1.0 MB at 100,000 values)
+    assert page_path.stat().st_size < 1_000_000, page_path.stat().st_size
+    values = {v.id: v for v in report.values}
+    opened = Opened(browser, page_path)
+    try:
+        page = opened.page
+        hits = page.eval_on_selector_all("#step-targets rect", "r => r.map(e => Number(e.dataset.step))")
+        assert len(hits) == 1500 and hits == sorted(hits)
+        peak = report.extra["verdict"]["regions"][-1]["step"]
+        assert page.get_attribute("body", "data-selected-step") == str(peak)  # the page opens at the peak
+        assert page.locator("#peak-marker").count() == 1
+        for step in (hits[0], hits[777], hits[-1]):
+            rows = opened.click_step(step)
+            live = report.steps[step].live
+            assert sorted(r["id"] for r in rows) == sorted(live) and rows
+            expected = sorted(live, key=lambda i: (-(values[i].bytes or 0), i))
+            assert [r["id"] for r in rows] == expected  # largest first
+            first = values[rows[0]["id"]]
+            assert rows[0]["cells"][1] == first.name and rows[0]["title"] == f"{first.bytes} B"
+            s = report.steps[step]
+            assert page.text_content("#step-title") == f"Live values at step {step}"
+            assert f"of operation {s.source} (" in page.text_content("#step-info")
+            assert f"{len(live)} values live" in page.text_content("#step-info")
+        assert opened.requests == [opened.url] and opened.errors == [] and opened.dialogs == []
+    finally:
+        opened.close()
