@@ -46,3 +46,22 @@ def test_the_default_plan_places_its_worst_tiles_at_their_lower_bounds(tmp_path,
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
     assert main(["check", str(bad)]) == 1
+
+
+def test_a_tile_with_more_buffers_than_the_limit_is_said_not_placed() -> None:
+    from tileplan.lowering.core import Options
+    from tileplan.lowering.policy import policy
+    from tileplan.model.machine import IPU21
+    from tileplan.model.synthetic import SyntheticConfig, build_synthetic
+    from tileplan.planner.placed import BUFFER_LIMIT
+    from tileplan.planner.plan import plan_program
+    from tileplan.report.build import build_report
+
+    plan = plan_program(build_synthetic(SyntheticConfig(4400)), IPU21, policy("default"), Options())
+    assert plan.verdict.fits and plan.placements == ()
+    skipped = plan.placement_skipped
+    assert skipped is not None and skipped.buffers > BUFFER_LIMIT == skipped.limit
+    extra = build_report(plan).extra
+    assert "placement" not in extra
+    assert extra["placement_skipped"]["tile"] == plan.exact.peak("total")[1]
+    assert "the verdict is by bytes" in extra["placement_skipped"]["reason"]

@@ -24,7 +24,7 @@ import numpy as np
 
 from tileplan.model.machine import Machine
 from tileplan.model.tiling import Shards
-from tileplan.model.timeline import Step, Value
+from tileplan.model.timeline import StepTable, Value
 from tileplan.placement import Buffer, Problem, place
 from tileplan.planner.exact import ExactAccounting, group_vectors
 
@@ -80,40 +80,62 @@ def tiles_to_place(exact: ExactAccounting) -> list[tuple[int, str, int]]:
     return out
 
 
-def place_tiles(values: Sequence[Value], steps: Sequence[Step], shards: Mapping[int, Shards], machine: Machine,
-                exact: ExactAccounting, exchange_bytes: int) -> tuple[TilePlacement, ...]:
+@dataclass(frozen=True, slots=True)
+class PlacementSkipped:
+    """A tile with more buffers than `BUFFER_LIMIT`: not placed (the verdict stays by
+    bytes), said so in the report rather than left out silently."""
+
+    tile: int
+    buffers: int
+    limit: int
+
+    def to_json(self) -> dict:
+        return {"tile": self.tile, "buffers": self.buffers, "limit": self.limit,
+                "reason": f"tile {self.tile} holds {self.buffers} buffers, more than the {self.limit} placed per tile "
+                          "in a plan; the verdict is by bytes (place the tile's buffers with `tileplan place`)"}
+
+
+#: buffers of one tile placed within a plan; beyond it a plan says it did not place
+BUFFER_LIMIT = 4096
+
+
+def place_tiles(values: Sequence[Value], steps: StepTable, shards: Mapping[int, Shards], machine: Machine,
+                exact: ExactAccounting, exchange_bytes: int) -> tuple[TilePlacement, ...] | PlacementSkipped:
+    """The worst tiles placed, or why not (a tile with more than `BUFFER_LIMIT` buffers)."""
     groups = group_vectors(values, shards, machine.tile_count)
+    group_of = {v.id: v.storage_group for v in values}
     first: dict[int, int] = {}
     last: dict[int, int] = {}
-    group_of = {v.id: v.storage_group for v in values}
-    for s in steps:
-        for vid in s.live:
-            g = group_of[vid]
-            first.setdefault(g, s.index)
-            last[g] = s.index
-    return tuple(_place_tile(tile, why, step, groups, first, last, steps, machine, exchange_bytes)
-                 for tile, why, step in tiles_to_place(exact))
+    for vid, a, b in zip(steps.value_ids.tolist(), steps.first.tolist(), steps.last.tolist()):
+        g = group_of[vid]
+        first[g] = min(first.get(g, a), a)
+        last[g] = max(last.get(g, b), b)
+    out = []
+    for tile, why, step in tiles_to_place(exact):
+        drafts = _tile_buffers(tile, groups, first, last, steps, exchange_bytes)
+        if len(drafts) > BUFFER_LIMIT:
+            return PlacementSkipped(tile, len(drafts), BUFFER_LIMIT)
+        out.append(place_buffers(tile, why, step, drafts, machine.budget_bytes,
+                                 machine.budget_bytes - machine.interleaved_budget_bytes))
+    return tuple(out)
 
 
-def _place_tile(tile: int, why: str, peak_step: int, groups: Mapping[int, tuple[str, np.ndarray]],
-                first: Mapping[int, int], last: Mapping[int, int], steps: Sequence[Step], machine: Machine,
-                exchange_bytes: int) -> TilePlacement:
-    capacity = machine.budget_bytes
-    floor_interleaved = machine.budget_bytes - machine.interleaved_budget_bytes
-    drafts: list[tuple[str, int | None, str, int, int, int]] = []
+def _tile_buffers(tile: int, groups: Mapping[int, tuple[str, np.ndarray]], first: Mapping[int, int],
+                  last: Mapping[int, int], steps: StepTable, exchange_bytes: int) -> list[Draft]:
+    drafts: list[Draft] = []
     for g in sorted(first):
         region, vec = groups[g]
         size = int(vec[tile])
         if size:
             drafts.append(("group", g, region, first[g], last[g] + 1, size))
-    for s in steps:
-        for region in ("standard", "interleaved"):
-            size = s.scratch.get(region, 0)
-            if size:
-                drafts.append(("scratch", None, region, s.index, s.index + 1, size))
-    if exchange_bytes and steps:
+    std, inter = steps.scratch_standard, steps.scratch_interleaved
+    for i in np.flatnonzero(std | inter).tolist():
+        for region, column in (("standard", std), ("interleaved", inter)):
+            if column[i]:
+                drafts.append(("scratch", None, region, i, i + 1, int(column[i])))
+    if exchange_bytes and len(steps):
         drafts.append(("exchange", None, "standard", 0, len(steps), exchange_bytes))
-    return place_buffers(tile, why, peak_step, drafts, capacity, floor_interleaved)
+    return drafts
 
 
 Draft = tuple[str, "int | None", str, int, int, int]

@@ -25,7 +25,7 @@ from tileplan.model.timeline import Rejection, StepTable, Value
 from tileplan.runtime import without_gc
 from tileplan.planner.exact import ExactAccounting, account, merged_intervals
 from tileplan.planner.exchange import exchange_rows
-from tileplan.planner.placed import TilePlacement, place_tiles
+from tileplan.planner.placed import PlacementSkipped, TilePlacement, place_tiles
 from tileplan.planner.usage import (
     BudgetVerdict, Peaks, StorageGroup, find_peaks, judge_budget, region_usage, storage_groups,
 )
@@ -55,6 +55,8 @@ class Plan:
     over_cap: tuple[tuple[int, str, int], ...] = ()
     #: address placements of the worst tiles (with exact accounting)
     placements: tuple[TilePlacement, ...] = ()
+    #: why the worst tiles were not placed (too many buffers), when so
+    placement_skipped: PlacementSkipped | None = None
 
     @property
     def exchange_bytes(self) -> int:
@@ -156,8 +158,9 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     exact = account(values, steps, shards, machine.tile_count, set(resident)) if len(steps) and complete else None
     verdict = judge_budget(steps, peaks, machine.budget_bytes, machine.interleaved_budget_bytes,
                            rows * machine.exchange_row_bytes, complete=scope == "program", exact=exact)
-    placements = place_tiles(values, steps, shards, machine, exact, rows * machine.exchange_row_bytes) \
+    placed = place_tiles(values, steps, shards, machine, exact, rows * machine.exchange_row_bytes) \
         if exact is not None and place and verdict.fits else ()
+    placements, skipped = (placed, None) if isinstance(placed, tuple) else ((), placed)
     rejections = tuple(Rejection(v.id, v.name, reasons[v.id]) for v in values if v.id in reasons)
     if scope != "program":
         sources = set(steps.source.tolist())
@@ -171,4 +174,4 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
         rejected_op = (index, name, reason)
     return Plan(program, machine, policy.name, options, scope, values, steps, rejections, ops,
                 rejected_op, peaks, verdict, rows, {v.id: shards[v.id] for v in values if v.id in shards}, exact,
-                resident, lowering.over_cap, placements)
+                resident, lowering.over_cap, placements, skipped)

@@ -77,6 +77,8 @@ def build_report(plan: Plan) -> Report:
                        "buffers": [[b.what, b.group, b.region, b.lower, b.upper, b.size, b.offset]
                                    for b in p.buffers]} for p in plan.placements],
             "note": PLACEMENT_TEXT}
+    if plan.placement_skipped is not None:
+        extra["placement_skipped"] = plan.placement_skipped.to_json()
     if "pipeline" in plan.program.options:  # one stage of a pipeline over several IPUs
         extra["pipeline"] = plan.program.options["pipeline"]
     exchange = plan.exchange_bytes
