@@ -23,7 +23,7 @@ from tileplan.report.views import verdict_line
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("report", help="a version-1 report (JSON)")
+    p.add_argument("report", help="a report (JSON, version 1 or 2)")
     p.add_argument("--budget", action="store_true",
                    help="also gate on the budget: exit 3 when the (consistent) report does not fit")
 

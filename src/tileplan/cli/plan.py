@@ -1,6 +1,7 @@
 """Plan a model: lower it to tile-level steps, size every value, judge the budget.
 
-Writes the version-1 report (JSON) and prints the verdict first: the worst tile,
+Writes the report (JSON: version 1, the reference's format, unless `--report-version 2`, the
+compact form for large programs) and prints the verdict first: the worst tile,
 its step and bytes against the budget (Poplar's "Out of memory on tile ..." when it
 does not fit), what is live there, and a what-if table re-planned with each knob you
 can turn. `--sweep KNOB=V1,V2` plans every combination of knobs instead (in parallel)
@@ -26,7 +27,7 @@ from tileplan.planner.request import PlanRequest
 from tileplan.planner.sweep import KNOBS, expand, run_sweep
 from tileplan.planner.whatif import what_if, what_if_json
 from tileplan.report.build import build_report
-from tileplan.report.format import Report, to_json_text
+from tileplan.report.format import VERSIONS, Report, write_report
 from tileplan.report.views import group_label, operations, precision_display, verdict_line
 
 TOP_VALUES = 10
@@ -65,6 +66,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sweep", action="append", metavar="KNOB=V1,V2",
                    help=f"plan every combination of these knobs ({', '.join(KNOBS)}); repeatable")
     p.add_argument("--fail-over-budget", action="store_true", help="exit 3 when the program does not fit")
+    p.add_argument("--report-version", type=int, choices=VERSIONS, default=1,
+                   help="1 (default: the reference's format, which every reader takes) or 2 (compact: interned "
+                        "tables and columns, for large programs; docs/report-format-v2.md)")
     p.add_argument("-o", "--output", help="report path (default: MODEL.json, or MODEL.sweep.json with --sweep)")
     p.add_argument("-f", "--force", action="store_true", help="overwrite an existing report")
 
@@ -115,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         rows = what_if(request, progress=lambda text: progress.update(text))
         report.extra["what_if"] = what_if_json(request, plan, rows)
     progress.done()
-    write_atomic(output, to_json_text(report))
+    write_report(output, report, args.report_version)
     args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not report.fits_budget else 0
     print(f"wrote {output}: scope {report.scope}, {len(report.values)} values, {len(report.steps)} steps "
           f"({request.command()})")
@@ -150,7 +154,7 @@ def run_pipeline_command(args: argparse.Namespace, request: PlanRequest) -> int:
         check_target(path, args.force)
     reports = [build_report(p) for p in pipeline.plans]
     for path, report in zip(paths, reports):
-        write_atomic(path, to_json_text(report))
+        write_report(path, report, args.report_version)
     write_atomic(fragment, json.dumps(ipu_config(pipeline, request), indent=2, sort_keys=True) + "\n")
     counts = list(pipeline.layers_per_ipu)
     verdict = "fits" if pipeline.fits else "does not fit"

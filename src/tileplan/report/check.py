@@ -29,9 +29,10 @@ from tileplan.errors import InputError, TilingError
 from tileplan.model.machine import LIMITS
 import numpy as np
 
-from tileplan.model.timeline import REGIONS, Value
+from tileplan.model.timeline import REGIONS, Step, Value
 from tileplan.report.check_exact import (
     TileAccount,
+    ValueKinds,
     TileBytes,
     account_tiles,
     exact_section,
@@ -52,11 +53,13 @@ from tileplan.report.check_timeline import (
     LiveRuns,
     StepColumns,
     Usage,
+    ValueColumns,
     first_max,
     groups,
     live_runs,
     step_columns,
     usage,
+    value_columns,
 )
 from tileplan.report.format import U64_MAX, Report
 
@@ -183,19 +186,19 @@ def check_report(report: Report) -> CheckResult:
     positions: dict[int, int] = {}
     for p, v in enumerate(values):
         positions.setdefault(v.id, p)
-    shardings, sizes, alignments = check_values(report, result, positions)
+    kinds, sizes = check_values(report, result, positions)
     cols = step_columns(report.steps)
     runs = live_runs(values, report.steps, positions)
-    check_live_sets(report, runs, result)
-    g = groups(values, runs, n_steps)
+    vc = value_columns(values)
+    g = groups(vc, runs, n_steps)
+    check_live_sets(report, runs, vc, g, result)
 
     # storage groups: one region each, sized by the largest member
-    regions_of: dict[int, set[str]] = {}
-    for v in values:
-        regions_of.setdefault(v.storage_group, set()).add(v.region)
-    mixed = sorted(k for k, rs in regions_of.items() if len(rs) > 1)
+    members = np.bincount(g.of_value, minlength=len(g.ids))
+    interleaved = np.bincount(g.of_value[vc.interleaved], minlength=len(g.ids))
+    mixed = sorted(g.ids[k] for k in np.flatnonzero((interleaved > 0) & (interleaved < members)).tolist())
     for k in mixed:
-        result.add("disagree", f"storage_group {k}", f"members span regions {sorted(regions_of[k])}")
+        result.add("disagree", f"storage_group {k}", "members span regions ['interleaved', 'standard']")
     check_scope(report.scope, report.extra, result.add)
     check_program(report.extra, result.add)
     check_operations(report.extra, cols.source, cols.execution_count, result.add)
@@ -260,14 +263,14 @@ def check_report(report: Report) -> CheckResult:
     # exact per-tile accounting, then the verdict
     account, tiles = None, None
     if "exact" in report.extra:
-        account, tiles = check_exact(report, result, shardings, alignments, g, runs, cols, group_bytes, peaks)
+        account, tiles = check_exact(report, result, kinds, g, vc, runs, cols, group_bytes, peaks)
     over = over_budget(report, derived, account, exchange)
     known = account is not None or (effective is not None and peaks.interleaved is not None)
     fits = report.scope == "program" and known and over.count == 0
     if "verdict" in report.extra:
         verdict = verdict_section(report, peaks, effective, exchange, account, over, fits)
         if account is not None and tiles is not None:
-            verdict["peak_tile"] = peak_tile(report, account, tiles, runs)
+            verdict["peak_tile"] = peak_tile(report, account, tiles, runs, cols)
         compare_json(result, "verdict", report.extra["verdict"], verdict)
     if report.fits_budget != fits:
         result.add("disagree", "fits_budget", f"reports {str(report.fits_budget).lower()}; re-derived "
@@ -424,40 +427,41 @@ def _size_findings(v: Value, found: Sharding | TilingError, rejected: bool) -> J
 
 
 def check_values(report: Report, result: CheckResult, positions: Mapping[int, int]) -> tuple[
-        dict[int, Sharding], list[int | None], dict[int, int]]:
-    """Shardings of the representable values, every value's re-derived `bytes` (None
-    when unrepresentable) and each representable value's alignment, by position.
-    Each distinct layout and shape is sharded once, each distinct combination with
-    the reported sizes judged once."""
+        ValueKinds, list[int | None]]:
+    """Every value's re-derived `bytes` (None when unrepresentable), and the kinds of
+    the representable values (`ValueKinds`: what their per-tile bytes follow from).
+    Each distinct layout and shape is sharded once, each distinct combination with the
+    reported sizes judged once."""
     rejected = {j.value: j for j in report.rejections}
-    shardings: dict[int, Sharding] = {}
     sizes: list[int | None] = []
-    alignments: dict[int, int] = {}
+    kinds = ValueKinds()
     memo: dict[tuple, Sharding | TilingError] = {}
-    judged: dict[tuple, Judged] = {}
+    judged: dict[tuple, tuple[list[tuple[str, str, str]], int | None, int]] = {}
     for i, v in enumerate(report.values):
-        key = (v.layout, v.shape)
-        found = memo.get(key)
-        if found is None:
-            try:
-                found = memo[key] = shard_layout(v.layout, v.shape)
-            except TilingError as e:
-                found = memo[key] = e
         listed = v.id in rejected
-        case = (key, v.precision, v.alignment_bytes, v.copies, v.shard_bytes, v.aligned_bytes, v.bytes, listed)
+        case = (v.layout, v.shape, v.precision, v.alignment_bytes, v.copies, v.shard_bytes, v.aligned_bytes, v.bytes,
+                listed)
         verdict = judged.get(case)
         if verdict is None:
-            verdict = judged[case] = _size_findings(v, found, listed)
-        findings, size, alignment = verdict
+            key = (v.layout, v.shape)
+            found = memo.get(key)
+            if found is None:
+                try:
+                    found = memo[key] = shard_layout(v.layout, v.shape)
+                except TilingError as e:
+                    found = memo[key] = e
+            findings, size, alignment = _size_findings(v, found, listed)
+            kind = -1 if isinstance(found, TilingError) else kinds.add(found, v, alignment)
+            verdict = judged[case] = (findings, size, kind)
+        findings, size, kind = verdict
         sizes.append(size)
         if findings:
             place = f"timeline.values[{i}] ({text(v.name)})"
-            for kind, key_, message in findings:
-                result.add(kind, f"{place}.{key_}" if key_ else place, message)
-        if isinstance(found, TilingError):
+            for what, field_, message in findings:
+                result.add(what, f"{place}.{field_}" if field_ else place, message)
+        kinds.of_value.append(kind)
+        if kind < 0:
             continue
-        shardings[i] = found
-        alignments[i] = alignment
         if listed:
             result.add("disagree", f"timeline.values[{i}] ({text(v.name)})",
                        f"listed under rejections ({text(rejected[v.id].reason)}) but its layout represents it")
@@ -475,15 +479,16 @@ def check_values(report: Report, result: CheckResult, positions: Mapping[int, in
         if j.value in listed_ids:
             result.add("disagree", f"rejections[{i}]", f"value {j.value} is listed twice")
         listed_ids.add(j.value)
-    if report.scope == "program" and len(shardings) < len(report.values):
-        result.add("disagree", "scope", f"program, but {len(report.values) - len(shardings)} values are "
+    unrepresentable = kinds.of_value.count(-1)
+    if report.scope == "program" and unrepresentable:
+        result.add("disagree", "scope", f"program, but {unrepresentable} values are "
                                         "unrepresentable (planning stops at the first operation they are live in)")
-    return shardings, sizes, alignments
+    return kinds, sizes
 
 
 # live sets ----------------------------------------------------------------------------
 
-def check_live_sets(report: Report, runs: LiveRuns, result: CheckResult) -> None:
+def check_live_sets(report: Report, runs: LiveRuns, vc: ValueColumns, g: Groups, result: CheckResult) -> None:
     """Each `live` ascending with each id once; each value live in one run of steps
     (its live range), at least one; declared tensors (role input or parameter) from
     step 0; the members of a storage group that own their data (root = id) hold it one
@@ -494,7 +499,7 @@ def check_live_sets(report: Report, runs: LiveRuns, result: CheckResult) -> None
     for vid, step in runs.strangers[:8]:
         result.add("disagree", f"timeline.steps[{step}].live", f"live value {vid} is not in timeline.values")
     first, last = runs.value_first, runs.value_last
-    odd = np.flatnonzero((runs.value_runs != 1) | np.array([v.resident for v in values], dtype=bool) & (first != 0))
+    odd = np.flatnonzero((runs.value_runs != 1) | vc.resident & (first != 0))
     for i in odd.tolist():
         v = values[i]
         place = f"timeline.values[{i}] ({text(v.name)})"
@@ -511,12 +516,11 @@ def check_live_sets(report: Report, runs: LiveRuns, result: CheckResult) -> None
                                           "expected step 0")
     members: dict[int, list[int]] = {}
     firsts, lasts = first.tolist(), last.tolist()
-    for p, v in enumerate(values):
-        if firsts[p] >= 0:
-            members.setdefault(v.storage_group, []).append(p)
-    for g, group in sorted(members.items()):
-        if len(group) < 2:
-            continue
+    live = first >= 0
+    sizes = np.bincount(g.of_value[live], minlength=len(g.ids))
+    for p in np.flatnonzero(live & (sizes[g.of_value] > 1)).tolist():
+        members.setdefault(vc.storage_group[p], []).append(p)
+    for k, group in sorted(members.items()):
         # an owner of the storage (root == id) after the first is written in place of
         # a member (an owner or a view aliasing one) whose last step is its first
         chain = sorted(group, key=lambda m: (firsts[m], lasts[m], values[m].id))
@@ -526,7 +530,7 @@ def check_live_sets(report: Report, runs: LiveRuns, result: CheckResult) -> None
             if vb.root == vb.id and firsts[b] not in ends:
                 prev = max(chain[:k], key=lambda a: (lasts[a], values[a].id))
                 vp = values[prev]
-                result.add("disagree", f"storage_group {g}",
+                result.add("disagree", f"storage_group {k}",
                            f"value {vb.id} ({text(vb.name)}) first live in step {firsts[b]}, but no earlier member "
                            f"ends there (value {vp.id} ({text(vp.name)}) last live in step {lasts[prev]}); "
                            "a value written in place starts where a member of its group ends")
@@ -585,12 +589,12 @@ def exchange_rows_of(cols: StepColumns) -> int:
 
 # exact and verdict ------------------------------------------------------------------------
 
-def check_exact(report: Report, result: CheckResult, shardings: Mapping[int, Sharding], alignments: Mapping[int, int],
-                g: Groups, runs: LiveRuns, cols: StepColumns, group_bytes: Sequence[int | None],
+def check_exact(report: Report, result: CheckResult, kinds: ValueKinds, g: Groups, vc: ValueColumns, runs: LiveRuns,
+                cols: StepColumns, group_bytes: Sequence[int | None],
                 peaks: Peaks) -> tuple[TileAccount | None, TileBytes | None]:
     """Re-derive `exact` when the report gives it; the accounting, or None when it
     cannot be derived (a finding says why)."""
-    if len(shardings) < len(report.values) or not cols.n:
+    if -1 in kinds.of_value or not cols.n:
         result.add("disagree", "exact", "given, but exact accounting needs steps and every value representable")
         return None, None
     scratch = cols.scratch["standard"] + cols.scratch["interleaved"]
@@ -599,16 +603,16 @@ def check_exact(report: Report, result: CheckResult, shardings: Mapping[int, Sha
         result.add("defect", "exact", f"not re-derived: the storage groups and scratch add up to {bound} bytes per "
                                       "tile, beyond 2^62")
         return None, None
-    tiles = TileBytes(report.values, shardings, alignments, report.tile_count)
+    tiles = TileBytes(report.values, kinds, report.tile_count)
     members: list[list[int]] = [[] for _ in g.ids]
     for p, k in enumerate(g.of_value.tolist()):
         members[k].append(p)
     resident = np.zeros(len(g.ids), dtype=bool)
-    resident[g.of_value[np.array([v.resident for v in report.values], dtype=bool)]] = True
+    resident[g.of_value[vc.resident]] = True
     account = account_tiles(tiles, members, g.region, resident, (g.pos, g.first, g.last),
                             {r: cols.scratch[r].astype(np.int64) for r in REGIONS}, cols.n)
     if account is None:
-        result.add("defect", "exact", f"not re-derived: {tiles.kinds} distinct value vectors over "
+        result.add("defect", "exact", f"not re-derived: {len(kinds.kinds)} distinct value vectors over "
                                       f"{report.tile_count} tiles are beyond check's memory bound")
         return None, None
     derived = exact_section(account, peaks.total)
@@ -754,12 +758,15 @@ def verdict_section(report: Report, peaks: Peaks, effective: int | None, exchang
     return out
 
 
-def peak_tile(report: Report, account: TileAccount, tiles: TileBytes, runs: LiveRuns) -> dict[str, Any]:
+def peak_tile(report: Report, account: TileAccount, tiles: TileBytes, runs: LiveRuns,
+              cols: StepColumns) -> dict[str, Any]:
     """`verdict.peak_tile`, each value's `class` from its layout; its `precision` is
     display text (its form is the views' business): any non-empty string passes."""
     _, _, step = account.peak("total")
     cover = (runs.first <= step) & (runs.last >= step)
-    derived = peak_tile_section(report.steps[step], runs.pos[cover].tolist(), account, tiles)
+    at = Step(step, int(cols.source[step]), cols.texts[int(cols.operation[step])], int(cols.execution_count[step]),
+              (), {r: int(cols.scratch[r][step]) for r in REGIONS}, {})  # its live set is `cover`
+    derived = peak_tile_section(at, runs.pos[cover].tolist(), account, tiles)
     by_id = {report.values[p].id: report.values[p] for p in runs.pos[cover].tolist()}
     verdict = report.extra.get("verdict")
     stated = verdict.get("peak_tile") if isinstance(verdict, dict) else None

@@ -65,47 +65,54 @@ class TileAccount:
         return int(figure[step]), int(tile[step]), step
 
 
-class TileBytes:
-    """Bytes of values and storage groups on every tile, computed on demand, once per
-    distinct (layout, shape, precision, alignment, copies)."""
+class ValueKinds:
+    """The distinct (sharding, precision, alignment, copies) of representable values:
+    per kind what its per-tile bytes follow from; per value its kind (-1 when
+    unrepresentable)."""
 
-    def __init__(self, values: Sequence[Value], shardings: Mapping[int, Sharding], alignments: Mapping[int, int],
-                 tile_count: int) -> None:
+    def __init__(self) -> None:
+        self.kinds: list[tuple[Sharding, int, int, int]] = []
+        self._index: dict[tuple, int] = {}
+        self.of_value: list[int] = []
+
+    def add(self, sharding: Sharding, v: Value, alignment: int) -> int:
+        key = (sharding.layout, v.shape, v.precision, alignment, v.copies)
+        found = self._index.get(key)
+        if found is None:
+            found = self._index[key] = len(self.kinds)
+            self.kinds.append((sharding, v.precision.bytes, alignment, v.copies))
+        return found
+
+
+class TileBytes:
+    """Bytes of values on every tile, computed on demand once per kind."""
+
+    def __init__(self, values: Sequence[Value], kinds: ValueKinds, tile_count: int) -> None:
         self.values = values
-        self.shardings = shardings  # by value position
-        self.alignments = alignments
+        self.kinds = kinds
+        self.kind_of = kinds.of_value
         self.tile_count = tile_count
-        self._kinds: dict[tuple, int] = {}
-        self.kind_of = [self._kind(p) for p in range(len(values))]
         self._vectors: dict[int, np.ndarray] = {}
 
-    def _kind(self, p: int) -> int:
-        v = self.values[p]
-        key = (v.layout, v.shape, v.precision, self.alignments.get(p, 1), v.copies)
-        return self._kinds.setdefault(key, len(self._kinds))
-
-    @property
-    def kinds(self) -> int:
-        return len(self._kinds)
-
-    def value(self, p: int) -> np.ndarray:
-        """The value at position p: its bytes on each tile."""
-        k = self.kind_of[p]
+    def kind(self, k: int) -> np.ndarray:
+        """Bytes on each tile of a value of kind k."""
         found = self._vectors.get(k)
         if found is None:
-            v = self.values[p]
-            sharding = self.shardings[p]
+            sharding, element, alignment, copies = self.kinds.kinds[k]
             tiles = tile_map(sharding.layout.tiling)
             out = np.zeros(self.tile_count, dtype=np.int64)
-            out[tiles] = sharding.shard_elements() * v.precision.bytes  # broadcast over the replicas
-            a = self.alignments[p]
-            if a > 1:
-                out = np.where(out > 0, (out + a - 1) // a * a, 0)
-            found = out * v.copies
+            out[tiles] = sharding.shard_elements() * element  # broadcast over the replicas
+            if alignment > 1:
+                out = np.where(out > 0, (out + alignment - 1) // alignment * alignment, 0)
+            found = out * copies
             if (len(self._vectors) + 1) * self.tile_count > CACHE_ELEMENTS:
                 self._vectors.clear()
             self._vectors[k] = found
         return found
+
+    def value(self, p: int) -> np.ndarray:
+        """The value at position p: its bytes on each tile."""
+        return self.kind(self.kind_of[p])
 
 
 def group_kinds(members: Sequence[Sequence[int]], tiles: TileBytes) -> tuple[np.ndarray, list[list[int]]]:
@@ -127,16 +134,13 @@ def account_tiles(tiles: TileBytes, members: Sequence[Sequence[int]], region: np
     chunks: live counts of each kind by a difference array, times the vectors. None
     when the kinds x tiles matrix would pass `MATRIX_ELEMENTS`."""
     kind_of_group, kinds = group_kinds(members, tiles)
-    first_member: dict[int, int] = {}
-    for p, k in enumerate(tiles.kind_of):
-        first_member.setdefault(k, p)
     n_tiles = tiles.tile_count
     if len(kinds) * n_tiles > MATRIX_ELEMENTS:
         return None
     matrix = np.zeros((len(kinds), n_tiles), dtype=np.int64)
     for k, value_kinds in enumerate(kinds):
         for vk in value_kinds:
-            np.maximum(matrix[k], tiles.value(first_member[vk]), out=matrix[k])
+            np.maximum(matrix[k], tiles.kind(vk), out=matrix[k])
     # tiles alike under every vector form one class; classes in the order of their lowest tile
     _, first_tile, inverse = np.unique(matrix.T, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)

@@ -104,26 +104,16 @@ def check_operations(extra: dict[str, Any], source: np.ndarray, execution_count:
         runs[src] = runs.get(src, 0) + 1
     listed: set[int] = set()
     previous = -1
+    steady: list[tuple[int, int, int, int]] = []  # (operation position, first, last, execution count)
     for i, o in enumerate(ops):
         place = f"operations[{i}]"
-        if not isinstance(o, dict):
-            add("disagree", place, f"expected an object, found {show(o)}")
-            continue
-        bad = False
-        for key, ok, expected in (
-                ("index", is_int(o.get("index")) and o["index"] >= 0, "an integer >= 0"),
-                ("origin", is_int(o.get("origin")), "an integer"),
-                ("name", isinstance(o.get("name"), str), "a string"),
-                ("kind", isinstance(o.get("kind"), str), "a string"),
-                ("execution_count", is_int(o.get("execution_count")) and o["execution_count"] >= 1,
-                 "an integer >= 1"),
-                ("steps", isinstance(o.get("steps"), list) and len(o["steps"]) == 2
-                 and all(is_int(x) for x in o["steps"]), "[first, last] step indices")):
-            if not ok:
-                add("disagree", f"{place}.{key}", f"expected {expected}, found {show(o.get(key))}")
-                bad = True
-        if bad:
-            continue
+        if not (type(o) is dict and type(o.get("index")) is int and o["index"] >= 0 and type(o.get("origin")) is int
+                and type(o.get("name")) is str and type(o.get("kind")) is str
+                and type(o.get("execution_count")) is int and o["execution_count"] >= 1
+                and type(o.get("steps")) is list and len(o["steps"]) == 2
+                and type(o["steps"][0]) is int and type(o["steps"][1]) is int):
+            if not _well_formed(o, place, add):
+                continue
         index, (first, last) = o["index"], o["steps"]
         if index <= previous:
             add("disagree", f"{place}.index", f"reports {index}; expected ascending indices, after {previous}")
@@ -133,7 +123,7 @@ def check_operations(extra: dict[str, Any], source: np.ndarray, execution_count:
         if span is None:
             add("disagree", f"{place}.steps", f"reports {show(o['steps'])}; no step has source {index}")
             continue
-        if [first, last] != span:
+        if span[0] != first or span[1] != last:
             add("disagree", f"{place}.steps", f"reports {show(o['steps'])}; the steps with source {index} run "
                                              f"from {span[0]} to {span[1]}")
             continue
@@ -142,14 +132,58 @@ def check_operations(extra: dict[str, Any], source: np.ndarray, execution_count:
             k = first + int(others[0])
             add("disagree", f"{place}.steps", f"[{first}, {last}] holds step {k} of operation "
                                              f"{int(source[k])}; an operation's steps are consecutive")
-        counts = execution_count[first:last + 1]
-        if (counts != o["execution_count"]).any():
-            wrong = sorted({int(c) for c in counts.tolist() if c != o["execution_count"]})
-            add("disagree", f"{place}.execution_count", f"reports {o['execution_count']}; its steps run "
-                                                         f"{wrong[0]} times")
+        steady.append((i, first, last, o["execution_count"]))
+    if steady:
+        # each listed operation's steps run its execution count: one comparison over the steps
+        huge = execution_count.dtype == object or max(count for *_, count in steady) >= 1 << 62
+        table = np.array(steady, dtype=object if huge else np.int64)
+        expected = np.zeros(n, dtype=table.dtype)
+        covered = np.zeros(n + 1, dtype=np.int64)
+        for (_, first, last, count) in steady if table.dtype == object else ():
+            expected[first:last + 1] = count
+        if table.dtype != object:
+            lengths = table[:, 2] - table[:, 1] + 1
+            at = np.repeat(table[:, 1], lengths) + (np.arange(int(lengths.sum()))
+                                                    - np.repeat(np.cumsum(lengths) - lengths, lengths))
+            expected[at] = np.repeat(table[:, 3], lengths)
+            np.add.at(covered, table[:, 1], 1)
+            np.add.at(covered, table[:, 2] + 1, -1)
+        wrong = np.flatnonzero((expected != execution_count) & (np.cumsum(covered[:-1]) > 0)) \
+            if table.dtype != object else np.flatnonzero(expected != execution_count)
+        starts_of = {first: (i, count) for i, first, _, count in steady}
+        reported = set()
+        for k in wrong.tolist():
+            first = spans[int(source[k])][0]
+            if first not in starts_of or first in reported:
+                continue
+            reported.add(first)
+            i, count = starts_of[first]
+            counts = sorted({int(c) for c in execution_count[first:spans[int(source[k])][1] + 1].tolist()
+                             if c != count})
+            add("disagree", f"operations[{i}].execution_count", f"reports {count}; its steps run {counts[0]} times")
     for src in sorted(set(spans) - listed):
         add("disagree", f"timeline.steps[{spans[src][0]}].source",
             f"operation {src} is not listed under operations")
+
+
+def _well_formed(o: object, place: str, add: Add) -> bool:
+    """An operation's fields typed (a finding for each that is not)."""
+    if not isinstance(o, dict):
+        add("disagree", place, f"expected an object, found {show(o)}")
+        return False
+    bad = False
+    for key, ok, expected in (
+            ("index", is_int(o.get("index")) and o["index"] >= 0, "an integer >= 0"),
+            ("origin", is_int(o.get("origin")), "an integer"),
+            ("name", isinstance(o.get("name"), str), "a string"),
+            ("kind", isinstance(o.get("kind"), str), "a string"),
+            ("execution_count", is_int(o.get("execution_count")) and o["execution_count"] >= 1, "an integer >= 1"),
+            ("steps", isinstance(o.get("steps"), list) and len(o["steps"]) == 2
+             and all(is_int(x) for x in o["steps"]), "[first, last] step indices")):
+        if not ok:
+            add("disagree", f"{place}.{key}", f"expected {expected}, found {show(o.get(key))}")
+            bad = True
+    return not bad
 
 
 _OUTCOME_INTS = ("peak", "budget", "margin", "tile", "step", "interleaved_peak")

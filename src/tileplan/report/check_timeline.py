@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -30,6 +31,27 @@ def ints(items: Sequence[int]) -> np.ndarray:
         return np.array(items, dtype=np.int64) if len(items) else np.zeros(0, dtype=np.int64)
     except OverflowError:
         return np.array(list(items), dtype=object)
+
+
+@dataclass(slots=True)
+class ValueColumns:
+    """What the passes read of every value, read off the `Value`s once: storage
+    groups, regions (each distinct layout judged once) and declared tensors."""
+
+    storage_group: list[int]
+    interleaved: np.ndarray
+    resident: np.ndarray
+
+
+def value_columns(values: Sequence[Value]) -> ValueColumns:
+    layouts = list(map(attrgetter("layout"), values))
+    interleaved: dict[int, bool] = {}
+    for layout in {id(x): x for x in layouts}.values():
+        interleaved[id(layout)] = layout.memory_class.usage_key == "interleaved"
+    return ValueColumns(list(map(attrgetter("storage_group"), values)),
+                        np.fromiter((interleaved[id(x)] for x in layouts), dtype=bool, count=len(values)),
+                        np.fromiter((r == "input" or r == "parameter" for r in map(attrgetter("role"), values)),
+                                    dtype=bool, count=len(values)))
 
 
 @dataclass(slots=True)
@@ -157,12 +179,11 @@ class Groups:
     last: np.ndarray
 
 
-def groups(values: Sequence[Value], runs: LiveRuns, n_steps: int) -> Groups:
+def groups(vc: ValueColumns, runs: LiveRuns, n_steps: int) -> Groups:
     dense: dict[int, int] = {}
-    of_value = np.array([dense.setdefault(v.storage_group, len(dense)) for v in values], dtype=np.int64)
+    of_value = np.array([dense.setdefault(x, len(dense)) for x in vc.storage_group], dtype=np.int64)
     region = np.zeros(len(dense), dtype=np.int64)
-    interleaved = np.array([v.region == "interleaved" for v in values], dtype=bool)
-    region[of_value[interleaved]] = 1
+    region[of_value[vc.interleaved]] = 1
     pos, first, last = _merge(of_value[runs.pos], runs.first, runs.last, n_steps)
     return Groups(of_value, list(dense), region, pos, first, last)
 

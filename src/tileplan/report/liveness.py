@@ -29,6 +29,8 @@ from tileplan.report.views import (
     RegionPeak,
     StepColumns,
     ValueColumns,
+    distinct_sorted,
+    first_of_runs,
     ValueRow,
     ValueRows,
     extras,
@@ -132,7 +134,7 @@ class LiveRuns(Mapping[int, tuple[int, ...]]):
         self._cols = cols
         order = np.lexsort((cols.first, cols.at))
         self._at, self._first, self._last = cols.at[order], cols.first[order], cols.last[order]
-        self._rows = np.unique(self._at)
+        self._rows = distinct_sorted(self._at)
 
     def _row(self, vid: int) -> int:
         ids = self._cols.id
@@ -249,7 +251,8 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def compute_bands(report: Report, cols: ValueColumns | None = None) -> tuple[tuple[Band, ...], np.ndarray]:
+def compute_bands(report: Report, cols: ValueColumns | None = None,
+                  ops: dict[int, dict[str, Any]] | None = None) -> tuple[tuple[Band, ...], np.ndarray]:
     """The stacked bands of every region (see the module docstring) and, per step,
     how many live values have no known size.
 
@@ -305,7 +308,7 @@ def compute_bands(report: Report, cols: ValueColumns | None = None) -> tuple[tup
     # the groups holding the most bytes over the whole run keep a band; the rest share one
     band_of = np.full(len(totals), -1, dtype=np.int64)
     specs: list[tuple[str, str, str]] = []  # (group, label, region) per band column
-    ops = operations(report)
+    ops = operations(report) if ops is None else ops
     for r, region in enumerate(REGIONS):
         mine = np.flatnonzero(present[r * n_groups:(r + 1) * n_groups])
         ranked = _ranked(mine, totals[r * n_groups + mine], cols.groups)
@@ -374,7 +377,7 @@ def chart_buckets(height: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray
     tallest = np.maximum.reduceat(height, lo)
     at = np.flatnonzero(height == np.repeat(tallest, hi - lo + 1))
     column = np.searchsorted(lo, at, side="right") - 1
-    _, first = np.unique(column, return_index=True)
+    _, first = first_of_runs(column)
     return lo, hi, at[first]
 
 
@@ -391,7 +394,7 @@ def first_in_column(mask: np.ndarray, lo: np.ndarray) -> np.ndarray:
     out = np.full(len(lo), -1, dtype=np.int64)
     at = np.flatnonzero(mask)
     column = np.searchsorted(lo, at, side="right") - 1
-    cols, first = np.unique(column, return_index=True)
+    cols, first = first_of_runs(column)
     out[cols] = at[first]
     return out
 
@@ -403,11 +406,12 @@ def live_runs(report: Report) -> LiveRuns:
     return LiveRuns(value_columns(report))
 
 
-def repeat_spans(report: Report) -> tuple[RepeatSpan, ...]:
+def repeat_spans(report: Report, ops: dict[int, dict[str, Any]] | None = None) -> tuple[RepeatSpan, ...]:
     """Step ranges of repeat blocks: consecutive operations with the same execution
     count > 1 whose steps follow one another."""
     spans: list[RepeatSpan] = []
-    for op in sorted(operations(report).values(), key=lambda o: o["steps"][0]):
+    repeated = [o for o in (operations(report) if ops is None else ops).values() if o.get("execution_count", 1) > 1]
+    for op in sorted(repeated, key=lambda o: o["steps"][0]):
         count = op.get("execution_count", 1)
         first, last = op["steps"]
         if count <= 1:
@@ -461,9 +465,9 @@ def what_if_rows(report: Report) -> tuple[WhatIfRow, ...] | None:
 def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
     steps = step_columns(report)
     cols = value_columns(report, steps)
-    bands, unknown = compute_bands(report, cols)
-    regions = region_peaks(report)
     ops = operations(report)
+    bands, unknown = compute_bands(report, cols, ops)
+    regions = region_peaks(report)
     rows = ValueRows(cols, ops)
     program = program_fields(report)
     title = dict(program).get("name", "tileplan report")
@@ -473,9 +477,9 @@ def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
         verdict=verdict_line(report), regions=regions, budget_bytes=report.budget_bytes,
         interleaved_budget_bytes=report.interleaved_budget_bytes, standard_budget_bytes=standard_budget(report),
         exchange_bytes=exchange_bytes(report), steps=step_usage(report, steps),
-        operations=tuple((i, str(o["name"])) for i, o in sorted(ops.items())), unknown=unknown,
+        operations=tuple((i, str(ops[i]["name"])) for i in sorted(ops)), unknown=unknown,
         live_runs=LiveRuns(cols), bands=bands, peak_step=regions[0].step,
-        repeats=repeat_spans(report), values=rows, top_allocations=tuple(rows[int(k)] for k in largest),
+        repeats=repeat_spans(report, ops), values=rows, top_allocations=tuple(rows[int(k)] for k in largest),
         tiles=tile_view(report), what_if=what_if_rows(report), extras=extras(report),
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections),
     )

@@ -331,6 +331,17 @@ def objects(xs: Sequence[Any] | np.ndarray) -> np.ndarray:
     return out
 
 
+def distinct_sorted(a: np.ndarray) -> np.ndarray:
+    """The distinct entries of a sorted array (np.unique without its sort or hash)."""
+    return a[np.r_[True, a[1:] != a[:-1]]] if len(a) else a
+
+
+def first_of_runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct entries, index of the first of each) of a sorted array."""
+    at = np.flatnonzero(np.r_[True, a[1:] != a[:-1]]) if len(a) else np.zeros(0, dtype=np.int64)
+    return a[at], at
+
+
 def over_intervals(n: int, first: np.ndarray, last: np.ndarray, weights: np.ndarray | int) -> np.ndarray:
     """Per step of `n`, the sum of `weights` over the intervals [first, last] that hold
     it: a difference array, then a running sum (int64, or exact objects)."""
@@ -441,7 +452,7 @@ class ValueColumns:
     def live_at(self, step: int) -> np.ndarray:
         """The rows live in `step`, in id order."""
         hit = (self.first <= step) & (step <= self.last)
-        return np.unique(self.at[hit])
+        return distinct_sorted(np.sort(self.at[hit]))
 
 
 def _rows_of(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -462,20 +473,19 @@ def value_columns(report: Report, steps: StepColumns | None = None) -> ValueColu
     from the report when not given). One pass over the values."""
     steps = step_columns(report) if steps is None else steps
     values = tuple(report.values)
-    if any(a.id > b.id for a, b in zip(values, values[1:])):
+    id_list = [v.id for v in values]
+    if any(a > b for a, b in zip(id_list, id_list[1:])):
         values = tuple(sorted(values, key=lambda v: v.id))
+        id_list = [v.id for v in values]
     n = len(values)
     region_of: dict[int, int] = {}  # id(layout) -> region index: a few layouts serve many values
+    for v in {id(v.layout): v for v in values}.values():
+        region_of[id(v.layout)] = REGION_INDEX.get(v.region, -1)
+    region = np.array([region_of[id(v.layout)] for v in values], dtype=np.int8)
     groups: dict[str, int] = {}
-    region, group = np.empty(n, dtype=np.int8), np.empty(n, dtype=np.int64)
-    for k, v in enumerate(values):
-        r = region_of.get(id(v.layout))
-        if r is None:
-            r = region_of[id(v.layout)] = REGION_INDEX.get(v.region, -1)
-        region[k] = r
-        group[k] = groups.setdefault(v.group, len(groups))
+    group = np.array([groups.setdefault(v.group, len(groups)) for v in values], dtype=np.int64)
     raw = [known(v.bytes) for v in values]
-    ids = int_column([v.id for v in values])
+    ids = int_column(id_list)
     rows = _rows_of(ids, steps.value_ids)
     keep = rows >= 0
     at, first, last = rows[keep], steps.first[keep], steps.last[keep]
