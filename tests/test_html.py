@@ -83,7 +83,7 @@ def test_hostile_names_are_text_everywhere(hostile_path):
     assert page.title.startswith(HOSTILE_PROGRAM)
     texts = read_page(text)["detail"]["texts"]  # compressed in the page: no name is readable there
     assert HOSTILE_TENSOR in texts["names"]
-    assert [HOSTILE_OPERATION] == [name for _, name in texts["operations"]]
+    assert [HOSTILE_OPERATION] == texts["operation_names"]
 
 
 def test_the_page_allows_its_own_script_and_nothing_else(f8_path):
@@ -127,7 +127,7 @@ def test_the_page_embeds_the_view_model_and_is_deterministic(f8_path):
     for row, first, length in zip(a["run_value"], a["run_first"], a["run_length"], strict=True):
         runs.setdefault(int(a["value_id"][row]), []).extend([int(first), int(first + length - 1)])
     assert runs == {vid: list(r) for vid, r in lv.live_runs.items()}
-    assert t["operations"] == [list(o) for o in lv.operations]
+    assert list(zip(t["operation_index"], t["operation_names"], strict=True)) == list(lv.operations)
     # the chart's columns: one per step here, each band's bytes at its step
     assert data["columns"] == [[i, i, i] for i in range(len(steps))]
     for band, shown in zip(lv.bands, data["bands"], strict=True):

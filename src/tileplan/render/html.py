@@ -114,27 +114,25 @@ def _detail(lv: Liveness) -> dict[str, Any]:
     arrays.add("tile", steps.tile, steps.tile >= 0)
     arrays.add("unknown", lv.unknown)
 
-    values = cols.values
-    layouts: dict[int, int] = {}
+    values, rows = cols.values, lv.values
+    # tables of the distinct layouts, shapes, precisions and roles, in order of first use
+    layouts: dict[int, int] = {}  # id(layout) -> code: a few layout objects serve many values
     layout_rows: list[tuple[str, str, str]] = []
+    for k, v in enumerate(values):
+        if id(v.layout) not in layouts:
+            row = rows[k]
+            layouts[id(v.layout)] = len(layout_rows)
+            layout_rows.append((row.layout, row.layout_text, row.region))
+    precision_of: dict[int, str] = {id(v.precision): rows.precision_text(v.precision)
+                                    for v in {id(v.precision): v for v in values}.values()}
     shapes: dict[tuple[int, ...], int] = {}
     precisions: dict[str, int] = {}
     roles = {None: 0, "input": 1, "parameter": 2, "intermediate": 3}
-    layout_code = np.empty(len(values), dtype=np.int64)
-    shape_code = np.empty(len(values), dtype=np.int64)
-    precision_code = np.empty(len(values), dtype=np.int64)
-    role_code = np.empty(len(values), dtype=np.int64)
-    rows = lv.values
-    for k, v in enumerate(values):
-        code = layouts.get(id(v.layout))
-        if code is None:
-            row = rows[k]
-            code = layouts[id(v.layout)] = len(layout_rows)
-            layout_rows.append((row.layout, row.layout_text, row.region))
-        layout_code[k] = code
-        shape_code[k] = shapes.setdefault(v.shape, len(shapes))
-        precision_code[k] = precisions.setdefault(rows.precision_text(v.precision), len(precisions))
-        role_code[k] = roles.get(v.role, 0)
+    layout_code = np.array([layouts[id(v.layout)] for v in values], dtype=np.int64)
+    shape_code = np.array([shapes.setdefault(v.shape, len(shapes)) for v in values], dtype=np.int64)
+    precision_code = np.array([precisions.setdefault(precision_of[id(v.precision)], len(precisions))
+                               for v in values], dtype=np.int64)
+    role_code = np.array([roles.get(v.role, 0) for v in values], dtype=np.int64)
     arrays.add("value_id", cols.id, delta=True)
     arrays.add("value_bytes", cols.bytes, cols.known)
     arrays.add("value_layout", layout_code)
@@ -152,7 +150,7 @@ def _detail(lv: Liveness) -> dict[str, Any]:
         "layout_regions": [r for _, _, r in layout_rows],
         "shapes": ["x".join(map(str, s)) for s in shapes], "precisions": list(precisions),
         "roles": [r for r, _ in sorted(roles.items(), key=lambda x: x[1])],
-        "operations": [list(o) for o in lv.operations],
+        "operation_index": [i for i, _ in lv.operations], "operation_names": [name for _, name in lv.operations],
     }
     text = json.dumps(texts, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return {"arrays": arrays.specs, "binary": arrays.packed(), "texts": _packed(text.encode("utf-8")),

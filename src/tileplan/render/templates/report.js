@@ -47,7 +47,7 @@
       var a = arrays(parts[0], d.arrays);
       a.texts = JSON.parse(new TextDecoder("utf-8").decode(parts[1]));
       a.opNames = {};
-      a.texts.operations.forEach(function (o) { a.opNames[o[0]] = o[1]; });
+      a.texts.operation_index.forEach(function (index, k) { a.opNames[index] = a.texts.operation_names[k]; });
       // each value's live range: the first and last step of its runs
       a.first = new Int32Array(d.values).fill(-1);
       a.last = new Int32Array(d.values).fill(-1);
