@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tileplan.errors import InputError, TilingError
 from tileplan.model.ir import Operation, Tensor, group_of
@@ -57,9 +57,9 @@ class Options:
             raise InputError(f"available memory proportion must be in (0, 1], found {p}")
 
 
-@dataclass(frozen=True, slots=True)
-class StepDraft:
-    """A step before liveness: what it reads and writes, and its scratch per region."""
+class StepDraft(NamedTuple):
+    """A step before liveness: what it reads and writes, and its scratch per region.
+    (A named tuple: a million of them are made for a million-value program.)"""
 
     source: int
     operation: str

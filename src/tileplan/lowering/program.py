@@ -177,10 +177,10 @@ def _emit(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], decl
         dies = [last.get(name) == op.index for name in op.inputs]
         key = signature(ctx, op, plans[op.index], ins, count, dies) if replay else None
         recording = recordings.get(key) if key is not None else None
+        values_before, steps_before, over_before = len(ctx.values), len(ctx.steps), len(ctx.over_cap)
         if recording is not None:
             out = recording.replay(ctx, op, ins, count)
         else:
-            values_before, steps_before, over_before = len(ctx.values), len(ctx.steps), len(ctx.over_cap)
             try:
                 out = REGISTRY[op.kind].lower(ctx, op, plans[op.index], ins, count, dies)
             except TileplanError as e:  # nothing of a failed operation stays

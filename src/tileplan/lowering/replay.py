@@ -71,31 +71,32 @@ class Recording:
 
     def replay(self, ctx: LoweringContext, op: Operation, ins: Sequence[tuple[int, ...]], count: int) -> int:
         members = [ctx.values[v] for m in ins for v in m]
-        bases = _bases(op, members)
         base = len(ctx.values)
-
-        def resolve(ref: Ref) -> int:
-            kind, k = ref
-            if kind == "new":
-                return base + k
-            m = members[k]
-            return m.id if kind == "id" else m.root if kind == "root" else m.storage_group
-
+        # every id, root and storage group a reference may name, in `Ref` order
+        ids = {"new": range(base, base + len(self.values)), "id": [m.id for m in members],
+               "root": [m.root for m in members], "sg": [m.storage_group for m in members]}
+        values, shards = ctx.values, ctx.value_shards
         for r in self.values:
-            name = f"operation {op.index} result {r.name[1]}" if r.name[0] == "ref" else bases[r.name[1]] + r.name[2]
-            vid = len(ctx.values)
-            ctx.value_shards[vid] = r.shards
-            ctx.values.append(Value(
-                vid, op.origin if r.origin is None else members[r.origin].origin, resolve(r.root), name,
+            if r.name[0] == "ref":
+                name = f"operation {op.index} result {r.name[1]}"
+            else:
+                i = r.name[1]
+                name = (op.name if i == 0 else members[i - 1].name if i <= len(members)
+                        else op.inputs[i - 1 - len(members)]) + r.name[2]
+            vid = len(values)
+            shards[vid] = r.shards
+            values.append(Value(
+                vid, op.origin if r.origin is None else members[r.origin].origin, ids[r.root[0]][r.root[1]], name,
                 group_of(name) if r.group is None else members[r.group].group, r.shape, r.precision, r.layout,
-                resolve(r.storage_group), r.shard_bytes, r.aligned_bytes, r.copies, r.bytes,
+                ids[r.storage_group[0]][r.storage_group[1]], r.shard_bytes, r.aligned_bytes, r.copies, r.bytes,
                 r.alignment_bytes, r.role))
+        steps = ctx.steps
         for text, reads, writes, scratch in self.steps:
-            ctx.steps.append(StepDraft(op.index, text, count, tuple(resolve(x) for x in reads),
-                                       tuple(resolve(x) for x in writes), scratch))
+            steps.append(StepDraft(op.index, text, count, tuple([ids[k][i] for k, i in reads]),
+                                   tuple([ids[k][i] for k, i in writes]), scratch))
         for temporary in self.over_cap:
             ctx.note_temporary(op, temporary)
-        return resolve(self.output)
+        return ids[self.output[0]][self.output[1]]
 
 
 def _bases(op: Operation, members: Sequence[Value]) -> list[str]:
@@ -107,15 +108,18 @@ def _bases(op: Operation, members: Sequence[Value]) -> list[str]:
 def signature(ctx: LoweringContext, op: Operation, plan: Any, ins: Sequence[tuple[int, ...]], count: int,
               dies: Sequence[bool]) -> Hashable | None:
     """What the lowering of `op` depends on, or None when it cannot be hashed."""
-    members = [ctx.values[v] for m in ins for v in m]
+    values = ctx.values
+    members = [values[v] for m in ins for v in m]
     declared = ctx.declared_count
-    ids = [x for m in members for x in (m.id, m.root, m.storage_group)]
     seen: dict[int, int] = {}
-    coincide = tuple(seen.setdefault(x, i) for i, x in enumerate(ids))
-    key = (op.kind, op.attrs, op.output_shape, op.output_precision, op.module, count, plan,
-           tuple(len(m) for m in ins), tuple(dies), coincide, ctx.reference_names,
-           tuple((m.layout, m.shape, m.precision, m.alignment_bytes, m.role, m.copies, m.id < declared,
-                  m.root < declared, m.storage_group < declared) for m in members))
+    coincide: list[int] = []
+    for m in members:
+        coincide += (seen.setdefault(m.id, len(seen)), seen.setdefault(m.root, len(seen)),
+                     seen.setdefault(m.storage_group, len(seen)))
+    key = (op.kind, op.attrs, op.output_shape, op.output_precision, op.module, count, id(plan),
+           tuple([len(m) for m in ins]), tuple(dies), tuple(coincide), ctx.reference_names,
+           tuple([(m.layout, m.shape, m.precision, m.alignment_bytes, m.role, m.copies, m.id < declared,
+                   m.root < declared, m.storage_group < declared) for m in members]))
     try:
         hash(key)
     except TypeError:

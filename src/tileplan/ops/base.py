@@ -122,8 +122,28 @@ def attributes(op: Operation, entry: OpDef) -> dict[str, Any]:
     return out
 
 
+#: shapes already inferred, by (kind, attributes, input shapes): a program repeats a few
+_SHAPES: dict[tuple, Shape] = {}
+_SHAPES_LIMIT = 1 << 16
+
+
 def infer_shape(op: Operation, ins: list[Shape]) -> Shape:
-    """The output shape the operator's rule gives for these input shapes."""
+    """The output shape the operator's rule gives for these input shapes (remembered
+    for each kind, attributes and input shapes: the rules are pure)."""
+    key: tuple | None = (op.kind, op.attrs, tuple(ins))
+    try:
+        known = _SHAPES.get(key)  # type: ignore[arg-type]
+    except TypeError:  # an unhashable attribute: computed each time
+        key, known = None, None
+    if known is not None:
+        return known
+    out = _infer_shape(op, ins)
+    if key is not None and len(_SHAPES) < _SHAPES_LIMIT:
+        _SHAPES[key] = out
+    return out
+
+
+def _infer_shape(op: Operation, ins: list[Shape]) -> Shape:
     entry = REGISTRY.get(op.kind)
     if entry is None:
         raise ModelError(f"unknown operator {op.kind!r}; tileplan knows {len(REGISTRY)} (see `tileplan.ops`)",
