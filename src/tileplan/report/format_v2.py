@@ -297,7 +297,7 @@ def unpack_column(r: _Reader, count: int, budget: Budget, minimum: int = 0, maxi
     if bad.any():
         i = int(np.argmax(bad))
         bounds = f"an integer in [{minimum}, {maximum}]" + (" or -1 (null)" if nullable else "")
-        raise InputError(f"entry {i}: expected {bounds}, found {int(arr[i])}", place)
+        raise InputError(f"expected {bounds}, found {int(arr[i])}", f"{place}[{i}]")
     return arr
 
 
