@@ -97,3 +97,19 @@ def test_live_sets_and_peaks_stay_bounded_as_the_program_grows(shared):
     assert large.exact.peak("total")[0] == small.exact.peak("total")[0]
     # only the exchange code grows with the program (one row per exchanging step)
     assert large.exchange_rows > 3 * small.exchange_rows
+
+
+def test_plan_skips_the_what_if_of_a_program_over_the_limit_and_says_so(tmp_path, monkeypatch) -> None:
+    import json
+
+    import tileplan.cli.plan as plan_cli
+    from tileplan.cli.main import main
+
+    monkeypatch.setattr(plan_cli, "WHAT_IF_LIMIT", 1000)
+    out = tmp_path / "s.json"
+    assert main(["plan", "synthetic:3000", "-o", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert "what_if" not in report
+    assert report["what_if_skipped"]["values"] == len(report["timeline"]["values"]) > 1000
+    assert main(["plan", "synthetic:3000", "--what-if", "-o", str(out), "-f"]) == 0
+    assert "what_if" in json.loads(out.read_text())

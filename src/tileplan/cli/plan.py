@@ -63,6 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gemm-output-packing", default="native", choices=[c.value.lower() for c in GemmOutputPacking],
                    help="native (partials on 32 KiB elements, default) or packed")
     p.add_argument("--no-what-if", action="store_true", help="skip the what-if re-plans")
+    p.add_argument("--what-if", dest="force_what_if", action="store_true",
+                   help=f"run the what-if re-plans even for a program of more than {WHAT_IF_LIMIT:,} values "
+                        "(each row re-plans the whole program)")
     p.add_argument("--sweep", action="append", metavar="KNOB=V1,V2",
                    help=f"plan every combination of these knobs ({', '.join(KNOBS)}); repeatable")
     p.add_argument("--fail-over-budget", action="store_true", help="exit 3 when the program does not fit")
@@ -104,6 +107,10 @@ def _output(args: argparse.Namespace, request: PlanRequest, suffix: str) -> Path
     return output
 
 
+#: values beyond which `plan` does not run the what-if re-plans unless asked (--what-if)
+WHAT_IF_LIMIT = 200_000
+
+
 def run(args: argparse.Namespace) -> int:
     request = request_from(args)
     if args.sweep:
@@ -115,7 +122,12 @@ def run(args: argparse.Namespace) -> int:
     progress.update(f"planning {request.command()}")
     plan = request.plan()
     report = build_report(plan)
-    if not args.no_what_if:
+    skipped = None
+    if not args.no_what_if and len(report.values) > WHAT_IF_LIMIT and not args.force_what_if:
+        skipped = (f"what-if not run: {len(report.values):,} values, more than {WHAT_IF_LIMIT:,} (each row re-plans "
+                   "the whole program); --what-if runs it")
+        report.extra["what_if_skipped"] = {"values": len(report.values), "limit": WHAT_IF_LIMIT, "reason": skipped}
+    elif not args.no_what_if:
         rows = what_if(request, progress=lambda text: progress.update(text))
         report.extra["what_if"] = what_if_json(request, plan, rows)
     progress.done()
@@ -125,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
           f"({request.command()})")
     for line in verdict_lines(report):
         print(line)
+    if skipped is not None:
+        print(skipped)
     return args.decided
 
 
