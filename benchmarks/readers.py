@@ -58,11 +58,12 @@ def make_report(values: int, folder: Path, version: int) -> Path:
 
 
 def measure(report: Path, folder: Path) -> None:
-    from tileplan.report.format import read_report
-
-    r = read_report(str(report))
-    print(f"\n{report} ({report.stat().st_size / 2**20:.1f} MB): {len(r.values):,} values, {len(r.steps):,} steps")
-    del r
+    # counted in a child: this process stays small, since a child's peak RSS starts at its parent's
+    code = ("import sys; from tileplan.report.format import read_report; r = read_report(sys.argv[1]);"
+            "print(len(r.values), len(r.steps))")
+    counts = subprocess.run([sys.executable, "-c", code, str(report)], capture_output=True, text=True, check=True)
+    values, steps = map(int, counts.stdout.split())
+    print(f"\n{report} ({report.stat().st_size / 2**20:.1f} MB): {values:,} values, {steps:,} steps")
     print(f"{'reader':<8} {'CPU s':>7} {'wall s':>7} {'peak RSS':>9} {'output':>9}")
     for verb in VERBS:
         out = folder / f"{report.stem}.{'png' if verb == 'plot' else verb}"
