@@ -113,3 +113,94 @@ def test_every_value_of_the_default_report_has_its_own_readable_name(f8_path):
     assert not any(n.startswith("operation ") for n in names)
     assert "vit.encoder.layer{i}.attention.qkv.weight [AMP copy]" in names
     assert "vit.encoder.layer{i}.attention_norm [as F8]" in names  # the norm's output converted for the AMP
+
+
+def _reference_bands(report):
+    """The bands and unknown counts by the plain per-step algorithm the columnar one
+    replaced (a step's live storage groups as a set, each at its owner's bytes)."""
+    from tileplan.report.views import group_label, operations
+
+    values = {v.id: v for v in report.values}
+    owner: dict[int, tuple] = {}
+    unknown_size = set()
+    for v in report.values:
+        size = known(v.bytes)
+        if size is None:
+            unknown_size.add(v.storage_group)
+        held = owner.get(v.storage_group)
+        if held is None or (size or 0, -v.id) > (held[2], -held[3]):
+            owner[v.storage_group] = (v.region, v.group, size or 0, v.id)
+    n = len(report.steps)
+    totals, first, unknown = {}, {}, []
+    for i, s in enumerate(report.steps):
+        unknown.append(len({vid for vid in s.live if known(values[vid].bytes) is None}))
+        for gid in {values[vid].storage_group for vid in s.live}:
+            if gid not in unknown_size:
+                region, group, size, _ = owner[gid]
+                totals[(region, group)] = totals.get((region, group), 0) + size
+                if size:
+                    first.setdefault((region, group), i)
+    ops = operations(report)
+    bands = []
+    for region in ("standard", "interleaved"):
+        ranked = sorted((g for (r, g) in totals if r == region), key=lambda g: (-totals[(region, g)], g))
+        kept = sorted(ranked[:BANDS_PER_REGION], key=lambda g: (first.get((region, g), n), -totals[(region, g)], g))
+        series = {g: [0] * n for g in kept}
+        other = [0] * n
+        for i, s in enumerate(report.steps):
+            for gid in {values[vid].storage_group for vid in s.live}:
+                r, g, size, _ = owner[gid]
+                if r == region and gid not in unknown_size:
+                    if g in series:
+                        series[g][i] += size
+                    else:
+                        other[i] += size
+        bands += [(g, group_label(g, ops), region, series[g]) for g in kept]
+        if len(ranked) > BANDS_PER_REGION:
+            bands.append((OTHER, f"{len(ranked) - BANDS_PER_REGION} other groups", region, other))
+        scratch = [s.scratch.get(region, 0) for s in report.steps]
+        if any(scratch):
+            bands.append((SCRATCH, SCRATCH, region, scratch))
+    return bands, unknown
+
+
+def test_bands_equal_the_per_step_reference_on_random_reports():
+    """Storage groups shared by values of different sizes (and live over disjoint
+    runs), unknown sizes, ties, more groups than bands: the columnar bands and unknown
+    counts equal the plain per-step algorithm's, step by step."""
+    import random
+
+    from tileplan.report.format import from_json_text
+
+    from helpers import plan, report_json
+
+    doc = report_json(plan(layers=1))
+    templates = {}
+    for v in doc["timeline"]["values"]:
+        templates.setdefault(v["class"].endswith("Standard"), v)
+    rng = random.Random(13)
+    for _ in range(150):
+        n_values, n_steps = rng.randint(1, 40), rng.randint(1, 30)
+        values, live = [], [[] for _ in range(n_steps)]
+        for i in range(n_values):
+            v = dict(templates[rng.random() < 0.6], id=i, origin=i, root=i, name=f"v{i}",
+                     group=f"g{rng.randint(0, 14)}", storage_group=rng.choice([i, i, rng.randint(0, 5)]),
+                     bytes=rng.choice([None, 0, 16, 16, 32, 48, 64]))
+            values.append(v)
+            if rng.random() < 0.85:
+                a = rng.randrange(n_steps)
+                b = rng.randrange(a, n_steps)
+                for s in range(a, b + 1):
+                    live[s].append(i)
+        steps = [{"index": s, "source": 0, "operation": "Copy", "execution_count": 1, "live": live[s],
+                  "scratch": {"standard": rng.choice([0, 0, 8]), "interleaved": rng.choice([0, 0, 24])},
+                  "usage": {"standard": 0, "interleaved": 0}} for s in range(n_steps)]
+        case = dict(doc, timeline={"values": values, "steps": steps})
+        for key in ("exact", "verdict", "operations", "what_if", "placement"):
+            case.pop(key, None)
+        report = from_json_text(json.dumps(case), "random.json")
+        lv = build_liveness(report)
+        expected, unknown = _reference_bands(report)
+        assert [(b.group, b.label, b.region, b.bytes.tolist()) for b in lv.bands] == expected
+        assert lv.unknown.tolist() == unknown
+        assert lv.live == tuple(tuple(sorted(s.live)) for s in report.steps)
