@@ -146,7 +146,7 @@ def test_hostile_names_render_as_text_and_run_no_script(browser, hostile_path):
 
 @pytest.fixture(scope="module")
 def large_page(tmp_path_factory):
-    """A synthetic chain of about 20,000 timeline values planned, written as a report
+    """A synthetic chain of about 50,000 timeline values planned, written as a report
     and turned into a page by `tileplan html`: more steps than the chart has columns."""
     from tileplan.lowering.core import Options
     from tileplan.lowering.policy import policy
@@ -157,7 +157,7 @@ def large_page(tmp_path_factory):
     from tileplan.report.format import write_report
 
     folder = tmp_path_factory.mktemp("large")
-    report = build_report(plan_program(build_synthetic(SyntheticConfig(values=9000)), IPU21, policy("default"),
+    report = build_report(plan_program(build_synthetic(SyntheticConfig(values=22000)), IPU21, policy("default"),
                                        Options()))
     path = folder / "chain.json"
     write_report(path, report, version=2)
@@ -168,8 +168,8 @@ def large_page(tmp_path_factory):
 def test_a_large_program_page_is_small_opens_and_lists_a_steps_live_values(browser, large_page):
     report, page_path = large_page
     n_values, n_steps = len(report.values), len(report.steps)
-    assert n_values > 20_000 and n_steps > 20_000
-    # bounded: the chart's columns and a few bytes a value (0.5 MB here; 1.0 MB at 100,000 values)
+    assert n_values > 50_000 and n_steps > 50_000
+    # bounded: the chart's columns and a few bytes a value (0.7 MB here; 1.0 MB at 100,000 values)
     assert page_path.stat().st_size < 1_000_000, page_path.stat().st_size
     values = {v.id: v for v in report.values}
     opened = Opened(browser, page_path)
