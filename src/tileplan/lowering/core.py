@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from sys import intern
 from typing import TYPE_CHECKING, NamedTuple
 
 from tileplan.errors import InputError, TilingError
@@ -131,7 +132,7 @@ class LoweringContext:
         root = vid if alias_of is None else self.values[alias_of].root
         sized = self.size(vid, layout, shape, precision, alignment_bytes, name)
         shard, aligned = (None, None) if sized is None else sized[1:]
-        self.values.append(Value(vid, origin, root, name, group if group is not None else group_of(name), shape,
+        self.values.append(Value(vid, origin, root, name, intern(group if group is not None else group_of(name)), shape,
                                  precision, layout, sg, shard, aligned, 1, aligned, alignment_bytes=alignment_bytes,
                                  role=role))
         return vid

@@ -26,6 +26,7 @@ plain ones on every model they plan).
 from __future__ import annotations
 
 import re
+from sys import intern
 from dataclasses import dataclass
 from typing import Any, Hashable, Sequence
 
@@ -87,7 +88,7 @@ class Recording:
             shards[vid] = r.shards
             values.append(Value(
                 vid, op.origin if r.origin is None else members[r.origin].origin, ids[r.root[0]][r.root[1]], name,
-                group_of(name) if r.group is None else members[r.group].group, r.shape, r.precision, r.layout,
+                intern(group_of(name)) if r.group is None else members[r.group].group, r.shape, r.precision, r.layout,
                 ids[r.storage_group[0]][r.storage_group[1]], r.shard_bytes, r.aligned_bytes, r.copies, r.bytes,
                 r.alignment_bytes, r.role))
         steps = ctx.steps

@@ -48,7 +48,7 @@ class Plan:
     peaks: Peaks
     verdict: BudgetVerdict
     exchange_rows: int
-    shards: dict[int, Shards]
+    shards: Mapping[int, Shards]
     exact: ExactAccounting | None
     resident: frozenset[int]
     #: products planned over the temporary-memory cap: (operation, name, bytes per tile)
@@ -173,5 +173,6 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
         name = next((o.name for o in program.operations() if o.index == index), f"operation {index}")
         rejected_op = (index, name, reason)
     return Plan(program, machine, policy.name, options, scope, values, steps, rejections, ops,
-                rejected_op, peaks, verdict, rows, {v.id: shards[v.id] for v in values if v.id in shards}, exact,
+                rejected_op, peaks, verdict, rows,
+                shards if len(shards) == len(values) else {v.id: shards[v.id] for v in values if v.id in shards}, exact,
                 resident, lowering.over_cap, placements, skipped)

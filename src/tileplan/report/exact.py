@@ -30,8 +30,8 @@ def exact_json(exact: ExactAccounting, estimate_total: int | None) -> dict:
         "peak": peaks,
         "estimate_total": estimate_total,
         "ratio_exact_to_estimate": ratio(peaks["total"]["bytes"], estimate_total),
-        "steps": np.column_stack((exact.step_tile, exact.step_total, exact.step_standard,
-                                  exact.step_interleaved)).tolist(),
+        # an int64 array of [tile, total, standard, interleaved] rows (written as JSON lists)
+        "steps": np.column_stack((exact.step_tile, exact.step_total, exact.step_standard, exact.step_interleaved)),
         "steps_columns": ["worst_tile", "total", "standard", "interleaved"],
         "tiles": {
             "peak": tile_peak.tolist(),
