@@ -265,3 +265,24 @@ def test_pack_column_falls_back_to_a_plain_list_beyond_int64():
     assert json.loads(pack_column([1, None, 2**64 - 1])) == [1, None, 2**64 - 1]
     packed = json.loads(pack_column([5, None, 7], delta=True))
     assert decode(packed) == [5, None, 7]
+
+
+def _bump_operations(column: str, row: int, by: int = 1):
+    def edit(doc: dict) -> None:
+        values = decode(doc["operations"][column])
+        values[row] += by
+        doc["operations"][column] = values
+    return edit
+
+
+@pytest.mark.parametrize("column", ["source", "execution_count"])
+def test_check_catches_a_tampered_step_column(chain, column):
+    for row in (1, len(chain.steps) // 2):
+        assert _tampered(chain, _bump("steps", column, row, 1)) == 1, (column, row)
+
+
+@pytest.mark.parametrize("column", ["first", "last", "execution_count", "index"])
+def test_check_catches_a_tampered_operations_column(chain, column):
+    n = len(chain.extra["operations"])
+    for row in (1, n // 2):
+        assert _tampered(chain, _bump_operations(column, row, 1)) in (1, 2), (column, row)
