@@ -184,16 +184,24 @@ class StepTable(Sequence[Step]):
             i += n
         if not 0 <= i < n:
             raise IndexError(f"step {i} of {n}")
-        starts, ids = self.live_index()
         return Step(i, int(self.source[i]), self.operation_texts[self.operation[i]], int(self.execution_count[i]),
-                    tuple(int(v) for v in ids[starts[i]:starts[i + 1]]),
+                    self.live_at(i),
                     {"standard": int(self.scratch_standard[i]), "interleaved": int(self.scratch_interleaved[i])},
                     {"standard": int(self.usage_standard[i]) if self.standard_known[i] else None,
                      "interleaved": int(self.usage_interleaved[i]) if self.interleaved_known[i] else None})
 
     def __iter__(self) -> Iterator[Step]:
+        self.live_index()  # every live set will be asked for: index them once
         for i in range(len(self)):
             yield self[i]
+
+    def live_at(self, i: int) -> tuple[int, ...]:
+        """The live set of step i, sorted by id: from the index when it is built, else
+        by testing every interval (one step's set without indexing them all)."""
+        if self._live is not None:
+            starts, ids = self._live
+            return tuple(ids[starts[i]:starts[i + 1]].tolist())
+        return tuple(np.sort(self.value_ids[(self.first <= i) & (self.last >= i)]).tolist())
 
     def live_index(self) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ids): the live set of step i is ids[starts[i]:starts[i + 1]],

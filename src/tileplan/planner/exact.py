@@ -16,6 +16,7 @@ vectors and O(tiles) for the sweep.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import AbstractSet, Mapping, Sequence, overload
 
@@ -283,11 +284,17 @@ def tile_values(values: Sequence[Value], shards: Mapping[int, Shards], step: Ste
                 ) -> list[tuple[Value, int]]:
     """The values live in `step` with their bytes on `tile`, largest first (ties by id).
     A storage group shows once, under its member with the most bytes there."""
-    by_id = {v.id: v for v in values}
+    by_id: dict[int, Value] | None = None  # built only if the values are not in id order
     best: dict[int, tuple[Value, int]] = {}
     for vid in step.live:
-        v = by_id[vid]
+        at = bisect_left(values, vid, key=lambda x: x.id) if by_id is None else -1
+        if 0 <= at < len(values) and values[at].id == vid:
+            v = values[at]
+        else:
+            by_id = by_id if by_id is not None else {x.id: x for x in values}
+            v = by_id[vid]
         b = int(value_tile_bytes(v, shards[vid])[tile])
         if v.storage_group not in best or b > best[v.storage_group][1]:
             best[v.storage_group] = (v, b)
     return sorted(best.values(), key=lambda vb: (-vb[1], vb[0].id))
+

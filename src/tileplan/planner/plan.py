@@ -27,7 +27,7 @@ from tileplan.planner.exact import ExactAccounting, account, merged_intervals
 from tileplan.planner.exchange import exchange_rows
 from tileplan.planner.placed import PlacementSkipped, TilePlacement, place_tiles
 from tileplan.planner.usage import (
-    BudgetVerdict, Peaks, StorageGroup, find_peaks, judge_budget, region_usage, storage_groups,
+    BudgetVerdict, GroupColumns, Peaks, find_peaks, group_columns, judge_budget, region_usage,
 )
 
 
@@ -72,28 +72,30 @@ def compute_live_ranges(lowering: Lowering) -> tuple[np.ndarray, np.ndarray]:
     come: the members of a parameter family that later iterations read (layers 1..26's
     weights, read by the same step as layer 0's) stay live to the block's last step."""
     n = len(lowering.values)
-    first = np.full(n, -1, dtype=np.int64)
+    first = np.full(n, n_steps := len(lowering.steps), dtype=np.int64)
     last = np.full(n, -1, dtype=np.int64)
-    end = len(lowering.steps) - 1
+    end = n_steps - 1
     if end < 0:
-        return first, last
+        return np.full(n, -1, dtype=np.int64), last
     first[:lowering.declared] = 0
-    block_end = np.full(len(lowering.steps), -1, dtype=np.int64)
+    steps = lowering.steps
+    writes = np.fromiter((v for s in steps for v in s.writes), dtype=np.int64)
+    write_step = np.repeat(np.arange(n_steps), [len(s.writes) for s in steps])
+    np.minimum.at(first, writes, write_step)
+    reads = np.fromiter((v for s in steps for v in s.reads), dtype=np.int64)
+    read_step = np.repeat(np.arange(n_steps), [len(s.reads) for s in steps])
+    block_end = np.full(n_steps, -1, dtype=np.int64)
     for a, b in lowering.blocks:
         block_end[a:b + 1] = b
-    later = lowering.later_members
-    for i, s in enumerate(lowering.steps):
-        for v in s.writes:
-            if first[v] < 0:
-                first[v] = i
-        span = block_end[i]
-        for v in s.reads:
-            last[v] = span if span >= 0 and v in later else i
-    for v in lowering.outputs:
-        last[v] = end
-    live = first >= 0
-    last = np.where(live, np.maximum(first, last), -1)
-    return first, last
+    later = np.zeros(n, dtype=bool)
+    later[list(lowering.later_members)] = True
+    # a read in a repeat block of a family member later iterations read lasts to the
+    # block's end (the last such assignment in step order is also the largest)
+    until = np.where((block_end[read_step] >= 0) & later[reads], block_end[read_step], read_step)
+    np.maximum.at(last, reads, until)
+    last[list(lowering.outputs)] = end
+    live = first < n_steps
+    return np.where(live, first, -1), np.where(live, np.maximum(first, last), -1)
 
 
 def find_scope(lowering: Lowering, first: np.ndarray, unsized: set[int]
@@ -112,7 +114,7 @@ def find_scope(lowering: Lowering, first: np.ndarray, unsized: set[int]
     return len(lowering.steps), "program", None
 
 
-def build_steps(lowering: Lowering, kept: int, values: Sequence[Value], groups: Mapping[int, StorageGroup],
+def build_steps(lowering: Lowering, kept: int, values: Sequence[Value], groups: GroupColumns,
                 first: np.ndarray, last: np.ndarray) -> StepTable:
     """The kept steps as columns: their usage of each region (the live storage groups,
     each once, + scratch; difference arrays over the groups' live intervals) and the
@@ -148,7 +150,7 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     kept, scope, rejected = find_scope(lowering, first, set(reasons))
     in_report = np.flatnonzero((first >= 0) & (first < kept))
     values = tuple(lowering.values[v] for v in in_report.tolist())
-    groups = storage_groups(values)
+    groups = group_columns(values)
     steps = build_steps(lowering, kept, values, groups, first, last)
     peaks = find_peaks(steps, groups)
     per_text = np.bincount(steps.operation, minlength=len(steps.operation_texts)).tolist()

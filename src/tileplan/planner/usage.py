@@ -8,7 +8,7 @@ the steps over budget by numpy reductions over the steps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -18,55 +18,55 @@ if TYPE_CHECKING:
     from tileplan.planner.exact import ExactAccounting
 
 @dataclass(frozen=True, slots=True)
-class StorageGroup:
-    """One allocation: its region and size (the largest member's `bytes`; None if a
-    member's size is unknown)."""
+class GroupColumns:
+    """The storage groups as columns, by group id (ascending): whether each is in the
+    standard region, its bytes (the largest member's; meaningful where `sized`)."""
 
-    id: int
-    region: str
-    bytes: int | None
-    members: tuple[int, ...]
+    ids: np.ndarray
+    standard: np.ndarray
+    bytes: np.ndarray
+    sized: np.ndarray
 
-
-def storage_groups(values: Iterable[Value]) -> dict[int, StorageGroup]:
-    """Group values by `storage_group`. Members must share a region."""
-    members: dict[int, list[Value]] = {}
-    for v in values:
-        m = members.get(v.storage_group)
-        if m is None:
-            members[v.storage_group] = [v]
-        else:
-            m.append(v)
-    groups = {}
-    for gid in sorted(members):
-        vs = members[gid]
-        if len(vs) == 1:
-            v = vs[0]
-            groups[gid] = StorageGroup(gid, v.region, v.bytes, (v.id,))
-            continue
-        regions = {v.region for v in vs}
-        assert len(regions) == 1, f"storage group {gid} spans regions {sorted(regions)}"
-        sizes = [v.bytes for v in vs if v.bytes is not None]
-        size = max(sizes) if len(sizes) == len(vs) else None
-        groups[gid] = StorageGroup(gid, regions.pop(), size, tuple(v.id for v in vs))
-    return groups
+    def positions(self, group_ids: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.ids, group_ids)
 
 
-def region_usage(groups: Mapping[int, StorageGroup], group_first: np.ndarray, group_last: np.ndarray,
+def group_columns(values: Sequence[Value]) -> GroupColumns:
+    """The storage groups of `values` (values sharing a `storage_group`; sized by the
+    largest member), as columns. Members must share a region."""
+    n = len(values)
+    sg = np.fromiter((v.storage_group for v in values), dtype=np.int64, count=n)
+    std = np.fromiter((v.region == "standard" for v in values), dtype=bool, count=n)
+    size = np.fromiter((v.bytes if v.bytes is not None else -1 for v in values), dtype=np.int64, count=n)
+    ids, where = np.unique(sg, return_inverse=True)
+    where = where.reshape(-1)
+    std_any = np.zeros(len(ids), dtype=bool)
+    std_all = np.ones(len(ids), dtype=bool)
+    np.logical_or.at(std_any, where, std)
+    np.logical_and.at(std_all, where, std)
+    assert (std_any == std_all).all(), f"storage group {int(ids[np.argmax(std_any != std_all)])} spans regions"
+    biggest = np.zeros(len(ids), dtype=np.int64)
+    np.maximum.at(biggest, where, size)
+    sized = np.ones(len(ids), dtype=bool)
+    np.logical_and.at(sized, where, size >= 0)
+    return GroupColumns(ids, std_all, np.where(sized, biggest, 0), sized)
+
+
+def region_usage(groups: GroupColumns, group_first: np.ndarray, group_last: np.ndarray,
                  group_ids: np.ndarray, steps: int, region: str) -> tuple[np.ndarray, np.ndarray]:
     """(usage, known) of one region in each step from its storage groups' live
     intervals (a difference array): the sum of the live groups' bytes, each once, and
     whether every live group's size is known. Scratch not included."""
     total = np.zeros(steps + 1, dtype=np.int64)
     unknown = np.zeros(steps + 1, dtype=np.int64)
-    mine = np.fromiter((groups[int(g)].region == region for g in group_ids), dtype=bool, count=len(group_ids))
-    sizes = np.fromiter((groups[int(g)].bytes or 0 for g in group_ids), dtype=np.int64, count=len(group_ids))
-    unsized = np.fromiter((groups[int(g)].bytes is None for g in group_ids), dtype=bool, count=len(group_ids))
+    at = groups.positions(group_ids)
+    mine = groups.standard[at] == (region == "standard")
     f, lp = group_first[mine], group_last[mine] + 1
-    np.add.at(total, f, sizes[mine])
-    np.add.at(total, lp, -sizes[mine])
-    np.add.at(unknown, f[unsized[mine]], 1)
-    np.add.at(unknown, lp[unsized[mine]], -1)
+    sizes, unsized = groups.bytes[at][mine], ~groups.sized[at][mine]
+    np.add.at(total, f, sizes)
+    np.add.at(total, lp, -sizes)
+    np.add.at(unknown, f[unsized], 1)
+    np.add.at(unknown, lp[unsized], -1)
     return np.cumsum(total)[:steps], np.cumsum(unknown)[:steps] == 0
 
 
@@ -84,7 +84,7 @@ class Peaks:
     maximum_standard_allocation: int | None
 
 
-def find_peaks(steps: StepTable, groups: Mapping[int, StorageGroup]) -> Peaks:
+def find_peaks(steps: StepTable, groups: GroupColumns) -> Peaks:
     """Peaks of each region and of their sum, each with the first step reaching it;
     None where some step's usage of it is unknown."""
     def peak(series: np.ndarray, known: np.ndarray) -> tuple[int | None, int | None]:
@@ -95,9 +95,8 @@ def find_peaks(steps: StepTable, groups: Mapping[int, StorageGroup]) -> Peaks:
 
     std, inter = steps.usage_standard, steps.usage_interleaved
     sk, ik = steps.standard_known, steps.interleaved_known
-    std_sizes = [g.bytes for g in groups.values() if g.region == "standard"]
-    known = [b for b in std_sizes if b is not None]
-    max_alloc = None if len(known) != len(std_sizes) else max(known, default=0)
+    std_groups = groups.standard
+    max_alloc = None if not groups.sized[std_groups].all() else int(groups.bytes[std_groups].max(initial=0))
     (ps, ss), (pi, si), (pt, st) = peak(std, sk), peak(inter, ik), peak(std + inter, sk & ik)
     return Peaks(ps, pi, pt, ss, si, st, max_alloc)
 
