@@ -168,12 +168,16 @@ def _emit(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], decl
           last: dict[str, int], infos: list[OperationInfo], spans: dict[int, list[int]], replay: bool
           ) -> tuple[list[OperationInfo], tuple[int, str] | None]:
     recordings: dict[Hashable, Recording | None] = {}
+    binding = ctx.binding
     for op, count, block in _schedule(program):
         if op.index not in plans:
             return infos, None
-        ins = [tuple(v for m in _members(name, block, declared) for v in ctx.binding[m]) for name in op.inputs]
-        for members in ins:
-            ctx.later_members.update(members[1:])
+        if block is None:
+            ins = [binding[name] for name in op.inputs]
+        else:
+            ins = [tuple(v for m in _members(name, block, declared) for v in binding[m]) for name in op.inputs]
+            for members in ins:
+                ctx.later_members.update(members[1:])
         dies = [last.get(name) == op.index for name in op.inputs]
         key = signature(ctx, op, plans[op.index], ins, count, dies) if replay else None
         recording = recordings.get(key) if key is not None else None
