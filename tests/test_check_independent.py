@@ -338,7 +338,7 @@ def _tiny_report(tile_count: int, stride: str = "None", shape: tuple[int, ...] |
     """`_tiny(4)` read, then given a layout and shape the reader might refuse: check
     must stand on its own whatever reaches it."""
     report = from_json_text(json.dumps(_tiny(4)))
-    value = dataclasses.replace(report.values[0], layout=Layout.from_text(LINEAR.format(t=tile_count, stride=stride)),
+    value = report.values[0]._replace(layout=Layout.from_text(LINEAR.format(t=tile_count, stride=stride)),
                                 shape=shape or (tile_count,))
     return dataclasses.replace(report, tile_count=tile_count, values=(value,))
 
@@ -393,7 +393,7 @@ def test_the_check_verb_imports_nothing_that_plans():
 
 def test_findings_are_one_printable_line_whatever_the_names():
     report = from_json_text(json.dumps(_tiny(4)))
-    value = dataclasses.replace(report.values[0], name="a\nb\udc80" + "x" * 500, shard_bytes=3)
+    value = report.values[0]._replace(name="a\nb\udc80" + "x" * 500, shard_bytes=3)
     result = check_report(dataclasses.replace(report, values=(value,)))
     texts = [f.to_text() for f in result.findings]
     assert texts and all("\n" not in t and len(t) < 400 for t in texts), texts
