@@ -2,7 +2,9 @@
 
 import base64
 import hashlib
+import html
 import json
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -48,8 +50,8 @@ class Page(HTMLParser):
                 self.scripts.append((self._attrs, text))
             elif tag == "td":
                 self.cells.append(text)
-            else:
-                self.title = text
+            else:  # the document's own, in <head>: an inline SVG's titles come later
+                self.title = self.title or text
 
     def handle_data(self, data):
         if self._in:
@@ -193,3 +195,30 @@ def test_default_output_names(name, expected):
     from tileplan.ioutil import derived_path
 
     assert str(derived_path(name, ".html")) == expected
+
+
+def test_the_worst_placed_tile_has_an_address_map_named_by_storage_group(f8_path, hostile_path):
+    report = read_back(f8_path)
+    lv = build_liveness(report)
+    tile = report.extra["placement"]["tiles"][0]
+    assert lv.placed_tile == tile
+    # each storage group placed is named after its largest member (ties: the lowest id)
+    groups = {b[1] for b in tile["buffers"] if b[0] == "group"}
+    assert set(lv.placed_names) == groups
+    for g in groups:
+        members = [v for v in report.values if v.storage_group == g]
+        assert lv.placed_names[g] == min(members, key=lambda v: (-(v.bytes or 0), v.id)).name
+    text = render_html(lv)
+    section = text[text.index('<section id="address-map">'):]
+    section = section[:section.index("</section>")]
+    assert f"Address map of the worst tile <small>tile {tile['tile']}:" in section
+    assert section.count('<rect class="buffer"') == len(tile["buffers"])
+    biggest = max(tile["buffers"], key=lambda b: b[5])
+    hover = [html.unescape(t) for t in re.findall(r"<title>(.*?)</title>", section, re.S)]
+    assert any(t.startswith(lv.placed_names[biggest[1]] + "\n") for t in hover)  # hover text names its group
+    # names stay text there too, and a report without placement has no section
+    hostile = render_html(build_liveness(read_back(hostile_path)))
+    assert '<section id="address-map">' in hostile and HOSTILE_TENSOR not in hostile
+    del report.extra["placement"]
+    lv = build_liveness(report)
+    assert lv.placed_tile is None and '<section id="address-map">' not in render_html(lv)

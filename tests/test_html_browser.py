@@ -113,6 +113,8 @@ def test_clicking_the_peak_step_lists_its_live_values_offline(browser, so400m_pa
         assert page.locator("#histogram rect").count() == len(doc["exact"]["histogram"]["counts"])
         assert page.locator("#what-if-table tbody tr").count() == 1 + len(doc["what_if"]["rows"])
         assert page.text_content("#verdict").startswith(f"Fits: worst tile {worst_tile} at step {peak}")
+        placed = doc["placement"]["tiles"][0]  # the worst tile's address map, drawn inline
+        assert page.locator("#address-map svg rect.buffer").count() == len(placed["buffers"])
         # a tile of the heat map selects the step of its peak
         page.click(f"#heatmap-svg rect[data-tile='{worst_tile}']")
         assert page.get_attribute("body", "data-selected-step") == str(doc["exact"]["tiles"]["peak_step"][worst_tile])

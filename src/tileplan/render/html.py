@@ -33,6 +33,7 @@ import numpy as np
 
 from tileplan import __version__
 from tileplan.render import human_bytes
+from tileplan.render.address_map import address_map_svg
 from tileplan.report.liveness import Liveness, chart_buckets, column_max, first_in_column, step_heights
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -243,6 +244,8 @@ def render_html(lv: Liveness) -> str:
     """The whole page. Same view model, same bytes."""
     script = _asset("report.js")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    address_map = None if lv.placed_tile is None else address_map_svg(
+        lv.placed_tile, lv.placed_names or {}, boundary=lv.standard_budget_bytes)
     return environment().get_template("report.html.j2").render(
         lv=lv, notes=REGION_NOTES, version=__version__, style=_asset("report.css"), script=script,
-        script_hash=f"sha256-{digest}", data_json=embed_json(page_data(lv)))
+        script_hash=f"sha256-{digest}", data_json=embed_json(page_data(lv)), address_map=address_map)

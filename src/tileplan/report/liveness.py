@@ -26,6 +26,7 @@ from tileplan.report.format import Report
 from tileplan.report.summary import StepUsages, program_fields, step_usage
 from tileplan.report.views import (
     Extras,
+    SAFE_INT,
     RegionPeak,
     StepColumns,
     ValueColumns,
@@ -194,6 +195,10 @@ class Liveness:
     what_if: tuple[WhatIfRow, ...] | None
     rejections: tuple[tuple[int, str, str], ...]
     extras: Extras | None = None
+    #: the report's worst placed tile (`placement.tiles[0]`, as written) and the names of
+    #: the storage groups it places (each after its largest member); None without placement
+    placed_tile: dict[str, Any] | None = None
+    placed_names: dict[int, str] | None = None
 
     @property
     def columns(self) -> ValueColumns:
@@ -462,6 +467,32 @@ def what_if_rows(report: Report) -> tuple[WhatIfRow, ...] | None:
                  for r in rows)
 
 
+def worst_placed_tile(report: Report, cols: ValueColumns) -> tuple[dict[str, Any] | None, dict[int, str] | None]:
+    """The first tile of the report's `placement` section (its worst) and a name for
+    each storage group among its buffers: the group's largest member (ties: the
+    lowest id). (None, None) without a placement section or tiles."""
+    section = report.extra.get("placement")
+    tiles = section.get("tiles") if isinstance(section, dict) else None
+    if not isinstance(tiles, list) or not tiles or not isinstance(tiles[0], dict):
+        return None, None
+    tile = tiles[0]
+    buffers = tile.get("buffers")
+    wanted = {b[1] for b in buffers if isinstance(b, list) and len(b) > 1 and type(b[1]) is int} \
+        if isinstance(buffers, list) else set()
+    sg = cols.storage_group
+    if sg.dtype == object:
+        rows = [k for k, g in enumerate(sg.tolist()) if g in wanted]
+    else:
+        small = np.array([g for g in wanted if abs(g) < SAFE_INT], dtype=np.int64)
+        rows = np.flatnonzero(np.isin(sg, small)).tolist() if len(small) else []
+    best: dict[int, tuple[tuple[int, int], str]] = {}
+    for k in rows:  # rows are in id order: the first of the largest is the lowest id
+        g, key = int(sg[k]), (-int(cols.bytes[k]), k)
+        if g not in best or key < best[g][0]:
+            best[g] = (key, cols.values[k].name)
+    return tile, {g: name for g, (_, name) in sorted(best.items())}
+
+
 def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
     steps = step_columns(report)
     cols = value_columns(report, steps)
@@ -472,6 +503,7 @@ def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
     program = program_fields(report)
     title = dict(program).get("name", "tileplan report")
     largest = largest_rows(cols, np.arange(len(cols), dtype=np.int64), top)
+    placed_tile, placed_names = worst_placed_tile(report, cols)
     return Liveness(
         title=title, program=program, scope=report.scope, fits=report.fits_budget, judged_on=judged_on(report),
         verdict=verdict_line(report), regions=regions, budget_bytes=report.budget_bytes,
@@ -482,4 +514,5 @@ def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
         repeats=repeat_spans(report, ops), values=rows, top_allocations=tuple(rows[int(k)] for k in largest),
         tiles=tile_view(report), what_if=what_if_rows(report), extras=extras(report),
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections),
+        placed_tile=placed_tile, placed_names=placed_names,
     )
