@@ -72,10 +72,13 @@ def pack_column(values: Any, delta: bool = False) -> str:
     if isinstance(values, np.ndarray):
         arr = values.astype(np.int64, copy=False)
     else:
-        items = list(values)
-        if any(x is not None and not -1 <= x <= INT64_MAX for x in items):
+        items = values if isinstance(values, list) else list(values)
+        try:
+            arr = np.fromiter((-1 if x is None else x for x in items), dtype=np.int64, count=len(items))
+        except (OverflowError, TypeError):
             return _dumps(items)
-        arr = np.array([-1 if x is None else x for x in items], dtype=np.int64)
+        if len(arr) and int(arr.min()) < -1:
+            return _dumps(items)
     n = len(arr)
     if delta and n and (int(arr.max()) > INT64_MAX // 2 or int(arr.min()) < -1):
         delta = False  # a difference could wrap
@@ -109,21 +112,34 @@ def _value_columns(values: Sequence[Value], steps: StepTable, tables: dict[str, 
     if len(steps.value_ids) != n:
         raise InputError(f"the steps' live intervals name {len(steps.value_ids)} values, the timeline has {n}")
 
-    def intern(table: str, key: Any) -> int:
+    def interned(table: str, keys: Iterator[Any]) -> list[int]:
         t = tables[table]
-        return t.setdefault(key, len(t))
+        out = []
+        for key in keys:
+            k = t.get(key)
+            if k is None:
+                k = t[key] = len(t)
+            out.append(k)
+        return out
 
     yield f'"name":{_dumps([v.name for v in values])}'
     yield f'"id":{pack_column(ids, delta=True)}'
-    for key in ("origin", "root", "storage_group"):
-        yield f'"{key}":{pack_column([getattr(v, key) for v in values], delta=True)}'
-    yield f'"group":{pack_column([intern("groups", v.group) for v in values])}'
-    yield f'"shape":{pack_column([intern("shapes", v.shape) for v in values])}'
-    yield f'"precision":{pack_column([intern("precisions", v.precision) for v in values])}'
-    yield f'"layout":{pack_column([intern("layouts", v.layout) for v in values])}'
-    for key in ("shard_bytes", "aligned_bytes", "copies", "bytes", "alignment_bytes"):
-        yield f'"{key}":{pack_column([getattr(v, key) for v in values])}'
-    yield f'"role":{pack_column([None if v.role is None else intern("roles", v.role) for v in values])}'
+    yield f'"origin":{pack_column([v.origin for v in values], delta=True)}'
+    yield f'"root":{pack_column([v.root for v in values], delta=True)}'
+    yield f'"storage_group":{pack_column([v.storage_group for v in values], delta=True)}'
+    yield f'"group":{pack_column(interned("groups", (v.group for v in values)))}'
+    yield f'"shape":{pack_column(interned("shapes", (v.shape for v in values)))}'
+    yield f'"precision":{pack_column(interned("precisions", (v.precision for v in values)))}'
+    yield f'"layout":{pack_column(interned("layouts", (v.layout for v in values)))}'
+    yield f'"shard_bytes":{pack_column([v.shard_bytes for v in values])}'
+    yield f'"aligned_bytes":{pack_column([v.aligned_bytes for v in values])}'
+    yield f'"copies":{pack_column([v.copies for v in values])}'
+    yield f'"bytes":{pack_column([v.bytes for v in values])}'
+    yield f'"alignment_bytes":{pack_column([v.alignment_bytes for v in values])}'
+    roles = [v.role for v in values]
+    codes = interned("roles", (r for r in roles if r is not None))
+    it = iter(codes)
+    yield f'"role":{pack_column([None if r is None else next(it) for r in roles])}'
     yield f'"first":{pack_column(first, delta=True)}'
     yield f'"last":{pack_column(last, delta=True)}'
 
