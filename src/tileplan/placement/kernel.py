@@ -32,7 +32,7 @@ from tileplan.placement.problem import VALUE_LIMIT
 def _load_numba() -> Any:
     try:
         return importlib.import_module("numba")
-    except ImportError:  # the numpy search does all the work
+    except Exception:  # missing or broken (say, built for another numpy): the numpy search does all the work
         return None
 
 
@@ -59,7 +59,14 @@ PAUSED, GROW = 2, 3
 
 
 def _jit(function: Callable[..., Any]) -> Callable[..., Any]:
-    return numba.njit(cache=True)(function) if COMPILED else function
+    """numba's compiled `function`, cached on disk where numba finds a writable place
+    (beside this file, else its user cache), compiled anew in each process where not."""
+    if not COMPILED:
+        return function
+    try:
+        return numba.njit(cache=True)(function)
+    except RuntimeError:  # "no locator available": nowhere to cache
+        return numba.njit(function)
 
 
 @_jit

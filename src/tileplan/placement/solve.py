@@ -5,8 +5,10 @@ above the capacity or the lower bound, all under one time limit.
 Passes, in order: `lower_bound`, `run_greedy` (every single-pass member, the lowest
 height wins, ties to the earlier member), `_improve` (for problems the exact search
 accepts, when the best is above the bound: search at the capacity if the best is over
-it, then at the lower bound, then bisect between the proven bounds; the first search
-that runs out of nodes or time ends it). Each attempt is kept in the result.
+it, then at the lower bound, then bisect; with a node limit the first search that
+runs out of nodes ends it, without one the searches below the capacity get
+DESCENT_NODES each and the bisection goes on above any that ran out). Each attempt
+is kept in the result.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tileplan.placement.problem import VALUE_LIMIT, Columns, Problem, lower_boun
 from tileplan.placement.search import search, searchable
 
 DEFAULT_TIME_LIMIT = 60.0
+DESCENT_NODES = 500_000  # each search below the capacity when `place` has no node limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,24 +137,31 @@ def _improve(sub: Columns, positive: np.ndarray, capacity: int, bound: int, heig
              attempts: list[Attempt]) -> tuple[np.ndarray, int, str, bool]:
     """Exact searches on the buffers of positive size: first at the capacity (when
     the best is over it and the bound allows), then at the lower bound, then bisecting
-    between the proven bounds. Stops at the first search that runs out of nodes or time.
+    between the bounds. With a `node_limit`, every search gets it and the first one cut
+    short ends the run. Without one, the search at the capacity runs until found,
+    proven or the deadline; those below it get DESCENT_NODES each, and one cut short
+    raises the floor of the bisection above its target instead of ending the run (a
+    descent: on MiniMalloc's D, 6.3 % over the bound at the capacity, then about 4 %).
     Returns (offsets, proven lower bound, method, whether the offsets keep the ceilings)."""
     kept = height < VALUE_LIMIT
     if not kept:  # any placement that keeps the ceilings is below the highest one (or the greedy stack)
         stack = int(sub.size.sum() + sub.floor.max() + sub.alignment.max())
         height = int(np.where(sub.ceiling < VALUE_LIMIT, sub.ceiling, stack).max()) + 1
     low, high = bound, height  # a placement of height `high` is known; none below `low` exists
+    floor = low  # the lowest target worth a search (none below `low`; no retry at or below a cut-short one)
     targets = [capacity] if high > capacity >= low else []
     tried_low = False
-    while low < high and time.perf_counter() < deadline:
+    while floor < high and time.perf_counter() < deadline:
+        descent = not targets
         if targets:
             target = targets.pop()
         elif not tried_low:
-            target, tried_low = low, True
+            target, tried_low = floor, True
         else:
-            target = (low + high - 1) // 2
+            target = (floor + high - 1) // 2
+        allowed = DESCENT_NODES if node_limit is None and descent else node_limit
         start = time.perf_counter()
-        outcome = search(sub, target, deadline, node_limit)
+        outcome = search(sub, target, deadline, allowed)
         found_height = None
         if outcome.offsets is not None:
             found_height = _height(sub, np.array(outcome.offsets, dtype=np.int64))
@@ -160,10 +170,13 @@ def _improve(sub: Columns, positive: np.ndarray, capacity: int, bound: int, heig
             method, high, kept = "exact search", found_height, True
         elif outcome.infeasible:
             low = target + 1
+            floor = max(floor, low)
         attempts.append(Attempt("exact search", found_height, target, outcome.infeasible, outcome.nodes,
                                 time.perf_counter() - start))
-        if outcome.offsets is None and not outcome.infeasible:
-            break  # out of nodes or time
+        if outcome.offsets is None and not outcome.infeasible:  # out of nodes or time
+            if node_limit is not None or not descent:
+                break
+            floor = target + 1
     if not kept and low >= high:  # proven: no placement keeps the ceilings at any height
         low = max(low, capacity + 1)
     return best, low, method, kept
