@@ -79,12 +79,12 @@ def plan_operations(ctx: LoweringContext, program: Program) -> tuple[dict[int, O
     memo: dict[Hashable, tuple[OpPlan, tuple[int, ...]]] = {}
     names = set(declared)
     for op, _, block in _schedule(program):
-        infos = []
+        raw = []
         for name in op.inputs:
-            first = _members(name, block, names)[0]
+            first = name if block is None else _members(name, block, names)[0]
             shape, precision = shapes[first]
-            infos.append(InputInfo(shape, precision, layouts.get(name), first in declared))
-        key = (op.kind, op.attrs, op.output_shape, op.output_precision, op.module, tuple(infos))
+            raw.append((shape, precision, layouts.get(name), first in declared))
+        key = (op.kind, op.attrs, op.output_shape, op.output_precision, op.module, tuple(raw))
         known = memo.get(key)
         if known is not None:
             plan, temporaries = known
@@ -93,7 +93,7 @@ def plan_operations(ctx: LoweringContext, program: Program) -> tuple[dict[int, O
         else:
             before = len(ctx.over_cap)
             try:
-                plan = REGISTRY[op.kind].plan(ctx, op, infos)
+                plan = REGISTRY[op.kind].plan(ctx, op, [InputInfo(*r) for r in raw])
             except PlanningError as e:
                 return plans, (op.index, str(e))
             memo[key] = (plan, tuple(t for _, _, t in ctx.over_cap[before:]))

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 from sys import intern
-from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Iterator, Sequence
 
 from tileplan.lowering.core import LoweringContext, StepDraft
 from tileplan.model.ir import Operation, group_of
@@ -69,35 +69,73 @@ class Recording:
     steps: tuple[tuple[str, tuple[Ref, ...], tuple[Ref, ...], tuple[tuple[str, int], ...]], ...]
     over_cap: tuple[int, ...]
     output: Ref
+    #: the same, compiled for `replay`: each reference an index into the table of ids
+    #: [new values..., inputs' ids..., inputs' roots..., inputs' storage groups...]
+    _compiled: tuple = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        k = len(self.values)
+        members = max((r[1] + 1 for r in self._refs() if r[0] != "new"), default=0)
+
+        def at(ref: Ref) -> int:
+            kind, i = ref
+            return i if kind == "new" else k + {"id": 0, "root": 1, "sg": 2}[kind] * members + i
+
+        values = tuple((r.name, r.origin, at(r.root), r.group, at(r.storage_group),
+                        (r.shape, r.precision, r.layout), (r.shard_bytes, r.aligned_bytes, r.copies, r.bytes,
+                                                           r.alignment_bytes, r.role), r.shards) for r in self.values)
+        steps = tuple((text, tuple(at(x) for x in reads), tuple(at(x) for x in writes), scratch)
+                      for text, reads, writes, scratch in self.steps)
+        object.__setattr__(self, "_compiled", (k, members, values, steps, at(self.output)))
+
+    def _refs(self) -> Iterator[Ref]:
+        for r in self.values:
+            yield r.root
+            yield r.storage_group
+        for _, reads, writes, _ in self.steps:
+            yield from reads
+            yield from writes
+        yield self.output
 
     def replay(self, ctx: LoweringContext, op: Operation, ins: Sequence[tuple[int, ...]], count: int) -> int:
-        members = [ctx.values[v] for m in ins for v in m]
-        base = len(ctx.values)
-        # every id, root and storage group a reference may name, in `Ref` order
-        ids = {"new": range(base, base + len(self.values)), "id": [m.id for m in members],
-               "root": [m.root for m in members], "sg": [m.storage_group for m in members]}
+        k, used, values_c, steps_c, output = self._compiled
+        all_members = [ctx.values[v] for m in ins for v in m]
+        members = all_members[:used] if used else all_members
         values, shards = ctx.values, ctx.value_shards
-        for r in self.values:
-            if r.name[0] == "ref":
-                name = f"operation {op.index} result {r.name[1]}"
+        base = len(values)
+        table = [*range(base, base + k), *[m.id for m in members], *[m.root for m in members],
+                 *[m.storage_group for m in members]]
+        new = tuple.__new__
+        base_groups: dict[int, str] = {}
+        for name_t, origin, root, group, sg, head, tail, value_shards in values_c:
+            if name_t[0] == "ref":
+                name = f"operation {op.index} result {name_t[1]}"
+                value_group = group_of(name) if group is None else members[group].group
             else:
-                i = r.name[1]
-                name = (op.name if i == 0 else members[i - 1].name if i <= len(members)
-                        else op.inputs[i - 1 - len(members)]) + r.name[2]
+                i, suffix = name_t[1], name_t[2]
+                n = len(all_members)
+                stem = op.name if i == 0 else all_members[i - 1].name if i <= n else op.inputs[i - 1 - n]
+                name = stem + suffix
+                if group is not None:
+                    value_group = members[group].group
+                elif "." in suffix:
+                    value_group = group_of(name)
+                else:  # no layer index can span the stem and a suffix without a dot
+                    stem_group = base_groups.get(i)
+                    if stem_group is None:
+                        stem_group = base_groups[i] = group_of(stem)
+                    value_group = stem_group + suffix
             vid = len(values)
-            shards[vid] = r.shards
-            values.append(Value(
-                vid, op.origin if r.origin is None else members[r.origin].origin, ids[r.root[0]][r.root[1]], name,
-                intern(group_of(name)) if r.group is None else members[r.group].group, r.shape, r.precision, r.layout,
-                ids[r.storage_group[0]][r.storage_group[1]], r.shard_bytes, r.aligned_bytes, r.copies, r.bytes,
-                r.alignment_bytes, r.role))
-        steps = ctx.steps
-        for text, reads, writes, scratch in self.steps:
-            steps.append(StepDraft(op.index, text, count, tuple([ids[k][i] for k, i in reads]),
-                                   tuple([ids[k][i] for k, i in writes]), scratch))
+            shards[vid] = value_shards
+            values.append(new(Value, (vid, op.origin if origin is None else members[origin].origin, table[root], name,
+                                      intern(value_group), *head, table[sg], *tail)))
+        steps, index = ctx.steps, op.index
+        for text, reads, writes, scratch in steps_c:
+            steps.append(new(StepDraft, (index, text, count, tuple([table[x] for x in reads]),
+                                         tuple([table[x] for x in writes]), scratch)))
         for temporary in self.over_cap:
             ctx.note_temporary(op, temporary)
-        return ids[self.output[0]][self.output[1]]
+        return table[output]
 
 
 def _bases(op: Operation, members: Sequence[Value]) -> list[str]:

@@ -8,7 +8,7 @@ x * 2^scale_exponent with scale_exponent in [-31, 31]. Its text form is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tileplan.errors import InputError, TextSyntaxError
 from tileplan.model.debugtext import Node, expect_fields, expect_int, parse
@@ -29,8 +29,13 @@ class Precision:
 
     name: str
     scale_exponent: int | None = None
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.name, self.scale_exponent)))
         if self.name in FP8_FORMATS:
             if self.scale_exponent is None or self.scale_exponent not in SCALE_RANGE:
                 raise InputError(
