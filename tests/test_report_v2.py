@@ -286,3 +286,25 @@ def test_check_catches_a_tampered_operations_column(chain, column):
     n = len(chain.extra["operations"])
     for row in (1, n // 2):
         assert _tampered(chain, _bump_operations(column, row, 1)) in (1, 2), (column, row)
+
+
+def test_a_version_2_report_is_streamed_and_a_name_that_is_not_text_leaves_nothing(tmp_path) -> None:
+    import pytest
+
+    from tileplan.errors import InputError
+    from tileplan.planner.request import PlanRequest
+    from tileplan.report.build import build_report
+    from tileplan.report.format import report_bytes, write_report
+
+    report = build_report(PlanRequest(model="synthetic:500").plan())
+    good = tmp_path / "good.json"
+    write_report(good, report, 2)
+    assert good.read_bytes() == report_bytes(report, 2)
+    values = list(report.values)
+    values[-1] = values[-1]._replace(name="bad \udc80 name")
+    import dataclasses
+
+    bad = tmp_path / "bad.json"
+    with pytest.raises(InputError, match="lone surrogate"):
+        write_report(bad, dataclasses.replace(report, values=tuple(values)), 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json"]

@@ -21,7 +21,7 @@ import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -220,22 +220,26 @@ def _sigterm_unwinds() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes, overwrite: bool | None = None) -> None:
+def write_atomic(path: str | os.PathLike, data: str | bytes | Iterable[str], overwrite: bool | None = None) -> None:
     """Write `data` to `path` via a temporary file in the same folder, then a rename
     (`overwrite`) or a hard link that fails if the file exists (no `overwrite`). With
     `overwrite` None, a path `check_target` found new without -f must still be new.
     A symbolic link is written through to its target; nothing but a regular file is
-    ever replaced."""
+    ever replaced. `data` may be an iterable of text chunks, streamed to the temporary
+    file as they come (nothing is left if one fails)."""
     target = Path(path)
     if overwrite is None:
         overwrite = os.path.abspath(target) not in _MUST_BE_NEW
     check_target(target, overwrite)
     real = resolve_target(target)
-    try:
-        raw = data.encode("utf-8") if isinstance(data, str) else data
-    except UnicodeEncodeError as e:
-        raise InputError(f"the text to write holds a lone surrogate at offset {e.start}, which is not UTF-8; "
-                         "a name in the input is not text", str(target)) from None
+    chunks: Iterable[str | bytes] = [data] if isinstance(data, (str, bytes)) else data
+
+    def encoded(chunk: str | bytes) -> bytes:
+        try:
+            return chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+        except UnicodeEncodeError as e:
+            raise InputError(f"the text to write holds a lone surrogate at offset {e.start}, which is not UTF-8; "
+                             "a name in the input is not text", str(target)) from None
     tmp: str | None = None
     with _sigterm_unwinds():
         try:
@@ -247,7 +251,8 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, overwrite: bool | N
             os.umask(umask)
             os.fchmod(fd, 0o666 & ~umask)  # as an ordinary open() would, not mkstemp's 0600
             with os.fdopen(fd, "wb") as fh:
-                fh.write(raw)
+                for chunk in chunks:
+                    fh.write(encoded(chunk))
             if overwrite:
                 st = _stat(real, follow=False)
                 if st is not None and not stat.S_ISREG(st.st_mode):  # it changed since check_target

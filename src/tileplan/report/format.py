@@ -167,6 +167,11 @@ def report_bytes(r: Report, version: int = VERSION) -> bytes:
 
 def write_report(path: str | Path, r: Report, version: int = VERSION) -> None:
     """Write the report atomically (`ioutil.write_atomic`) as `version` 1 or 2."""
+    if version == 2:  # streamed: the chunks go to the temporary file as they are made
+        from tileplan.report.format_v2 import v2_chunks
+
+        write_atomic(path, v2_chunks(r))
+        return
     write_atomic(path, to_json_text(r) if version == 1 else report_bytes(r, version))
 
 
