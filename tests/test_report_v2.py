@@ -308,3 +308,13 @@ def test_a_version_2_report_is_streamed_and_a_name_that_is_not_text_leaves_nothi
     with pytest.raises(InputError, match="lone surrogate"):
         write_report(bad, dataclasses.replace(report, values=tuple(values)), 2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json"]
+
+
+def test_the_python_api_gives_either_version() -> None:
+    import tileplan
+    from tileplan.report.format import from_json_text
+
+    result = tileplan.plan("synthetic:500")
+    v1, v2 = result.to_json(), result.to_json(version=2)
+    assert '"version":1' in v1[:20] and '"version":2' in v2[:20]
+    assert from_json_text(v2).steps == from_json_text(v1).steps

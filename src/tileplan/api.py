@@ -4,7 +4,8 @@
 `torch.export.ExportedProgram`, an imported `Graph`, or a name: a built-in tower, a
 Hugging Face `config.json`, an `.onnx` or a `.pt2` file. The result holds the report:
 `.fits`, `.verdict` (the verdict line, Poplar's words when it does not fit),
-`.to_json()` (exactly what `tileplan plan -o` writes) and `.to_html()`.
+`.to_json(version=1)` (exactly what `tileplan plan -o` writes; version 2 with
+`--report-version 2`) and `.to_html()`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from tileplan.model.precision import from_option
 from tileplan.planner.plan import plan_program
 from tileplan.planner.request import PlanRequest
 from tileplan.report.build import build_report
-from tileplan.report.format import Report, to_json_text
+from tileplan.report.format import Report, report_bytes, to_json_text
 from tileplan.report.views import verdict_line
 
 
@@ -39,8 +40,10 @@ class PlanResult:
     def verdict(self) -> str:
         return verdict_line(self.report)
 
-    def to_json(self) -> str:
-        return to_json_text(self.report)
+    def to_json(self, version: int = 1) -> str:
+        """The report as `tileplan plan -o` writes it: version 1 (the reference's
+        format) or 2 (the compact form for large programs)."""
+        return to_json_text(self.report) if version == 1 else report_bytes(self.report, version).decode("utf-8")
 
     def to_html(self) -> str:
         from tileplan.render.html import render_html
