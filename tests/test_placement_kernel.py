@@ -17,7 +17,8 @@ from tileplan.placement import kernel
 from tileplan.placement.problem import Columns
 from tileplan.placement.search import PREORDERS, _State
 
-MINIMALLOC = Path(__file__).resolve().parents[2] / "shared" / "bench" / "placement" / "minimalloc"
+#: MiniMalloc's challenging suite, kept in the repository (tests/data/minimalloc/README.md)
+MINIMALLOC = Path(__file__).parent / "data" / "minimalloc"
 DATA = Path(__file__).parent / "data" / "placement"
 
 
@@ -85,11 +86,9 @@ def test_place_gives_the_same_offsets_with_and_without_the_kernel(monkeypatch: p
     assert [a.nodes for a in with_kernel.attempts] == [a.nodes for a in without.attempts]
 
 
-@pytest.mark.skipif(not MINIMALLOC.is_dir(), reason="the shared benchmark instances are not beside the repository")
 @pytest.mark.parametrize("name", "ABCDEFGHIJK")
 def test_every_minimalloc_instance_is_placed_at_its_capacity(name: str) -> None:
-    if not kernel.COMPILED and name in "ABE":
-        pytest.skip("without numba the numpy search needs most of a minute on A, B and E")
+    assert kernel.COMPILED, "numba is a dependency: the compiled search must load"
     capacity = 1048576
     problem = read_csv(str(MINIMALLOC / f"{name}.{capacity}.csv"))
     start = time.process_time()
