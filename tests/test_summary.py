@@ -2,6 +2,7 @@
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -182,3 +183,24 @@ def test_rich_markup_in_names_stays_text(hostile_path, f8_path, capsys, monkeypa
     assert main(["diff", str(hostile_path), str(f8_path), "--top", "50"]) == 0
     out = capsys.readouterr().out
     assert HOSTILE_INPUT in out and HOSTILE_TENSOR in out
+
+
+def test_summary_json_streams_the_same_text_json_dumps_would_write(monkeypatch) -> None:
+    import io
+    import json
+
+    import tileplan.cli.summary as summary_cli
+    from tileplan.planner.request import PlanRequest
+    from tileplan.report.build import build_report
+    from tileplan.report.format import read_report
+    from tileplan.report.summary import build_summary
+
+    reports = [build_report(PlanRequest(model="synthetic:200").plan()),
+               read_report(str(Path(__file__).parent / "data" / "reference_000.json"))]
+    for chunk in (3, 7, 4096):
+        monkeypatch.setattr(summary_cli, "_CHUNK", chunk)
+        for report in reports:
+            s = build_summary(report)
+            out = io.StringIO()
+            summary_cli.write_json(s, out)
+            assert out.getvalue() == json.dumps(s.to_json(), sort_keys=True, indent=1, ensure_ascii=False) + "\n"

@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TextIO
 
 from tileplan.errors import InputError
 from tileplan.render.terminal import render_summary, terminal_style
 from tileplan.report.format import read_report
-from tileplan.report.summary import TOP_VALUES, build_summary
+from tileplan.report.summary import TOP_VALUES, Summary, build_summary
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,8 +31,36 @@ def run(args: argparse.Namespace) -> int:
     summary = build_summary(read_report(args.report), top=args.top)
     args.decided = 0  # what a reader that leaves early (| head) does not change
     if args.json:
-        text = json.dumps(summary.to_json(), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+        write_json(summary, sys.stdout)
     else:
-        text = render_summary(summary, terminal_style(sys.stdout))
-    sys.stdout.write(text)
+        sys.stdout.write(render_summary(summary, terminal_style(sys.stdout)))
     return args.decided
+
+
+#: stands for the steps in the JSON text, which are then streamed in its place
+_STEPS = "\x00steps\x00"
+_CHUNK = 4096
+
+
+def write_json(summary: Summary, out: TextIO) -> None:
+    """`json.dumps(summary.to_json(), sort_keys=True, indent=1)` and a newline, with
+    the steps streamed from the columns (bounded memory at a million steps)."""
+    head = summary.to_json()
+    head["steps"] = _STEPS
+    text = json.dumps(head, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    before, after = text.split(json.dumps(_STEPS), 1)
+    out.write(before)
+    if not len(summary.steps):
+        out.write("[]")
+    else:
+        out.write("[\n")
+        batch: list[str] = []
+        for k, line in enumerate(summary.steps.json_lines()):
+            batch.append(line)
+            if len(batch) == _CHUNK:
+                out.write(",\n".join(batch) + (",\n" if k + 1 < len(summary.steps) else ""))
+                batch = []
+        if batch:
+            out.write(",\n".join(batch))
+        out.write("\n ]")
+    out.write(after)
