@@ -2,9 +2,12 @@
 
 import json
 
+import pytest
+
 from tileplan.cli.main import main
 from tileplan.report.build import build_report
 from tileplan.report.diff import diff_reports, pair_values
+from tileplan.report.format import report_bytes
 from tileplan.report.views import ValueRow
 
 from helpers import plan
@@ -105,3 +108,147 @@ def test_namesakes_pair_by_shape_and_precision_first():
 def _total_peak(path) -> int:
     """The verdict's total peak (exact worst tile plus exchange) of a written report."""
     return next(r["peak"] for r in read_back(path).extra["verdict"]["regions"] if r["region"] == "total")
+
+
+# Beyond the tensors: the memory that is not tensors, the placement, the pipeline stage --------------------------
+
+BEYOND = ("non_tensor", "placement", "placement_skipped", "pipeline")
+
+
+def test_f8_to_f16_shows_the_memory_that_is_not_tensors_and_the_placement(f8_path, f16_path, capsys, monkeypatch):
+    a, b = (json.loads(p.read_text()) for p in (f8_path, f16_path))
+    assert main(["diff", str(f8_path), str(f16_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    nt = {r["class"]: r for r in doc["non_tensor"]["rows"]}
+    assert list(nt) == ["vertex_code", "vertex_state", "exchange_code", "control_code", "stack", "total", "reserve",
+                        "over_reserve"]
+    for key, row in nt.items():
+        assert (row["a"], row["b"], row["delta"]) == (a["non_tensor"][key], b["non_tensor"][key],
+                                                      b["non_tensor"][key] - a["non_tensor"][key])
+    # F8 fits and is placed; F16 does not fit by bytes, so it is not placed at all
+    placed = a["placement"]["tiles"][0]
+    pl = doc["placement"]
+    assert pl["a"]["state"] == "placed" and pl["a"]["verdict"] == a["placement"]["verdict"]
+    assert (pl["a"]["tile"], pl["a"]["height"], pl["a"]["lower_bound"], pl["a"]["gaps"]) == (
+        placed["tile"], placed["height"], placed["lower_bound"], placed["gaps"])
+    assert "placement" not in b and pl["b"]["state"] == "not placed" and pl["b"]["height"] is None
+    assert doc["pipeline"] is None
+    # the exact worst tile of each region, A -> B, as the verdicts say
+    worst = {w["region"]: w for w in doc["worst_tiles"]}
+    for report, side in ((a, "a"), (b, "b")):
+        for r in report["verdict"]["regions"]:
+            assert worst[r["region"]][side] == {"tile": r["tile"], "step": r["step"], "judged_on": "exact"}
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(["diff", str(f8_path), str(f16_path)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "Memory that is not tensors (estimate per tile; docs/report-format.md)" in out
+    for label in ("vertex code", "vertex state", "exchange code", "control code", "stack", "total", "reserve",
+                  "over reserve"):
+        assert any(line.startswith(label + " ") for line in lines), label
+    assert f"A: {a['placement']['verdict']}" in lines and "B: not placed: the plan does not fit by bytes" in lines
+    assert next(line for line in lines if line.startswith("placed height")).split()[-1] == "-"
+    total = a["verdict"]["regions"][[r["region"] for r in a["verdict"]["regions"]].index("total")]
+    f16_total = next(r for r in b["verdict"]["regions"] if r["region"] == "total")
+    assert any(line.startswith("total ") and f"tile {total['tile']} at step {total['step']}" in line
+               and f"tile {f16_total['tile']} at step {f16_total['step']}" in line for line in lines)
+    assert " is IPU " not in out
+
+
+def test_two_ipus_of_a_pipeline_show_their_stages(tmp_path, capsys, monkeypatch):
+    assert main(["plan", "--weights", "f16", "--ipus", "auto", "--no-what-if", "-o", str(tmp_path / "m.json")]) == 0
+    capsys.readouterr()
+    ipu0, ipu1 = tmp_path / "m.ipu0.json", tmp_path / "m.ipu1.json"
+    assert main(["diff", str(ipu0), str(ipu1), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["pipeline"]["a"] == {"ipu": 0, "ipus": 2, "layers": [0, 14], "layers_per_ipu": [14, 13],
+                                    "text": "IPU 0 of 2: layers 0 to 13 (layers_per_ipu [14, 13])"}
+    assert doc["pipeline"]["b"]["layers"] == [14, 27] and doc["pipeline"]["same_pipeline"] is True
+    assert doc["placement"]["a"]["state"] == doc["placement"]["b"]["state"] == "placed"
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(["diff", str(ipu0), str(ipu1)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3:6] == ["A is IPU 0 of 2: layers 0 to 13 (layers_per_ipu [14, 13])",
+                          "B is IPU 1 of 2: layers 14 to 26 (layers_per_ipu [14, 13])",
+                          "two stages of one pipeline: their values differ by the layers each holds"]
+    # a whole program against one of its stages
+    assert main(["plan", "--weights", "f16", "--no-what-if", "-o", str(tmp_path / "one.json")]) in (0, 3)
+    capsys.readouterr()
+    d = diff_reports(read_back(tmp_path / "one.json"), read_back(ipu1))
+    assert d.pipeline is not None and d.pipeline.a is None and d.pipeline.b is not None
+    assert not d.pipeline.same_pipeline and d.pipeline.b.text().startswith("IPU 1 of 2")
+
+
+def _without(path, tmp_path, name, drop=BEYOND) -> str:
+    """The report at `path` as an older tileplan wrote it: without the sections `drop`."""
+    doc = json.loads(path.read_text())
+    for key in drop:
+        doc.pop(key, None)
+    out = tmp_path / name
+    out.write_text(json.dumps(doc))
+    return str(out)
+
+
+def test_a_report_without_those_sections_still_diffs(f8_path, f16_path, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    old_a = _without(f8_path, tmp_path, "old_a.json", (*BEYOND, "verdict", "exact"))  # before the exact accounting too
+    old_b = _without(f16_path, tmp_path, "old_b.json")
+    assert main(["diff", old_a, old_b, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["non_tensor"] is None and doc["placement"] is None and doc["pipeline"] is None
+    worst = {w["region"]: w for w in doc["worst_tiles"]}
+    assert worst["total"]["a"]["tile"] is None and worst["total"]["a"]["judged_on"] == "estimate"
+    assert main(["diff", old_a, old_b]) == 0
+    out = capsys.readouterr().out
+    assert "Memory that is not tensors" not in out and "Placement" not in out and " is IPU " not in out
+    step = json.loads(f8_path.read_text())["total_peak_step"]
+    assert any(line.startswith("total ") and f"step {step} (estimate)" in line for line in out.splitlines())
+    # one side with the sections, the other without: "-" where a report does not say
+    assert main(["diff", str(f8_path), old_b]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("vertex code"))
+    assert row.split()[-2:] == ["-", "-"]
+    assert "B: no placement in the report" not in out  # B does not fit: not placed, as tileplan does
+    assert "B: not placed: the plan does not fit by bytes" in out
+
+
+HOSTILE_SECTIONS = [
+    {"non_tensor": "lots", "placement": [1, 2], "placement_skipped": 7, "pipeline": "IPU 9"},
+    {"non_tensor": {"vertex_code": -1, "vertex_state": True, "exchange_code": 1.5, "control_code": "x",
+                    "stack": 2 ** 64 - 1, "total": 10 ** 30, "reserve": None, "over_reserve": [1]},
+     "placement": {"verdict": 7, "tiles": "none"},
+     "pipeline": {"ipu": -1, "ipus": True, "layers": [3], "layers_per_ipu": "x"}},
+    {"non_tensor": {}, "placement": {"verdict": "v", "tiles": [{"tile": "a", "height": -5, "gaps": None}]},
+     "pipeline": {"ipu": 2 ** 70, "layers": [5, 2], "layers_per_ipu": [1, -1, None]}},
+    {"placement": {"tiles": []}, "pipeline": {"layers": ["a", "b"], "layers_per_ipu": [[1]]}},
+    {"placement_skipped": {"tile": 2 ** 70, "reason": {"x": 1}}, "pipeline": {}},
+    {"placement_skipped": {"tile": 3, "buffers": 5000, "limit": 4096, "reason": "tile 3 holds 5000 buffers"}},
+]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("sections", HOSTILE_SECTIONS)
+def test_malformed_sections_read_as_unknown(f8_path, tmp_path, capsys, version, sections):
+    good = read_back(f8_path)
+    doc = json.loads(report_bytes(good, version))
+    for key in BEYOND:
+        doc.pop(key, None)
+    doc.update(sections)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    for a, b in ((bad, f8_path), (f8_path, bad), (bad, bad)):
+        assert main(["diff", str(a), str(b)]) == 0
+        assert capsys.readouterr().out.startswith("A ")
+        assert main(["diff", str(a), str(b), "--json"]) == 0
+        json.loads(capsys.readouterr().out)
+    d = diff_reports(read_back(bad), good)
+    nt = d.non_tensor
+    if isinstance(sections.get("non_tensor"), dict):
+        assert nt is not None and nt.a_present and all(r.a is None for r in nt.rows)
+    placement = d.placement
+    assert placement is not None and placement.b.state == "placed"
+    if "placement_skipped" in sections and isinstance(sections["placement_skipped"], dict):
+        assert placement.a.state == "skipped"
+        assert placement.a.text() == ("not placed: tile 3 holds 5000 buffers" if placement.a.tile == 3
+                                      else "not placed: a tile has too many buffers")

@@ -1,9 +1,11 @@
 """Show what changed from report A to report B.
 
-The verdict, the peak of each region, the program's options, and the values added,
-removed and resized (bytes per tile; values match by name and shape). A table, or
-`--json` for every value. Plain text, coloured on a terminal; it needs no optional
-extra.
+The verdict, the peak of each region and the worst tile where it peaks, the program's
+options, and the values added, removed and resized (bytes per tile; values match by
+name and shape). Where either report has them: the memory that is not tensors by class,
+the placement verdict and the worst placed tile, and which IPU of a pipeline each is.
+A table, or `--json` for every value. Plain text, coloured on a terminal; it needs no
+optional extra.
 """
 
 from __future__ import annotations

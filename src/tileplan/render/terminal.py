@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tileplan.render import human_bytes
-from tileplan.report.diff import Diff
+from tileplan.report.diff import Diff, PlacementSide
 from tileplan.report.summary import Summary
 from tileplan.report.views import RegionPeak, precision_display
 
@@ -217,6 +217,11 @@ def render_diff(d: Diff, top: int = 20, a_path: str = "", b_path: str = "", styl
         out.append(style(f"verdict changed: {word(d.a_fits, d.a_scope)} -> {word(d.b_fits, d.b_scope)}", "bold"))
     else:
         out.append(style("verdict unchanged", "dim"))
+    if d.pipeline is not None:
+        out += [f"{name} is " + ("not one IPU of a pipeline" if stage is None else stage.text())
+                for name, stage in (("A", d.pipeline.a), ("B", d.pipeline.b))]
+        if d.pipeline.same_pipeline:
+            out.append(style("two stages of one pipeline: their values differ by the layers each holds", "dim"))
     out.append("")
 
     if d.program:
@@ -226,11 +231,19 @@ def render_diff(d: Diff, top: int = 20, a_path: str = "", b_path: str = "", styl
 
     rows = []
     for p in d.peaks:
-        delta = "unknown" if p.delta is None else ("+" if p.delta > 0 else "") + human_bytes(p.delta)
-        rows.append([p.region, human_bytes(p.a.peak), human_bytes(p.b.peak), delta,
+        rows.append([p.region, human_bytes(p.a.peak), human_bytes(p.b.peak), _change(p.delta),
                      of_budget(p.a), of_budget(p.b)])
     out += table("Peaks (bytes per tile)", ["region", "A", "B", "change", "A of budget", "B of budget"], rows,
                  [False, True, True, True, True, True], style)
+    if any(w.a_tile is not None or w.b_tile is not None for w in d.worst_tiles):
+        out.append("")
+        rows = [[w.region, _where(w.a_tile, w.a_step), _where(w.b_tile, w.b_step),
+                 "moved" if w.changed else "same"] for w in d.worst_tiles]
+        out += table("Worst tile (where each region peaks)", ["region", "A", "B", ""], rows,
+                     [False, False, False, False], style)
+    out += _render_non_tensor(d, style)
+    out += _render_placement(d, style)
+    out.append("")
     out.append(f"steps: {d.a_steps} -> {d.b_steps}; values: {len(d.of_kind('added'))} added, "
                f"{len(d.of_kind('removed'))} removed, {len(d.of_kind('resized'))} resized, "
                f"{len(d.of_kind('changed'))} changed without resizing, {d.unchanged} unchanged")
@@ -263,3 +276,62 @@ def render_diff(d: Diff, top: int = 20, a_path: str = "", b_path: str = "", styl
                      [True, False, False, False], style)
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _change(delta: int | None, unknown: str = "unknown") -> str:
+    """A change in bytes with its sign (`+348.8 KiB`, `-392 B`, `0 B`)."""
+    return unknown if delta is None else ("+" if delta > 0 else "") + human_bytes(delta)
+
+
+def _where(tile: int | None, step: int | None) -> str:
+    """Where a region peaks: `tile 11 at step 15`; on the estimate, the step only."""
+    if step is None:
+        return "unknown"
+    return f"step {step} (estimate)" if tile is None else f"tile {tile} at step {step}"
+
+
+def _render_non_tensor(d: Diff, style: Style) -> list[str]:
+    """The memory that is not tensors by class, A -> B ("-" for a report without the
+    section, "unknown" for a malformed field)."""
+    nt = d.non_tensor
+    if nt is None:
+        return []
+    rows = []
+    for r in nt.rows:
+        a = human_bytes(r.a) if nt.a_present else "-"
+        b = human_bytes(r.b) if nt.b_present else "-"
+        rows.append([r.label, a, b, _change(r.delta, "unknown" if nt.a_present and nt.b_present else "-")])
+    out = ["", *table("Memory that is not tensors (estimate per tile; docs/report-format.md)",
+                      ["class", "A", "B", "change"], rows, [False, True, True, True], style)]
+    over = [(name, r) for name, r in (("A", nt.row("over_reserve").a), ("B", nt.row("over_reserve").b)) if r]
+    if over:
+        out.append(style("over the reserve: " + ", ".join(f"{name} by {human_bytes(r)}" for name, r in over), "red"))
+    return out
+
+
+def _placement_cell(side: PlacementSide, field: str) -> str:
+    if side.state != "placed":
+        return "-"
+    x = getattr(side, field)
+    return ("unknown" if x is None else str(x)) if field == "tile" else human_bytes(x)
+
+
+def _render_placement(d: Diff, style: Style) -> list[str]:
+    """The placement verdict of each report and its worst placed tile's numbers."""
+    pl = d.placement
+    if pl is None:
+        return []
+    out = ["", style("Placement (the worst tile's buffers at addresses)", "bold")]
+    for name, side in (("A", pl.a), ("B", pl.b)):
+        ok = side.state == "placed" and (side.verdict or "").startswith("fits by bytes and by placement")
+        out.append(f"{name}: " + style(side.text(), "green" if ok else ("red" if side.state == "placed" else "")))
+    if pl.a.state == "placed" or pl.b.state == "placed":
+        both = pl.a.state == pl.b.state == "placed"
+        labels = {"height": "placed height", "lower_bound": "lower bound", "gaps": "gaps", "capacity": "capacity"}
+        rows = [["tile", _placement_cell(pl.a, "tile"), _placement_cell(pl.b, "tile"), ""]]
+        unknown = "unknown" if both else "-"
+        rows += [[labels[f], _placement_cell(pl.a, f), _placement_cell(pl.b, f), _change(delta, unknown)]
+                 for f, _, _, delta in pl.changes()]
+        out += ["", *table("Worst placed tile (bytes)", ["", "A", "B", "change"], rows, [False, True, True, True],
+                           style)]
+    return out

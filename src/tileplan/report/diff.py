@@ -1,6 +1,14 @@
 """What changed between two reports: values added, removed and resized, the peaks per
-region, the verdict and the program. Plain data (`diff_reports`); `tileplan diff`
-renders it as a table or prints `to_json`.
+region and the worst tile of each, the verdict and the program, and beyond the tensors
+the memory that is not tensors by class, the placement of the worst tile and, for one
+IPU of a pipeline, its stage. Plain data (`diff_reports`); `tileplan diff` renders it
+as a table or prints `to_json`.
+
+The sections beyond the tensors (`non_tensor`, `placement` or `placement_skipped`,
+`pipeline` in a report's `extra`) are read defensively: a report written before them
+has none, and a malformed one (wrong types, negative or absurd numbers) reads as
+unknown field by field, never as a crash. Each is None in the diff when neither report
+has it.
 
 Values are matched by name and shape; a name held by several values (a tensor and
 its converted copy, an operation's results) pairs them most alike first (same
@@ -14,9 +22,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tileplan.report.format import Report
+from tileplan.report.format import U64_MAX, Report
 from tileplan.report.summary import program_fields
-from tileplan.report.views import RegionPeak, ValueRow, group_label, operations, region_peaks, value_rows, verdict_line
+from tileplan.report.views import (
+    NON_TENSOR_CLASSES,
+    RegionPeak,
+    ValueRow,
+    group_label,
+    judged_on,
+    operations,
+    region_peaks,
+    value_rows,
+    verdict_line,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +118,223 @@ class PeakChange:
         return {"region": self.region, "a": self.a.to_json(), "b": self.b.to_json(), "delta": self.delta}
 
 
+def _count(x: object) -> int | None:
+    """A byte count, tile, step or layer from a section: a non-negative integer below
+    the reference's sentinel for "unknown", else None (a bool, a float, a string, a
+    negative or absurd number in a malformed section)."""
+    return x if isinstance(x, int) and not isinstance(x, bool) and 0 <= x < U64_MAX else None
+
+
+def _delta(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else b - a
+
+
+@dataclass(frozen=True, slots=True)
+class WorstTile:
+    """Where one region peaks in A and B: the tile (None when judged on the estimate)
+    and the step (None when unknown). `a_judged_on`/`b_judged_on`: "exact" (the real
+    worst tile) or "estimate"."""
+
+    region: str
+    a_tile: int | None
+    a_step: int | None
+    b_tile: int | None
+    b_step: int | None
+    a_judged_on: str
+    b_judged_on: str
+
+    @property
+    def changed(self) -> bool:
+        return (self.a_tile, self.a_step) != (self.b_tile, self.b_step)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"region": self.region, "a": {"tile": self.a_tile, "step": self.a_step, "judged_on": self.a_judged_on},
+                "b": {"tile": self.b_tile, "step": self.b_step, "judged_on": self.b_judged_on},
+                "changed": self.changed}
+
+
+#: rows of the non-tensor diff: the classes, then their total against the reserve
+NON_TENSOR_ROWS = (*NON_TENSOR_CLASSES, ("total", "total"), ("reserve", "reserve"), ("over_reserve", "over reserve"))
+
+
+@dataclass(frozen=True, slots=True)
+class NonTensorChange:
+    """One class of the memory that is not tensors (estimate per tile), or its total,
+    the reserve or the bytes over it, in A and B. None where that report has no
+    `non_tensor` section (`a_present`/`b_present` on `NonTensorDiff`) or the field is
+    malformed."""
+
+    key: str
+    label: str
+    a: int | None
+    b: int | None
+
+    @property
+    def delta(self) -> int | None:
+        return _delta(self.a, self.b)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"class": self.key, "label": self.label, "a": self.a, "b": self.b, "delta": self.delta}
+
+
+@dataclass(frozen=True, slots=True)
+class NonTensorDiff:
+    a_present: bool
+    b_present: bool
+    rows: tuple[NonTensorChange, ...]
+
+    def row(self, key: str) -> NonTensorChange:
+        return next(r for r in self.rows if r.key == key)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a_present": self.a_present, "b_present": self.b_present, "rows": [r.to_json() for r in self.rows]}
+
+
+def _non_tensor(report: Report) -> dict[str, int | None] | None:
+    section = report.extra.get("non_tensor")
+    if not isinstance(section, dict):
+        return None
+    return {key: _count(section.get(key)) for key, _ in NON_TENSOR_ROWS}
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementSide:
+    """The placement of one report's worst tiles as the diff reads it. `state`:
+    "placed" (a `placement` section: `verdict` and its first, worst, tile), "skipped"
+    (a `placement_skipped` section: too many buffers; `reason`), "not placed" (no
+    section: tileplan places only a plan that fits by bytes) or "absent" (no section
+    in a report that fits: written without placement). Numbers are None when unknown."""
+
+    state: str
+    verdict: str | None = None
+    tile: int | None = None
+    height: int | None = None
+    lower_bound: int | None = None
+    gaps: int | None = None
+    capacity: int | None = None
+    reason: str | None = None
+
+    @property
+    def present(self) -> bool:
+        return self.state in ("placed", "skipped")
+
+    def text(self) -> str:
+        """The placement verdict in one line, for people."""
+        if self.state == "placed":
+            return self.verdict if self.verdict is not None else "placed (verdict unknown)"
+        if self.state == "skipped":
+            if self.reason is not None:
+                return f"not placed: {self.reason}"
+            return "not placed: " + ("a tile" if self.tile is None else f"tile {self.tile}") + " has too many buffers"
+        if self.state == "not placed":
+            return "not placed: the plan does not fit by bytes"
+        return "no placement in the report"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state, "verdict": self.verdict, "text": self.text(), "tile": self.tile,
+                "height": self.height, "lower_bound": self.lower_bound, "gaps": self.gaps,
+                "capacity": self.capacity, "reason": self.reason}
+
+
+def _placement(report: Report) -> PlacementSide:
+    section = report.extra.get("placement")
+    if isinstance(section, dict):
+        tiles = section.get("tiles")
+        first = tiles[0] if isinstance(tiles, list) and tiles and isinstance(tiles[0], dict) else {}
+        verdict = section.get("verdict")
+        return PlacementSide("placed", verdict if isinstance(verdict, str) else None, _count(first.get("tile")),
+                             _count(first.get("height")), _count(first.get("lower_bound")), _count(first.get("gaps")),
+                             _count(first.get("capacity")))
+    skipped = report.extra.get("placement_skipped")
+    if isinstance(skipped, dict):
+        reason = skipped.get("reason")
+        return PlacementSide("skipped", tile=_count(skipped.get("tile")),
+                             reason=reason if isinstance(reason, str) else None)
+    return PlacementSide("absent" if report.fits_budget or report.scope != "program" else "not placed")
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementDiff:
+    a: PlacementSide
+    b: PlacementSide
+
+    def changes(self) -> tuple[tuple[str, int | None, int | None, int | None], ...]:
+        """(field, A, B, B - A) for the worst placed tile's numbers."""
+        return tuple((f, getattr(self.a, f), getattr(self.b, f), _delta(getattr(self.a, f), getattr(self.b, f)))
+                     for f in ("height", "lower_bound", "gaps", "capacity"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a.to_json(), "b": self.b.to_json(),
+                "changes": [{"field": f, "a": a, "b": b, "delta": d} for f, a, b, d in self.changes()]}
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """Which IPU of a pipeline a report is (its `pipeline` section): IPU `ipu` of
+    `ipus`, holding layers `first_layer` to `end_layer - 1` of the split
+    `layers_per_ipu`. None where the section does not say (or is malformed)."""
+
+    ipu: int | None
+    ipus: int | None
+    first_layer: int | None
+    end_layer: int | None
+    layers_per_ipu: tuple[int, ...] | None
+
+    def text(self) -> str:
+        ipu = "IPU ?" if self.ipu is None else f"IPU {self.ipu}"
+        of = "" if self.ipus is None else f" of {self.ipus}"
+        if self.first_layer is not None and self.end_layer is not None and self.end_layer > self.first_layer:
+            layers = f"layers {self.first_layer} to {self.end_layer - 1}"
+        elif self.first_layer is not None and self.end_layer == self.first_layer:
+            layers = "no layers"
+        else:
+            layers = "layers unknown"
+        split = "" if self.layers_per_ipu is None else f" (layers_per_ipu {list(self.layers_per_ipu)})"
+        return f"{ipu}{of}: {layers}{split}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ipu": self.ipu, "ipus": self.ipus,
+                "layers": None if self.first_layer is None or self.end_layer is None
+                else [self.first_layer, self.end_layer],
+                "layers_per_ipu": None if self.layers_per_ipu is None else list(self.layers_per_ipu),
+                "text": self.text()}
+
+
+def _stage(report: Report) -> Stage | None:
+    section = report.extra.get("pipeline")
+    if not isinstance(section, dict):
+        return None
+    layers = section.get("layers")
+    first = end = None
+    if isinstance(layers, list) and len(layers) == 2:
+        first, end = _count(layers[0]), _count(layers[1])
+        if first is None or end is None or end < first:
+            first = end = None
+    split = section.get("layers_per_ipu")
+    counts = tuple(_count(c) for c in split) if isinstance(split, list) and len(split) <= 4096 else None
+    per_ipu = None if counts is None or any(c is None for c in counts) else tuple(c for c in counts if c is not None)
+    return Stage(_count(section.get("ipu")), _count(section.get("ipus")), first, end, per_ipu)
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineDiff:
+    """The stage of each report (None: not one IPU of a pipeline). `same_pipeline`:
+    both are stages of one split (the same `layers_per_ipu`), e.g. its IPU 0 and 1,
+    whose values differ by the layers each holds, not by a change."""
+
+    a: Stage | None
+    b: Stage | None
+
+    @property
+    def same_pipeline(self) -> bool:
+        return (self.a is not None and self.b is not None and self.a.layers_per_ipu is not None
+                and self.a.layers_per_ipu == self.b.layers_per_ipu and self.a.ipus == self.b.ipus)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": None if self.a is None else self.a.to_json(), "b": None if self.b is None else self.b.to_json(),
+                "same_pipeline": self.same_pipeline}
+
+
 @dataclass(frozen=True, slots=True)
 class Diff:
     program: tuple[tuple[str, str | None, str | None], ...]  # (field, A, B) where they differ
@@ -115,6 +350,10 @@ class Diff:
     values: tuple[ValueChange, ...]  # added, removed, resized, changed; biggest change first in each
     resized_groups: tuple[GroupChange, ...]
     unchanged: int
+    worst_tiles: tuple[WorstTile, ...] = ()  # per region, as `peaks`
+    non_tensor: NonTensorDiff | None = None  # None: neither report has the section
+    placement: PlacementDiff | None = None  # None: neither report has a placement or placement_skipped section
+    pipeline: PipelineDiff | None = None  # None: neither report is one IPU of a pipeline
 
     def of_kind(self, kind: str) -> tuple[ValueChange, ...]:
         return tuple(v for v in self.values if v.kind == kind)
@@ -134,6 +373,10 @@ class Diff:
             "counts": {**counts, "unchanged": self.unchanged},
             "values": {k: [v.to_json() for v in self.of_kind(k)] for k in ("added", "removed", "resized", "changed")},
             "resized_groups": [g.to_json() for g in self.resized_groups],
+            "worst_tiles": [w.to_json() for w in self.worst_tiles],
+            "non_tensor": None if self.non_tensor is None else self.non_tensor.to_json(),
+            "placement": None if self.placement is None else self.placement.to_json(),
+            "pipeline": None if self.pipeline is None else self.pipeline.to_json(),
         }
 
 
@@ -206,6 +449,18 @@ def diff_reports(a: Report, b: Report) -> Diff:
     pa, pb = dict(program_fields(a)), dict(program_fields(b))
     program = tuple((k, pa.get(k), pb.get(k)) for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k))
     peaks = tuple(PeakChange(ra.region, ra, rb) for ra, rb in zip(region_peaks(a), region_peaks(b), strict=True))
+    ja, jb = judged_on(a), judged_on(b)
+    worst = tuple(WorstTile(p.region, p.a.tile, p.a.step, p.b.tile, p.b.step, ja, jb) for p in peaks)
+    nta, ntb = _non_tensor(a), _non_tensor(b)
+    non_tensor = None if nta is None and ntb is None else NonTensorDiff(
+        nta is not None, ntb is not None,
+        tuple(NonTensorChange(key, label, None if nta is None else nta[key], None if ntb is None else ntb[key])
+              for key, label in NON_TENSOR_ROWS))
+    pla, plb = _placement(a), _placement(b)
+    placement = PlacementDiff(pla, plb) if pla.present or plb.present else None
+    sa, sb = _stage(a), _stage(b)
+    pipeline = None if sa is None and sb is None else PipelineDiff(sa, sb)
     return Diff(program=program, a_verdict=verdict_line(a), b_verdict=verdict_line(b), a_fits=a.fits_budget,
                 b_fits=b.fits_budget, a_scope=a.scope, b_scope=b.scope, peaks=peaks, a_steps=len(a.steps),
-                b_steps=len(b.steps), values=tuple(changes), resized_groups=tuple(folded), unchanged=unchanged)
+                b_steps=len(b.steps), values=tuple(changes), resized_groups=tuple(folded), unchanged=unchanged,
+                worst_tiles=worst, non_tensor=non_tensor, placement=placement, pipeline=pipeline)
