@@ -7,6 +7,7 @@ import pytest
 from tileplan.cli.main import main
 from tileplan.planner.request import PlanRequest
 from tileplan.planner.whatif import most_layers_that_fit, outcome, what_if
+from tileplan.report.whatif import outcome_json
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +78,7 @@ def test_sweep_rows_in_order(tmp_path, capsys):
     assert [(r["weights"], r["layers"]) for r in doc["rows"]] == [
         ("f8f143:-4", 2), ("f8f143:-4", 27), ("f16", 2), ("f16", 27)]
     assert [r["fits"] for r in doc["rows"]] == [True, True, True, False]
-    single = outcome(PlanRequest(weights="f16", layers=27).plan()).to_json()
+    single = outcome_json(outcome(PlanRequest(weights="f16", layers=27).plan()))
     assert {k: doc["rows"][3][k] for k in single} == single
     text = capsys.readouterr().out
     assert "weights    layers  verdict" in text and "does not fit" in text

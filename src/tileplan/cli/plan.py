@@ -25,9 +25,10 @@ from tileplan.model.machine import PRESETS, machine
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline
 from tileplan.planner.request import PlanRequest
 from tileplan.planner.sweep import KNOBS, expand, run_sweep
-from tileplan.planner.whatif import what_if, what_if_json
+from tileplan.planner.whatif import what_if
 from tileplan.report.build import build_report
 from tileplan.report.format import VERSIONS, Report, write_report
+from tileplan.report.whatif import sweep_rows_json, what_if_json
 from tileplan.report.views import group_label, operations, precision_display, verdict_line
 
 TOP_VALUES = 10
@@ -197,7 +198,7 @@ def run_sweep_command(args: argparse.Namespace, base: PlanRequest) -> int:
     output = _output(args, base, ".sweep.json")
     combos = expand(base, args.sweep)
     progress = Progress(delay=0)
-    rows = run_sweep(combos, progress=lambda done, total: progress.update(f"planned {done}/{total}"))
+    rows = sweep_rows_json(run_sweep(combos, progress=lambda done, total: progress.update(f"planned {done}/{total}")))
     progress.done()
     knobs = list(combos[0][0])
     doc = {"version": 1, "kind": "sweep", "base": base.command(), "knobs": knobs, "rows": rows}

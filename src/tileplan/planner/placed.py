@@ -89,10 +89,6 @@ class PlacementSkipped:
     buffers: int
     limit: int
 
-    def to_json(self) -> dict:
-        return {"tile": self.tile, "buffers": self.buffers, "limit": self.limit,
-                "reason": f"tile {self.tile} holds {self.buffers} buffers, more than the {self.limit} placed per tile "
-                          "in a plan; the verdict is by bytes (place the tile's buffers with `tileplan place`)"}
 
 
 #: buffers of one tile placed within a plan; beyond it a plan says it did not place

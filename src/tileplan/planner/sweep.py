@@ -17,7 +17,7 @@ from tileplan.errors import InputError, TileplanError
 from tileplan.lowering.policy import policy
 from tileplan.model.machine import machine
 from tileplan.planner.request import PlanRequest
-from tileplan.planner.whatif import outcome
+from tileplan.planner.whatif import Outcome, outcome
 
 KNOBS = {"weights": "weights", "layers": "layers", "batch": "batch", "attention-products": "attention_products",
          "gemm-output-packing": "gemm_output_packing", "policy": "policy",
@@ -66,15 +66,18 @@ def expand(base: PlanRequest, specs: Sequence[str]) -> list[tuple[dict[str, obje
     return combos
 
 
-def _plan_row(request: PlanRequest) -> dict:
-    return outcome(request.plan()).to_json()
+def _plan_row(request: PlanRequest) -> Outcome:
+    return outcome(request.plan())
 
 
 def run_sweep(combos: list[tuple[dict[str, object], PlanRequest]], workers: int | None = None,
-              progress: Callable[[int, int], None] | None = None) -> list[dict]:
+              progress: Callable[[int, int], None] | None = None
+              ) -> list[tuple[dict[str, object], PlanRequest, Outcome]]:
+    """Every combination planned (in parallel over local processes): its knobs, its
+    request and what the plan came to."""
     workers = workers or min(len(combos), os.cpu_count() or 1)
     requests = [r for _, r in combos]
-    results: list[dict] = []
+    results: list[Outcome] = []
     if workers <= 1 or len(requests) == 1:
         for i, r in enumerate(requests):
             results.append(_plan_row(r))
@@ -86,4 +89,4 @@ def run_sweep(combos: list[tuple[dict[str, object], PlanRequest]], workers: int 
                 results.append(row)
                 if progress:
                     progress(i + 1, len(requests))
-    return [{**knobs, **row, "command": request.command()} for (knobs, request), row in zip(combos, results)]
+    return [(knobs, request, row) for (knobs, request), row in zip(combos, results)]

@@ -35,10 +35,6 @@ class Outcome:
     def margin(self) -> int | None:
         return None if self.peak is None else self.budget - self.peak
 
-    def to_json(self) -> dict:
-        return {"fits": self.fits, "scope": self.scope, "peak": self.peak, "budget": self.budget,
-                "margin": self.margin, "tile": self.tile, "step": self.step,
-                "interleaved_peak": self.interleaved_peak}
 
 
 def outcome(plan: Plan) -> Outcome:
@@ -58,9 +54,6 @@ class WhatIfRow:
     value: str
     request: PlanRequest
     outcome: Outcome
-
-    def to_json(self) -> dict:
-        return {"knob": self.knob, "value": self.value, **self.outcome.to_json(), "command": self.request.command()}
 
 
 def variations(base: PlanRequest) -> list[tuple[str, str, PlanRequest]]:
@@ -190,9 +183,3 @@ def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = N
         one = base.with_(layers=1)
         rows.append(WhatIfRow("layers", "1 (none fit)", one, outcome(run(one))))
     return rows
-
-
-def what_if_json(base: PlanRequest, base_plan: Plan, rows: list[WhatIfRow]) -> dict:
-    return {"baseline": {**outcome(base_plan).to_json(), "command": base.command()},
-            "rows": [r.to_json() for r in rows],
-            "note": "each row is a separate plan; run its command to re-derive it"}

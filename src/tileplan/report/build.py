@@ -10,9 +10,9 @@ from tileplan.model.timeline import StepTable
 from tileplan.planner.nontensor import estimate_non_tensor
 from tileplan.planner.placed import placement_verdict
 from tileplan.planner.plan import Plan
-from tileplan.planner.usage import verdict_json
 from tileplan.report.exact import exact_json, peak_tile_json
 from tileplan.runtime import without_gc
+from tileplan.report.verdict import verdict_json
 from tileplan.report.format import PeakFigures, Report
 
 MODEL_TEXT = ("Planner estimate (peak.*, usage): sum of per-allocation maximum shard sizes, not a placed tile: an "
@@ -78,7 +78,11 @@ def build_report(plan: Plan) -> Report:
                                    for b in p.buffers]} for p in plan.placements],
             "note": PLACEMENT_TEXT}
     if plan.placement_skipped is not None:
-        extra["placement_skipped"] = plan.placement_skipped.to_json()
+        ps = plan.placement_skipped
+        extra["placement_skipped"] = {
+            "tile": ps.tile, "buffers": ps.buffers, "limit": ps.limit,
+            "reason": f"tile {ps.tile} holds {ps.buffers} buffers, more than the {ps.limit} placed per tile in a "
+                      "plan; the verdict is by bytes (place the tile's buffers with `tileplan place`)"}
     if "pipeline" in plan.program.options:  # one stage of a pipeline over several IPUs
         extra["pipeline"] = plan.program.options["pipeline"]
     exchange = plan.exchange_bytes
