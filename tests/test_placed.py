@@ -65,3 +65,13 @@ def test_a_tile_with_more_buffers_than_the_limit_is_said_not_placed() -> None:
     assert "placement" not in extra
     assert extra["placement_skipped"]["tile"] == plan.exact.peak("total")[1]
     assert "the verdict is by bytes" in extra["placement_skipped"]["reason"]
+
+
+def test_the_plan_and_the_summary_say_when_the_worst_tile_was_not_placed(tmp_path, capsys) -> None:
+    from tileplan.cli.main import main
+
+    out = tmp_path / "s.json"
+    assert main(["plan", "synthetic:10000", "--no-what-if", "-o", str(out)]) == 0
+    assert "placement    not placed: tile " in capsys.readouterr().out
+    assert main(["summary", str(out)]) == 0
+    assert "Placement: not placed: tile " in capsys.readouterr().out

@@ -270,6 +270,9 @@ def verdict_lines(report: Report) -> list[str]:
         lines.append(f"  placement    {t['height']:>8} B placed on tile {t['tile']} ({t['gaps']} B of gaps over its "
                      f"{t['lower_bound']} B live; {t['largest_free']} B the largest free block at step "
                      f"{t['peak_step']}): {placement['verdict']}")
+    skipped = report.extra.get("placement_skipped")
+    if skipped:
+        lines.append(f"  placement    not placed: {skipped['reason']}")
     nt = report.extra.get("non_tensor")
     if nt:
         over = (f"{nt['over_reserve']} B over the {nt['reserve']} B the budget reserves for it"

@@ -292,6 +292,9 @@ def extras(report: Report) -> Extras:
         where = f" (tile {tile}: {height} B placed, {gaps} B of gaps)" if height is not None and tile is not None \
             and isinstance(gaps, int) else ""
         placement = f"{section['verdict']}{where}"
+    skipped = report.extra.get("placement_skipped")
+    if placement is None and isinstance(skipped, dict) and isinstance(skipped.get("reason"), str):
+        placement = f"not placed: {skipped['reason']}"
     pipeline = None
     stage = report.extra.get("pipeline")
     if isinstance(stage, dict):
