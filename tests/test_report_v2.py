@@ -318,3 +318,19 @@ def test_the_python_api_gives_either_version() -> None:
     v1, v2 = result.to_json(), result.to_json(version=2)
     assert '"version":1' in v1[:20] and '"version":2' in v2[:20]
     assert from_json_text(v2).steps == from_json_text(v1).steps
+
+
+def test_plan_writes_version_1_by_default_and_version_2_past_the_limit(tmp_path, monkeypatch) -> None:
+    import json
+
+    import tileplan.cli.plan as plan_cli
+    from tileplan.cli.main import main
+
+    small, large, forced = tmp_path / "s.json", tmp_path / "l.json", tmp_path / "f.json"
+    assert main(["plan", "synthetic:500", "--no-what-if", "-o", str(small)]) == 0
+    assert json.loads(small.read_text())["version"] == 1
+    monkeypatch.setattr(plan_cli, "V1_LIMIT", 400)
+    assert main(["plan", "synthetic:500", "--no-what-if", "-o", str(large)]) == 0
+    assert json.loads(large.read_text())["version"] == 2
+    assert main(["plan", "synthetic:500", "--no-what-if", "--report-version", "1", "-o", str(forced)]) == 0
+    assert json.loads(forced.read_text())["version"] == 1
