@@ -3,8 +3,9 @@
 A `Value` is one allocation-shaped thing: a tensor with a layout and a precision,
 sized per tile. A `Step` is one tile-level operation with the values live in it.
 Byte figures are plain integers; in a plan `None` means "not representable" and is
-always accompanied by a rejection that says why (never a sentinel). The lowering makes
-values with no sizes yet; the planner sizes them.
+always accompanied by a rejection that says why (never a sentinel). The lowering
+sizes each value as it makes it. A plan's steps are a `StepTable`: columns, with each
+value's live steps one interval.
 """
 
 from __future__ import annotations

@@ -8,10 +8,13 @@ its members, and a step's usage on a tile is the sum of its live groups on that 
 plus the step's scratch, which is charged to every tile at its stated size (the only
 part that stays an upper bound).
 
-`account` sweeps the steps once, adding a group's per-tile vector when it becomes live
-and removing it when it dies (numpy over the tiles, no Python loop over tiles), and
-keeps per step the worst tile and per tile its peak: memory O(groups x tiles) for the
-vectors and O(tiles) for the sweep.
+`account` works on columns: each distinct per-tile vector is computed once; tiles
+holding the same bytes of every distinct vector form a class (a dozen for real
+layouts, not 1,472 tiles); each storage group is live over the union of its members'
+intervals; a difference array counts the live groups of each kind (vector, region,
+resident) per step, and those counts times the kinds' vectors give every class's
+usage, a chunk of steps at a time. Memory: O(distinct vectors x tiles) and O(chunk x
+classes); time linear in the steps and groups.
 """
 
 from __future__ import annotations
