@@ -114,11 +114,15 @@ def _value_columns(values: Sequence[Value], steps: StepTable, tables: dict[str, 
 
     def interned(table: str, keys: Iterator[Any]) -> list[int]:
         t = tables[table]
+        by_object: dict[int, int] = {}  # values share these objects: look each one up once
         out = []
         for key in keys:
-            k = t.get(key)
+            k = by_object.get(id(key))
             if k is None:
-                k = t[key] = len(t)
+                k = t.get(key)
+                if k is None:
+                    k = t[key] = len(t)
+                by_object[id(key)] = k
             out.append(k)
         return out
 
