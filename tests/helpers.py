@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import strategies as st
+
+from tileplan.errors import InputError
 from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.model import siglip
@@ -74,3 +77,21 @@ def with_field(doc, path, value):
     else:
         target[path[-1]] = value
     return doc
+
+
+#: any JSON value, small: what a hostile report may hold in place of a field
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=6)
+
+
+def reads_or_fails_in_one_line(text: str) -> None:
+    """A report's text either reads, and then `check` finds (never raises), or fails
+    with one line naming the file."""
+    try:
+        report = from_json_text(text, "fuzz.json")
+    except InputError as e:
+        assert "\n" not in str(e) and str(e).startswith("fuzz.json: ")
+        return
+    check_report(report)  # findings, not exceptions
