@@ -11,12 +11,13 @@ value's live steps one interval.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, NamedTuple, Sequence, overload
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
 from tileplan.model.layout import Layout, MemoryClass
 from tileplan.model.precision import Precision
+from tileplan.model.rows import Rows
 
 REGIONS = ("standard", "interleaved")
 
@@ -87,7 +88,7 @@ class Rejection:
     reason: str
 
 
-class StepTable(Sequence[Step]):
+class StepTable(Rows[Step]):
     """The steps of a timeline as columns: what the planner computes and a version-2
     report stores, without one object per step.
 
@@ -173,18 +174,9 @@ class StepTable(Sequence[Step]):
     def __len__(self) -> int:
         return len(self.source)
 
-    @overload
-    def __getitem__(self, i: int) -> Step: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Step]: ...
-    def __getitem__(self, i: int | slice) -> Step | list[Step]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"step {i} of {n}")
+    row_name = "step"
+
+    def row(self, i: int) -> Step:
         return Step(i, int(self.source[i]), self.operation_texts[self.operation[i]], int(self.execution_count[i]),
                     self.live_at(i),
                     {"standard": int(self.scratch_standard[i]), "interleaved": int(self.scratch_interleaved[i])},
@@ -194,7 +186,7 @@ class StepTable(Sequence[Step]):
     def __iter__(self) -> Iterator[Step]:
         self.live_index()  # every live set will be asked for: index them once
         for i in range(len(self)):
-            yield self[i]
+            yield self.row(i)
 
     def live_at(self, i: int) -> tuple[int, ...]:
         """The live set of step i, sorted by id: from the index when it is built, else

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import AbstractSet, Mapping, Sequence, overload
+from typing import AbstractSet, Mapping, Sequence
 
 import numpy as np
 
+from tileplan.model.rows import Rows
 from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Step, StepTable, Value
 
@@ -55,7 +56,7 @@ class StepWorst:
     max_interleaved_tile: int
 
 
-class _StepWorstView(Sequence[StepWorst]):
+class _StepWorstView(Rows[StepWorst]):
     """`ExactAccounting.steps`: a `StepWorst` per step, built on demand from the columns."""
 
     __slots__ = ("_columns",)
@@ -66,13 +67,9 @@ class _StepWorstView(Sequence[StepWorst]):
     def __len__(self) -> int:
         return len(self._columns[0])
 
-    @overload
-    def __getitem__(self, i: int) -> StepWorst: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[StepWorst]: ...
-    def __getitem__(self, i: int | slice) -> StepWorst | list[StepWorst]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
+    row_name = "step"
+
+    def row(self, i: int) -> StepWorst:
         return StepWorst(*(int(c[i]) for c in self._columns))
 
 

@@ -6,13 +6,13 @@ the terminal or prints `to_json`.
 from __future__ import annotations
 
 import json
-
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
+from tileplan.model.rows import Rows
 from tileplan.report.format import Report
 from tileplan.report.views import (
     Extras,
@@ -64,7 +64,7 @@ class StepUsage:
                 "total": self.total, "tile": self.tile, "over": self.over}
 
 
-class StepUsages(Sequence[StepUsage]):
+class StepUsages(Rows[StepUsage]):
     """The `StepUsage` of every step as columns (numpy), a `StepUsage` built on demand
     per index. `*_known` masks say where `standard`, `interleaved` and `total` are
     known (the column holds 0 elsewhere); `tile` is -1 where there is none."""
@@ -83,17 +83,9 @@ class StepUsages(Sequence[StepUsage]):
     def __len__(self) -> int:
         return len(self.source)
 
-    @overload
-    def __getitem__(self, i: int) -> StepUsage: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[StepUsage]: ...
-    def __getitem__(self, i: int | slice) -> StepUsage | list[StepUsage]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        n = len(self)
-        if not -n <= i < n:
-            raise IndexError(f"step {i} of {n}")
-        i %= n
+    row_name = "step"
+
+    def row(self, i: int) -> StepUsage:
         tile = int(self.tile[i])
         return StepUsage(i, self.briefs[int(self.operation[i])], int(self.source[i]), int(self.execution_count[i]),
                          int(self.standard[i]) if self.standard_known[i] else None,

@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
 from tileplan.model.layout import Layout
 from tileplan.model.precision import Precision
+from tileplan.model.rows import Rows
 from tileplan.model.timeline import REGIONS, StepTable, Value
 from tileplan.report.format import U64_MAX, Report
 
@@ -506,7 +507,7 @@ def value_columns(report: Report, steps: StepColumns | None = None) -> ValueColu
         groups=tuple(groups), at=at, first=first, last=last, first_step=first_step, last_step=last_step, steps=steps)
 
 
-class ValueRows(Sequence[ValueRow]):
+class ValueRows(Rows[ValueRow]):
     """`ValueRow`s of a report's values in id order, built on demand (one layout's and
     one precision's display text computed once however many values share them)."""
 
@@ -520,15 +521,10 @@ class ValueRows(Sequence[ValueRow]):
     def __len__(self) -> int:
         return len(self.cols.values)
 
-    @overload
-    def __getitem__(self, k: int) -> ValueRow: ...
-    @overload
-    def __getitem__(self, k: slice) -> list[ValueRow]: ...
-    def __getitem__(self, k: int | slice) -> ValueRow | list[ValueRow]:
-        if isinstance(k, slice):
-            return [self[j] for j in range(*k.indices(len(self)))]
-        v = self.cols.values[k]  # IndexError past the end, as a sequence should
-        k = k % len(self)
+    row_name = "value"
+
+    def row(self, k: int) -> ValueRow:
+        v = self.cols.values[k]
         layout = self._layouts.get(id(v.layout))
         if layout is None:
             layout = self._layouts[id(v.layout)] = (layout_brief(v.layout), v.layout.to_text())
