@@ -69,12 +69,6 @@ class StepDraft(NamedTuple):
     writes: tuple[int, ...]
     scratch: tuple[tuple[str, int], ...] = ()
 
-    def scratch_map(self) -> dict[str, int]:
-        out = {"standard": 0, "interleaved": 0}
-        for region, n in self.scratch:
-            out[region] += n
-        return out
-
 
 @dataclass(frozen=True, slots=True)
 class OperationInfo:

@@ -210,13 +210,6 @@ class StepTable(Rows[Step]):
             self._live = (starts, ids[order])
         return self._live
 
-    def live_count(self) -> np.ndarray:
-        """How many values are live in each step (a difference array, no live sets)."""
-        diff = np.zeros(len(self) + 1, dtype=np.int64)
-        np.add.at(diff, self.first, 1)
-        np.add.at(diff, self.last + 1, -1)
-        return np.cumsum(diff[:-1])
-
     def operation_text(self, i: int) -> str:
         return self.operation_texts[int(self.operation[i])]
 

@@ -24,7 +24,7 @@ from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Rejection, StepTable, Value
 from tileplan.runtime import without_gc
 from tileplan.planner.exact import ExactAccounting, account, merged_intervals
-from tileplan.planner.exchange import exchange_rows
+from tileplan.planner.exchange import exchanges
 from tileplan.planner.placed import PlacementSkipped, TilePlacement, place_tiles
 from tileplan.planner.usage import (
     BudgetVerdict, GroupColumns, Peaks, find_peaks, group_columns, judge_budget, region_usage,
@@ -154,7 +154,7 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     steps = build_steps(lowering, kept, values, groups, first, last)
     peaks = find_peaks(steps, groups)
     per_text = np.bincount(steps.operation, minlength=len(steps.operation_texts)).tolist()
-    rows = sum(count * exchange_rows((text,)) for text, count in zip(steps.operation_texts, per_text))
+    rows = sum(count for text, count in zip(steps.operation_texts, per_text) if exchanges(text))
     resident = frozenset(v.id for v in values if v.resident)
     complete = all(v.id in shards for v in values)
     exact = account(values, steps, shards, machine.tile_count, set(resident)) if len(steps) and complete else None
