@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     broken = find_violations(problem, result.offsets, limit=1)
     assert not broken, f"internal error: the placement is invalid: {broken[0]}"
     write_atomic(target, render_csv(problem, result.offsets), overwrite=args.force)
-    print(f"{len(problem.buffers)} buffers: {result.verdict}")
+    print(f"{len(problem)} buffers: {result.verdict}")
     print(f"wrote {target}")
     args.decided = 0 if result.fits else EXIT_OVER
     return args.decided

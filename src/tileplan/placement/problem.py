@@ -10,6 +10,7 @@ same step, so both may sit at offset 0; the live peak is 100.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,17 +66,22 @@ class Buffer:
         return f"Buffer({self.id!r}, [{self.lower}, {self.upper}), {self.size}{extra})"
 
 
-@dataclass(frozen=True, slots=True)
 class Problem:
     """Buffers to place, in input order (results list offsets in this order).
-    Invariants: ids are unique, the total size stays under 2**62."""
+    Invariants: ids are unique, the total size stays under 2**62. Immutable.
 
-    buffers: tuple[Buffer, ...]
+    `Problem(buffers)` checks each `Buffer` as it is built; `Problem.from_columns(ids,
+    columns)` checks the same rules on whole columns at once (what the CSV reader uses:
+    a million rows without a `Buffer` object each; `buffers` builds them on first use).
+    """
 
-    def __post_init__(self) -> None:
+    __slots__ = ("_buffers", "_ids", "_columns")
+
+    def __init__(self, buffers: tuple[Buffer, ...]) -> None:
+        buffers = tuple(buffers)
         seen: set[str] = set()
         total = 0
-        for buf in self.buffers:
+        for buf in buffers:
             if not isinstance(buf, Buffer):
                 raise InputError(f"expected a Buffer, found {type(buf).__name__}", "problem")
             if buf.id in seen:
@@ -84,10 +90,89 @@ class Problem:
             total += buf.size
         if total >= VALUE_LIMIT:
             raise InputError(f"total size {total} is too large (limit 2**62)", "problem")
+        self._buffers: tuple[Buffer, ...] | None = buffers
+        self._ids: tuple[str, ...] | None = None
+        self._columns: Columns | None = None
+
+    @classmethod
+    def from_columns(cls, ids: Sequence[str], columns: Columns) -> Problem:
+        """The problem of buffers `ids[i]` with the values of row i of `columns`, checked
+        as `Buffer` and `Problem` check them (`InputError` naming the first buffer that
+        breaks a rule, with `Buffer`'s words)."""
+        n = len(ids)
+        if any(len(getattr(columns, name)) != n for name in _COLUMNS):
+            raise ValueError(f"{n} ids and columns of other lengths")
+        cols = Columns(*(np.array(getattr(columns, name), dtype=np.int64).reshape(n) for name in _COLUMNS))
+        c = cols
+        bad = ((c.lower < 0) | (c.lower >= c.upper) | (c.upper >= VALUE_LIMIT) | (c.size < 0)
+               | (c.size >= VALUE_LIMIT) | (c.alignment < 1) | (c.alignment >= VALUE_LIMIT) | (c.floor < 0)
+               | (c.floor >= VALUE_LIMIT) | (c.ceiling < 0) | (c.ceiling > VALUE_LIMIT)
+               | ((c.ceiling < VALUE_LIMIT) & (c.floor > c.ceiling - c.size)))
+        first = np.flatnonzero(bad)
+        if len(first):  # Buffer words the rule
+            at = int(first[0])
+            _buffer_at(ids, cols, at)
+            raise AssertionError(f"buffer {ids[at]!r} breaks a rule Buffer accepts")  # pragma: no cover
+        if set(map(type, ids)) - {str}:
+            raise InputError(f"an id must be text, found {next(i for i in ids if type(i) is not str)!r}", "problem")
+        if len(set(ids)) != n:
+            seen: set[str] = set()
+            for ident in ids:
+                if ident in seen:
+                    raise InputError(f"duplicate id {ident!r}", "problem")
+                seen.add(ident)
+        if float(c.size.sum(dtype=np.float64)) >= VALUE_LIMIT / 2:  # near the limit: the exact sum decides
+            total = sum(c.size.tolist())
+            if total >= VALUE_LIMIT:
+                raise InputError(f"total size {total} is too large (limit 2**62)", "problem")
+        for array in (c.lower, c.upper, c.size, c.alignment, c.floor, c.ceiling):
+            array.flags.writeable = False
+        problem = cls.__new__(cls)
+        problem._buffers = None
+        problem._ids = tuple(ids)
+        problem._columns = cols
+        return problem
+
+    @property
+    def buffers(self) -> tuple[Buffer, ...]:
+        """The buffers, in input order."""
+        if self._buffers is None:
+            ids, cols = self.ids, self.columns()
+            self._buffers = tuple(_buffer_at(ids, cols, i) for i in range(len(ids)))
+        return self._buffers
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The buffers' ids, in input order."""
+        if self._ids is None:
+            self._ids = tuple(b.id for b in self.buffers)
+        return self._ids
 
     def columns(self) -> Columns:
-        """The buffers as numpy columns, the form every pass works on."""
-        return Columns.from_buffers(self.buffers)
+        """The buffers as numpy columns (read-only, built once), the form every pass works on."""
+        if self._columns is None:
+            self._columns = Columns.from_buffers(self.buffers)
+            for name in _COLUMNS:
+                getattr(self._columns, name).flags.writeable = False
+        return self._columns
+
+    def __len__(self) -> int:
+        return len(self._buffers) if self._buffers is not None else len(self.ids)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Problem) and (self is other or self.buffers == other.buffers)
+
+    def __hash__(self) -> int:
+        return hash(self.buffers)
+
+    def __repr__(self) -> str:
+        return f"Problem({self.buffers!r})"
+
+
+def _buffer_at(ids: Sequence[str], cols: Columns, i: int) -> Buffer:
+    ceiling = int(cols.ceiling[i])
+    return Buffer(ids[i], int(cols.lower[i]), int(cols.upper[i]), int(cols.size[i]), int(cols.alignment[i]),
+                  int(cols.floor[i]), None if ceiling == VALUE_LIMIT else ceiling)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -123,18 +208,20 @@ class Columns:
 
 
 def live_totals(cols: Columns) -> tuple[np.ndarray, np.ndarray]:
-    """The event steps and the bytes live from each one to the next: a difference
-    array over the sorted distinct lower/upper steps and a prefix sum (linear after the sort).
+    """The event steps and the bytes live from each one to the next: the lower/upper
+    events sorted, a prefix sum of +size/-size, read at the last event of each distinct
+    step (one sort, then linear).
 
     Example: [0, 4) x 100 and [2, 6) x 50 give steps (0, 2, 4, 6) and totals (100, 150, 50).
     """
-    steps = np.unique(np.concatenate([cols.lower, cols.upper]))
-    if len(steps) == 0:
-        return steps, np.zeros(0, dtype=np.int64)
-    delta = np.zeros(len(steps), dtype=np.int64)
-    np.add.at(delta, np.searchsorted(steps, cols.lower), cols.size)
-    np.add.at(delta, np.searchsorted(steps, cols.upper), -cols.size)
-    return steps, np.cumsum(delta)[:-1]
+    if len(cols) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    events = np.concatenate([cols.lower, cols.upper])
+    order = np.argsort(events, kind="stable")
+    at = events[order]
+    total = np.cumsum(np.concatenate([cols.size, -cols.size])[order])
+    last = np.flatnonzero(np.concatenate([at[1:] != at[:-1], [True]]))  # the last event of each step
+    return at[last], total[last][:-1]
 
 
 def lower_bound(cols: Columns) -> int:
@@ -150,3 +237,6 @@ def lower_bound(cols: Columns) -> int:
 def align_up(values: np.ndarray, alignment: np.ndarray) -> np.ndarray:
     """Each value rounded up to a multiple of its alignment (7 at 4 -> 8)."""
     return -(-values // alignment) * alignment
+
+
+_COLUMNS = ("lower", "upper", "size", "alignment", "floor", "ceiling")
