@@ -48,7 +48,7 @@ def test_a_device_a_fifo_or_a_folder_is_refused_not_read(tmp_path, capsys):
 def test_reading_stops_at_the_size_cap(tmp_path):
     big = tmp_path / "big.json"
     big.write_bytes(b" " * 4096 + b"{}")
-    with pytest.raises(InputError, match=r"big.json: larger than 1000 bytes"):
+    with pytest.raises(InputError, match=r"big.json: 4098 bytes, larger than the 1000"):
         read_bytes(str(big), limit=1000)
     assert read_json(str(big), limit=5000) == {}
 

@@ -24,6 +24,7 @@ from tileplan.planner.request import PlanRequest
 from tileplan.report.build import build_report
 from tileplan.report.format import Report, report_bytes, to_json_text
 from tileplan.report.views import verdict_line
+from tileplan.runtime import library_output_captured
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,11 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
 def _graph(model: Any, example_inputs: Sequence[Any] | None) -> Graph:
     if isinstance(model, Graph):
         return model
+    with library_output_captured():
+        return _import_object(model, example_inputs)
+
+
+def _import_object(model: Any, example_inputs: Sequence[Any] | None) -> Graph:
     from tileplan.importers.torch_export import _torch, from_exported, from_torch
     torch = _torch()
     if isinstance(model, torch.export.ExportedProgram):

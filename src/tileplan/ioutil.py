@@ -52,9 +52,12 @@ def read_bytes(path: str, limit: int = MAX_REPORT_BYTES) -> bytes:
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path) from None
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise InputError(f"expected a regular file, found {_kind(mode)}; give the path of a file", path)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"expected a regular file, found {_kind(st.st_mode)}; give the path of a file", path)
+        if st.st_size > limit:
+            raise InputError(f"{st.st_size} bytes, larger than the {limit} tileplan reads from such a file; "
+                             "is it the right file?", path)
         chunks, size = [], 0
         while True:
             chunk = os.read(fd, min(1 << 24, limit + 1 - size))
@@ -139,6 +142,24 @@ def _has_surrogate(s: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every control character escaped as Python writes it (`\\n`,
+    `\\x1b`): a name holding a newline or a terminal escape cannot forge a second
+    line of a message or recolour a terminal."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def display_name(name: str, limit: int = 120) -> str:
+    """A name from a model file made fit for reports, file names and one-line
+    messages: control characters (NUL, newline, escapes) escaped, at most `limit`
+    characters."""
+    clean = escape_controls(name)
+    return clean if len(clean) <= limit else clean[: limit - 3] + "..."
 
 
 # Writing ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import NoReturn, Sequence
 from tileplan import __version__
 from tileplan.cli import check, diff, html, place, plan, plot, summary
 from tileplan.errors import TileplanError
+from tileplan.ioutil import escape_controls
 
 COMMANDS = {"plan": plan, "check": check, "summary": summary, "html": html, "plot": plot, "diff": diff,
             "place": place}
@@ -87,7 +88,7 @@ def _text_streams() -> None:
 def _error(message: str) -> None:
     if sys.stderr is not None:
         try:
-            print(f"tileplan: error: {message}", file=sys.stderr)
+            print(f"tileplan: error: {escape_controls(message)}", file=sys.stderr)
         except OSError:
             pass
 

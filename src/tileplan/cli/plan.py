@@ -15,6 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
+from tileplan import runtime
 from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.cli.progress import Progress
 from tileplan.errors import InputError
@@ -75,6 +76,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"1 (the reference's format, which every reader takes), 2 (compact: interned tables and "
                         f"columns, for large programs; docs/report-format-v2.md) or auto (the default: 1 up to "
                         f"{V1_LIMIT:,} values, 2 beyond, where version 1 would run to hundreds of megabytes)")
+    p.add_argument("--verbose", action="store_true",
+                   help="show what torch, transformers and onnx print while the model is imported (by default "
+                        "it is captured, so that an error is one line)")
     p.add_argument("-o", "--output", help="report path (default: MODEL.json, or MODEL.sweep.json with --sweep)")
     p.add_argument("-f", "--force", action="store_true", help="overwrite an existing report")
 
@@ -125,6 +129,7 @@ def report_version(args: argparse.Namespace, report: Report) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    runtime.VERBOSE = args.verbose
     request = request_from(args)
     if args.sweep:
         return run_sweep_command(args, request)

@@ -45,6 +45,7 @@ import numpy as np
 
 from tileplan.errors import InputError, ModelError
 from tileplan.importers.graph import Graph, GraphBuilder, GraphOp, unsupported
+from tileplan.ioutil import read_bytes
 from tileplan.model.ir import MAX_ELEMENTS
 from tileplan.ops import REGISTRY
 from tileplan.ops.elementwise import BINARY, UNARY
@@ -106,14 +107,18 @@ def from_onnx(path: str, *, batch: int | None = None, sequence_length: int | Non
     return _Importer(model, path, batch, sequence_length).run()
 
 
+#: the largest ONNX file read: protobuf's own limit for one message (a larger model keeps
+#: its weights as external data, which tileplan never reads)
+MAX_ONNX_BYTES = 2 << 30
+
+
 def _load(path: str) -> Any:
     import onnx
     from google.protobuf.message import DecodeError
 
-    if not os.path.isfile(path):
-        raise InputError("no such file: expected an ONNX model file", path)
+    data = read_bytes(path, MAX_ONNX_BYTES)  # a regular file of at most 2 GiB, or one line
     try:
-        model = onnx.load(path, load_external_data=False)
+        model = onnx.load_model_from_string(data)
     except (DecodeError, ValueError, RuntimeError, OSError, UnicodeDecodeError, TypeError) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputError(f"not a readable ONNX model ({first[:120]}): expected a protobuf ModelProto file; "
@@ -198,6 +203,7 @@ class _Importer:
 
     def run(self) -> Graph:
         g = self.model.graph
+        self._single_assignment(g)
         for node in g.node:
             self.readers.update(i for i in node.input if i)
         self._initializers(g)
@@ -229,6 +235,22 @@ class _Importer:
             return place_views_beside_readers(elementwise_before_views(self.b.build()))
         except ModelError as e:
             raise e.at(self.path, ": ") from None
+
+    def _single_assignment(self, g: Any) -> None:
+        """ONNX graphs assign each tensor once (the IR's static single assignment
+        rule): no output written by two nodes, nor a node writing a graph input or an
+        initializer."""
+        writer: dict[str, str] = {t.name: "an initializer" for t in g.initializer}
+        writer.update((i.name, "a graph input") for i in g.input if i.name not in writer)
+        for k, node in enumerate(g.node):
+            here = f"node {node.name or k!r} ({node.op_type})"
+            for out in node.output:
+                if not out:
+                    continue
+                if out in writer:
+                    raise ModelError(f"tensor {out!r} is written by {here} and by {writer[out]}: an ONNX graph "
+                                     "assigns each tensor once (is the file hand-edited?)", self.path)
+                writer[out] = here
 
     def _unknown(self, op_type: str, node: Any) -> None:
         count, first = self.unknown.get(op_type, (0, _module_of(node) or node.name or node.output[0]))

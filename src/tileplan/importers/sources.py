@@ -10,11 +10,14 @@ re-exporting.
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import replace
 from functools import lru_cache
 
 from tileplan.errors import InputError, ModelError
 from tileplan.importers.graph import Graph
-from tileplan.ioutil import read_json
+from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json
+from tileplan.runtime import library_output_captured
 
 #: the sequence length a text model is planned at unless told
 DEFAULT_SEQUENCE = 128
@@ -22,10 +25,93 @@ DEFAULT_SEQUENCE = 128
 SIGLIP_TYPES = ("siglip", "siglip_vision_model", "siglip2", "siglip2_vision_model")
 
 
+#: a Hugging Face hub id: `name` or `org/name` of letters, digits, `-`, `_` and `.`
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95})?")
+
+
+def is_hub_id(model: str) -> bool:
+    """Whether `model` is tried as a Hugging Face hub id: not a built-in name, not
+    `synthetic:N`, no file at that path, and shaped like `org/name` or `name`."""
+    from tileplan.model.siglip import CONFIGS
+    return (model not in CONFIGS and not model.lower().startswith("synthetic:") and _HUB_ID.fullmatch(model) is not None
+            and not model.lower().endswith((".json", ".onnx", ".pt2")) and not os.path.lexists(model))
+
+
 @lru_cache(maxsize=64)
+def locate(model: str) -> str:
+    """The file a MODEL argument names: itself, or for a hub id its `config.json` from
+    the local Hugging Face cache (`HF_HOME`, `HF_HUB_CACHE`), else downloaded from the
+    hub when the machine is online (not with `HF_HUB_OFFLINE=1`). Only the
+    configuration is fetched, never weights."""
+    if not is_hub_id(model):
+        return model
+    try:
+        from transformers.utils import cached_file
+    except ImportError:  # pragma: no cover - the import extra is installed by make test
+        raise InputError("a Hugging Face hub id needs the `import` extra: pip install 'tileplan[import]'",
+                         model) from None
+    hint = (f"download it (`hf download {model} config.json`, or from the model's page) and pass the "
+            "config.json's path")
+    cache = os.environ.get("HF_HUB_CACHE") or (os.path.join(os.environ["HF_HOME"], "hub")
+                                               if os.environ.get("HF_HOME") else None)
+    with library_output_captured():
+        for local_only in (True, False):
+            if not local_only and not _hub_reachable():
+                raise InputError(f"unknown model {model!r}: not a built-in model ({_builtins()}), a file or a Hugging "
+                                 f"Face model whose config.json is in the local cache, and the hub is not reachable "
+                                 f"(offline); {hint}")
+            try:
+                path = cached_file(model, "config.json", cache_dir=cache, local_files_only=local_only,
+                                   _raise_exceptions_for_missing_entries=False)
+            except Exception as e:  # not cached, gated, unknown: transformers raises OSError and others
+                if local_only:
+                    continue
+                raise InputError(f"unknown model {model!r}: not a built-in model ({_builtins()}), a file or a Hugging "
+                                 f"Face model in the local cache, and the hub did not give its config.json "
+                                 f"({type(e).__name__}: {_first_line(e, 160)}); {hint}") from None
+            if path:
+                return str(path)
+    raise InputError(f"the Hugging Face hub has no config.json for this model; {hint}", model)
+
+
+def _builtins() -> str:
+    from tileplan.model.siglip import CONFIGS
+    return ", ".join(sorted(CONFIGS))
+
+
+def _hub_reachable() -> bool:
+    """False when offline (`HF_HUB_OFFLINE`) or when the hub's host name does not
+    resolve: then the hub client would retry for about 25 s before saying so."""
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    try:
+        from huggingface_hub import constants
+        host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+        socket.getaddrinfo(host, 443)
+    except (OSError, ImportError, UnicodeError):
+        return False
+    return True
+
+
 def kind_of(model: str) -> str:
+    """See `_kind_of`; cached on the file's absolute path and modification time, so a
+    relative path read from another folder, or a file changed since, is read again."""
+    try:
+        st = os.stat(model)
+        key: tuple[str, int] = (os.path.abspath(model), st.st_mtime_ns)
+    except (OSError, ValueError):
+        key = ("", 0)
+    return _kind_of(model, key)
+
+
+@lru_cache(maxsize=64)
+def _kind_of(model: str, key: tuple[str, int]) -> str:
     """"builtin", "siglip-config", "hf-config", "onnx", "exported" or "synthetic"
-    (`synthetic:N`, the chain of about N timeline values of `tileplan.model.synthetic`)."""
+    (`synthetic:N`, the chain of about N timeline values of `tileplan.model.synthetic`).
+    A hub id is the kind of the config.json `locate` finds for it."""
     lower = model.lower()
     if lower.startswith("synthetic:"):
         return "synthetic"
@@ -33,8 +119,10 @@ def kind_of(model: str) -> str:
         return "onnx"
     if lower.endswith(".pt2"):
         return "exported"
+    if is_hub_id(model):
+        return kind_of(locate(model))
     if lower.endswith(".json"):
-        doc = read_json(model)
+        doc = read_json(model, MAX_CONFIG_BYTES)
         kind = doc.get("model_type") if isinstance(doc, dict) else None
         return "siglip-config" if kind in SIGLIP_TYPES or not isinstance(doc, dict) else "hf-config"
     return "builtin"
@@ -42,15 +130,20 @@ def kind_of(model: str) -> str:
 
 def import_graph(model: str, batch: int | None = None, sequence_length: int | None = None,
                  image_size: int | None = None, layers: int | None = None) -> Graph:
+    path = locate(model)
     try:
-        stamp = os.stat(model).st_mtime_ns
+        stamp = os.stat(path).st_mtime_ns
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", model) from None
-    return _import(model, stamp, batch, sequence_length, image_size, layers)
+    except ValueError:  # a NUL in the path
+        raise InputError("a path must not contain a NUL character", repr(model)) from None
+    with library_output_captured():
+        graph = _import(path, (os.path.abspath(path), stamp), batch, sequence_length, image_size, layers)
+    return graph if path == model else replace(graph, name=display_name(model))
 
 
 @lru_cache(maxsize=8)
-def _import(model: str, stamp: int, batch: int | None, sequence_length: int | None, image_size: int | None,
+def _import(model: str, key: tuple[str, int], batch: int | None, sequence_length: int | None, image_size: int | None,
             layers: int | None) -> Graph:
     kind = kind_of(model)
     if kind == "onnx":
@@ -83,7 +176,7 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
         raise InputError("planning a Hugging Face config.json needs the `import` extra: "
                          "pip install 'tileplan[import]'", path) from None
     from tileplan.importers.torch_export import from_torch
-    doc = read_json(path)
+    doc = read_json(path, MAX_CONFIG_BYTES)
     if not isinstance(doc, dict):
         raise InputError(f"expected a JSON object (a Hugging Face config.json), found a {type(doc).__name__}", path)
     kind = doc.get("model_type")
@@ -92,9 +185,9 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
     fields = {k: v for k, v in doc.items() if k != "model_type"}
     try:
         cfg = AutoConfig.for_model(kind, **fields)
-    except (ValueError, KeyError, TypeError) as e:
-        raise InputError(f"transformers cannot build a {kind!r} configuration: {str(e).splitlines()[0]}",
-                         path) from None
+    except Exception as e:  # transformers and huggingface_hub validate with many exception types
+        raise InputError(f"transformers cannot build a {display_name(kind)!r} configuration: {type(e).__name__}: "
+                         f"{_first_line(e)}", path) from None
     cfg.use_cache = False
     if layers is not None:
         if not hasattr(cfg, "num_hidden_layers"):
@@ -109,7 +202,7 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
         with torch.device("meta"):
             model = AutoModel.from_config(cfg)
     except Exception as e:
-        raise ModelError(f"transformers cannot build the model: {type(e).__name__}: {str(e).splitlines()[0]}",
+        raise ModelError(f"transformers cannot build the model: {type(e).__name__}: {_first_line(e)}",
                          path) from None
     batch = batch or 1
     main = getattr(model, "main_input_name", "input_ids")
@@ -126,5 +219,20 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
     else:
         raise InputError(f"the model's main input is {main!r}; tileplan builds input_ids or pixel_values from a "
                          "config (export the model yourself and plan the .pt2 or .onnx)", path)
-    name = doc.get("_name_or_path") or kind
-    return from_torch(model, (example,), str(name))
+    name = doc.get("_name_or_path")
+    return from_torch(model, (example,), display_name(name) if isinstance(name, str) and name else
+                      config_name(path, kind))
+
+
+def _first_line(e: BaseException, limit: int = 300) -> str:
+    """An exception's text on one line (whitespace runs folded), at most `limit`
+    characters."""
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def config_name(path: str, fallback: str) -> str:
+    """A config.json's model name when it names none itself: its folder's name, the
+    same from inside the folder as from outside it."""
+    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return display_name(folder or fallback)

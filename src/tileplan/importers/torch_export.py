@@ -15,7 +15,6 @@ ran it and what it does (`encoder.layer.3.attention.query.matmul`).
 
 from __future__ import annotations
 
-import logging
 import math
 import operator
 from typing import Any, Callable, Sequence
@@ -75,23 +74,15 @@ def from_exported(ep: Any, name: str = "model") -> Graph:
 
 
 def load_exported(path: str) -> Graph:
-    """Import a saved ExportedProgram (`torch.export.save`, a `.pt2` file)."""
-    torch = _torch()
+    """Import a saved ExportedProgram (`torch.export.save`, a `.pt2` file), read by
+    `importers.pt2` without unpickling or calling anything from the file."""
+    _torch()
     try:  # a Hugging Face model's outputs are pytree nodes transformers registers on import
         import transformers.modeling_outputs  # noqa: F401
     except ImportError:  # pragma: no cover
         pass
-    quiet = logging.getLogger("torch.export")
-    level = quiet.level
-    quiet.setLevel(logging.CRITICAL)  # torch logs a traceback before raising; the error below says it in one line
-    try:
-        ep = torch.export.load(path)
-    except FileNotFoundError:
-        raise InputError("cannot read: no such file", path) from None
-    except Exception as e:
-        raise InputError(f"not a torch.export program (.pt2): {type(e).__name__}", path) from None
-    finally:
-        quiet.setLevel(level)
+    from tileplan.importers.pt2 import load_program
+    ep = load_program(path)
     stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "model"
     return from_exported(ep, stem)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tileplan.errors import InputError
-from tileplan.ioutil import read_json
+from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json
 
 FIELDS = {  # ViTConfig field <- config.json key
     "hidden": "hidden_size", "mlp": "intermediate_size", "layers": "num_hidden_layers",
@@ -26,7 +26,7 @@ MODEL_TYPES = ("siglip", "siglip_vision_model", "siglip2", "siglip2_vision_model
 
 def read_vision_config(path: str) -> tuple[str, dict[str, Any]]:
     """(name, the ViTConfig fields) from a config.json; one-line errors naming the key."""
-    doc = read_json(path)
+    doc = read_json(path, MAX_CONFIG_BYTES)
     if not isinstance(doc, dict):
         raise InputError("expected a JSON object (a Hugging Face config.json)", path)
     kind = doc.get("model_type")
@@ -51,7 +51,7 @@ def read_vision_config(path: str) -> tuple[str, dict[str, Any]]:
     if not isinstance(head, bool):
         raise InputError(f"vision_use_head must be true or false, found {json.dumps(head)}", place)
     fields["map_head"] = head
-    name = doc.get("_name_or_path") or Path(path).parent.name or Path(path).stem
+    name = doc.get("_name_or_path") or Path(path).resolve().parent.name or Path(path).stem
     if not isinstance(name, str):
-        raise InputError(f"_name_or_path must be a string, found {json.dumps(name)}", path)
-    return name, fields
+        raise InputError(f"_name_or_path must be a string, found {json.dumps(name)[:80]}", path)
+    return display_name(name), fields

@@ -7,13 +7,15 @@ figure in a report can be re-derived by running that command.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from tileplan.errors import InputError
 from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
-from tileplan.importers.sources import import_graph, kind_of
+from tileplan.importers.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
 from tileplan.model import siglip, synthetic
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
@@ -80,22 +82,30 @@ class PlanRequest:
         return kind_of(self.model) not in ("builtin", "siglip-config")
 
     @property
+    def path(self) -> str:
+        """The file the model comes from: `model`, or the config.json of a hub id."""
+        return locate(self.model)
+
+    @property
     def config(self) -> siglip.ViTConfig:
         if self.imported:
             raise InputError("an imported model has no built-in tower configuration", self.model)
-        c = siglip.config(self.model, layers=self.layers, map_head=self.map_head, batch=self.batch)
+        c = siglip.config(self.path, layers=self.layers, map_head=self.map_head, batch=self.batch)
         return c if self.image_size is None else replace(c, image=self.image_size)
 
     @property
     def name(self) -> str:
         """The model's name (reports and default output names)."""
+        if is_hub_id(self.model):
+            return display_name(self.model.rsplit("/", 1)[-1])
         if not self.imported:
             return self.config.name
         if kind_of(self.model) == "synthetic":
             return f"synthetic-{synthetic.timeline_count(self.model)}"
-        from pathlib import Path
         path = Path(self.model)
-        return path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+        if path.name == "config.json":  # the checkpoint folder's name, from inside it or not
+            return config_name(self.model, "config")
+        return display_name(path.stem)
 
     def proportions(self) -> list[float]:
         try:
@@ -185,7 +195,7 @@ class PlanRequest:
 
     def command(self) -> str:
         """The `tileplan plan` line that plans exactly this request."""
-        parts = ["tileplan plan", self.model]
+        parts = ["tileplan plan", shlex.quote(self.model)]
         if not self.imported:
             parts.append(f"--layers {self.config.layers}")
         elif self.layers is not None:

@@ -1,0 +1,352 @@
+"""Read a saved ExportedProgram (`torch.export.save`, a `.pt2` file) without running
+anything from the file.
+
+`torch.export.load` unpickles the archive's sample inputs and any weight or constant
+stored with `use_pickle` (`torch.load(..., weights_only=False)`), and its deserializer
+evaluates symbolic-shape expressions with `sympy.sympify` (an `eval`), resolves any
+`torch.<attribute>` path as an operation's target (which `run_decompositions` then
+calls) and generates Python source from the graph's names. A `.pt2` from a model hub
+is untrusted input, and tileplan needs only the program: its graph, signature and
+tensor metadata. So this module reads the archive itself:
+
+1. `open_archive`: a regular file only (FIFOs and devices refused before opening), a
+   zip archive whose central directory holds at most `MAX_MEMBERS` entries in at most
+   `MAX_DIRECTORY_BYTES`, in the PT2 archive format (`<root>/archive_format` = `pt2`,
+   PyTorch 2.6 and later);
+2. `read_member`: the serialized program (`<root>/models/model.json`) only, its size
+   checked before inflating and the inflation itself stopped at `MAX_PROGRAM_BYTES`;
+   the sample inputs, weights and constants are never read;
+3. `check_program`: the JSON document is refused unless every node's target is an ATen
+   operator (`torch.ops.aten.<name>.<overload>`) or `_operator.getitem`, every name
+   is a Python identifier, every shape is static (no `expr_str`: a symbolic expression
+   would be `sympify`-ed), no custom objects are inputs; metadata is cut to
+   `nn_module_stack` (the module names tileplan shows) and the guards' code dropped;
+4. `deserialize`: torch's deserializer on that checked document, with meta tensors
+   (shape, strides and dtype from the graph's own tensor metadata, no bytes) for the
+   parameters, buffers and constants, and no example inputs.
+
+Every refusal is one `InputError` naming the file and the rule.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import zipfile
+from typing import Any, BinaryIO
+
+from tileplan.errors import InputError
+from tileplan.ioutil import parse_json
+
+#: the most entries a .pt2's zip directory may list (a real archive holds a few per weight)
+MAX_MEMBERS = 1_000_000
+#: the largest zip central directory read, in bytes
+MAX_DIRECTORY_BYTES = 256 << 20
+#: the largest serialized program (models/model.json) inflated, in bytes; a 7B decoder's
+#: is about 10 MB
+MAX_PROGRAM_BYTES = 512 << 20
+#: the small text members (archive_format) read
+MAX_SMALL_MEMBER = 4096
+#: the most characters of one name (a node, a tensor, a module path) accepted
+MAX_NAME = 1024
+
+_ATEN_TARGET = re.compile(r"torch\.ops\.aten\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
+_ALLOWED_TARGETS = frozenset({"_operator.getitem"})
+_FQN = re.compile(r"[A-Za-z0-9_.\-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _refuse(message: str, path: str) -> InputError:
+    return InputError(message, path)
+
+
+def open_archive(path: str) -> tuple[zipfile.ZipFile, str]:
+    """The archive and its root folder (`name/`), after the checks of step 1."""
+    if "\0" in path:
+        raise InputError("a path must not contain a NUL character", repr(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise InputError("expected a regular file (a .pt2 archive), found a special file or a folder", path)
+    fh: BinaryIO = os.fdopen(fd, "rb")
+    try:
+        end = zipfile._EndRecData(fh)  # type: ignore[attr-defined]  # the end record, read before the directory
+        if not end:
+            raise _refuse("not a torch.export archive (.pt2): not a zip file", path)
+        entries, size = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
+        if entries > MAX_MEMBERS or size > MAX_DIRECTORY_BYTES:
+            raise _refuse(f"the zip directory lists {entries} entries in {size} bytes, more than the "
+                          f"{MAX_MEMBERS} entries or {MAX_DIRECTORY_BYTES} bytes tileplan reads", path)
+        fh.seek(0)
+        try:
+            archive = zipfile.ZipFile(fh)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as e:
+            raise _refuse(f"not a torch.export archive (.pt2): a broken zip file ({e})", path) from None
+    except BaseException:
+        fh.close()
+        raise
+    roots = sorted({n[: -len("archive_format")] for n in archive.namelist()
+                    if n.endswith("archive_format") and n.count("/") <= 1})
+    if len(roots) != 1:
+        names = archive.namelist()
+        archive.close()
+        old = any(n.endswith("serialized_exported_program.json") or n == "version" or n.endswith("/version")
+                  for n in names[:10_000])
+        hint = ("an archive of torch.export.save before PyTorch 2.6: save it again with PyTorch 2.6 or later"
+                if old else "expected one <name>/archive_format member, as torch.export.save writes")
+        raise _refuse(f"not a torch.export archive (.pt2): {hint}", path)
+    root = roots[0]
+    kind = read_member(archive, root + "archive_format", MAX_SMALL_MEMBER, path).decode("utf-8", "replace").strip()
+    if kind != "pt2":
+        archive.close()
+        raise _refuse(f"archive_format is {kind[:40]!r}, expected 'pt2' (a torch.export.save archive)", path)
+    return archive, root
+
+
+def read_member(archive: zipfile.ZipFile, name: str, limit: int, path: str) -> bytes:
+    """One member's bytes, refused when its stated size is over `limit` and cut off
+    (refused) when its inflation passes `limit` whatever the stated size."""
+    try:
+        info = archive.getinfo(name)
+    except KeyError:
+        raise _refuse(f"the archive has no {name!r}; expected a torch.export.save archive", path) from None
+    if info.file_size > limit:
+        raise _refuse(f"member {name!r} inflates to {info.file_size} bytes, more than the {limit} tileplan reads",
+                      path)
+    try:
+        with archive.open(info) as member:
+            data = member.read(limit + 1)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
+        raise _refuse(f"member {name!r} cannot be read: {e}", path) from None
+    except Exception as e:  # zlib.error and friends
+        raise _refuse(f"member {name!r} cannot be inflated: {type(e).__name__}", path) from None
+    if len(data) > limit:
+        raise _refuse(f"member {name!r} inflates past {limit} bytes, the most tileplan reads", path)
+    return data
+
+
+def read_program(path: str) -> dict[str, Any]:
+    """The checked serialized program of the archive at `path` (steps 1-3)."""
+    archive, root = open_archive(path)
+    with archive:
+        name = root + "models/model.json"
+        models = [n for n in archive.namelist() if n.startswith(root + "models/") and n.endswith(".json")]
+        if name not in models:
+            raise _refuse("the archive holds no models/model.json (the program torch.export.save writes)", path)
+        raw = read_member(archive, name, MAX_PROGRAM_BYTES, path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _refuse(f"models/model.json is not UTF-8 (byte {e.start})", path) from None
+    doc = parse_json(text, f"{path}: models/model.json")
+    del raw, text
+    if not isinstance(doc, dict):
+        raise _refuse(f"models/model.json: expected an object, found {type(doc).__name__}", path)
+    check_program(doc, path)
+    return doc
+
+
+def _where(place: str, path: str) -> str:
+    return f"{path}: models/model.json: {place}"
+
+
+def _name(value: Any, place: str, path: str) -> str:
+    if not isinstance(value, str) or not value.isidentifier() or len(value) > MAX_NAME:
+        shown = repr(value)[:80]
+        raise InputError(f"expected a Python identifier as a name, found {shown}", _where(place, path))
+    return value
+
+
+def _obj(value: Any, place: str, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(f"expected an object, found {type(value).__name__}", _where(place, path))
+    return value
+
+
+def _list(value: Any, place: str, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InputError(f"expected a list, found {type(value).__name__}", _where(place, path))
+    return value
+
+
+def check_program(doc: dict[str, Any], path: str) -> None:
+    """Refuse what would run code or what tileplan cannot plan (step 3); cut the
+    metadata tileplan does not read. Mutates `doc`."""
+    _no_expressions(doc, path)
+    module = _obj(doc.get("graph_module"), "graph_module", path)
+    graph = _obj(module.get("graph"), "graph_module.graph", path)
+    for key in ("tensor_values", "sym_int_values", "sym_bool_values", "sym_float_values", "custom_obj_values"):
+        table = graph.get(key, {})
+        if not isinstance(table, dict):
+            raise InputError("expected an object", _where(f"graph.{key}", path))
+        for name in table:
+            _name(name, f"graph.{key}", path)
+    if graph.get("custom_obj_values"):
+        raise InputError("the program holds custom objects (TorchBind): tileplan plans ATen programs only",
+                         _where("graph.custom_obj_values", path))
+    unknown: dict[str, int] = {}
+    for i, node in enumerate(_list(graph.get("nodes"), "graph.nodes", path)):
+        node = _obj(node, f"graph.nodes[{i}]", path)
+        target = node.get("target")
+        if not isinstance(target, str) or not (_ATEN_TARGET.fullmatch(target) or target in _ALLOWED_TARGETS):
+            shown = repr(target)[:60] if not isinstance(target, str) else target[:60]
+            unknown[shown] = unknown.get(shown, 0) + 1
+        if "name" in node and node["name"] not in ("", None):
+            _name(node["name"], f"graph.nodes[{i}].name", path)
+        _names_in(node.get("inputs"), f"graph.nodes[{i}].inputs", path)
+        _names_in(node.get("outputs"), f"graph.nodes[{i}].outputs", path)
+        node["metadata"] = _metadata(node.get("metadata"), f"graph.nodes[{i}].metadata", path)
+    if unknown:
+        listed = ", ".join(f"{t} x{n}" for t, n in sorted(unknown.items())[:8])
+        more = f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""
+        raise InputError(f"operations that are not ATen operators: {listed}{more}; tileplan plans programs of "
+                         "ATen operators only and calls nothing else from a file", _where("graph.nodes", path))
+    _names_in(graph.get("inputs"), "graph.inputs", path)
+    _names_in(graph.get("outputs"), "graph.outputs", path)
+    signature = _obj(module.get("signature"), "graph_module.signature", path)
+    for i, spec in enumerate(_list(signature.get("input_specs", []), "signature.input_specs", path)):
+        spec = _obj(spec, f"signature.input_specs[{i}]", path)
+        for kind, body in spec.items():
+            if kind in ("custom_obj", "token", "constant_input"):
+                raise InputError(f"an input of kind {kind!r}: tileplan plans tensor programs only",
+                                 _where(f"signature.input_specs[{i}]", path))
+            body = _obj(body, f"signature.input_specs[{i}].{kind}", path)
+            _names_in(body.get("arg"), f"signature.input_specs[{i}].arg", path)
+            for key in ("parameter_name", "buffer_name", "tensor_constant_name"):
+                if key in body and not (isinstance(body[key], str) and _FQN.fullmatch(body[key])
+                                        and len(body[key]) <= MAX_NAME):
+                    raise InputError(f"expected a dotted name of letters, digits and _, found {body[key]!r:.80}",
+                                     _where(f"signature.input_specs[{i}].{key}", path))
+    module["metadata"] = {}
+    doc["guards_code"] = []
+
+
+def _names_in(node: Any, place: str, path: str) -> None:
+    """Every `name` (and `as_name`) field below `node` is an identifier."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key in ("name", "as_name") and isinstance(value, str):
+                    _name(value, place, path)
+                elif key == "as_graph":
+                    raise InputError("a sub-graph argument (a higher-order operator): tileplan plans flat ATen "
+                                     "programs", _where(place, path))
+                else:
+                    stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _metadata(meta: Any, place: str, path: str) -> dict[str, str]:
+    """Only `nn_module_stack` kept (the names of the modules that ran a node), free of
+    control characters."""
+    if not isinstance(meta, dict):
+        return {}
+    stack = meta.get("nn_module_stack")
+    if not isinstance(stack, str) or len(stack) > 64 * MAX_NAME:
+        return {}
+    if _CONTROL.search(stack):
+        raise InputError("a module path holds a control character (a newline, say)", _where(place, path))
+    return {"nn_module_stack": stack}
+
+
+_META = {"type": "meta", "index": None}
+
+
+def _no_expressions(doc: Any, path: str) -> None:
+    """No symbolic expression anywhere (torch parses `expr_str` with sympy.sympify);
+    every device made `meta`, where tileplan's stand-ins for the weights live."""
+    stack = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "expr_str" in item or "as_expr" in item:
+                raise InputError("the program has symbolic (dynamic) shapes; tileplan plans static shapes: export "
+                                 "again without dynamic_shapes", _where("graph", path))
+            for key in ("device", "as_device"):
+                if isinstance(item.get(key), dict):
+                    item[key] = dict(_META)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _meta_tensor(torch: Any, meta: dict[str, Any], place: str, path: str) -> Any:
+    from torch._export.serde.serialize import _SERIALIZE_TO_TORCH_DTYPE
+    dtype = _SERIALIZE_TO_TORCH_DTYPE.get(meta.get("dtype"))
+    if dtype is None:
+        raise InputError(f"unknown dtype code {meta.get('dtype')!r:.20}", _where(place, path))
+
+    def ints(key: str) -> list[int]:
+        items = meta.get(key)
+        if not isinstance(items, list) or len(items) > 64:
+            raise InputError(f"expected a list of at most 64 {key}", _where(place, path))
+        out = []
+        for d in items:
+            v = d.get("as_int") if isinstance(d, dict) else None
+            if type(v) is not int or not 0 <= v < 1 << 62:
+                raise InputError(f"{key}: expected non-negative integers below 2**62, found {d!r:.40}",
+                                 _where(place, path))
+            out.append(v)
+        return out
+    sizes, strides = ints("sizes"), ints("strides")
+    if len(sizes) != len(strides):
+        raise InputError("sizes and strides differ in length", _where(place, path))
+    try:
+        return torch.empty_strided(sizes, strides, dtype=dtype, device="meta")
+    except (RuntimeError, ValueError, OverflowError) as e:
+        raise InputError(f"not a tensor shape torch accepts: {str(e).splitlines()[0][:120]}",
+                         _where(place, path)) from None
+
+
+def deserialize(doc: dict[str, Any], path: str) -> Any:
+    """An ExportedProgram from a checked document, with meta tensors for its state
+    (step 4)."""
+    import torch
+    from torch._export.serde import schema
+    from torch._export.serde.serialize import ExportedProgramDeserializer, _dict_to_dataclass
+
+    graph = doc["graph_module"]["graph"]
+    tensors = graph.get("tensor_values", {})
+    state: dict[str, Any] = {}
+    constants: dict[str, Any] = {}
+    for i, spec in enumerate(doc["graph_module"]["signature"].get("input_specs", [])):
+        kind, body = next(iter(spec.items()))
+        if kind not in ("parameter", "buffer", "tensor_constant"):
+            continue
+        arg = body.get("arg", {})
+        arg_name = arg.get("name") if isinstance(arg, dict) else None
+        fqn = body.get(f"{kind}_name")
+        meta = tensors.get(arg_name) if isinstance(arg_name, str) else None
+        if not isinstance(fqn, str) or not isinstance(meta, dict):
+            raise InputError("an input spec without a name or tensor metadata",
+                             _where(f"signature.input_specs[{i}]", path))
+        tensor = _meta_tensor(torch, meta, f"graph.tensor_values.{arg_name}", path)
+        if kind == "parameter":
+            state[fqn] = torch.nn.Parameter(tensor, requires_grad=bool(meta.get("requires_grad")))
+        elif kind == "buffer" and body.get("persistent", True):
+            state[fqn] = tensor
+        else:
+            constants[fqn] = tensor
+    try:
+        program = _dict_to_dataclass(schema.ExportedProgram, doc)
+        return ExportedProgramDeserializer().deserialize(program, state, constants, None)
+    except InputError:
+        raise
+    except Exception as e:  # torch's deserializer raises many kinds; one line names the cause
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+        raise InputError(f"torch cannot read this program: {type(e).__name__}: {json.dumps(first)[1:-1]}",
+                         path) from None
+
+
+def load_program(path: str) -> Any:
+    """The ExportedProgram saved at `path`, read as the module docstring says."""
+    return deserialize(read_program(path), path)

@@ -1,0 +1,224 @@
+"""A `.pt2` is untrusted input: planning one never runs code from it (no unpickling,
+no call of a non-ATen target, no `sympify` of a shape expression, no generated source
+from a hostile name), stays within its size budgets and fails in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")  # installed by make test (the import extra); never skipped there
+
+from tileplan.cli.main import main  # noqa: E402
+from tileplan.importers import pt2  # noqa: E402
+
+
+class _Payload:
+    """Unpickling this creates `marker`: proof that code from the file ran."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+class _Small(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+        self.register_buffer("shift", torch.ones(4))
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) + self.shift
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory) -> dict[str, bytes]:
+    """The members of a real torch.export.save archive, by name."""
+    path = tmp_path_factory.mktemp("pt2") / "small.pt2"
+    ep = torch.export.export(_Small().eval(), (torch.zeros(2, 8),), strict=False)
+    torch.export.save(ep, path)
+    with zipfile.ZipFile(path) as z:
+        return {n: z.read(n) for n in z.namelist()}
+
+
+def _root(members: dict[str, bytes]) -> str:
+    return next(n for n in members if n.endswith("archive_format"))[: -len("archive_format")]
+
+
+def _write(path: Path, members: dict[str, bytes], compress: int = zipfile.ZIP_STORED) -> Path:
+    with zipfile.ZipFile(path, "w", compression=compress) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+def _program(members: dict[str, bytes]) -> dict:
+    return json.loads(members[_root(members) + "models/model.json"])
+
+
+def _with_program(members: dict[str, bytes], doc: dict) -> dict[str, bytes]:
+    out = dict(members)
+    out[_root(members) + "models/model.json"] = json.dumps(doc).encode()
+    return out
+
+
+def _plan(path: Path, tmp_path: Path, capsys) -> tuple[int, list[str]]:
+    code = main(["plan", str(path), "--no-what-if", "-o", str(tmp_path / "out.json"), "-f"])
+    return code, capsys.readouterr().err.splitlines()
+
+
+def test_a_pickled_sample_input_and_pickled_weights_are_never_unpickled(saved, tmp_path, capsys):
+    marker = tmp_path / "MARKER"
+    members = dict(saved)
+    root = _root(members)
+    bomb = pickle.dumps(_Payload(marker))
+    members[root + "data/sample_inputs/model.pt"] = bomb
+    config = json.loads(members[root + "data/weights/model_weights_config.json"])
+    for entry in config["config"].values():
+        entry["use_pickle"] = True
+        members[root + "data/weights/" + entry["path_name"]] = bomb
+    members[root + "data/weights/model_weights_config.json"] = json.dumps(config).encode()
+    members[root + "data/constants/custom_obj_0"] = bomb
+    code, err = _plan(_write(tmp_path / "m.pt2", members), tmp_path, capsys)
+    assert code == 0, err
+    assert not marker.exists()
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert any(v["name"] == "fc.weight" for v in report["timeline"]["values"])  # planned from the graph alone
+
+
+def test_torch_export_load_would_have_run_the_payload(saved, tmp_path):
+    """The threat is real: torch's own loader unpickles the sample inputs."""
+    marker = tmp_path / "MARKER"
+    members = dict(saved)
+    members[_root(members) + "data/sample_inputs/model.pt"] = pickle.dumps(_Payload(marker))
+    path = _write(tmp_path / "m.pt2", members)
+    try:
+        torch.export.load(path)
+    except Exception:
+        pass
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("target", ["torch.os.system", "builtins.eval", "torch.hub.load", "torch.ops.higher_order.cond",
+                                    "#custom.op"])
+def test_a_target_that_is_not_an_aten_operator_is_refused_before_anything_runs(saved, tmp_path, capsys, target):
+    doc = _program(saved)
+    node = doc["graph_module"]["graph"]["nodes"][0]
+    node["target"] = target
+    code, err = _plan(_write(tmp_path / "m.pt2", _with_program(saved, doc)), tmp_path, capsys)
+    assert code == 2 and len(err) == 1
+    assert "not ATen operators" in err[0] and target[:20] in err[0]
+
+
+def test_a_shape_expression_is_never_evaluated(saved, tmp_path, capsys):
+    marker = tmp_path / "MARKER"
+    doc = _program(saved)
+    tensors = doc["graph_module"]["graph"]["tensor_values"]
+    first = next(iter(tensors.values()))
+    first["sizes"][0] = {"as_expr": {"expr_str": f"__import__('os').system('touch {marker}')", "hint": None}}
+    code, err = _plan(_write(tmp_path / "m.pt2", _with_program(saved, doc)), tmp_path, capsys)
+    assert code == 2 and len(err) == 1 and "dynamic" in err[0]
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("where", ["node", "tensor", "input_arg"])
+def test_a_name_that_is_not_an_identifier_is_refused(saved, tmp_path, capsys, where):
+    doc = _program(saved)
+    graph = doc["graph_module"]["graph"]
+    evil = "x\nimport os; os.system('touch /tmp/never')\ntileplan: error: forged"
+    if where == "node":
+        graph["nodes"][0]["name"] = evil
+    elif where == "tensor":
+        graph["nodes"][0]["outputs"][0]["as_tensor"]["name"] = evil
+    else:
+        graph["nodes"][0]["inputs"][0]["name"] = evil
+    code, err = _plan(_write(tmp_path / "m.pt2", _with_program(saved, doc)), tmp_path, capsys)
+    assert code == 2 and len(err) == 1, err
+    assert "identifier" in err[0] and "\\n" in err[0]
+
+
+def test_a_module_path_with_a_newline_is_refused_in_one_line(saved, tmp_path, capsys):
+    doc = _program(saved)
+    doc["graph_module"]["graph"]["nodes"][0]["metadata"]["nn_module_stack"] = "L__self__,a\nb,torch.nn.Linear"
+    code, err = _plan(_write(tmp_path / "m.pt2", _with_program(saved, doc)), tmp_path, capsys)
+    assert code == 2 and len(err) == 1 and "control character" in err[0]
+
+
+def test_stack_traces_and_guards_are_dropped_not_run(saved, tmp_path, capsys):
+    marker = tmp_path / "MARKER"
+    doc = _program(saved)
+    doc["guards_code"] = [f"__import__('os').system('touch {marker}')"]
+    doc["graph_module"]["graph"]["nodes"][0]["metadata"]["stack_trace"] = "line\n    evil()\n"
+    code, err = _plan(_write(tmp_path / "m.pt2", _with_program(saved, doc)), tmp_path, capsys)
+    assert code == 0, err
+    assert not marker.exists()
+
+
+def test_a_member_larger_than_the_budget_is_refused_before_it_is_inflated(saved, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(pt2, "MAX_PROGRAM_BYTES", 1 << 20)
+    doc = _program(saved)
+    doc["padding"] = " " * (4 << 20)  # 4 MB that deflate to a few KB
+    path = _write(tmp_path / "m.pt2", _with_program(saved, doc), compress=zipfile.ZIP_DEFLATED)
+    assert path.stat().st_size < 100_000
+    code, err = _plan(path, tmp_path, capsys)
+    assert code == 2 and len(err) == 1
+    assert "more than the 1048576" in err[0] and "models/model.json" in err[0]
+
+
+def test_a_directory_of_too_many_entries_is_refused_before_it_is_read(saved, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(pt2, "MAX_MEMBERS", 10)
+    members = dict(saved)
+    members.update({f"{_root(saved)}extra/{i}": b"" for i in range(20)})
+    code, err = _plan(_write(tmp_path / "m.pt2", members), tmp_path, capsys)
+    assert code == 2 and len(err) == 1 and "entries" in err[0]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "text", "empty", "truncated", "old-format", "no-program"])
+def test_files_that_are_not_archives_fail_in_one_line(saved, tmp_path, capsys, kind):
+    path = tmp_path / "m.pt2"
+    if kind == "fifo":
+        os.mkfifo(path)  # no writer: opening must not block
+    elif kind == "text":
+        path.write_text("not a zip\n")
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "truncated":
+        _write(path, saved)
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+    elif kind == "old-format":
+        _write(path, {"version": b"1", "serialized_exported_program.json": b"{}"})
+    else:
+        members = {k: v for k, v in saved.items() if "models/" not in k}
+        _write(path, members)
+    code, err = _plan(path, tmp_path, capsys)
+    assert code == 2 and len(err) == 1, err
+    assert str(path) in err[0]
+
+
+def test_the_cli_prints_one_line_on_stderr_whatever_torch_prints(saved, tmp_path):
+    """torch warns (a FutureWarning) while deserializing; the CLI captures it at the
+    descriptor level, so stderr holds tileplan's line only; --verbose shows it."""
+    doc = _program(saved)
+    doc["graph_module"]["graph"]["nodes"][-1]["target"] = "torch.os.system"
+    bad = _write(tmp_path / "bad.pt2", _with_program(saved, doc))
+    good = _write(tmp_path / "good.pt2", saved)
+    exe = [sys.executable, "-m", "tileplan.cli.main"]
+    run = subprocess.run([*exe, "plan", str(bad), "--no-what-if", "-o", str(tmp_path / "b.json")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and run.stderr.startswith("tileplan: error: ")
+    run = subprocess.run([*exe, "plan", str(good), "--no-what-if", "-o", str(tmp_path / "g.json")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stderr == ""
+    run = subprocess.run([*exe, "plan", str(good), "--no-what-if", "--verbose", "-o", str(tmp_path / "v.json")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "Warning" in run.stderr
