@@ -232,7 +232,10 @@ def _first_line(e: BaseException, limit: int = 300) -> str:
 
 
 def config_name(path: str, fallback: str) -> str:
-    """A config.json's model name when it names none itself: its folder's name, the
-    same from inside the folder as from outside it."""
-    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
-    return display_name(folder or fallback)
+    """A configuration's model name when it names none itself: a `config.json`'s
+    folder name (the same from inside the folder as from outside it), any other
+    file's stem."""
+    absolute = os.path.abspath(path)
+    if os.path.basename(absolute) != "config.json":
+        return display_name(os.path.splitext(os.path.basename(absolute))[0] or fallback)
+    return display_name(os.path.basename(os.path.dirname(absolute)) or fallback)
