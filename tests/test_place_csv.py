@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tileplan.cli.main import main
 from tileplan.errors import InputError
-from tileplan.placement import csvfile, parse_csv, read_csv, render_csv
+from tileplan.placement import Buffer, Problem, csvfile, parse_csv, read_csv, render_csv
 from tileplan.placement.csvfile import _quick, _rows, parse_text
 
 
@@ -151,3 +151,12 @@ def test_the_quick_reader_agrees_with_the_row_by_row_reader(data: st.DataObject,
     quick = _quick(text, "t")
     assert quick is None or (quick == expected and quick.ids == expected.ids)
     assert parse_text(text, "t") == expected
+
+
+@pytest.mark.parametrize("ids", [("a", "b c", "d"), ("a,1", 'q"2', "x\ny")])
+def test_rendered_rows_read_back(ids: tuple[str, str, str]) -> None:
+    problem = Problem(tuple(Buffer(name, k, k + 2, 8, alignment=8 if k == 1 else 1) for k, name in enumerate(ids)))
+    text = render_csv(problem, (0, 8, 16))
+    back = parse_text(text, "t")
+    assert back == problem and back.ids == ids
+    assert text.splitlines()[0] == "id,lower,upper,size,alignment,offset"

@@ -95,8 +95,8 @@ def test_iopddl_g1_is_placed_at_its_lower_bound() -> None:
 
 def test_same_input_same_offsets() -> None:
     problem = perfect_packing(3)
-    first = place(problem, 1 << 16, node_limit=100_000)
-    second = place(problem, 1 << 16, node_limit=100_000)
+    first = place(problem, 1 << 16, node_limit=100_000, minimize=True)
+    second = place(problem, 1 << 16, node_limit=100_000, minimize=True)
     assert first.offsets == second.offsets and first.method == second.method
 
 
@@ -192,21 +192,21 @@ def test_every_single_pass_member_places_validly(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_random_problems_with_alignment_fit_at_the_found_height(seed: int) -> None:
     problem = random_problem(seed)
-    result = place(problem, 10**9, node_limit=2000)
+    result = place(problem, 10**9, node_limit=2000, minimize=True)  # far below the capacity: the height minimised
     check(problem, result.offsets, result.height)
     assert result.lower_bound <= result.height <= result.greedy_height
 
 
 def test_a_node_limit_makes_a_cut_short_search_deterministic() -> None:
     problem = read_csv(str(DATA / "J.1048576.csv"))
-    runs = [place(problem, 1048576, time_limit=600, node_limit=500) for _ in range(2)]
+    runs = [place(problem, 1048576, time_limit=600, node_limit=500, minimize=True) for _ in range(2)]
     assert runs[0].offsets == runs[1].offsets and runs[0].attempts[-1].nodes == runs[1].attempts[-1].nodes
     check(problem, runs[0].offsets, runs[0].height)
 
 
 def test_somas_resnet50_is_placed_at_its_lower_bound() -> None:
     problem = read_csv(str(DATA / "resnet50.csv"))
-    result = place(problem, 1515472556, time_limit=600, node_limit=20_000)
+    result = place(problem, 1515472556, time_limit=600, node_limit=20_000, minimize=True)
     check(problem, result.offsets, 1515472556)
     assert result.optimal and result.height == result.lower_bound == 1515472556
 

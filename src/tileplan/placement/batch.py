@@ -29,17 +29,17 @@ def signature(problem: Problem) -> tuple[Signature, tuple[int, ...]]:
 
 
 def place_each(problems: Mapping[Key, Problem], capacity: int, time_limit: float = DEFAULT_TIME_LIMIT,
-               node_limit: int | None = None) -> dict[Key, Placement]:
-    """A placement for every problem (each with `time_limit` and `node_limit` as in
-    `place`); problems with equal signatures are placed once. Offsets are in each
-    problem's own buffer order."""
+               node_limit: int | None = None, *, minimize: bool = True) -> dict[Key, Placement]:
+    """A placement for every problem (each with `time_limit`, `node_limit` and
+    `minimize` as in `place`); problems with equal signatures are placed once. Offsets
+    are in each problem's own buffer order."""
     placed: dict[Signature, Placement] = {}
     result: dict[Key, Placement] = {}
     for key, problem in problems.items():
         sig, order = signature(problem)
         if sig not in placed:
             canonical = Problem(tuple(Buffer(str(i), *row[:5], ceiling=row[5]) for i, row in enumerate(sig)))
-            placed[sig] = place(canonical, capacity, time_limit=time_limit, node_limit=node_limit)
+            placed[sig] = place(canonical, capacity, time_limit=time_limit, node_limit=node_limit, minimize=minimize)
         shared = placed[sig]
         offsets = [0] * len(order)
         for position, index in enumerate(order):

@@ -242,5 +242,9 @@ def render_csv(problem: Problem, offsets: tuple[int, ...] | np.ndarray) -> str:
     columns = [problem.ids, cols.lower.tolist(), cols.upper.tolist(), cols.size.tolist()]
     columns += [cols.alignment.tolist()] if with_alignment else []
     columns += [np.asarray(offsets, dtype=np.int64).tolist()]
+    ids = "".join(problem.ids)
+    if not any(c in ids for c in ',"\r\n'):  # nothing to quote: the rows as csv writes them, joined at once
+        row = ",".join(["{}"] * len(columns)) + "\n"
+        return out.getvalue() + "".join(map(row.format, *columns))
     writer.writerows(zip(*columns))
     return out.getvalue()

@@ -1,14 +1,23 @@
-"""Single-pass greedy placement: take buffers in a fixed order and put each into a
-gap left by the already placed buffers that live at the same time.
+"""Single-pass placement, the portfolio's first members: greedy passes, skyline dives
+and the time sweep.
 
-`first` fit takes the lowest gap that holds the buffer, `best` fit the smallest one
-(the open space above everything counts as unbounded, so it is used only when no gap
-holds the buffer). Orders are total (ties broken by input index), so a run is
-deterministic.
+Greedy: take buffers in a fixed order and put each into a gap left by the already
+placed buffers that live at the same time; `first` fit takes the lowest gap that holds
+the buffer, `best` fit the smallest one (the open space above everything counts as
+unbounded, so it is used only when no gap holds the buffer). Skyline: repeatedly place
+the buffer whose lowest possible offset is lowest. Sweep: buffers by lower step, each
+at its first fit among the live ones. Orders are total (ties broken by input index),
+so a run is deterministic.
+
+Every member but the first of a run takes a deadline and gives up (None) when it
+passes. The first must end by itself, and quickly: below SWEEP_FIRST buffers it is the
+numpy skyline dive (quadratic numpy work, a fraction of a second there); from
+SWEEP_FIRST buffers the compiled time sweep, about a second at a million buffers.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,9 +60,11 @@ def greedy_order(cols: Columns, order: str) -> np.ndarray:
     return np.lexsort((index, cols.lower) + tuple(reversed(keys)))
 
 
-def place_greedy(cols: Columns, greedy: Greedy) -> tuple[np.ndarray, bool]:
+def place_greedy(cols: Columns, greedy: Greedy, deadline: float | None = None) -> tuple[np.ndarray, bool] | None:
     """Offsets (int64, by buffer index) from one greedy pass, and whether every buffer
-    stayed under its ceiling (one with no room left below it goes above all else)."""
+    stayed under its ceiling (one with no room left below it goes above all else);
+    None when `time.perf_counter()` passed `deadline` first. Linear numpy work per
+    buffer (quadratic in all)."""
     n = len(cols)
     offsets = np.zeros(n, dtype=np.int64)
     # placed buffers in placement order: time span and address span
@@ -65,6 +76,8 @@ def place_greedy(cols: Columns, greedy: Greedy) -> tuple[np.ndarray, bool]:
     best = greedy.fit == "best"
     kept = True
     for i in greedy_order(cols, greedy.order).tolist():
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
         size = int(cols.size[i])
         if size == 0:
             offsets[i] = _align(int(cols.floor[i]), int(cols.alignment[i]))
@@ -113,6 +126,9 @@ def _fit(start: np.ndarray, stop: np.ndarray, size: int, alignment: int, floor: 
 
 
 SKYLINE_ORDERS = ("area", "size", "lifetime")
+DIVE_FROM = 100_000  # buffers from which the skyline dive runs compiled (`compiled.py`)
+DIVE_CHUNK = 1 << 16  # heap entries the compiled dive takes between looks at the clock
+SWEEP_CHUNK = 1 << 16  # buffers the sweep places between looks at the clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,10 +148,15 @@ class Skyline:
         return f"skyline {self.order}"
 
 
-def place_skyline(cols: Columns, skyline: Skyline) -> tuple[np.ndarray, bool]:
+def place_skyline(cols: Columns, skyline: Skyline, deadline: float | None = None) -> tuple[np.ndarray, bool] | None:
     """Offsets (int64, by buffer index) from one skyline dive, and whether every buffer
-    stayed under its ceiling. Linear numpy work per buffer (quadratic in all), on the
-    buffers sorted by lower so that those starting before a buffer ends are a prefix."""
+    stayed under its ceiling; None when `time.perf_counter()` passed `deadline` first.
+    Below DIVE_FROM buffers the numpy dive here (linear numpy work per buffer, on the
+    buffers sorted by lower so that those starting before a buffer ends are a prefix:
+    quadratic in all); from there the compiled dive (`compiled.advance`, the same
+    offsets)."""
+    if len(cols) >= DIVE_FROM:
+        return _compiled_dive(cols, skyline, deadline)
     n = len(cols)
     by_lower = np.argsort(cols.lower, kind="stable")
     lower, upper, size = cols.lower[by_lower], cols.upper[by_lower], cols.size[by_lower]
@@ -153,6 +174,8 @@ def place_skyline(cols: Columns, skyline: Skyline) -> tuple[np.ndarray, bool]:
     key = min_offset * scale + rank
     offsets = np.zeros(n, dtype=np.int64)
     for _ in range(n):
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
         if scale:
             b = int(np.argmin(key))
         else:
@@ -175,15 +198,116 @@ def place_skyline(cols: Columns, skyline: Skyline) -> tuple[np.ndarray, bool]:
     return result, kept
 
 
+def sections(cols: Columns) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each buffer's lifetime as a range [lo, hi) of sections (the steps between
+    consecutive distinct lower/upper values), and the number of sections."""
+    steps = np.sort(np.concatenate([cols.lower, cols.upper]))
+    steps = steps[np.concatenate(([True], steps[1:] != steps[:-1]))] if len(steps) else steps
+    return np.searchsorted(steps, cols.lower), np.searchsorted(steps, cols.upper), max(len(steps) - 1, 0)
+
+
+def _compiled_dive(cols: Columns, skyline: Skyline, deadline: float | None) -> tuple[np.ndarray, bool] | None:
+    """`place_skyline` by `compiled.advance`, DIVE_CHUNK heap entries between looks at the clock."""
+    from tileplan.placement import compiled
+
+    n = len(cols)
+    lo, hi, count = sections(cols)
+    leaves = 1 << max(count - 1, 0).bit_length()
+    by_rank = greedy_order(cols, skyline.order).astype(np.int64)
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_rank] = np.arange(n)
+    # groups of the same sections, floor and alignment, each in rank order: the first waits
+    grouped = np.lexsort((rank, cols.alignment, cols.floor, hi, lo))
+    same = np.zeros(n, dtype=np.bool_)  # grouped[k] in the group of grouped[k - 1]
+    same[1:] = ((lo[grouped[1:]] == lo[grouped[:-1]]) & (hi[grouped[1:]] == hi[grouped[:-1]])
+                & (cols.floor[grouped[1:]] == cols.floor[grouped[:-1]])
+                & (cols.alignment[grouped[1:]] == cols.alignment[grouped[:-1]]))
+    after = np.full(n, -1, dtype=np.int64)
+    after[grouped[:-1][same[1:]]] = grouped[1:][same[1:]]
+    heads = grouped[~same]
+    start = align_up(cols.floor[heads], cols.alignment[heads])
+    first = np.lexsort((rank[heads], start))  # sorted by (key, rank): already a heap
+    key = np.zeros(n, dtype=np.int64)
+    heap_rank = np.zeros(n, dtype=np.int64)
+    key[:len(heads)], heap_rank[:len(heads)] = start[first], rank[heads][first]
+    mx = np.zeros(2 * leaves, dtype=np.int64)
+    tag = np.zeros(2 * leaves, dtype=np.int64)
+    offsets = np.zeros(n, dtype=np.int64)
+    regs = np.zeros(compiled.REGISTERS, dtype=np.int64)
+    regs[compiled.HEAP] = len(heads)
+    while regs[compiled.HEAP] > 0:
+        compiled.advance(regs, key, heap_rank, by_rank, rank, after, lo, hi, cols.size, cols.alignment, cols.floor,
+                         mx, tag, leaves, leaves.bit_length() - 1, offsets, DIVE_CHUNK)
+        if regs[compiled.HEAP] and deadline is not None and time.perf_counter() > deadline:
+            return None
+    kept = bool((offsets + cols.size <= cols.ceiling).all())
+    return offsets, kept
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """Buffers in order of lower step (longer lifetimes, then larger sizes first at the
+    same step), each at the lowest offset where it fits among the buffers live at its
+    lower step: a time sweep, first fit. Compiled (`compiled.sweep`), about a second
+    for a million buffers whatever their lifetimes: the first member for large problems."""
+
+    @property
+    def name(self) -> str:
+        return "sweep first-fit"
+
+
+def place_sweep(cols: Columns, deadline: float | None = None) -> tuple[np.ndarray, bool] | None:
+    """Offsets (int64, by buffer index) from the time sweep and whether every buffer
+    stayed under its ceiling (one with no room under it goes at its lowest fit without);
+    None when `time.perf_counter()` passed `deadline` first."""
+    from tileplan.placement import compiled
+
+    n = len(cols)
+    index = np.arange(n)
+    enter = np.lexsort((index, -cols.size, cols.lower - cols.upper, cols.lower)).astype(np.int64)
+    leave = np.argsort(cols.upper, kind="stable").astype(np.int64)
+    positive = cols.size > 0
+    times = np.concatenate([cols.lower[positive], cols.upper[positive]])
+    steps = np.repeat(np.array([1, -1], dtype=np.int64), int(positive.sum()))
+    live = int(np.cumsum(steps[np.lexsort((steps, times))]).max(initial=0))  # the most live at once
+    blocks = 4 * live // compiled.BLOCK + 8
+    bs = np.zeros((blocks, compiled.BLOCK), dtype=np.int64)
+    bt = np.zeros((blocks, compiled.BLOCK), dtype=np.int64)
+    bcount = np.zeros(blocks, dtype=np.int64)
+    bgap = np.zeros(blocks, dtype=np.int64)
+    border = np.zeros(blocks, dtype=np.int64)
+    free = np.arange(blocks - 1, -1, -1, dtype=np.int64)
+    regs = np.zeros(compiled.SWEEP_REGISTERS, dtype=np.int64)
+    regs[compiled.KEPT], regs[compiled.FREE] = 1, blocks
+    offsets = np.zeros(n, dtype=np.int64)
+    while regs[compiled.NEXT] < n:
+        compiled.sweep(regs, enter, leave, cols.lower, cols.upper, cols.size, cols.alignment, cols.floor, cols.ceiling,
+                       offsets, bs, bt, bcount, bgap, border, free, min(n, int(regs[compiled.NEXT]) + SWEEP_CHUNK))
+        if regs[compiled.NEXT] < n and deadline is not None and time.perf_counter() > deadline:
+            return None
+    return offsets, bool(regs[compiled.KEPT])
+
+
+Member = Greedy | Skyline | Sweep
+
 # The single-pass members, strongest first on the public instances (a time limit may
-# cut the list short after the first).
-PORTFOLIO: tuple[Greedy | Skyline, ...] = (
+# cut the list short after the first). From SWEEP_FIRST buffers the sweep runs first.
+PORTFOLIO: tuple[Member, ...] = (
     Skyline("area"), Greedy("size", "best"), Greedy("size", "first"), Skyline("size"), Skyline("lifetime"),
     Greedy("lifetime", "best"), Greedy("lifetime", "first"), Greedy("area", "best"), Greedy("area", "first"))
+SWEEP_FIRST = 20_000  # buffers from which the sweep runs first: every other first member is slower than linear
 
 
-def run_member(cols: Columns, member: Greedy | Skyline) -> tuple[np.ndarray, bool]:
-    """Offsets from one single-pass member and whether they keep every ceiling."""
+def members(count: int) -> tuple[Member, ...]:
+    """The single-pass members for a problem of `count` buffers, in the order they run."""
+    return ((Sweep(),) + PORTFOLIO) if count >= SWEEP_FIRST else PORTFOLIO
+
+
+def run_member(cols: Columns, member: Member, deadline: float | None = None) -> tuple[np.ndarray, bool] | None:
+    """Offsets from one single-pass member and whether they keep every ceiling; None
+    when `time.perf_counter()` passed `deadline` (None: no deadline) before it ended."""
     if isinstance(member, Skyline):
-        return place_skyline(cols, member)
-    return place_greedy(cols, member)
+        return place_skyline(cols, member, deadline)
+    if isinstance(member, Sweep):
+        return place_sweep(cols, deadline)
+    return place_greedy(cols, member, deadline)
