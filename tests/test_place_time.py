@@ -150,7 +150,7 @@ def test_the_sweep_places_validly_first_fit(seed: int) -> None:
     messages = find_violations(problem, offsets, limit=100)
     assert all("overlap" not in m for m in messages) and (messages == []) == kept
     # first fit: no buffer could sit lower among those live at its lower step and placed before it
-    order = np.lexsort((np.arange(len(cols)), -cols.size, cols.lower - cols.upper, cols.lower)).tolist()
+    order = greedy.sweep_order(cols).tolist()
     for k, i in enumerate(order):
         if cols.size[i] == 0 or offsets[i] == -(-cols.floor[i] // cols.alignment[i]) * cols.alignment[i]:
             continue
@@ -174,7 +174,7 @@ def test_the_sweep_repacks_its_blocks_when_they_run_out() -> None:
     plenty = place_sweep(cols)
     assert plenty is not None and find_violations(problem, plenty[0]) == []
     n = len(cols)
-    enter = np.lexsort((np.arange(n), -cols.size, cols.lower - cols.upper, cols.lower)).astype(np.int64)
+    enter = greedy.sweep_order(cols)
     leave = np.argsort(cols.upper, kind="stable").astype(np.int64)
     blocks = 256 // (compiled.BLOCK // 2) + 2  # the most live at once, packed half a block to a block, and two
     arrays = [np.zeros((blocks, compiled.BLOCK), dtype=np.int64), np.zeros((blocks, compiled.BLOCK), dtype=np.int64)]

@@ -20,12 +20,14 @@ from tileplan.ioutil import check_target, write_atomic
 from tileplan.placement import place, read_csv, render_csv
 from tileplan.placement.csvfile import MAX_CSV_BYTES, shown
 from tileplan.placement.solve import DEFAULT_TIME_LIMIT
-from tileplan.placement.verify import verify
+from tileplan.placement.verify import COMPILE_FROM, verify
 
 EXIT_OVER = 3
 #: seconds per buffer kept back from the search for the check and the writing (about
-#: 0.3 and 1.5 s at a million buffers), at most half the time limit
+#: 0.3 and 1.5 s at a million buffers; the check runs as Python, 10 us a buffer, below
+#: COMPILE_FROM buffers), at most half the time limit
 RESERVE_PER_BUFFER = 2e-6
+RESERVE_PER_BUFFER_PYTHON = 12e-6
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     check_target(target, args.force)  # refuse before the search, not after it
     problem = read_csv(args.problem)
     deadline = time.perf_counter() + args.time_limit
-    reserve = min(args.time_limit / 2, RESERVE_PER_BUFFER * len(problem))
+    each = RESERVE_PER_BUFFER if len(problem) >= COMPILE_FROM else RESERVE_PER_BUFFER_PYTHON
+    reserve = min(args.time_limit / 2, each * len(problem))
     result = place(problem, args.capacity, time_limit=args.time_limit - reserve, minimize=args.minimize)
     check = verify(problem, result.offsets, limit=1, deadline=deadline)
     if check.messages:

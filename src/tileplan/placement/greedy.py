@@ -256,6 +256,12 @@ class Sweep:
         return "sweep first-fit"
 
 
+def sweep_order(cols: Columns) -> np.ndarray:
+    """The sweep's order: by lower step, then longer lifetimes, then larger sizes, then
+    input index (np.lexsort is stable)."""
+    return np.lexsort((-cols.size, cols.lower - cols.upper, cols.lower)).astype(np.int64)
+
+
 def place_sweep(cols: Columns, deadline: float | None = None) -> tuple[np.ndarray, bool] | None:
     """Offsets (int64, by buffer index) from the time sweep and whether every buffer
     stayed under its ceiling (one with no room under it goes at its lowest fit without);
@@ -263,13 +269,12 @@ def place_sweep(cols: Columns, deadline: float | None = None) -> tuple[np.ndarra
     from tileplan.placement import compiled
 
     n = len(cols)
-    index = np.arange(n)
-    enter = np.lexsort((index, -cols.size, cols.lower - cols.upper, cols.lower)).astype(np.int64)
+    enter = sweep_order(cols)
     leave = np.argsort(cols.upper, kind="stable").astype(np.int64)
     positive = cols.size > 0
-    times = np.concatenate([cols.lower[positive], cols.upper[positive]])
-    steps = np.repeat(np.array([1, -1], dtype=np.int64), int(positive.sum()))
-    live = int(np.cumsum(steps[np.lexsort((steps, times))]).max(initial=0))  # the most live at once
+    starts, ends = np.sort(cols.lower[positive]), np.sort(cols.upper[positive])
+    # live just after each start: those started up to it (the last of equal starts) less those ended
+    live = int((np.arange(1, len(starts) + 1) - np.searchsorted(ends, starts, side="right")).max(initial=0))
     blocks = 4 * live // compiled.BLOCK + 8
     bs = np.zeros((blocks, compiled.BLOCK), dtype=np.int64)
     bt = np.zeros((blocks, compiled.BLOCK), dtype=np.int64)

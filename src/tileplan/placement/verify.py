@@ -71,12 +71,11 @@ def verify(problem: Problem, offsets: Sequence[int] | np.ndarray, limit: int = 1
         return Verification(problems[:limit], len(problems) >= limit or total == 0, 0, total)
     lower, upper = cols.lower[keep], cols.upper[keep]
     start, top = off[keep], off[keep] + cols.size[keep]
-    index = np.arange(total, dtype=np.int64)
-    enter = np.lexsort((index, start, lower))  # by lower, then offset
+    enter = np.lexsort((start, lower))  # by lower, then offset (lexsort is stable: then by index)
     leave = np.argsort(upper, kind="stable")
-    by_rank = np.lexsort((index, start))  # the offset order of the live set
+    by_rank = np.argsort(start, kind="stable")  # the offset order of the live set
     rank = np.empty(total, dtype=np.int64)
-    rank[by_rank] = index
+    rank[by_rank] = np.arange(total, dtype=np.int64)
     tree = np.zeros(total + 1, dtype=np.int64)
     live = np.zeros(total, dtype=np.bool_)
     state = np.zeros(3, dtype=np.int64)  # next to enter, next to leave, pairs found
