@@ -155,3 +155,34 @@ def test_names_that_are_not_hub_ids_are_not_looked_up(hub_cache):
     assert not sources.is_hub_id("synthetic:1000")
     assert not sources.is_hub_id("a/b/c") and not sources.is_hub_id("../x") and not sources.is_hub_id("x y")
     assert sources.is_hub_id("bert-base-uncased") and sources.is_hub_id("google/siglip-so400m-patch14-384")
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"model_type": "llava", "text_config": {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 100000,
+                                             "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 128}},
+     "text_config.num_hidden_layers is 100000, more than the 1000 layers"),
+    ({**TINY_BERT, "model_type": "llama", "head_dim": 1 << 30}, "head_dim is 1073741824, more than the 16777216"),
+    ({"model_type": "vit", "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64,
+      "num_hidden_layers": 2, "image_size": -32}, "image_size must be an integer in [1, 65536], found -32"),
+])
+def test_sizes_are_bounded_in_every_sub_configuration(tmp_path, capsys, doc, message):
+    """A composite model's text_config with 100,000 layers used to build for minutes and
+    gigabytes; a negative image size ended in torch's traceback."""
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    code, err, _ = _plan(capsys, str(path), "-o", str(tmp_path / "r.json"))
+    assert code == 2 and len(err) == 1 and message in err[0], err
+
+
+def test_every_default_configuration_of_transformers_passes_the_size_bounds():
+    from transformers import CONFIG_MAPPING
+
+    checked = 0
+    for name, cls in CONFIG_MAPPING.items():
+        try:
+            config = cls()
+        except Exception:  # some need arguments: nothing to check
+            continue
+        sources.check_sizes(config.to_dict(), name)
+        checked += 1
+    assert checked > 300

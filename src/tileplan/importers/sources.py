@@ -13,6 +13,7 @@ import os
 import re
 from dataclasses import replace
 from functools import lru_cache
+from typing import Any
 
 from tileplan.errors import InputError, ModelError
 from tileplan.importers.graph import Graph
@@ -195,9 +196,10 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
         cfg.num_hidden_layers = layers
     for key in ("num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size", "num_attention_heads"):
         value = getattr(cfg, key, None)
-        limit = 1000 if key == "num_hidden_layers" else 1 << 24
+        limit = MAX_CONFIG_LAYERS if key == "num_hidden_layers" else MAX_CONFIG_SIZE
         if isinstance(value, int) and not 0 < value <= limit:
             raise InputError(f"{key} must be in [1, {limit}], found {value}", path)
+    check_sizes(cfg.to_dict(), path)
     try:
         with torch.device("meta"):
             model = AutoModel.from_config(cfg)
@@ -205,23 +207,76 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
         raise ModelError(f"transformers cannot build the model: {type(e).__name__}: {_first_line(e)}",
                          path) from None
     batch = batch or 1
-    main = getattr(model, "main_input_name", "input_ids")
-    if main == "input_ids":
-        limit = getattr(cfg, "max_position_embeddings", None) or DEFAULT_SEQUENCE
-        seq = sequence_length or min(DEFAULT_SEQUENCE, limit)
-        example = torch.zeros(batch, seq, dtype=torch.long, device="meta")
-    elif main == "pixel_values":
-        vision = getattr(cfg, "vision_config", cfg)
-        found = image_size or getattr(vision, "image_size", None) or 224
-        size = int(found[0] if isinstance(found, (list, tuple)) else found)
-        channels = int(getattr(vision, "num_channels", 3))
-        example = torch.zeros(batch, channels, size, size, device="meta")
-    else:
-        raise InputError(f"the model's main input is {main!r}; tileplan builds input_ids or pixel_values from a "
-                         "config (export the model yourself and plan the .pt2 or .onnx)", path)
+    example = _example_input(model, cfg, batch, sequence_length, image_size, path)
     name = doc.get("_name_or_path")
     return from_torch(model, (example,), display_name(name) if isinstance(name, str) and name else
                       config_name(path, kind))
+
+
+#: keys of a configuration (at any depth: a composite model's text_config, vision_config...)
+#: that count layers, and their most; and the most of any other size
+_LAYER_KEYS = re.compile(r"(^|_)(layers|n_layer|depths?)$")
+MAX_CONFIG_LAYERS = 1000
+#: a list of layer counts (a Swin's depths per stage); other lists under layer keys index layers
+_DEPTHS = re.compile(r"(^|_)depths$")
+_SIZE_KEYS = re.compile(r"(size|dim|heads|channels|vocab|positions|embd|d_model|d_ff|d_kv|n_inner|ctx)$")
+MAX_CONFIG_SIZE = 1 << 24
+
+
+def check_sizes(config: object, path: str, place: str = "") -> None:
+    """Every layer count at most MAX_CONFIG_LAYERS and every size at most
+    MAX_CONFIG_SIZE, in the configuration and each of its sub-configurations: a
+    composite model's text_config with a million layers would otherwise take minutes and
+    gigabytes to build before anything could say so."""
+    stack: list[tuple[object, str]] = [(config, place)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                here = f"{where}.{key}" if where else str(key)
+                if isinstance(value, (dict, list)):
+                    stack.append((value, here))
+                elif isinstance(value, bool) or not isinstance(value, int):
+                    continue
+                elif _LAYER_KEYS.search(str(key)) and value > MAX_CONFIG_LAYERS:
+                    raise InputError(f"{here} is {value}, more than the {MAX_CONFIG_LAYERS} layers tileplan plans",
+                                     path)
+                elif _SIZE_KEYS.search(str(key)) and value > MAX_CONFIG_SIZE:
+                    raise InputError(f"{here} is {value}, more than the {MAX_CONFIG_SIZE} tileplan plans", path)
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                here = f"{where}[{i}]"
+                if isinstance(value, (dict, list)):
+                    stack.append((value, here))
+                elif (isinstance(value, int) and not isinstance(value, bool) and _DEPTHS.search(where)
+                      and value > MAX_CONFIG_LAYERS):
+                    raise InputError(f"{here} is {value}, more than the {MAX_CONFIG_LAYERS} layers tileplan plans",
+                                     path)
+
+
+def _example_input(model: Any, cfg: Any, batch: int, sequence_length: int | None, image_size: int | None,
+                   path: str) -> Any:
+    """The model's main input on the meta device: `input_ids` [batch, sequence] or
+    `pixel_values` [batch, channels, image, image]."""
+    import torch
+
+    main = getattr(model, "main_input_name", "input_ids")
+    if main == "input_ids":
+        limit = getattr(cfg, "max_position_embeddings", None)
+        limit = limit if isinstance(limit, int) and limit > 0 else DEFAULT_SEQUENCE
+        seq = sequence_length or min(DEFAULT_SEQUENCE, limit)
+        return torch.zeros(batch, seq, dtype=torch.long, device="meta")
+    if main == "pixel_values":
+        vision = getattr(cfg, "vision_config", cfg)
+        found = image_size or getattr(vision, "image_size", None) or 224
+        size = found[0] if isinstance(found, (list, tuple)) and found else found
+        channels = getattr(vision, "num_channels", 3)
+        for key, value in (("image_size", size), ("num_channels", channels)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1 << 16:
+                raise InputError(f"{key} must be an integer in [1, 65536], found {str(value)[:40]}", path)
+        return torch.zeros(batch, int(channels), int(size), int(size), device="meta")
+    raise InputError(f"the model's main input is {str(main)[:40]!r}; tileplan builds input_ids or pixel_values from "
+                     "a config (export the model yourself and plan the .pt2 or .onnx)", path)
 
 
 def _first_line(e: BaseException, limit: int = 300) -> str:
