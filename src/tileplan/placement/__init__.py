@@ -10,10 +10,11 @@ Imports nothing from tileplan above `errors` and `ioutil`, so it is usable alone
 """
 
 from tileplan.placement.batch import place_each, signature
-from tileplan.placement.csvfile import parse_csv, read_csv, render_csv
+from tileplan.placement.csvfile import MAX_CSV_BYTES, parse_csv, parse_text, read_csv, render_csv
 from tileplan.placement.problem import Buffer, Problem, lower_bound
 from tileplan.placement.solve import Attempt, Placement, place
-from tileplan.placement.verify import find_violations
+from tileplan.placement.verify import Verification, find_violations, verify
 
-__all__ = ["Attempt", "Buffer", "Placement", "Problem", "find_violations", "lower_bound", "parse_csv", "place",
-           "place_each", "read_csv", "render_csv", "signature"]
+__all__ = ["MAX_CSV_BYTES", "Attempt", "Buffer", "Placement", "Problem", "Verification", "find_violations",
+           "lower_bound", "parse_csv", "parse_text", "place", "place_each", "read_csv", "render_csv", "signature",
+           "verify"]
