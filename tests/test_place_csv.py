@@ -160,3 +160,14 @@ def test_rendered_rows_read_back(ids: tuple[str, str, str]) -> None:
     back = parse_text(text, "t")
     assert back == problem and back.ids == ids
     assert text.splitlines()[0] == "id,lower,upper,size,alignment,offset"
+
+
+def test_an_output_path_with_a_line_break_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "p.csv"
+    src.write_text("id,lower,upper,size\na,0,4,1\n")
+    taken = tmp_path / "out\nput.csv"
+    taken.write_text("keep")
+    err = one_line_error(capsys, ["place", str(src), "--capacity", "10", "-o", str(taken)])
+    assert "out\\nput.csv" in err and "pass -f" in err and taken.read_text() == "keep"
+    missing = tmp_path / "no\nfolder" / "out.csv"
+    assert "no\\nfolder" in one_line_error(capsys, ["place", str(src), "--capacity", "10", "-o", str(missing)])

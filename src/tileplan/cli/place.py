@@ -15,7 +15,7 @@ import math
 import time
 from pathlib import Path
 
-from tileplan.errors import InputError
+from tileplan.errors import InputError, TileplanError
 from tileplan.ioutil import check_target, write_atomic
 from tileplan.placement import place, read_csv, render_csv
 from tileplan.placement.csvfile import MAX_CSV_BYTES, shown
@@ -44,6 +44,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except TileplanError as e:  # a path from the command line may hold a line break: one line still
+        raise type(e)(_one_line(e.detail), None if e.place is None else _one_line(e.place)) from None
+
+
+def _one_line(text: str) -> str:
+    """`text` with every character that is not printable escaped as in a Python literal."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.capacity < 0:
         raise InputError(f"--capacity must be >= 0, found {args.capacity}")
     if not (math.isfinite(args.time_limit) and 0 < args.time_limit <= 86400):

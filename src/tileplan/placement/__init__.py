@@ -13,8 +13,7 @@ from tileplan.placement.batch import place_each, signature
 from tileplan.placement.csvfile import MAX_CSV_BYTES, parse_csv, parse_text, read_csv, render_csv
 from tileplan.placement.problem import Buffer, Problem, lower_bound
 from tileplan.placement.solve import Attempt, Placement, place
-from tileplan.placement.verify import Verification, find_violations, verify
+from tileplan.placement.verify import Verification, find_violations
 
 __all__ = ["MAX_CSV_BYTES", "Attempt", "Buffer", "Placement", "Problem", "Verification", "find_violations",
-           "lower_bound", "parse_csv", "parse_text", "place", "place_each", "read_csv", "render_csv", "signature",
-           "verify"]
+           "lower_bound", "parse_csv", "parse_text", "place", "place_each", "read_csv", "render_csv", "signature"]
