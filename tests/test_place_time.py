@@ -18,6 +18,7 @@ from tileplan.cli.main import main
 from tileplan.placement import Buffer, Problem, find_violations, lower_bound, place, read_csv
 from tileplan.placement import compiled, greedy
 from tileplan.placement.greedy import PORTFOLIO, SWEEP_FIRST, Greedy, Skyline, Sweep, place_sweep, run_member
+from tileplan.placement.problem import VALUE_LIMIT, Columns
 from tileplan.placement.verify import Verification
 
 PROBLEM = "id,lower,upper,size\na,0,4,100\nb,2,6,50\nc,4,8,100\n"
@@ -178,7 +179,9 @@ def test_the_sweep_repacks_its_blocks_when_they_run_out() -> None:
     leave = np.argsort(cols.upper, kind="stable").astype(np.int64)
     blocks = 256 // (compiled.BLOCK // 2) + 2  # the most live at once, packed half a block to a block, and two
     arrays = [np.zeros((blocks, compiled.BLOCK), dtype=np.int64), np.zeros((blocks, compiled.BLOCK), dtype=np.int64)]
-    arrays += [np.zeros(blocks, dtype=np.int64) for _ in range(3)] + [np.arange(blocks - 1, -1, -1, dtype=np.int64)]
+    arrays += [np.zeros(blocks, dtype=np.int64) for _ in range(3)] + [np.zeros(blocks // compiled.GROUP + 2,
+                                                                                 dtype=np.int64)]
+    arrays += [np.arange(blocks - 1, -1, -1, dtype=np.int64)]
     regs = np.zeros(compiled.SWEEP_REGISTERS, dtype=np.int64)
     regs[compiled.KEPT], regs[compiled.FREE] = 1, blocks
     offsets = np.zeros(n, dtype=np.int64)
@@ -238,3 +241,48 @@ def test_the_cli_says_when_the_height_was_not_minimised(tmp_path: Path, capsys: 
     out = capsys.readouterr().out
     assert "within capacity 1048576" in out and "the first placement within the capacity; --minimize searches lower" \
         in out
+
+
+def first_fit_reference(cols: Columns) -> list[int]:
+    """The sweep by plain means: for each buffer in the sweep's order, the gaps among the
+    placed buffers still live at its lower step, lowest first; the first that holds it
+    under its ceiling, else the first that holds it at all."""
+    offsets = np.zeros(len(cols), dtype=np.int64)
+    placed = np.zeros(0, dtype=np.int64)
+    for i in greedy.sweep_order(cols).tolist():
+        size, align, floor = int(cols.size[i]), int(cols.alignment[i]), int(cols.floor[i])
+        if size == 0:
+            offsets[i] = -(-floor // align) * align
+            continue
+        placed = placed[cols.upper[placed] > cols.lower[i]]
+        order = np.argsort(offsets[placed])
+        starts, tops = offsets[placed][order], (offsets + cols.size)[placed][order]
+        low = np.concatenate(([0], tops))
+        high = np.concatenate((starts, [VALUE_LIMIT * 2]))
+        at = -(-np.maximum(low, floor) // align) * align
+        for limit in (int(cols.ceiling[i]), VALUE_LIMIT * 2):
+            fits = np.flatnonzero(at + size <= np.minimum(high, limit))
+            if len(fits):
+                offsets[i] = at[fits[0]]
+                break
+        placed = np.append(placed, i)
+    return offsets.tolist()
+
+
+def test_the_sweep_is_first_fit_over_many_groups_of_blocks() -> None:
+    """Thousands of live spans (many groups of blocks, most skipped whole) with gaps,
+    alignments, floors and ceilings: the offsets of the plain first fit."""
+    rng = random.Random(5)
+    buffers = []
+    for i in range(5000):
+        lower = rng.randrange(300)
+        life = rng.randrange(300, 600) if rng.random() < 0.6 else rng.randrange(1, 6)
+        size = rng.choice((1, 8, 100, rng.randrange(1, 3000)))
+        floor = rng.choice((0, 0, 0, 0, 5000))
+        ceiling = floor + size + rng.randrange(0, 400_000) if rng.random() < 0.1 else None
+        buffers.append(Buffer(str(i), lower, lower + life, size, rng.choice((1, 1, 16)), floor, ceiling))
+    cols = Problem(tuple(buffers)).columns()
+    live = max(int(((cols.lower <= s) & (cols.upper > s)).sum()) for s in range(0, 900, 50))
+    assert live > compiled.GROUP * compiled.BLOCK  # more blocks than one group holds, even full ones
+    placed = place_sweep(cols)
+    assert placed is not None and placed[0].tolist() == first_fit_reference(cols)

@@ -4,7 +4,7 @@
 Reading: a regular file only (a FIFO, a device or a folder is refused before a byte is
 read; opening never blocks), at most MAX_CSV_BYTES bytes, UTF-8 with or without a
 byte-order mark, LF or CRLF line ends. Rows are split and converted a chunk at a time
-into numpy columns (a million rows in about a second); a file the quick path does not
+into numpy columns (a million rows in under 2 s); a file the quick path does not
 take whole (quoted fields, a bad value, a duplicate id) is read again row by row, which
 says which row breaks which rule.
 

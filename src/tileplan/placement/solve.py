@@ -95,7 +95,7 @@ class Placement:
 def place(problem: Problem, capacity: int, time_limit: float = DEFAULT_TIME_LIMIT,
           node_limit: int | None = None, *, minimize: bool = True) -> Placement:
     """Place `problem` under `capacity` bytes within about `time_limit` seconds (the
-    first single-pass member always runs to its end: about a second at a million
+    first single-pass member always runs to its end: 1 to 4 seconds at a million
     buffers). With `minimize` (the default) the search goes on below the capacity,
     lowering the height until it is proven optimal or time runs out; without it the run
     stops at its first placement within the capacity (what `tileplan place` does unless
