@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tileplan.cli.main import main
 from tileplan.errors import InputError
-from tileplan.lowering.core import Options
+from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.lowering.program import lower_program
 from tileplan.model.machine import IPU21

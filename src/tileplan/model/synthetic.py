@@ -195,7 +195,7 @@ def timeline_per_operation(weights: Precision) -> tuple[int, tuple[int, ...]]:
     """(timeline values of the declared tensors, timeline values made by each operation
     of a block), counted on a lowered sample chain of `shared` + 1 blocks (the last
     block's, past every set's first use)."""
-    from tileplan.lowering.core import Options
+    from tileplan.kernel.options import Options
     from tileplan.lowering.policy import policy
     from tileplan.lowering.program import lower_program
     from tileplan.model.machine import IPU21

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tileplan.errors import InputError
-from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
+from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.importers.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
 from tileplan.model import siglip, synthetic
