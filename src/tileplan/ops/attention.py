@@ -232,13 +232,14 @@ def plan_sdpa(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
 def lower_sdpa(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
                dies: Sequence[bool]) -> Fragment:
     """`SplitHeads` copies of q, k and v into the head-major grid (those not already
-    there; named `<value> [heads]`), then the products (see `lower_attention`). Per
-    tile, with hb heads of its partition, rows = ceil(Sq / query partitions) and keys
-    = Skv: materialized scores hb x rows x keys x 2 B (interleaved), the scores step
-    gathering every key of its heads (hb x keys x D x 2 B), the values step every
-    value (hb x keys x Dv x 2 B); streamed as `attention_costs`. A mask is read where
-    it is: each tile receives its rows of it (mask heads per tile x rows x keys x its
-    bytes) in the scores or streamed step."""
+    there; named `<value> [heads]`), then the products (see `lower_attention`).
+    Scratch per tile, with hb heads of its partition, rows = ceil(Sq / query
+    partitions) and keys = Skv (the materialized scores, hb x rows x keys x 2 B, are a
+    value in interleaved memory): the scores step gathers every key of its heads (hb x
+    keys x D x 2 B), the softmax keeps hb x rows x 2 x 4 B, the values step gathers
+    every value (hb x keys x Dv x 2 B); streamed as `attention_costs`. A mask is read
+    where it is: each tile receives its rows of it (mask heads per tile x rows x keys x
+    its bytes) in the scores or streamed step."""
     grid_q, grid_kv = cast("tuple[SdpaGrid, SdpaGrid]", plan.detail)
     b = FragmentBuilder(operands)
     tiles = k.tile_count

@@ -170,9 +170,9 @@ def plan_spread(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
 
 def lower_pool(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
                dies: Sequence[bool]) -> Fragment:
-    """One `Pool` step, output spread; a tile with e output elements receives at most
-    min(input, e x window) input elements (the window: the kernel, or for adaptive
-    pooling ceil(in / out) per dimension) and accumulates e partials in F32."""
+    """One `Pool` step, output spread. Scratch: a tile with e output elements receives
+    at most min(input, e x window) input elements (the window: the kernel, or for
+    adaptive pooling ceil(in / out) per dimension) and accumulates e partials in F32."""
     b = FragmentBuilder(operands)
     x = b.operand(0)
     x_shape = b.shape(x)

@@ -73,8 +73,8 @@ def index_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
 
 def lower_index(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
                 dies: Sequence[bool]) -> Fragment:
-    """One `Gather` step like `lower_gather`, every index tensor received whole (4 B an
-    element)."""
+    """One `Gather` step like `lower_gather`; scratch: every index tensor received
+    whole (4 B an element) and the output shard's looked-up elements."""
     b = FragmentBuilder(operands)
     data, *indices = (b.operand(i) for i in range(len(operands)))
     e = shard_elements(k, plan.output, op.output_shape, op.name)
