@@ -200,8 +200,8 @@ def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int,
             ins = [binding[name] for name in op.inputs]
         else:
             ins = [tuple(v for m in _members(name, block, declared_names) for v in binding[m]) for name in op.inputs]
-            for members_ in ins:
-                out.later_members.update(members_[1:])
+            for family in ins:
+                out.later_members.update(family[1:])
         members = [values[v] for ids in ins for v in ids]
         dies = tuple([last.get(name) == op.index for name in op.inputs])
         plan = plans[op.index]

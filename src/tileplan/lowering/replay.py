@@ -48,21 +48,46 @@ class StepDraft(NamedTuple):
     exchange: bool
 
 
+class CompiledValue(NamedTuple):
+    """One new value of a compiled fragment: the value, the place of what it is `of`
+    in the table (or None), its root's place, its shards (None: unsized, for
+    `reason`), and its `Value` fields from shape to role (the storage group's as a
+    place in the table)."""
+
+    made: NewValue
+    of: int | None
+    root: int
+    shards: Shards | None
+    reason: str | None
+    fields: tuple
+
+
+class CompiledStep(NamedTuple):
+    """One step of a compiled fragment, its reads and writes as places in the table."""
+
+    text: str
+    reads: tuple[int, ...]
+    writes: tuple[int, ...]
+    scratch: tuple[tuple[str, int], ...]
+    kind: StepKind
+    exchange: bool
+
+
 @dataclass(frozen=True, slots=True)
 class Compiled:
     """A fragment ready to be emitted for any operation of its signature (see the
-    module docstring). Per value: (the value, where its `of` is in the table or None,
-    its root's and storage group's places in the table, its shards or None, the
-    reason it has none, its `Value` fields from shape to role)."""
+    module docstring): `members` input members, the output's place in the table."""
 
     fragment: Fragment
     members: int
-    values: tuple[tuple, ...]
-    steps: tuple[tuple, ...]
+    values: tuple[CompiledValue, ...]
+    steps: tuple[CompiledStep, ...]
     output: int
 
 
 def compile_fragment(fragment: Fragment, members: int, kernel: Kernel) -> Compiled:
+    """`fragment` for operations with `members` input members, its values sized. A
+    reference may only be to an input member or to a value made before."""
     k, n = len(fragment.values), members
 
     def at(ref: Ref, before: int) -> int:
@@ -76,23 +101,24 @@ def compile_fragment(fragment: Fragment, members: int, kernel: Kernel) -> Compil
         of = None if v.of is None else at(v.of, j)
         if v.kind is ValueKind.VIEW:
             assert of is not None
-            root = roots[of] if of < k else of + n
+            root = roots[of] if of < k else of + n  # an input's root: its place + n
         else:
             root = j
         if v.storage is None:
             sg = j
         else:
-            s = at(v.storage, j)
-            sg = groups[s] if s < k else s + 2 * n
+            place = at(v.storage, j)
+            sg = groups[place] if place < k else place + 2 * n  # an input's storage group: its place + 2n
         roots.append(root)
         groups.append(sg)
         sized = kernel.size(v.layout, v.shape, v.precision, v.alignment)
         fields = (v.shape, v.precision, v.layout, sg, sized.shard_bytes, sized.aligned_bytes, 1, sized.aligned_bytes,
                   v.alignment, "intermediate")
-        values.append((v, of, root, sized.shards, sized.reason, fields))
+        values.append(CompiledValue(v, of, root, sized.shards, sized.reason, fields))
     everything = k + n
-    steps = tuple((s.text, tuple(at(r, everything) for r in s.reads), tuple(at(w, everything) for w in s.writes),
-                   s.scratch, s.kind, s.exchange) for s in fragment.steps)
+    steps = tuple(CompiledStep(s.text, tuple(at(r, everything) for r in s.reads),
+                               tuple(at(w, everything) for w in s.writes), s.scratch, s.kind, s.exchange)
+                  for s in fragment.steps)
     return Compiled(fragment, n, tuple(values), steps, at(fragment.output, everything))
 
 
@@ -152,15 +178,14 @@ class Timeline:
         stem_groups: dict[str, str] = {}
         new = tuple.__new__
         for made, of, root, shards, reason, fields in c.values:
-            made_: NewValue = made
             if of is None:
                 of_name = None
-            elif made_.operand is not None:
-                of_name = op.inputs[made_.operand]
+            elif made.operand is not None:
+                of_name = op.inputs[made.operand]
             else:
                 of_name = names[of] if of < k else members[of - k].name
-            stem, suffix = value_name(op, made_, of_name, reference)
-            if made_.kind is ValueKind.CONVERTED:
+            stem, suffix = value_name(op, made, of_name, reference)
+            if made.kind is ValueKind.CONVERTED:
                 assert of is not None
                 group, origin = (groups[of], origins[of]) if of < k else (members[of - k].group, members[of - k].origin)
             else:
@@ -170,6 +195,7 @@ class Timeline:
                 group, origin = intern(group_of_parts(stem_group, stem, suffix)), op.origin
             vid = len(values)
             if shards is None:
+                assert reason is not None
                 self.unsized[vid] = reason
             else:
                 self.shards[vid] = shards
