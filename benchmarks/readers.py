@@ -47,7 +47,7 @@ def make_report(values: int, folder: Path, version: int) -> Path:
     graph = max(100, round(values / VALUES_PER_GRAPH_VALUE))
     code = ("import sys; from tileplan.model.synthetic import SyntheticConfig, build_synthetic;"
             "from tileplan.planner.plan import plan_program; from tileplan.model.machine import IPU21;"
-            "from tileplan.lowering.policy import policy; from tileplan.lowering.core import Options;"
+            "from tileplan.lowering.policy import policy; from tileplan.kernel.options import Options;"
             "from tileplan.report.build import build_report; from tileplan.report.format import write_report;"
             f"write_report(sys.argv[1], build_report(plan_program(build_synthetic(SyntheticConfig(values={graph})),"
             f" IPU21, policy('default'), Options())), version={version})")

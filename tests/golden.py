@@ -41,7 +41,7 @@ def plan_numbers(plan) -> dict:
 
 def golden_plans() -> dict:
     """The pinned cases: name -> a function planning it."""
-    from tileplan.lowering.core import Options
+    from tileplan.kernel.options import Options
     from tileplan.lowering.policy import policy
     from tileplan.model.machine import IPU21
     from tileplan.model.synthetic import SyntheticConfig, build_synthetic

@@ -7,7 +7,7 @@ import json
 from hypothesis import strategies as st
 
 from tileplan.errors import InputError
-from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
+from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.model import siglip
 from tileplan.model.machine import IPU21, Machine

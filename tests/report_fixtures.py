@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
+from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.model.machine import IPU21
 from tileplan.planner.plan import plan_program

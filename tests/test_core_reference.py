@@ -40,7 +40,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tileplan.errors import TilingError
-from tileplan.lowering.core import GemmOutputPacking, Options
+from tileplan.kernel.options import GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.lowering.program import Lowering, lower_program
 from tileplan.model.ir import ITERATION, Operation, Program, RepeatBlock, family_member

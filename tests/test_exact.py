@@ -43,7 +43,7 @@ def test_bytes_per_tile_are_the_shards_of_the_tile_map(case, precision):
 def test_values_of_different_sizes_put_their_larger_shards_on_different_tiles():
     """Blocks are spread by rounding p x blocks / P, so where the larger shards sit
     depends on the remainder: no single tile holds every value's largest shard."""
-    from tileplan.lowering.layouts import linear_layout
+    from tileplan.kernel.layouts import linear_layout
     from tileplan.model.layout import Padding
 
     layout = linear_layout(1472, 1, "Ipu21", Padding.REJECT)

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tileplan.lowering import gemm
+from tileplan.kernel import gemm
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import Precision
 from tileplan.model.tiling import shards_of
@@ -77,7 +77,7 @@ def test_impossible_sizes_are_named():
 
 
 def test_the_available_memory_proportion_caps_a_products_temporary_bytes():
-    from tileplan.lowering.gemm import _divisors, _split, partition_gemm, temporary_bytes
+    from tileplan.kernel.gemm import _divisors, _split, partition_gemm, temporary_bytes
 
     g = IPU21.amp_for(Precision("F16"))
     m, k, n, tiles = 729, 1152, 1152, 1472

@@ -150,7 +150,7 @@ def test_hostile_names_render_as_text_and_run_no_script(browser, hostile_path):
 def large_page(tmp_path_factory):
     """A synthetic chain of about 50,000 timeline values planned, written as a report
     and turned into a page by `tileplan html`: more steps than the chart has columns."""
-    from tileplan.lowering.core import Options
+    from tileplan.kernel.options import Options
     from tileplan.lowering.policy import policy
     from tileplan.model.machine import IPU21
     from tileplan.model.synthetic import SyntheticConfig, build_synthetic

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper
 from tileplan.errors import InputError, ModelError
 from tileplan.importers.graph import Graph
 from tileplan.importers.onnx import from_onnx
-from tileplan.lowering.core import Options
+from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import from_option

@@ -18,7 +18,7 @@ from tileplan.cli.main import main
 from tileplan.errors import ModelError
 from tileplan.importers.graph import find_repeats
 from tileplan.importers.torch_export import from_torch
-from tileplan.lowering.core import Options
+from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.model import siglip
 from tileplan.model.ir import RepeatBlock

@@ -8,7 +8,7 @@ import pytest
 
 from tileplan.cli.main import main
 from tileplan.errors import InputError
-from tileplan.lowering.core import Options
+from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.model import siglip
 from tileplan.model.machine import IPU21

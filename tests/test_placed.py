@@ -49,7 +49,7 @@ def test_the_default_plan_places_its_worst_tiles_at_their_lower_bounds(tmp_path,
 
 
 def test_a_tile_with_more_buffers_than_the_limit_is_said_not_placed() -> None:
-    from tileplan.lowering.core import Options
+    from tileplan.kernel.options import Options
     from tileplan.lowering.policy import policy
     from tileplan.model.machine import IPU21
     from tileplan.model.synthetic import SyntheticConfig, build_synthetic

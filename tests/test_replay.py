@@ -1,16 +1,20 @@
 """Lowering each operation signature once and replaying it gives exactly the lowering
-of every operation from scratch: the same values (names included) and steps."""
+of every operation from scratch: the same values (names included) and steps. And the
+steps keep saying in their text what their lowering says of them: the kind is the
+text's first word, and a step exchanges exactly when the report's rule (`tileplan
+check`'s, from the text alone) says so."""
 
 from __future__ import annotations
 
 import pytest
 
-from tileplan.lowering.core import Options
+from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.lowering.program import lower_program
 from tileplan.model.machine import IPU21
 from tileplan.model.synthetic import SyntheticConfig, build_synthetic
 from tileplan.planner.request import PlanRequest
+from tileplan.report.check import exchanges
 
 CASES = {
     "so400m": (PlanRequest(), "default"),
@@ -18,6 +22,9 @@ CASES = {
     "so400m-reference-names": (PlanRequest(policy="reference"), "reference"),
     "so400m-f16-memory-proportion": (PlanRequest(weights="f16", available_memory_proportion="0.05"), "default"),
     "so400m-batch2-streamed": (PlanRequest(batch=2, attention_products="streamed"), "default"),
+    # a repeat block of one layer reads each family through one member, as the embedding
+    # reads its bias: the same signature, and copies named after different things
+    "so400m-one-layer": (PlanRequest(layers=1), "default"),
 }
 
 
@@ -35,3 +42,20 @@ def test_replay_equals_plain_lowering_on_a_long_chain() -> None:
     plain = lower_program(program, IPU21, policy("default"), Options(), replay=False)
     replayed = lower_program(program, IPU21, policy("default"), Options(), replay=True)
     assert replayed == plain
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_step_text_says_its_kind_and_whether_it_exchanges(case: str) -> None:
+    request, layout_policy = CASES[case]
+    lowering = lower_program(request.program(), IPU21, policy(layout_policy), request.options)
+    for s in lowering.steps:
+        assert s.operation.split(" ")[0] == s.kind.value, s
+        assert s.exchange == exchanges(s.operation), s
+
+
+def test_a_one_layer_block_names_its_bias_copies_after_the_family():
+    request, layout_policy = CASES["so400m-one-layer"]
+    lowering = lower_program(request.program(), IPU21, policy(layout_policy), request.options)
+    names = {v.name for v in lowering.values}
+    assert "vit.encoder.layer{i}.mlp.down.bias [copy]" in names
+    assert "vit.encoder.layer0.mlp.down.bias [copy]" not in names

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tileplan.errors import InputError
-from tileplan.lowering.core import Options
+from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.model.ir import RepeatBlock
 from tileplan.model.machine import IPU21

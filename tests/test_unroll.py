@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tileplan.lowering.core import Options
+from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.model import siglip
 from tileplan.model.ir import RepeatBlock

@@ -20,7 +20,7 @@ from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.cli.progress import Progress
 from tileplan.errors import InputError
 from tileplan.ioutil import check_target, write_atomic
-from tileplan.lowering.core import AttentionProducts, GemmOutputPacking
+from tileplan.kernel.options import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
 from tileplan.model import siglip
 from tileplan.model.machine import PRESETS, machine

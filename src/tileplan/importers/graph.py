@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from tileplan.errors import ModelError
 from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, RepeatBlock, Tensor
 from tileplan.model.precision import F16, F32, Precision
-from tileplan.ops import REGISTRY, infer_shape
+from tileplan.ops import REGISTRY, infer_dtype, infer_shape
 from tileplan.ops.elementwise import BINARY
 
 DTYPES = ("float", "int", "bool")
@@ -33,8 +33,6 @@ INT = Precision("I32")  # Poplar indexes with 32-bit integers
 BOOL = Precision("Bool")
 #: operators that broadcast their operands without materialising them
 BROADCASTING = frozenset({*BINARY, "where"})
-#: operators whose second input is a weight in the weight precision
-WEIGHT_READERS = {"matmul": 1, "conv": 1}
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,20 +255,17 @@ def _precision(dtype: str, activations: Precision) -> Precision:
 
 
 def weight_parameters(graph: Graph) -> set[str]:
-    """Floating parameters read as a matmul's or convolution's weight operand, directly
-    or through views."""
+    """Floating parameters read as an operator's weights (`OpDef.weight_inputs`: a
+    matmul's or convolution's), directly or through views."""
     source = {o.output: o.inputs[0] for o in graph.ops if REGISTRY[o.kind].view}
     floats = {t.name for t in graph.tensors if t.role != "input" and t.dtype == "float"}
     out = set()
     for o in graph.ops:
-        position = WEIGHT_READERS.get(o.kind)
-        if position is None or len(o.inputs) <= position:
-            continue
-        name = o.inputs[position]
-        while name in source:
-            name = source[name]
-        if name in floats:
-            out.add(name)
+        for name in (o.inputs[p] for p in REGISTRY[o.kind].weight_inputs if p < len(o.inputs)):
+            while name in source:
+                name = source[name]
+            if name in floats:
+                out.add(name)
     return out
 
 
@@ -314,8 +309,8 @@ class GraphBuilder:
 
     def op(self, kind: str, inputs: Sequence[str], attrs: Mapping[str, Any] | None = None, *, name: str,
            module: str | None = None, dtype: str | None = None) -> str:
-        """Add an operation; returns its output tensor's name. `dtype` defaults to the
-        first input's element type (`bool` for comparisons)."""
+        """Add an operation; returns its output tensor's name. `dtype` defaults to what
+        the operator's dtype rule gives (`tileplan.ops.infer_dtype`)."""
         for i in inputs:
             if i not in self.shapes:
                 raise ModelError(f"input {i!r} is not defined before this operation", name)
@@ -324,7 +319,7 @@ class GraphBuilder:
         probe = Operation(0, len(self.ops), kind, label, tuple(inputs), label, (1,), F32, items, module)
         shape = _shape(infer_shape(probe, [self.shapes[i] for i in inputs]), label)
         if dtype is None:
-            dtype = "bool" if kind in COMPARISONS else (self.dtypes[inputs[0]] if inputs else "float")
+            dtype = infer_dtype(probe, [self.dtypes[i] for i in inputs])
         self.ops.append(GraphOp(kind, label, tuple(inputs), label, shape, dtype, items, module))
         self.shapes[label], self.dtypes[label] = shape, dtype
         return label
@@ -345,9 +340,6 @@ class GraphBuilder:
             raise ModelError("the model computes nothing from its inputs (no operation reaches an output)",
                              self.name)
         return graph
-
-
-COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "isnan", "isinf"})
 
 
 def _shape(shape: Iterable[int], name: str) -> tuple[int, ...]:

@@ -65,7 +65,6 @@ BINARY_ONNX = {
     "Xor": "xor", "Max": "maximum", "Min": "minimum",
 }
 ONE_INPUT_ELEMENTWISE = frozenset({*BINARY, *UNARY, "gelu", "clamp"})
-COMMUTATIVE = {"add", "mul", "eq", "and", "or", "xor", "maximum", "minimum"}
 UNARY_ONNX = {
     "Neg": "neg", "Exp": "exp", "Log": "log", "Tanh": "tanh", "Sigmoid": "sigmoid", "Relu": "relu",
     "Sqrt": "sqrt", "Reciprocal": "reciprocal", "Abs": "abs", "Sin": "sin", "Cos": "cos", "Erf": "erf",
@@ -753,7 +752,7 @@ def _map_binary(imp: _Importer, node: Any, ins: list[str], attrs: dict[str, Any]
     if sb is not None and not imp._is_runtime(b):
         out = imp.emit(kind, [imp.read(a, module)], {"scalar": sb}, module, _fallback(node), dtype)
         return [imp.reshape(out, np.broadcast_shapes(imp.shape(a), imp.shape(b)), module, _fallback(node))]
-    if sa is not None and kind in COMMUTATIVE and not imp._is_runtime(a):
+    if sa is not None and REGISTRY[kind].commutative and not imp._is_runtime(a):
         out = imp.emit(kind, [imp.read(b, module)], {"scalar": sa}, module, _fallback(node), dtype)
         return [imp.reshape(out, np.broadcast_shapes(imp.shape(a), imp.shape(b)), module, _fallback(node))]
     xa, xb = imp.read(a, module, role_b), imp.read(b, module, role_b)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tileplan.errors import InputError
-from tileplan.lowering.layouts import compact_layout, linear_layout
+from tileplan.kernel.layouts import compact_layout, linear_layout
 from tileplan.model.ir import Tensor
 from tileplan.model.layout import Layout, Padding
 

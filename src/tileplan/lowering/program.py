@@ -1,13 +1,18 @@
 """Lower a whole program: plan layouts, place the declared tensors, emit the steps.
 
 The program is checked first (`tileplan.ops.check_program`); each operation is planned
-and lowered by its operator's registry entry (`tileplan.ops.REGISTRY`). Three passes,
-data in and data out:
-1. `plan_operations`: each operation's plan, activations' layouts flowing forward.
+and lowered by its operator's registry entry (`tileplan.ops.REGISTRY`), both pure
+functions of the read-only `tileplan.kernel.context.Kernel`. Three passes, data in and
+data out:
+1. `plan_operations`: each operation's plan (once per signature), activations'
+   layouts flowing forward; a product whose temporary bytes exceed the cap is
+   recorded (`over_cap`).
 2. `place_tensors`: the policy picks each declared tensor's resting layout from the
    plans of the operations that read it; values 0..n-1 are the declared tensors.
-3. `emit_steps`: each operation's lowering, in order. An operation with no legal
-   partition stops the walk; the lowering records which and why.
+3. `emit_steps`: each operation's fragment (its lowering's, once per signature:
+   `tileplan.lowering.replay`), numbered and named into the timeline, in order. An
+   operation with no legal partition stops the walk; the lowering records which and
+   why.
 """
 
 from __future__ import annotations
@@ -16,18 +21,28 @@ from dataclasses import dataclass, field
 from typing import Hashable, Mapping
 
 from tileplan.errors import TileplanError
-from tileplan.lowering.core import (
-    LoweringContext, OperationInfo, Options, StepDraft, declared_tensor_value,
-)
-from tileplan.lowering.gemm import PlanningError
+from tileplan.kernel.context import Kernel
+from tileplan.kernel.gemm import PlanningError
+from tileplan.kernel.options import Options
 from tileplan.lowering.policy import Policy, Reader
-from tileplan.lowering.replay import Recording, record, signature
+from tileplan.lowering.replay import Compiled, StepDraft, Timeline, compile_fragment, operands, signature
 from tileplan.model.ir import Operation, Program, RepeatBlock, family_member
 from tileplan.model.layout import Layout
 from tileplan.model.machine import Machine
 from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Value
 from tileplan.ops import REGISTRY, InputInfo, OpPlan, check_program
+
+
+@dataclass(frozen=True, slots=True)
+class OperationInfo:
+    """What the report says about an operation: index, node, name, kind, first step."""
+
+    index: int
+    origin: int
+    name: str
+    kind: str
+    execution_count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +85,18 @@ def _members(name: str, block: RepeatBlock | None, declared: set[str]) -> tuple[
     return (name,)
 
 
-def plan_operations(ctx: LoweringContext, program: Program) -> tuple[dict[int, OpPlan], tuple[int, str] | None]:
+def plan_operations(k: Kernel, program: Program
+                    ) -> tuple[dict[int, OpPlan], list[tuple[int, str, int]], tuple[int, str] | None]:
+    """Each operation's plan, the products planned over the cap (operation, name,
+    temporary bytes per tile) and the operation that could not be planned, if any
+    (planning stops there)."""
     declared = {t.name: t for t in program.tensors}
     layouts: dict[str, Layout] = {}
     shapes = {t.name: (t.shape, t.precision) for t in program.tensors}
     plans: dict[int, OpPlan] = {}
-    #: each planned signature's plan and the temporary bytes it noted over the cap
-    memo: dict[Hashable, tuple[OpPlan, tuple[int, ...]]] = {}
+    over_cap: list[tuple[int, str, int]] = []
+    cap = k.cap_bytes
+    memo: dict[Hashable, OpPlan] = {}
     names = set(declared)
     for op, _, block in _schedule(program):
         raw = []
@@ -85,25 +105,23 @@ def plan_operations(ctx: LoweringContext, program: Program) -> tuple[dict[int, O
             shape, precision = shapes[first]
             raw.append((shape, precision, layouts.get(name), first in declared))
         key = (op.kind, op.attrs, op.output_shape, op.output_precision, op.module, tuple(raw))
-        known = memo.get(key)
-        if known is not None:
-            plan, temporaries = known
-            for t in temporaries:
-                ctx.note_temporary(op, t)
-        else:
-            before = len(ctx.over_cap)
+        plan = memo.get(key)
+        if plan is None:
             try:
-                plan = REGISTRY[op.kind].plan(ctx, op, [InputInfo(*r) for r in raw])
+                plan = memo[key] = REGISTRY[op.kind].plan(k, op, [InputInfo(*r) for r in raw])
             except PlanningError as e:
-                return plans, (op.index, str(e))
-            memo[key] = (plan, tuple(t for _, _, t in ctx.over_cap[before:]))
+                return plans, over_cap, (op.index, str(e))
+        if cap is not None and plan.temporary is not None and plan.temporary > cap:
+            over_cap.append((op.index, op.name, plan.temporary))
         plans[op.index] = plan
         layouts[op.output] = plan.output
         shapes[op.output] = (op.output_shape, op.output_precision)
-    return plans, None
+    return plans, over_cap, None
 
 
-def place_tensors(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], policy: Policy) -> None:
+def place_tensors(k: Kernel, timeline: Timeline, program: Program, plans: dict[int, OpPlan], policy: Policy) -> None:
+    """The declared tensors' values, in declaration order, each resting where the
+    policy puts it."""
     declared = {t.name for t in program.tensors}
     readers: dict[str, list[Reader]] = {t.name: [] for t in program.tensors}
     for op, _, block in _schedule(program):
@@ -116,9 +134,9 @@ def place_tensors(ctx: LoweringContext, program: Program, plans: dict[int, OpPla
                     align = plan.alignment[pos] if pos < len(plan.alignment) else None
                     readers[member].append(Reader(op.index, op.kind, pos, plan.rest[pos], align))
     for t in program.tensors:
-        layout, alignment = policy.resting(t, readers[t.name], ctx.machine.tile_count, ctx.prefix)
-        declared_tensor_value(ctx, t, layout, alignment)
-    ctx.declared_count = len(ctx.values)
+        layout, alignment = policy.resting(t, readers[t.name], k.tile_count, k.prefix)
+        timeline.declare(t.origin, t.name, t.shape, t.precision, layout,
+                         k.size(layout, t.shape, t.precision, alignment), alignment, t.role)
 
 
 def last_readers(program: Program) -> dict[str, int]:
@@ -150,70 +168,75 @@ def last_readers(program: Program) -> dict[str, int]:
     return {name: last.get(root(name), when) for name, when in last.items()}
 
 
-def emit_steps(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], blocks: list[tuple[int, int]],
-               replay: bool = True) -> tuple[list[OperationInfo], tuple[int, str] | None]:
-    """Lower each operation in order; record each repeat block's step span in `blocks`.
-    `replay`: lower each signature once and replay it (`tileplan.lowering.replay`)."""
-    declared = {t.name for t in program.tensors}
+@dataclass
+class Emitted:
+    """What `emit_steps` makes besides the timeline: the operations lowered, the
+    operation that could not be, each repeat block's (first, last) step, the family
+    members later iterations read, and each output name's value."""
+
+    operations: list[OperationInfo] = field(default_factory=list)
+    failed: tuple[int, str] | None = None
+    blocks: list[tuple[int, int]] = field(default_factory=list)
+    later_members: set[int] = field(default_factory=set)
+    binding: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int, OpPlan], reference: bool,
+               replay: bool = True) -> Emitted:
+    """Lower each operation in order into `timeline` (after the declared tensors).
+    `reference`: the reference's value names. `replay`: lower each signature once
+    (`tileplan.lowering.replay`); without it every operation is lowered afresh."""
+    declared_names = {t.name for t in program.tensors}
+    declared = len(timeline.values)
     last = last_readers(program)
-    infos: list[OperationInfo] = []
+    out = Emitted(binding={t.name: (i,) for i, t in enumerate(program.tensors)})
+    binding, values = out.binding, timeline.values
+    memo: dict[Hashable, Compiled] = {}
     spans: dict[int, list[int]] = {}
-    try:
-        return _emit(ctx, program, plans, declared, last, infos, spans, replay)
-    finally:
-        blocks.extend((a, b) for a, b in spans.values() if b >= a)
-
-
-def _emit(ctx: LoweringContext, program: Program, plans: dict[int, OpPlan], declared: set[str],
-          last: dict[str, int], infos: list[OperationInfo], spans: dict[int, list[int]], replay: bool
-          ) -> tuple[list[OperationInfo], tuple[int, str] | None]:
-    recordings: dict[Hashable, Recording | None] = {}
-    binding = ctx.binding
     for op, count, block in _schedule(program):
         if op.index not in plans:
-            return infos, None
+            break
         if block is None:
             ins = [binding[name] for name in op.inputs]
         else:
-            ins = [tuple(v for m in _members(name, block, declared) for v in binding[m]) for name in op.inputs]
-            for members in ins:
-                ctx.later_members.update(members[1:])
-        dies = [last.get(name) == op.index for name in op.inputs]
-        key = signature(ctx, op, plans[op.index], ins, count, dies) if replay else None
-        recording = recordings.get(key) if key is not None else None
-        values_before, steps_before, over_before = len(ctx.values), len(ctx.steps), len(ctx.over_cap)
-        if recording is not None:
-            out = recording.replay(ctx, op, ins, count)
-        else:
+            ins = [tuple(v for m in _members(name, block, declared_names) for v in binding[m]) for name in op.inputs]
+            for family in ins:
+                out.later_members.update(family[1:])
+        members = [values[v] for ids in ins for v in ids]
+        dies = tuple([last.get(name) == op.index for name in op.inputs])
+        plan = plans[op.index]
+        key = signature(op, plan, ins, members, dies, declared) if replay else None
+        compiled = memo.get(key) if key is not None else None
+        if compiled is None:
             try:
-                out = REGISTRY[op.kind].lower(ctx, op, plans[op.index], ins, count, dies)
-            except TileplanError as e:  # nothing of a failed operation stays
-                for vid in range(values_before, len(ctx.values)):
-                    ctx.value_shards.pop(vid, None)
-                    ctx.unsized.pop(vid, None)
-                del ctx.values[values_before:], ctx.steps[steps_before:]
-                return infos, (op.index, str(e))
-            if key is not None and key not in recordings:  # None: seen, and not replayable
-                recordings[key] = record(ctx, op, ins, values_before, steps_before, over_before, out)
-        ctx.binding[op.output] = (out,)
-        infos.append(OperationInfo(op.index, op.origin, op.name, op.kind, count))
+                fragment = REGISTRY[op.kind].lower(k, op, plan, operands(ins, values, declared), dies)
+            except TileplanError as e:
+                out.failed = (op.index, str(e))
+                break
+            compiled = compile_fragment(fragment, len(members), k)
+            if key is not None:
+                memo[key] = compiled
+        steps_before = len(timeline.steps)
+        binding[op.output] = (timeline.emit(compiled, op, members, count, reference),)
+        out.operations.append(OperationInfo(op.index, op.origin, op.name, op.kind, count))
         if block is not None:
-            span = spans.setdefault(id(block), [len(ctx.steps) - 1, len(ctx.steps) - 1])
+            span = spans.setdefault(id(block), [len(timeline.steps) - 1, len(timeline.steps) - 1])
             span[0] = min(span[0], steps_before)
-            span[1] = len(ctx.steps) - 1
-    return infos, None
+            span[1] = len(timeline.steps) - 1
+    out.blocks.extend((a, b) for a, b in spans.values() if b >= a)
+    return out
 
 
 def lower_program(program: Program, machine: Machine, policy: Policy, options: Options, replay: bool = True
                   ) -> Lowering:
     check_program(program)
-    ctx = LoweringContext(machine, policy, options, reference_names=policy.name == "reference")
-    plans, failed = plan_operations(ctx, program)
-    place_tensors(ctx, program, plans, policy)
-    blocks: list[tuple[int, int]] = []
-    infos, emit_failed = emit_steps(ctx, program, plans, blocks, replay)
-    failed = emit_failed or failed
-    outputs = tuple(ctx.binding[name][0] for name in program.outputs if name in ctx.binding)
-    return Lowering(tuple(ctx.values), tuple(ctx.steps), tuple(infos), outputs, ctx.declared_count, failed,
-                    tuple(sorted(blocks)), frozenset(ctx.later_members), tuple(sorted(ctx.over_cap)),
-                    ctx.value_shards, ctx.unsized)
+    k = Kernel(machine, options)
+    plans, over_cap, failed = plan_operations(k, program)
+    timeline = Timeline()
+    place_tensors(k, timeline, program, plans, policy)
+    emitted = emit_steps(k, timeline, program, plans, policy.name == "reference", replay)
+    failed = emitted.failed or failed
+    outputs = tuple(emitted.binding[name][0] for name in program.outputs if name in emitted.binding)
+    return Lowering(tuple(timeline.values), tuple(timeline.steps), tuple(emitted.operations), outputs,
+                    len(program.tensors), failed, tuple(sorted(emitted.blocks)), frozenset(emitted.later_members),
+                    tuple(sorted(over_cap)), timeline.shards, timeline.unsized)

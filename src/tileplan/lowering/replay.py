@@ -1,164 +1,133 @@
-"""Lower each operation signature once and replay it: the same operation on the same
-shapes, layouts and precisions gets the same steps.
+"""Fragments into the timeline: numbered, named and sized, each signature lowered once.
 
-A program of a million values repeats a few signatures (a layer's operations, again
-and again); lowering them from scratch each time costs most of the planning. The first
-time a signature is lowered, its effect on the context (the values it makes, the steps
-it adds, the products over the memory cap) is recorded relative to the operation: a
-new value's name as the operation's name, an input's name or the reference's
-`operation N result K` plus a suffix; its root and storage group as one of the new
-values or an input's; a step's reads and writes likewise. Replaying makes the same
-values and steps for another operation of that signature, renamed and renumbered.
+A lowering is pure (`tileplan.ops.OpDef.lower`): its fragment depends only on what it
+is given, the operation's kind, attributes, output shape and precision, its plan, and
+each input member's layout, shape, precision, alignment and whether its storage is a
+declared tensor's, with which inputs die. `signature` is that tuple; the driver keeps
+each signature's fragment `compile`d, so a program of a million values, which
+repeats a few signatures (a layer's operations, again and again), lowers each once
+and looks the rest up.
 
-The signature holds everything a lowering reads: the operation's kind, attributes,
-output shape and precision, execution count and plan; each input member's layout,
-shape, precision, alignment, role, copies and whether it (its root, its storage)
-is declared; which of the inputs' ids, roots and storage groups coincide; which
-inputs die. An effect that cannot be expressed this way (a name from elsewhere) is
-never replayed: that signature is lowered each time, as without this pass. A made
-name is read as the longest of those names it starts with, plus the rest: lowerings
-name values by appending to one of them (`<operation> partials`, `<input> [AMP
-copy]`), so only names, never numbers, could differ should two of those names
-happen to extend each other differently (tests compare replayed lowerings with
-plain ones on every model they plan).
+A compiled fragment has its values sized (`Kernel.size`: once per layout, shape,
+precision and alignment) and every reference made an index into a table of ids built
+for each operation: [its new values..., its input members' ids..., their roots...,
+their storage groups...]. `Timeline.emit` appends one operation's values and steps:
+numbered from the next free id, named by `tileplan.lowering.naming.value_name`, their
+roots and storage groups resolved against the operation's inputs.
 """
 
 from __future__ import annotations
 
-import re
-from sys import intern
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterator, Sequence
+from sys import intern
+from typing import Hashable, NamedTuple, Sequence
 
-from tileplan.lowering.core import LoweringContext, StepDraft
+from tileplan.kernel.context import Kernel, Sized
+from tileplan.kernel.fragment import Fragment, NewValue, Operand, Ref, StepKind, ValueKind
+from tileplan.lowering.naming import group_of_parts, value_name
 from tileplan.model.ir import Operation, group_of
+from tileplan.model.layout import Layout
+from tileplan.model.precision import Precision
 from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Value
 
-_REFERENCE_NAME = re.compile(r"operation (\d+) result (\d+)")
 
-#: a reference to an id: ("new", k) the k-th value the operation made; ("id" | "root" |
-#: "sg", pos) the id, root or storage group of the pos-th input member
-Ref = tuple[str, int]
+class StepDraft(NamedTuple):
+    """A step before liveness: its operation (source), text, execution count, the
+    values it reads and writes, its scratch per region, its kind and whether it
+    exchanges between tiles. (A named tuple: a million of them are made for a
+    million-value program.)"""
+
+    source: int
+    operation: str
+    execution_count: int
+    reads: tuple[int, ...]
+    writes: tuple[int, ...]
+    scratch: tuple[tuple[str, int], ...]
+    kind: StepKind
+    exchange: bool
+
+
+class CompiledValue(NamedTuple):
+    """One new value of a compiled fragment: the value, the place of what it is `of`
+    in the table (or None), its root's place, its shards (None: unsized, for
+    `reason`), and its `Value` fields from shape to role (the storage group's as a
+    place in the table)."""
+
+    made: NewValue
+    of: int | None
+    root: int
+    shards: Shards | None
+    reason: str | None
+    fields: tuple
+
+
+class CompiledStep(NamedTuple):
+    """One step of a compiled fragment, its reads and writes as places in the table."""
+
+    text: str
+    reads: tuple[int, ...]
+    writes: tuple[int, ...]
+    scratch: tuple[tuple[str, int], ...]
+    kind: StepKind
+    exchange: bool
 
 
 @dataclass(frozen=True, slots=True)
-class _ValueRecord:
-    origin: int | None  # None: the operation's origin; else the input member whose origin it is
-    root: Ref
-    storage_group: Ref
-    name: tuple[Any, ...]  # ("ref", k) or ("base", i, suffix)
-    group: int | None  # None: group_of(name); else the input member whose group it takes
-    shape: tuple[int, ...]
-    precision: Any
-    layout: Any
-    copies: int
-    alignment_bytes: int | None
-    role: str | None
-    shards: Shards
-    shard_bytes: int
-    aligned_bytes: int
-    bytes: int
+class Compiled:
+    """A fragment ready to be emitted for any operation of its signature (see the
+    module docstring): `members` input members, the output's place in the table."""
+
+    fragment: Fragment
+    members: int
+    values: tuple[CompiledValue, ...]
+    steps: tuple[CompiledStep, ...]
+    output: int
 
 
-@dataclass(frozen=True, slots=True)
-class Recording:
-    """One operation's recorded effect (see the module docstring)."""
+def compile_fragment(fragment: Fragment, members: int, kernel: Kernel) -> Compiled:
+    """`fragment` for operations with `members` input members, its values sized. A
+    reference may only be to an input member or to a value made before."""
+    k, n = len(fragment.values), members
 
-    values: tuple[_ValueRecord, ...]
-    steps: tuple[tuple[str, tuple[Ref, ...], tuple[Ref, ...], tuple[tuple[str, int], ...]], ...]
-    over_cap: tuple[int, ...]
-    output: Ref
-    #: the same, compiled for `replay`: each reference an index into the table of ids
-    #: [new values..., inputs' ids..., inputs' roots..., inputs' storage groups...]
-    _compiled: tuple = field(default=(), init=False, repr=False, compare=False)
+    def at(ref: Ref, before: int) -> int:
+        assert ref.number < (before if ref.new else n), (ref, before, n)
+        return ref.number if ref.new else k + ref.number
 
-    def __post_init__(self) -> None:
-        k = len(self.values)
-        members = max((r[1] + 1 for r in self._refs() if r[0] != "new"), default=0)
-
-        def at(ref: Ref) -> int:
-            kind, i = ref
-            return i if kind == "new" else k + {"id": 0, "root": 1, "sg": 2}[kind] * members + i
-
-        values = tuple((r.name, r.origin, at(r.root), r.group, at(r.storage_group),
-                        (r.shape, r.precision, r.layout), (r.shard_bytes, r.aligned_bytes, r.copies, r.bytes,
-                                                           r.alignment_bytes, r.role), r.shards) for r in self.values)
-        steps = tuple((text, tuple(at(x) for x in reads), tuple(at(x) for x in writes), scratch)
-                      for text, reads, writes, scratch in self.steps)
-        object.__setattr__(self, "_compiled", (k, members, values, steps, at(self.output)))
-
-    def _refs(self) -> Iterator[Ref]:
-        for r in self.values:
-            yield r.root
-            yield r.storage_group
-        for _, reads, writes, _ in self.steps:
-            yield from reads
-            yield from writes
-        yield self.output
-
-    def replay(self, ctx: LoweringContext, op: Operation, ins: Sequence[tuple[int, ...]], count: int) -> int:
-        k, used, values_c, steps_c, output = self._compiled
-        all_members = [ctx.values[v] for m in ins for v in m]
-        members = all_members[:used] if used else all_members
-        values, shards = ctx.values, ctx.value_shards
-        base = len(values)
-        table = [*range(base, base + k), *[m.id for m in members], *[m.root for m in members],
-                 *[m.storage_group for m in members]]
-        new = tuple.__new__
-        base_groups: dict[int, str] = {}
-        for name_t, origin, root, group, sg, head, tail, value_shards in values_c:
-            if name_t[0] == "ref":
-                name = f"operation {op.index} result {name_t[1]}"
-                value_group = group_of(name) if group is None else members[group].group
-            else:
-                i, suffix = name_t[1], name_t[2]
-                n = len(all_members)
-                stem = op.name if i == 0 else all_members[i - 1].name if i <= n else op.inputs[i - 1 - n]
-                name = stem + suffix
-                if group is not None:
-                    value_group = members[group].group
-                elif "." in suffix:
-                    value_group = group_of(name)
-                else:  # no layer index can span the stem and a suffix without a dot
-                    stem_group = base_groups.get(i)
-                    if stem_group is None:
-                        stem_group = base_groups[i] = group_of(stem)
-                    value_group = stem_group + suffix
-            vid = len(values)
-            shards[vid] = value_shards
-            values.append(new(Value, (vid, op.origin if origin is None else members[origin].origin, table[root], name,
-                                      intern(value_group), *head, table[sg], *tail)))
-        steps, index = ctx.steps, op.index
-        for text, reads, writes, scratch in steps_c:
-            steps.append(new(StepDraft, (index, text, count, tuple([table[x] for x in reads]),
-                                         tuple([table[x] for x in writes]), scratch)))
-        for temporary in self.over_cap:
-            ctx.note_temporary(op, temporary)
-        return table[output]
+    roots: list[int] = []
+    groups: list[int] = []
+    values = []
+    for j, v in enumerate(fragment.values):
+        of = None if v.of is None else at(v.of, j)
+        if v.kind is ValueKind.VIEW:
+            assert of is not None
+            root = roots[of] if of < k else of + n  # an input's root: its place + n
+        else:
+            root = j
+        if v.storage is None:
+            sg = j
+        else:
+            place = at(v.storage, j)
+            sg = groups[place] if place < k else place + 2 * n  # an input's storage group: its place + 2n
+        roots.append(root)
+        groups.append(sg)
+        sized = kernel.size(v.layout, v.shape, v.precision, v.alignment)
+        fields = (v.shape, v.precision, v.layout, sg, sized.shard_bytes, sized.aligned_bytes, 1, sized.aligned_bytes,
+                  v.alignment, "intermediate")
+        values.append(CompiledValue(v, of, root, sized.shards, sized.reason, fields))
+    everything = k + n
+    steps = tuple(CompiledStep(s.text, tuple(at(r, everything) for r in s.reads),
+                               tuple(at(w, everything) for w in s.writes), s.scratch, s.kind, s.exchange)
+                  for s in fragment.steps)
+    return Compiled(fragment, n, tuple(values), steps, at(fragment.output, everything))
 
 
-def _bases(op: Operation, members: Sequence[Value]) -> list[str]:
-    """The strings a made value's name may extend: the operation's name, each input
-    member's name, each input as the operation names it."""
-    return [op.name, *(m.name for m in members), *op.inputs]
-
-
-def signature(ctx: LoweringContext, op: Operation, plan: Any, ins: Sequence[tuple[int, ...]], count: int,
-              dies: Sequence[bool]) -> Hashable | None:
-    """What the lowering of `op` depends on, or None when it cannot be hashed."""
-    values = ctx.values
-    members = [values[v] for m in ins for v in m]
-    declared = ctx.declared_count
-    seen: dict[int, int] = {}
-    coincide: list[int] = []
-    for m in members:
-        coincide += (seen.setdefault(m.id, len(seen)), seen.setdefault(m.root, len(seen)),
-                     seen.setdefault(m.storage_group, len(seen)))
-    key = (op.kind, op.attrs, op.output_shape, op.output_precision, op.module, count, id(plan),
-           tuple([len(m) for m in ins]), tuple(dies), tuple(coincide), ctx.reference_names,
-           tuple([(m.layout, m.shape, m.precision, m.alignment_bytes, m.role, m.copies, m.id < declared,
-                   m.root < declared, m.storage_group < declared) for m in members]))
+def signature(op: Operation, plan: object, ins: Sequence[tuple[int, ...]], members: Sequence[Value],
+              dies: tuple[bool, ...], declared: int) -> Hashable | None:
+    """What the lowering of `op` is given (see the module docstring), or None when it
+    cannot be hashed (an attribute that is a list)."""
+    key = (op.kind, op.attrs, op.output_shape, op.output_precision, id(plan), tuple([len(m) for m in ins]), dies,
+           tuple([(m.layout, m.shape, m.precision, m.alignment_bytes, m.storage_group < declared) for m in members]))
     try:
         hash(key)
     except TypeError:
@@ -166,54 +135,79 @@ def signature(ctx: LoweringContext, op: Operation, plan: Any, ins: Sequence[tupl
     return key
 
 
-def record(ctx: LoweringContext, op: Operation, ins: Sequence[tuple[int, ...]], values_before: int,
-           steps_before: int, over_cap_before: int, output: int) -> Recording | None:
-    """The effect of lowering `op` (everything after the given lengths), or None when
-    some part of it cannot be expressed relative to the operation."""
-    members = [ctx.values[v] for m in ins for v in m]
-    made = ctx.values[values_before:]
-    new = {v.id: k for k, v in enumerate(made)}
-    bases = _bases(op, members)
+def operands(ins: Sequence[tuple[int, ...]], values: Sequence[Value], declared: int) -> list[list[Operand]]:
+    """What a lowering knows of each input member, by input position."""
+    return [[Operand(v.layout, v.shape, v.precision, v.alignment_bytes, v.storage_group < declared, v.name)
+             for v in (values[i] for i in ids)] for ids in ins]
 
-    def ref(x: int) -> Ref | None:
-        if x in new:
-            return ("new", new[x])
-        for kind, attr in (("id", "id"), ("root", "root"), ("sg", "storage_group")):
-            for pos, m in enumerate(members):
-                if getattr(m, attr) == x:
-                    return (kind, pos)
-        return None
 
-    def name_of(name: str) -> tuple[Any, ...] | None:
-        m = _REFERENCE_NAME.fullmatch(name)
-        if m is not None and int(m.group(1)) == op.index:
-            return ("ref", int(m.group(2)))
-        best = max((i for i, b in enumerate(bases) if name.startswith(b)), key=lambda i: (len(bases[i]), -i),
-                   default=None)
-        return None if best is None else ("base", best, name[len(bases[best]):])
+@dataclass
+class Timeline:
+    """The values and steps made so far, numbered in creation order (the report's ids),
+    with each value's shards or why it has none."""
 
-    records = []
-    for v in made:
-        root, sg, name = ref(v.root), ref(v.storage_group), name_of(v.name)
-        origin = None if v.origin == op.origin else next(
-            (pos for pos, m in enumerate(members) if m.origin == v.origin), -1)
-        group = None if v.group == group_of(v.name) else next(
-            (pos for pos, m in enumerate(members) if m.group == v.group), -1)
-        shards = ctx.value_shards.get(v.id)
-        if root is None or sg is None or name is None or origin == -1 or group == -1 or shards is None \
-                or v.shard_bytes is None or v.aligned_bytes is None or v.bytes is None:
-            return None  # an unsized value's reason names it: lowered afresh each time
-        records.append(_ValueRecord(origin, root, sg, name, group, v.shape, v.precision, v.layout, v.copies,
-                                    v.alignment_bytes, v.role, shards, v.shard_bytes, v.aligned_bytes, v.bytes))
-    steps = []
-    for s in ctx.steps[steps_before:]:
-        reads, writes = [ref(x) for x in s.reads], [ref(x) for x in s.writes]
-        if s.source != op.index or any(x is None for x in (*reads, *writes)):
-            return None
-        steps.append((s.operation, tuple(r for r in reads if r is not None), tuple(w for w in writes if w is not None),
-                      s.scratch))
-    over = ctx.over_cap[over_cap_before:]
-    out = ref(output)
-    if out is None or any(i != op.index for i, _, _ in over):
-        return None
-    return Recording(tuple(records), tuple(steps), tuple(b for _, _, b in over), out)
+    values: list[Value] = field(default_factory=list)
+    steps: list[StepDraft] = field(default_factory=list)
+    shards: dict[int, Shards] = field(default_factory=dict)
+    unsized: dict[int, str] = field(default_factory=dict)
+
+    def declare(self, origin: int, name: str, shape: tuple[int, ...], precision: Precision, layout: Layout,
+                sized: Sized, alignment: int | None, role: str) -> int:
+        """A declared tensor's value (`sized`: `Kernel.size`'s answer for it)."""
+        vid = len(self.values)
+        if sized.shards is None:
+            assert sized.reason is not None
+            self.unsized[vid] = sized.reason
+        else:
+            self.shards[vid] = sized.shards
+        self.values.append(Value(vid, origin, vid, name, intern(group_of(name)), shape, precision, layout, vid,
+                                 sized.shard_bytes, sized.aligned_bytes, 1, sized.aligned_bytes,
+                                 alignment_bytes=alignment, role=role))
+        return vid
+
+    def emit(self, c: Compiled, op: Operation, members: Sequence[Value], count: int, reference: bool) -> int:
+        """Append `c`'s values and steps for `op`, whose input members are `members`;
+        returns the output's id."""
+        values, k = self.values, len(c.values)
+        base = len(values)
+        table = [*range(base, base + k), *[m.id for m in members], *[m.root for m in members],
+                 *[m.storage_group for m in members]]
+        names: list[str] = []
+        groups: list[str] = []
+        origins: list[int] = []
+        stem_groups: dict[str, str] = {}
+        new = tuple.__new__
+        for made, of, root, shards, reason, fields in c.values:
+            if of is None:
+                of_name = None
+            elif made.operand is not None:
+                of_name = op.inputs[made.operand]
+            else:
+                of_name = names[of] if of < k else members[of - k].name
+            stem, suffix = value_name(op, made, of_name, reference)
+            if made.kind is ValueKind.CONVERTED:
+                assert of is not None
+                group, origin = (groups[of], origins[of]) if of < k else (members[of - k].group, members[of - k].origin)
+            else:
+                stem_group = stem_groups.get(stem)
+                if stem_group is None:
+                    stem_group = stem_groups[stem] = group_of(stem)
+                group, origin = intern(group_of_parts(stem_group, stem, suffix)), op.origin
+            vid = len(values)
+            if shards is None:
+                assert reason is not None
+                self.unsized[vid] = reason
+            else:
+                self.shards[vid] = shards
+            name = stem + suffix
+            names.append(name)
+            groups.append(group)
+            origins.append(origin)
+            shape, precision, layout, sg, *tail = fields
+            values.append(new(Value, (vid, origin, table[root], name, group, shape, precision, layout, table[sg],
+                                      *tail)))
+        steps, index = self.steps, op.index
+        for text, reads, writes, scratch, kind, exchange in c.steps:
+            steps.append(new(StepDraft, (index, text, count, tuple([table[x] for x in reads]),
+                                         tuple([table[x] for x in writes]), scratch, kind, exchange)))
+        return table[c.output]

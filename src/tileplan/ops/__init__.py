@@ -1,9 +1,10 @@
-"""The operator registry: one entry per operator (shape rule, attributes, planning
-and lowering together), one module per family. Importing this package registers
-them all; `REGISTRY` maps each operator's name to its `OpDef`."""
+"""The operator registry: one entry per operator (shape and dtype rules, attributes,
+weight inputs, commutativity, view-ness, a pure plan and a pure lowering together),
+one module per family. Importing this package registers them all; `REGISTRY` maps
+each operator's name to its `OpDef`."""
 
 from tileplan.ops import attention, conv, elementwise, gather, matmul, norm, reduce, views  # noqa: F401
-from tileplan.ops.base import REGISTRY, InputInfo, OpDef, OpPlan, infer_shape
+from tileplan.ops.base import REGISTRY, InputInfo, OpDef, OpPlan, infer_dtype, infer_shape
 from tileplan.ops.validate import check_program
 
-__all__ = ["REGISTRY", "InputInfo", "OpDef", "OpPlan", "check_program", "infer_shape"]
+__all__ = ["REGISTRY", "InputInfo", "OpDef", "OpPlan", "check_program", "infer_dtype", "infer_shape"]

@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, cast
+from typing import Any, Mapping, Sequence, cast
 
 from tileplan.errors import ModelError
-from tileplan.lowering.core import AttentionProducts, LoweringContext
-from tileplan.lowering.layouts import heads_layout, scores_layout
+from tileplan.kernel.context import Kernel
+from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, Ref, StepKind, ValueKind
+from tileplan.kernel.layouts import heads_layout, scores_layout
+from tileplan.kernel.options import AttentionProducts
 from tileplan.model.ir import Operation
 from tileplan.model.layout import ROW_MAJOR, Axis, AxisTiling, Layout, MemoryClass, Padding, TensorTiling
 from tileplan.model.precision import F16
 from tileplan.ops.base import (
     F32_BYTES, REQUIRED, InputInfo, OpPlan, Shape, activation_layout, broadcast_shapes, register, shard_elements,
+    write_result,
 )
 
 #: keys per chunk when attention products are streamed
@@ -54,14 +57,14 @@ class AttentionGrid:
         return math.ceil(self.queries / self.query_parts)
 
 
-def plan_attention(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_attention(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     heads = op.int_attr("heads")
     dim = op.output_shape[-1]
-    tiles = ctx.machine.tile_count
+    tiles = k.tile_count
     head_parts = math.gcd(heads, tiles)
     grid = AttentionGrid(heads, dim // heads, head_parts, tiles // head_parts, op.output_shape[-2], ins[-1].shape[-2])
-    out = heads_layout(tiles, grid.query_parts, head_parts, grid.heads_per_part * grid.head_dim, ctx.prefix)
-    layouts = tuple(activation_layout(ctx, i) for i in ins)
+    out = heads_layout(tiles, grid.query_parts, head_parts, grid.heads_per_part * grid.head_dim, k.prefix)
+    layouts = tuple(activation_layout(k, i) for i in ins)
     return OpPlan(wanted=layouts, rest=layouts, output=out, detail=grid)
 
 
@@ -82,52 +85,61 @@ def attention_costs(grid: AttentionGrid, element_bytes: int) -> dict[str, int]:
     return {"materialized": scores + gathered, "gathered": gathered, "streamed": streamed, "chunk": c}
 
 
-def lower_attention(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                    dies: list[bool]) -> int:
+def lower_attention(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                    dies: Sequence[bool]) -> Fragment:
     """Split heads (a `Copy` that exchanges q, k and v into head-major layouts), then
     either the materialized products (scores, softmax in place, scores x values) or
     one streamed step; `Automatic` takes the one whose largest step needs fewer bytes
-    per tile (see `attention_costs`)."""
+    per tile (see `attention_costs`). Scratch: streamed, `costs["streamed"]`; the
+    scores and values steps each `costs["gathered"]` (all keys, or values, of a tile's
+    heads); the softmax its rows' maxima and sums, heads per tile x rows x 2 x 4 B."""
     grid = plan.detail
     assert isinstance(grid, AttentionGrid), grid
-    tiles = ctx.machine.tile_count
+    b = FragmentBuilder(operands)
+    tiles = k.tile_count
     hb, d = grid.heads_per_part, grid.head_dim
-    layout_q = heads_layout(tiles, grid.query_parts, grid.head_parts, hb * d, ctx.prefix)
-    layout_kv = heads_layout(tiles, grid.query_parts, grid.head_parts, hb * d, ctx.prefix)
-    name = ctx.result_name(op)
+    layout_q = heads_layout(tiles, grid.query_parts, grid.head_parts, hb * d, k.prefix)
+    layout_kv = heads_layout(tiles, grid.query_parts, grid.head_parts, hb * d, k.prefix)
     dim = op.output_shape[-1]
-    sources = [i[0] for i in ins]
+    sources = [b.operand(i) for i in range(len(operands))]
     q_shape = (*op.output_shape[:-1], dim)
-    kv_shape = (*ctx.value(sources[-1]).shape[:-1], dim)
-    q = ctx.new_value(op.origin, ctx.result_name(op, "q"), q_shape, F16, layout_q)
-    k = ctx.new_value(op.origin, ctx.result_name(op, "k"), kv_shape, F16, layout_kv)
-    v = ctx.new_value(op.origin, ctx.result_name(op, "v"), kv_shape, F16, layout_kv)
-    ctx.add_step(op, f"Copy {{ mapping: SplitHeads {{ heads: {grid.heads} }}, reuse_local: false }}", count,
-                 tuple(sources), (q, k, v))
+    kv_shape = (*b.shape(sources[-1])[:-1], dim)
+    q = write_result(b, op, layout_q, "q", shape=q_shape, precision=F16)
+    kk = write_result(b, op, layout_kv, "k", shape=kv_shape, precision=F16)
+    v = write_result(b, op, layout_kv, "v", shape=kv_shape, precision=F16)
+    b.step(StepKind.COPY, f"Copy {{ mapping: SplitHeads {{ heads: {grid.heads} }}, reuse_local: false }}", sources,
+           (q, kk, v), exchange=True)
     costs = attention_costs(grid, F16.bytes)
-    choice = ctx.options.attention_products
+    scores_at = scores_layout(tiles, grid.query_parts, grid.head_parts, hb, k.prefix)
+    scores_shape = (grid.heads, grid.queries, grid.keys)
+    choice = k.options.attention_products
     if choice is AttentionProducts.AUTOMATIC:
-        scores_bytes = ctx.shards(scores_layout(tiles, grid.query_parts, grid.head_parts, hb, ctx.prefix),
-                                  (grid.heads, grid.queries, grid.keys), name).largest_bytes(F16)
+        scores_bytes = k.shards(scores_at, scores_shape, op.name).largest_bytes(F16)
         choice = (AttentionProducts.STREAMED if costs["streamed"] < scores_bytes + costs["gathered"]
                   else AttentionProducts.MATERIALIZED)
-    out = ctx.new_value(op.origin, name, op.output_shape, op.output_precision, plan.output)
+    out = write_result(b, op, plan.output)
     if choice is AttentionProducts.STREAMED:
-        ctx.add_step(op, f"AttentionStreamed {{ heads: {grid.heads}, key_chunk: {costs['chunk']} }}", count,
-                     (q, k, v), (out,), {"standard": costs["streamed"]})
-        return out
-    scores = ctx.new_value(op.origin, ctx.result_name(op, "scores"), (grid.heads, grid.queries, grid.keys), F16,
-                           scores_layout(tiles, grid.query_parts, grid.head_parts, hb, ctx.prefix))
-    ctx.add_step(op, f"AttentionScores {{ heads: {grid.heads}, keys: Gathered }}", count, (q, k), (scores,),
-                 {"standard": costs["gathered"]})
-    probs = ctx.new_value(op.origin, ctx.result_name(op, "probabilities"), (grid.heads, grid.queries, grid.keys), F16,
-                          ctx.value(scores).layout,
-                          storage_of=scores)
-    ctx.add_step(op, "Softmax { axis: -1, in_place: true }", count, (scores,), (probs,),
-                 {"standard": hb * grid.rows * 2 * F32_BYTES})
-    ctx.add_step(op, f"AttentionValues {{ heads: {grid.heads}, values: Gathered }}", count, (probs, v), (out,),
-                 {"standard": costs["gathered"]})
-    return out
+        b.step(StepKind.ATTENTION_STREAMED, f"AttentionStreamed {{ heads: {grid.heads}, key_chunk: {costs['chunk']} }}",
+               (q, kk, v), (out,), {"standard": costs["streamed"]}, exchange=True)
+        return b.done(out)
+    return _materialized(b, out, grid.heads, "", (q, kk), v, scores_shape, scores_at, hb * grid.rows,
+                         costs["gathered"], costs["gathered"])
+
+
+def _materialized(b: FragmentBuilder, out: Ref, heads: int, causal: str, reads_qk: tuple[Ref, ...], v: Ref,
+                  scores_shape: Shape, layout: Layout, rows: int, scores_scratch: int, values_scratch: int) -> Fragment:
+    """Scores (interleaved), softmax in place over them, scores x values into `out`:
+    `rows` is heads per tile x rows per tile (the softmax's F32 maxima and sums)."""
+    op_label = "" if not causal else f", causal: {causal}"
+    scores = b.new(ValueKind.RESULT, scores_shape, F16, layout, label="scores")
+    b.step(StepKind.ATTENTION_SCORES, f"AttentionScores {{ heads: {heads}, keys: Gathered{op_label} }}", reads_qk,
+           (scores,), {"standard": scores_scratch}, exchange=True)
+    probs = b.new(ValueKind.RESULT, scores_shape, F16, layout, label="probabilities", storage=scores)
+    b.step(StepKind.SOFTMAX, "Softmax { axis: -1, in_place: true }", (scores,), (probs,),
+           {"standard": rows * 2 * F32_BYTES})
+    b.step(StepKind.ATTENTION_VALUES, f"AttentionValues {{ heads: {heads}, values: Gathered }}", (probs, v), (out,),
+           {"standard": values_scratch}, exchange=True)
+    return b.done(out)
 
 
 def attention_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -205,78 +217,72 @@ def _batch(shape: Shape) -> int:
     return shape[0] if len(shape) == 4 else 1
 
 
-def plan_sdpa(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    tiles = ctx.machine.tile_count
-    q, k = ins[0], ins[1]
+def plan_sdpa(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    tiles = k.tile_count
+    q, kv = ins[0], ins[1]
     rank = len(q.shape)
     grid_q = _grid(tiles, _batch(q.shape), q.shape[-3])
-    grid_kv = _grid(tiles, _batch(k.shape), k.shape[-3])
-    lq = sdpa_layout(tiles, grid_q, rank, ctx.prefix)
-    lkv = sdpa_layout(tiles, grid_kv, rank, ctx.prefix)
+    grid_kv = _grid(tiles, _batch(kv.shape), kv.shape[-3])
+    lq = sdpa_layout(tiles, grid_q, rank, k.prefix)
+    lkv = sdpa_layout(tiles, grid_kv, rank, k.prefix)
     wanted = (lq, lkv, lkv, *(None for _ in ins[3:]))
     return OpPlan(wanted=wanted, rest=wanted, output=lq, detail=(grid_q, grid_kv))
 
 
-def lower_sdpa(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-               dies: list[bool]) -> int:
+def lower_sdpa(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+               dies: Sequence[bool]) -> Fragment:
     """`SplitHeads` copies of q, k and v into the head-major grid (those not already
-    there), then the products (see `lower_attention`). Per tile, with hb heads of its
-    partition, rows = ceil(Sq / query partitions) and keys = Skv: materialized scores
-    hb x rows x keys x 2 B (interleaved), the scores step gathering every key of its
-    heads (hb x keys x D x 2 B), the values step every value (hb x keys x Dv x 2 B);
-    streamed as `attention_costs`. A mask is read where it is: each tile receives its
-    rows of it (mask heads per tile x rows x keys x its bytes) in the scores or streamed
-    step."""
+    there; named `<value> [heads]`), then the products (see `lower_attention`).
+    Scratch per tile, with hb heads of its partition, rows = ceil(Sq / query
+    partitions) and keys = Skv (the materialized scores, hb x rows x keys x 2 B, are a
+    value in interleaved memory): the scores step gathers every key of its heads (hb x
+    keys x D x 2 B), the softmax keeps hb x rows x 2 x 4 B, the values step gathers
+    every value (hb x keys x Dv x 2 B); streamed as `attention_costs`. A mask is read
+    where it is: each tile receives its rows of it (mask heads per tile x rows x keys x
+    its bytes) in the scores or streamed step."""
     grid_q, grid_kv = cast("tuple[SdpaGrid, SdpaGrid]", plan.detail)
-    tiles = ctx.machine.tile_count
-    q, k, v = (ids[0] for ids in ins[:3])
-    mask = ins[3][0] if len(ins) > 3 else None
-    moved = [(i, vid) for i, vid in enumerate((q, k, v)) if ctx.value(vid).layout != plan.wanted[i]]
+    b = FragmentBuilder(operands)
+    tiles = k.tile_count
+    q, kk, v = (b.operand(i) for i in range(3))
+    mask = b.operand(3) if len(operands) > 3 else None
+    moved = [(i, ref) for i, ref in enumerate((q, kk, v)) if b.layout(ref) != plan.wanted[i]]
     if moved:
         made = []
-        for i, vid in moved:
-            src = ctx.value(vid)
+        for i, ref in moved:
             wanted = plan.wanted[i]
             assert wanted is not None, "sdpa reads q, k and v head-major"
-            made.append(ctx.new_value(op.origin, ctx.copy_name(op, vid, "heads"), src.shape, src.precision, wanted))
-        ctx.add_step(op, f"Copy {{ mapping: SplitHeads {{ heads: {grid_q.heads} }}, reuse_local: false }}", count,
-                     tuple(vid for _, vid in moved), tuple(made))
+            made.append(b.new(ValueKind.COPY, b.shape(ref), b.precision(ref), wanted, label="heads", of=ref))
+        b.step(StepKind.COPY, f"Copy {{ mapping: SplitHeads {{ heads: {grid_q.heads} }}, reuse_local: false }}",
+               tuple(ref for _, ref in moved), tuple(made), exchange=True)
         renamed = dict(zip((i for i, _ in moved), made))
-        q, k, v = (renamed.get(i, vid) for i, vid in enumerate((q, k, v)))
-    qv, kv_ = ctx.value(q), ctx.value(k)
-    heads = _batch(qv.shape) * qv.shape[-3]
+        q, kk, v = (renamed.get(i, ref) for i, ref in enumerate((q, kk, v)))
+    q_shape, kv_shape = b.shape(q), b.shape(kk)
+    heads = _batch(q_shape) * q_shape[-3]
     head_parts = grid_q.batch_parts * grid_q.head_parts
-    grid = AttentionGrid(heads, qv.shape[-1], head_parts, grid_q.query_parts, qv.shape[-2], kv_.shape[-2])
+    grid = AttentionGrid(heads, q_shape[-1], head_parts, grid_q.query_parts, q_shape[-2], kv_shape[-2])
     costs = attention_costs(grid, F16.bytes)
     mask_bytes = 0
     if mask is not None:
-        m = ctx.value(mask)
-        mask_heads = grid.heads_per_part if math.prod(m.shape[:-2]) > 1 else 1
-        mask_bytes = mask_heads * min(grid.rows, m.shape[-2]) * m.shape[-1] * m.precision.bytes
-    reads_qk = (q, k) if mask is None else (q, k, mask)
-    scores_shape = (*qv.shape[:-1], kv_.shape[-2])
-    scores_layout_ = sdpa_layout(tiles, grid_q, len(qv.shape), ctx.prefix, "Interleaved")
-    choice = ctx.options.attention_products
+        m_shape = b.shape(mask)
+        mask_heads = grid.heads_per_part if math.prod(m_shape[:-2]) > 1 else 1
+        mask_bytes = mask_heads * min(grid.rows, m_shape[-2]) * m_shape[-1] * b.precision(mask).bytes
+    reads_qk = (q, kk) if mask is None else (q, kk, mask)
+    scores_shape = (*q_shape[:-1], kv_shape[-2])
+    scores_at = sdpa_layout(tiles, grid_q, len(q_shape), k.prefix, "Interleaved")
+    choice = k.options.attention_products
     if choice is AttentionProducts.AUTOMATIC:
-        scores_bytes = shard_elements(ctx, scores_layout_, scores_shape, op.name) * F16.bytes
+        scores_bytes = shard_elements(k, scores_at, scores_shape, op.name) * F16.bytes
         choice = (AttentionProducts.STREAMED if costs["streamed"] < scores_bytes + costs["gathered"]
                   else AttentionProducts.MATERIALIZED)
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
+    out = write_result(b, op, plan.output)
     causal = str(bool(op.attr("causal", False))).lower()
     if choice is AttentionProducts.STREAMED:
-        ctx.add_step(op, f"AttentionStreamed {{ heads: {heads}, key_chunk: {costs['chunk']}, causal: {causal} }}",
-                     count, (*reads_qk, v), (out,), {"standard": costs["streamed"] + mask_bytes})
-        return out
-    scores = ctx.new_value(op.origin, ctx.result_name(op, "scores"), scores_shape, F16, scores_layout_)
-    ctx.add_step(op, f"AttentionScores {{ heads: {heads}, keys: Gathered, causal: {causal} }}", count, reads_qk,
-                 (scores,), {"standard": costs["gathered"] + mask_bytes})
-    probs = ctx.new_value(op.origin, ctx.result_name(op, "probabilities"), scores_shape, F16, scores_layout_,
-                          storage_of=scores)
-    ctx.add_step(op, "Softmax { axis: -1, in_place: true }", count, (scores,), (probs,),
-                 {"standard": grid.heads_per_part * grid.rows * 2 * F32_BYTES})
-    ctx.add_step(op, f"AttentionValues {{ heads: {heads}, values: Gathered }}", count, (probs, v), (out,),
-                 {"standard": costs["gathered"]})
-    return out
+        b.step(StepKind.ATTENTION_STREAMED,
+               f"AttentionStreamed {{ heads: {heads}, key_chunk: {costs['chunk']}, causal: {causal} }}",
+               (*reads_qk, v), (out,), {"standard": costs["streamed"] + mask_bytes}, exchange=True)
+        return b.done(out)
+    return _materialized(b, out, heads, causal, reads_qk, v, scores_shape, scores_at, grid.heads_per_part * grid.rows,
+                         costs["gathered"] + mask_bytes, costs["gathered"])
 
 
 register("sdpa", inputs=(3, 4), attrs={"causal": False, "scale": None}, shape=sdpa_shape, plan=plan_sdpa,

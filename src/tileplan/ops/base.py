@@ -1,12 +1,22 @@
 """The operator registry and what every operator's lowering shares.
 
-An operator is one `OpDef`: its name (the IR's `Operation.kind`), how many inputs it
-takes, its attributes with their defaults, its shape rule, its planning rule (which
-layout each input is read in, where a parameter should rest, the output's layout)
-and its lowering (the tile-level steps, each stating its scratch). One module per
-family (`ops/matmul.py`, `ops/elementwise.py`, ...) registers its operators with
-`register`; nothing dispatches on strings elsewhere. Importers map ATen and ONNX
-names onto these entries through their own tables.
+An operator is one `OpDef`, which owns every fact about it: its name (the IR's
+`Operation.kind`), how many inputs it takes, its attributes with their defaults, its
+shape rule, its dtype rule (the output's element class from its inputs' classes),
+which inputs it reads as weights (in the weight precision), whether it is
+commutative, whether it is a view, its planning rule and its lowering. One module
+per family (`ops/matmul.py`, `ops/elementwise.py`, ...) registers its operators with
+`register`; nothing dispatches on operator names elsewhere. Importers map ATen and
+ONNX names onto these entries through their own tables.
+
+Both rules are pure functions of their arguments and the read-only
+`tileplan.kernel.context.Kernel`:
+* `plan(kernel, op, inputs) -> OpPlan`: which layout each input is read in, where a
+  parameter should rest, the output's layout, and the product's temporary bytes per
+  tile (a matmul's or convolution's, which the driver compares with the cap);
+* `lower(kernel, op, plan, operands, dies) -> Fragment`: the new values (with their
+  kind) and the typed steps, each stating its scratch and whether it exchanges
+  (`tileplan.kernel.fragment`).
 
 Conventions every lowering follows (docs/report-format.md, "Operations"):
 * An input is read where the plan wants it; if it is elsewhere, one `Copy` step
@@ -15,19 +25,18 @@ Conventions every lowering follows (docs/report-format.md, "Operations"):
   when that input dies at this operation (`can_write_in_place`).
 * A tensor no operation lays out is spread linearly over every tile in 8-byte grains
   (`spread_layout`).
-* Values an operation creates are named after the operation (`op.name`), with what
-  they are (`partials`, `scores`, `... copy for ...`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from tileplan.errors import ModelError, TilingError
-from tileplan.lowering.core import LoweringContext
-from tileplan.lowering.layouts import linear_layout, same_placement
+from tileplan.kernel.context import Kernel
+from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, Ref, StepKind, ValueKind
+from tileplan.kernel.layouts import linear_layout, same_placement
 from tileplan.model.ir import Operation
 from tileplan.model.layout import Layout, Padding
 from tileplan.model.precision import Precision
@@ -37,6 +46,8 @@ F32_BYTES = 4
 #: partial statistics a tile combines at once: a row split over more partitions is
 #: reduced in a tree of this fan-in (as Poplar's multi-stage reductions do)
 REDUCE_FAN_IN = 16
+#: element classes (the importers' dtypes; `Graph.to_program` makes them precisions)
+DTYPES = ("float", "int", "bool")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,48 +64,74 @@ class InputInfo:
 @dataclass(frozen=True, slots=True)
 class OpPlan:
     """Per input: the layout it is read in (`wanted`; None: as it is) and where a
-    parameter should rest (`rest`; None: wherever the policy puts it compactly)."""
+    parameter should rest (`rest`; None: wherever the policy puts it compactly).
+    `temporary`: the product's temporary bytes per tile (a matmul's or convolution's
+    blocks), which Poplar caps; None for operations it does not cap."""
 
     wanted: tuple[Layout | None, ...]
     rest: tuple[Layout | None, ...]
     output: Layout
     alignment: tuple[int | None, ...] = ()
     detail: object = None
+    temporary: int | None = None
 
 
 ShapeRule = Callable[[list[Shape], Mapping[str, Any]], Shape]
-PlanRule = Callable[[LoweringContext, Operation, list[InputInfo]], OpPlan]
-LowerRule = Callable[[LoweringContext, Operation, OpPlan, list[tuple[int, ...]], int, list[bool]], int]
+DtypeRule = Callable[[list[str], Mapping[str, Any]], str]
+PlanRule = Callable[[Kernel, Operation, list[InputInfo]], OpPlan]
+LowerRule = Callable[[Kernel, Operation, OpPlan, Sequence[Sequence[Operand]], Sequence[bool]], Fragment]
 
 #: an attribute that must be given
 REQUIRED = object()
 
 
+def same_as(position: int) -> DtypeRule:
+    """The dtype rule "the class of input `position`" (`float` without inputs)."""
+    def rule(classes: list[str], attrs: Mapping[str, Any]) -> str:
+        return classes[position] if len(classes) > position else "float"
+    return rule
+
+
+def always(dtype: str) -> DtypeRule:
+    """The dtype rule "always `dtype`" (comparisons: `bool`; argmax: `int`)."""
+    assert dtype in DTYPES, dtype
+    return lambda classes, attrs: dtype
+
+
 @dataclass(frozen=True, slots=True)
 class OpDef:
     """One operator. `inputs` = (fewest, most) inputs; `attrs` maps each attribute
-    to its default (`REQUIRED` when it has none). `view` operators make no data of
+    to its default (`REQUIRED` when it has none). `weight_inputs`: the positions read
+    as weights (a parameter read there takes the weight precision). `commutative`: a
+    binary operator whose operands may be swapped. `view` operators make no data of
     their own when the layout allows (their output may share the input's storage)."""
 
     kind: str
     inputs: tuple[int, int]
     attrs: Mapping[str, object]
     shape: ShapeRule
+    dtype: DtypeRule
     plan: PlanRule
     lower: LowerRule
+    weight_inputs: tuple[int, ...] = ()
+    commutative: bool = False
     view: bool = False
 
     def __post_init__(self) -> None:
         assert 0 <= self.inputs[0] <= self.inputs[1], self
+        assert all(0 <= p < self.inputs[1] for p in self.weight_inputs), self
+        assert not self.commutative or self.inputs[1] == 2, self
 
 
 REGISTRY: dict[str, OpDef] = {}
 
 
 def register(kind: str, *, inputs: tuple[int, int], shape: ShapeRule, plan: PlanRule, lower: LowerRule,
-             attrs: Mapping[str, object] | None = None, view: bool = False) -> OpDef:
+             attrs: Mapping[str, object] | None = None, dtype: DtypeRule | None = None,
+             weight_inputs: tuple[int, ...] = (), commutative: bool = False, view: bool = False) -> OpDef:
     assert kind not in REGISTRY, f"operator {kind} registered twice"
-    entry = OpDef(kind, inputs, dict(attrs or {}), shape, plan, lower, view)
+    entry = OpDef(kind, inputs, dict(attrs or {}), shape, dtype or same_as(0), plan, lower, weight_inputs,
+                  commutative, view)
     REGISTRY[kind] = entry
     return entry
 
@@ -143,21 +180,35 @@ def infer_shape(op: Operation, ins: list[Shape]) -> Shape:
     return out
 
 
-def _infer_shape(op: Operation, ins: list[Shape]) -> Shape:
+def _entry(op: Operation, count: int) -> OpDef:
     entry = REGISTRY.get(op.kind)
     if entry is None:
         raise ModelError(f"unknown operator {op.kind!r}; tileplan knows {len(REGISTRY)} (see `tileplan.ops`)",
                          where(op))
     lo, hi = entry.inputs
-    if not lo <= len(ins) <= hi:
-        count = str(lo) if lo == hi else f"{lo} to {hi}"
-        raise ModelError(f"{op.kind} takes {count} inputs, found {len(ins)}", where(op))
+    if not lo <= count <= hi:
+        expected = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise ModelError(f"{op.kind} takes {expected} inputs, found {count}", where(op))
+    return entry
+
+
+def _infer_shape(op: Operation, ins: list[Shape]) -> Shape:
+    entry = _entry(op, len(ins))
     try:
         return tuple(int(d) for d in entry.shape(ins, attributes(op, entry)))
     except ModelError as e:
         if e.place is None:
             raise ModelError(e.detail, where(op)) from None
         raise
+
+
+def infer_dtype(op: Operation, classes: list[str]) -> str:
+    """The output's element class (`float`, `int` or `bool`) the operator's dtype rule
+    gives for these input classes."""
+    entry = _entry(op, len(classes))
+    out = entry.dtype(classes, attributes(op, entry))
+    assert out in DTYPES, (op.kind, out)
+    return out
 
 
 # Shape helpers ------------------------------------------------------------------------
@@ -183,29 +234,29 @@ def axis_of(axis: int, rank: int, what: str = "axis") -> int:
 
 # Layout helpers -----------------------------------------------------------------------
 
-def spread_layout(ctx: LoweringContext, precision: Precision) -> Layout:
+def spread_layout(k: Kernel, precision: Precision) -> Layout:
     """Where a tensor no operation lays out goes: linearly over every tile in 8-byte
     grains (Poplar's `mapTensorLinearly`; tileplan does not keep its 128-byte minimum
     per tile, so a small tensor sits thinner on more tiles)."""
-    return linear_layout(ctx.machine.tile_count, precision.bytes, ctx.prefix, Padding.ZERO)
+    return linear_layout(k.tile_count, precision.bytes, k.prefix, Padding.ZERO)
 
 
-def activation_layout(ctx: LoweringContext, info: InputInfo) -> Layout:
+def activation_layout(k: Kernel, info: InputInfo) -> Layout:
     """An input's layout if known, else where an undecided tensor would be spread."""
     if info.layout is not None:
         return info.layout
-    return spread_layout(ctx, info.precision)
+    return spread_layout(k, info.precision)
 
 
-def shard_elements(ctx: LoweringContext, layout: Layout, shape: Shape, name: str) -> int:
+def shard_elements(k: Kernel, layout: Layout, shape: Shape, name: str) -> int:
     """Elements of the largest shard of a value of `shape` in `layout`."""
-    return ctx.shards(layout, shape, name).largest_elements
+    return k.shards(layout, shape, name).largest_elements
 
 
-def row_split(ctx: LoweringContext, layout: Layout, shape: Shape, name: str) -> tuple[int, int]:
+def row_split(k: Kernel, layout: Layout, shape: Shape, name: str) -> tuple[int, int]:
     """(rows per tile, partitions of the last dimension) of a layout on a shape; a
     row is the last dimension."""
-    shards = ctx.shards(layout, shape, name)
+    shards = k.shards(layout, shape, name)
     last = len(shape) - 1
     for axis, split in zip(layout.tiling.axes, shards.splits):
         if axis.axis.is_linear:  # rows are cut anywhere: a tile may touch two more rows
@@ -221,58 +272,63 @@ def copy_text(local: bool) -> str:
     return f"Copy {{ mapping: CoordinateMapping {{ offsets: [], view: None }}, reuse_local: {str(local).lower()} }}"
 
 
-def copy_if_needed(ctx: LoweringContext, op: Operation, vid: int, wanted: Layout | None, count: int,
-                   alignment: int | None = None, name: str | None = None) -> int:
-    """A `Copy` of value `vid` into `wanted` unless it is there already. The copy
-    reuses local data (`reuse_local: true`) when every tile already holds the
-    elements it needs, and exchanges otherwise. `name` names the copy (default: the
-    operation's result, as the reference names it). `wanted` None: read as it is."""
-    v = ctx.value(vid)
-    if wanted is None or v.layout == wanted:
-        return vid
-    label = name if name is not None else f"operation {op.index} result 0"
-    copied = ctx.new_value(op.origin, label, v.shape, v.precision, wanted, alignment_bytes=alignment)
+def copy_if_needed(k: Kernel, b: FragmentBuilder, op: Operation, x: Ref, wanted: Layout | None, *,
+                   alignment: int | None = None, why: str = "copy", operand: int | None = None) -> Ref:
+    """A `Copy` of `x` into `wanted` unless it is there already, named `<x> [why]`
+    (after the operation's input `operand` when given). The copy reuses local data
+    (`reuse_local: true`) when every tile already holds the elements it needs, and
+    exchanges otherwise. `wanted` None: read as it is. No scratch."""
+    layout, shape = b.layout(x), b.shape(x)
+    if wanted is None or layout == wanted:
+        return x
+    copied = b.new(ValueKind.COPY, shape, b.precision(x), wanted, label=why, of=x, operand=operand,
+                   alignment=alignment)
+    name = b.label(x, op.name)
     try:
-        local = same_placement(ctx.shards(v.layout, v.shape, v.name), ctx.shards(wanted, v.shape, v.name))
+        local = same_placement(k.shards(layout, shape, name), k.shards(wanted, shape, name))
     except TilingError:
         local = False
-    ctx.add_step(op, copy_text(local), count, (vid,), (copied,))
+    b.step(StepKind.COPY, copy_text(local), (x,), (copied,), exchange=not local)
     return copied
 
 
-def place(ctx: LoweringContext, op: Operation, ids: tuple[int, ...], wanted: Layout | None, count: int,
-          alignment: int | None = None, name: str | None = None) -> tuple[int, ...]:
-    """An input as the operation reads it: as is when every member is in `wanted`, else
-    one `Copy` (of the current iteration's member, for a family read in a repeat
-    block) into a new value."""
-    if wanted is None or all(ctx.value(i).layout == wanted for i in ids):
-        return ids
-    if len(ids) == 1:
-        return (copy_if_needed(ctx, op, ids[0], wanted, count, alignment, name),)
-    first = ctx.value(ids[0])
-    label = name if name is not None else f"operation {op.index} result 0"
-    copied = ctx.new_value(op.origin, label, first.shape, first.precision, wanted, alignment_bytes=alignment)
-    ctx.add_step(op, copy_text(False), count, ids, (copied,))
+def place(k: Kernel, b: FragmentBuilder, op: Operation, position: int, wanted: Layout | None, *,
+          alignment: int | None = None, why: str = "copy") -> tuple[Ref, ...]:
+    """Input `position` as the operation reads it: as is when every member is in
+    `wanted`, else one `Copy` (of the current iteration's member, for a family read in
+    a repeat block: it exchanges) into a new value named after the operation's input
+    (`<input> [why]`)."""
+    members = b.members(position)
+    if wanted is None or all(b.layout(m) == wanted for m in members):
+        return members
+    if len(members) == 1:
+        return (copy_if_needed(k, b, op, members[0], wanted, alignment=alignment, why=why, operand=position),)
+    first = members[0]
+    copied = b.new(ValueKind.COPY, b.shape(first), b.precision(first), wanted, label=why, of=first,
+                   operand=position, alignment=alignment)
+    b.step(StepKind.COPY, copy_text(False), members, (copied,), exchange=True)
     return (copied,)
 
 
-def can_write_in_place(ctx: LoweringContext, vid: int, dies: bool, layout: Layout, op: Operation,
+def can_write_in_place(b: FragmentBuilder, x: Ref, dies: bool, layout: Layout, op: Operation,
                        shape: Shape | None = None, precision: Precision | None = None) -> bool:
-    """An output may take the storage of input `vid` when that storage dies here, is
-    not a declared tensor's (nor an alias of one), has the output's layout and shape
-    and is at least as wide."""
-    v = ctx.value(vid)
+    """An output may take the storage of `x` when that storage dies here, is not a
+    declared tensor's (nor an alias of one), has the output's layout and shape and is
+    at least as wide."""
     shape = op.output_shape if shape is None else shape
     precision = op.output_precision if precision is None else precision
-    return (dies and v.storage_group >= ctx.declared_count and v.layout == layout
-            and v.precision.bytes >= precision.bytes and v.shape == shape)
+    return (dies and not b.declared_storage(x) and b.layout(x) == layout
+            and b.precision(x).bytes >= precision.bytes and b.shape(x) == shape)
 
 
-def write_output(ctx: LoweringContext, op: Operation, layout: Layout, in_place_of: int | None = None,
-                 name: str | None = None) -> int:
-    """The operation's output value, in the storage of `in_place_of` when given."""
-    return ctx.new_value(op.origin, op.name if name is None else name, op.output_shape, op.output_precision,
-                         layout, storage_of=in_place_of)
+def write_result(b: FragmentBuilder, op: Operation, layout: Layout, label: str = "", *,
+                 in_place_of: Ref | None = None, shape: Shape | None = None, precision: Precision | None = None,
+                 alignment: int | None = None) -> Ref:
+    """A value the operation makes (by default its output, in the operation's shape
+    and precision), in the storage of `in_place_of` when given."""
+    return b.new(ValueKind.RESULT, op.output_shape if shape is None else shape,
+                 op.output_precision if precision is None else precision, layout, label=label,
+                 alignment=alignment, storage=in_place_of)
 
 
 @dataclass
@@ -282,18 +338,19 @@ class Gathered:
 
     scratch: int = 0
     exchange: bool = False
-    reads: list[int] = field(default_factory=list)
+    reads: list[Ref] = field(default_factory=list)
 
 
-def gather_operand(ctx: LoweringContext, vid: int, out_layout: Layout, out_shape: Shape, got: Gathered) -> None:
+def gather_operand(k: Kernel, b: FragmentBuilder, op: Operation, x: Ref, out_layout: Layout, out_shape: Shape,
+                   got: Gathered) -> None:
     """An operand broadcast against an output it does not match: every tile receives
     the elements its part of the output needs, at most min(operand, output shard)
     elements (the bound tileplan charges as scratch)."""
-    v = ctx.value(vid)
-    need = min(math.prod(v.shape), shard_elements(ctx, out_layout, out_shape, v.name))
-    got.scratch += need * v.precision.bytes
+    shape = b.shape(x)
+    need = min(math.prod(shape), shard_elements(k, out_layout, out_shape, b.label(x, op.name)))
+    got.scratch += need * b.precision(x).bytes
     got.exchange = True
-    got.reads.append(vid)
+    got.reads.append(x)
 
 
 def flag(x: bool) -> str:

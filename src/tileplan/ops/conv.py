@@ -16,15 +16,18 @@ input windows and weights its output elements need.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError
-from tileplan.lowering import gemm
-from tileplan.lowering.core import GemmOutputPacking, LoweringContext
+from tileplan.kernel import gemm
+from tileplan.kernel.context import Kernel
+from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, StepKind, ValueKind
+from tileplan.kernel.options import GemmOutputPacking
 from tileplan.model.ir import Operation
 from tileplan.model.precision import Precision
 from tileplan.ops.base import (
     F32_BYTES, REQUIRED, InputInfo, OpPlan, Shape, copy_text, flag, register, shard_elements, spread_layout,
+    write_result,
 )
 
 
@@ -77,69 +80,71 @@ def _gemm_sizes(op: Operation, x: Shape, w: Shape) -> tuple[int, int, int]:
     return m, w[1] * math.prod(w[2:]), w[0]
 
 
-def plan_conv(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    out = spread_layout(ctx, op.output_precision)
+def plan_conv(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    out = spread_layout(k, op.output_precision)
     none = tuple(None for _ in ins)
     if op.int_attr("groups", 1) != 1:
         return OpPlan(wanted=none, rest=none, output=out, detail="grouped")
     x, w = ins[0], ins[1]
-    geometry = ctx.machine.amp_for(w.precision)
+    geometry = k.machine.amp_for(w.precision)
     accumulate = Precision(geometry.accumulate)
-    m, k, n = _gemm_sizes(op, x.shape, w.shape)
-    p = gemm.partition_gemm(m, k, n, ctx.machine.tile_count, geometry, w.precision.bytes, accumulate.bytes, op.name,
-                            ctx.cap_bytes)
-    ctx.note_temporary(op, gemm.temporary_bytes(p, w.precision.bytes, accumulate.bytes))
-    return OpPlan(wanted=none, rest=none, output=out, detail=p)
+    m, kk, n = _gemm_sizes(op, x.shape, w.shape)
+    p = gemm.partition_gemm(m, kk, n, k.tile_count, geometry, w.precision.bytes, accumulate.bytes, op.name,
+                            k.cap_bytes)
+    return OpPlan(wanted=none, rest=none, output=out, detail=p,
+                  temporary=gemm.temporary_bytes(p, w.precision.bytes, accumulate.bytes))
 
 
-def lower_conv(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-               dies: list[bool]) -> int:
+def lower_conv(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+               dies: Sequence[bool]) -> Fragment:
     """Implicit GEMM: `Copy { mapping: ExpandDims }` of the input into its [M, K]
     operand (in the multiply precision), a `Copy` of the weights into the AMP's [K, N]
     blocks, `Gemm`, then `Sum` of the K partials into the spread output (adding the
-    bias); Sum scratch (pk + 1) x output shard x accumulate bytes. Grouped: one
+    bias); Sum scratch (pk + 1) x output shard x accumulate bytes, plus the bias
+    elements a tile adds, min(N, output shard) x their bytes. Grouped: one
     `GroupedConv` step (see `lower_grouped`)."""
     if plan.detail == "grouped":
-        return lower_grouped(ctx, op, plan, ins, count)
+        return lower_grouped(k, op, plan, operands)
     p = plan.detail
     assert isinstance(p, gemm.GemmPartition), p
-    x, w = ins[0][0], ins[1][0]
-    bias = ins[2][0] if len(ins) > 2 else None
-    multiply = ctx.value(w).precision
+    b = FragmentBuilder(operands)
+    x, w = b.operand(0), b.operand(1)
+    bias = b.operand(2) if len(operands) > 2 else None
+    multiply = b.precision(w)
     accumulate = Precision(p.geometry.accumulate)
-    expanded = ctx.new_value(op.origin, ctx.copy_name(op, x, "expanded"), (p.m, p.k), multiply,
-                             gemm.left_layout(p, 2, ctx.prefix, resting=False))
-    ctx.add_step(op, "Copy { mapping: ExpandDims, reuse_local: false }", count, (x,), (expanded,))
-    weights = ctx.new_value(op.origin, ctx.copy_name(op, w, "AMP copy"), (p.k, p.n), multiply,
-                            gemm.weight_layout(p, ctx.prefix), alignment_bytes=ctx.machine.element_pair_bytes)
-    ctx.add_step(op, copy_text(False), count, (w,), (weights,))
-    packed = ctx.options.gemm_output_packing is GemmOutputPacking.PACKED
-    partials = ctx.new_value(op.origin, ctx.result_name(op, "partials"), (p.pk, p.m, p.n), accumulate,
-                             gemm.partials_layout(p, 2, ctx.prefix),
-                             alignment_bytes=None if packed else ctx.machine.element_pair_bytes)
-    ctx.add_step(op, gemm.gemm_text(p, multiply, accumulate), count, (expanded, weights), (partials,))
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
-    e = shard_elements(ctx, plan.output, op.output_shape, op.name)
+    expanded = b.new(ValueKind.COPY, (p.m, p.k), multiply, gemm.left_layout(p, 2, k.prefix, resting=False),
+                     label="expanded", of=x)
+    b.step(StepKind.COPY, "Copy { mapping: ExpandDims, reuse_local: false }", (x,), (expanded,), exchange=True)
+    weights = b.new(ValueKind.COPY, (p.k, p.n), multiply, gemm.weight_layout(p, k.prefix), label="AMP copy", of=w,
+                    alignment=k.machine.element_pair_bytes)
+    b.step(StepKind.COPY, copy_text(False), (w,), (weights,), exchange=True)
+    packed = k.options.gemm_output_packing is GemmOutputPacking.PACKED
+    partials = write_result(b, op, gemm.partials_layout(p, 2, k.prefix), "partials", shape=(p.pk, p.m, p.n),
+                            precision=accumulate, alignment=None if packed else k.machine.element_pair_bytes)
+    b.step(StepKind.GEMM, gemm.gemm_text(p, multiply, accumulate), (expanded, weights), (partials,))
+    out = write_result(b, op, plan.output)
+    e = shard_elements(k, plan.output, op.output_shape, op.name)
     reads = (partials,) if bias is None else (partials, bias)
-    scratch = (p.pk + 1) * e * accumulate.bytes + (0 if bias is None else min(p.n, e) * ctx.value(bias).precision.bytes)
-    ctx.add_step(op, "Sum { axis: 0, staging: Complete }", count, reads, (out,), {"standard": scratch})
-    return out
+    scratch = (p.pk + 1) * e * accumulate.bytes + (0 if bias is None else min(p.n, e) * b.precision(bias).bytes)
+    b.step(StepKind.SUM, "Sum { axis: 0, staging: Complete }", reads, (out,), {"standard": scratch}, exchange=True)
+    return b.done(out)
 
 
-def lower_grouped(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int) -> int:
+def lower_grouped(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]]) -> Fragment:
     """One `GroupedConv` step, output spread. A tile with e output elements receives at
     most min(input, e x kernel x channels per group) input elements and min(weights,
     e x kernel x channels per group) weights, and accumulates e partials in F32."""
-    reads = tuple(ids[0] for ids in ins)
-    xv, wv = ctx.value(reads[0]), ctx.value(reads[1])
-    e = shard_elements(ctx, plan.output, op.output_shape, op.name)
-    window = math.prod(wv.shape[1:])
-    scratch = (min(math.prod(xv.shape), e * window) * xv.precision.bytes
-               + min(math.prod(wv.shape), e * window) * wv.precision.bytes + e * F32_BYTES)
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
-    ctx.add_step(op, f"GroupedConv {{ groups: {op.attr('groups')}, exchange: {flag(True)} }}", count, reads, (out,),
-                 {"standard": scratch})
-    return out
+    b = FragmentBuilder(operands)
+    reads = tuple(b.operand(i) for i in range(len(operands)))
+    x_shape, w_shape = b.shape(reads[0]), b.shape(reads[1])
+    e = shard_elements(k, plan.output, op.output_shape, op.name)
+    window = math.prod(w_shape[1:])
+    scratch = (min(math.prod(x_shape), e * window) * b.precision(reads[0]).bytes
+               + min(math.prod(w_shape), e * window) * b.precision(reads[1]).bytes + e * F32_BYTES)
+    out = write_result(b, op, plan.output)
+    b.step(StepKind.GROUPED_CONV, f"GroupedConv {{ groups: {op.attr('groups')}, exchange: {flag(True)} }}", reads,
+           (out,), {"standard": scratch}, exchange=True)
+    return b.done(out)
 
 
 def pool_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -159,32 +164,35 @@ def adaptive_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (x[0], x[1], *size)
 
 
-def plan_spread(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(ctx, op.output_precision))
+def plan_spread(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(k, op.output_precision))
 
 
-def lower_pool(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-               dies: list[bool]) -> int:
-    """One `Pool` step, output spread; a tile with e output elements receives at most
-    min(input, e x window) input elements (the window: the kernel, or for adaptive
-    pooling ceil(in / out) per dimension) and accumulates e partials in F32."""
-    ((x,),) = ins
-    xv = ctx.value(x)
+def lower_pool(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+               dies: Sequence[bool]) -> Fragment:
+    """One `Pool` step, output spread. Scratch: a tile with e output elements receives
+    at most min(input, e x window) input elements (the window: the kernel, or for
+    adaptive pooling ceil(in / out) per dimension) and accumulates e partials in F32."""
+    b = FragmentBuilder(operands)
+    x = b.operand(0)
+    x_shape = b.shape(x)
     if op.kind == "adaptive_avgpool":
-        window = math.prod(-(-i // o) for i, o in zip(xv.shape[2:], op.output_shape[2:]))
+        window = math.prod(-(-i // o) for i, o in zip(x_shape[2:], op.output_shape[2:]))
     else:
-        window = math.prod(_spatial(dict(op.attrs), "kernel", len(xv.shape) - 2, 1))
-    e = shard_elements(ctx, plan.output, op.output_shape, op.name)
-    scratch = min(math.prod(xv.shape), e * window) * xv.precision.bytes + e * F32_BYTES
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
+        window = math.prod(_spatial(dict(op.attrs), "kernel", len(x_shape) - 2, 1))
+    e = shard_elements(k, plan.output, op.output_shape, op.name)
+    scratch = min(math.prod(x_shape), e * window) * b.precision(x).bytes + e * F32_BYTES
+    out = write_result(b, op, plan.output)
     kind = "Max" if op.kind == "maxpool" else "Average"
-    ctx.add_step(op, f"Pool {{ op: {kind}, exchange: true }}", count, (x,), (out,), {"standard": scratch})
-    return out
+    b.step(StepKind.POOL, f"Pool {{ op: {kind}, exchange: true }}", (x,), (out,), {"standard": scratch},
+           exchange=True)
+    return b.done(out)
 
 
 CONV_ATTRS = {"strides": None, "pads": None, "dilations": None, "groups": 1}
 POOL_ATTRS = {"kernel": REQUIRED, "strides": None, "pads": None, "dilations": None, "ceil_mode": False}
-register("conv", inputs=(2, 3), attrs=CONV_ATTRS, shape=conv_shape, plan=plan_conv, lower=lower_conv)
+register("conv", inputs=(2, 3), attrs=CONV_ATTRS, shape=conv_shape, plan=plan_conv, lower=lower_conv,
+         weight_inputs=(1,))
 register("maxpool", inputs=(1, 1), attrs=POOL_ATTRS, shape=pool_shape, plan=plan_spread, lower=lower_pool)
 register("avgpool", inputs=(1, 1), attrs=POOL_ATTRS, shape=pool_shape, plan=plan_spread, lower=lower_pool)
 register("adaptive_avgpool", inputs=(1, 1), attrs={"output_size": REQUIRED}, shape=adaptive_shape,

@@ -16,16 +16,17 @@ A binary operator with one input takes its other operand as the `scalar` attribu
 
 from __future__ import annotations
 
-from typing import Any, Mapping, cast
+from typing import Any, Mapping, Sequence, cast
 
 from tileplan.errors import ModelError
-from tileplan.lowering.core import LoweringContext
-from tileplan.lowering.layouts import broadcast_layout
+from tileplan.kernel.context import Kernel
+from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, Ref, StepKind
+from tileplan.kernel.layouts import broadcast_layout
 from tileplan.model.ir import Operation
 from tileplan.model.layout import Layout
 from tileplan.ops.base import (
-    Gathered, InputInfo, OpPlan, Shape, activation_layout, broadcast_shapes, can_write_in_place, flag,
-    gather_operand, place, register, spread_layout,
+    Gathered, InputInfo, OpPlan, Shape, activation_layout, always, broadcast_shapes, can_write_in_place, flag,
+    gather_operand, place, register, same_as, spread_layout, write_result,
 )
 
 BINARY = {
@@ -42,73 +43,76 @@ UNARY = {
     "hardswish": "HardSwish", "hardsigmoid": "HardSigmoid", "mish": "Mish", "leaky_relu": "LeakyRelu",
     "identity": "Identity", "cast": "Cast",
 }
+#: operators whose output is a truth value (`bool`) whatever their inputs
+PREDICATES = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "isnan", "isinf"})
+#: binary operators whose operands may be swapped
+COMMUTATIVE = frozenset({"add", "mul", "eq", "ne", "and", "or", "xor", "maximum", "minimum"})
 
 
 def elementwise_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return broadcast_shapes(*ins)
 
 
-def plan_elementwise(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_elementwise(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     """detail: (index of the input whose layout the output takes or None, the inputs
     received as scratch)."""
     out_shape = op.output_shape
     lead = next((i for i, x in enumerate(ins) if x.shape == out_shape), None)
     if lead is None:
-        out = spread_layout(ctx, op.output_precision)
+        out = spread_layout(k, op.output_precision)
         return OpPlan(wanted=tuple(None for _ in ins), rest=tuple(None for _ in ins), output=out,
                       detail=(None, tuple(range(len(ins)))))
-    layout = activation_layout(ctx, ins[lead])
+    layout = activation_layout(k, ins[lead])
     wanted: list[Layout | None] = []
     gathered = []
     for i, x in enumerate(ins):
         if x.shape == out_shape:
             wanted.append(layout)
         elif not any(a.axis.is_linear for a in layout.tiling.axes) and len(x.shape) <= len(out_shape):
-            wanted.append(broadcast_layout(layout, out_shape, x.shape, ctx.prefix))
+            wanted.append(broadcast_layout(layout, out_shape, x.shape, k.prefix))
         else:
             wanted.append(None)
             gathered.append(i)
     return OpPlan(wanted=tuple(wanted), rest=tuple(wanted), output=layout, detail=(lead, tuple(gathered)))
 
 
-def _lower(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-           dies: list[bool], head: str) -> int:
+def _lower(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]], dies: Sequence[bool],
+           kind: StepKind, head: str) -> Fragment:
     lead, gathered = cast("tuple[int | None, tuple[int, ...]]", plan.detail)
-    reads: list[int] = []
+    b = FragmentBuilder(operands)
+    reads: list[Ref] = []
     got = Gathered()
-    for i, ids in enumerate(ins):
+    for i in range(len(operands)):
         if i in gathered:
-            gather_operand(ctx, ids[0], plan.output, op.output_shape, got)
-            reads.append(ids[0])
+            x = b.operand(i)
+            gather_operand(k, b, op, x, plan.output, op.output_shape, got)
+            reads.append(x)
         else:
-            name = ctx.copy_name(op, ids[0], source=op.inputs[i])
-            reads.extend(place(ctx, op, ids, plan.wanted[i], count, name=name))
-    in_place = lead is not None and can_write_in_place(ctx, reads[lead], dies[lead], plan.output, op)
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
-                        storage_of=reads[lead] if in_place and lead is not None else None)
-    broadcast = any(ctx.value(v).shape != op.output_shape for v in reads)
+            reads.extend(place(k, b, op, i, plan.wanted[i]))
+    in_place = lead is not None and can_write_in_place(b, reads[lead], dies[lead], plan.output, op)
+    out = write_result(b, op, plan.output, in_place_of=reads[lead] if in_place and lead is not None else None)
+    broadcast = any(b.shape(v) != op.output_shape for v in reads)
     fields = [head] if head else []
-    if len(ins) > 1:
+    if len(operands) > 1:
         fields.append(f"broadcast: {flag(broadcast)}")
     fields.append(f"in_place: {flag(in_place)}")
     if got.exchange:
         fields.append("exchange: true")
-    kind = "Binary" if op.kind in BINARY else ("Select" if op.kind == "where" else "Unary")
-    ctx.add_step(op, f"{kind} {{ {', '.join(fields)} }}", count, tuple(reads), (out,),
-                 {"standard": got.scratch} if got.scratch else None)
-    return out
+    b.step(kind, f"{kind.value} {{ {', '.join(fields)} }}", reads, (out,), {"standard": got.scratch},
+           exchange=got.exchange)
+    return b.done(out)
 
 
-def lower_binary(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                 dies: list[bool]) -> int:
+def lower_binary(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                 dies: Sequence[bool]) -> Fragment:
     """One `Binary` step (see the module docstring); scratch only for operands
     received from elsewhere."""
-    scalar = ", scalar: true" if len(ins) == 1 else ""
-    return _lower(ctx, op, plan, ins, count, dies, f"op: {BINARY[op.kind]}{scalar}")
+    scalar = ", scalar: true" if len(operands) == 1 else ""
+    return _lower(k, op, plan, operands, dies, StepKind.BINARY, f"op: {BINARY[op.kind]}{scalar}")
 
 
-def lower_unary(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                dies: list[bool]) -> int:
+def lower_unary(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                dies: Sequence[bool]) -> Fragment:
     """One `Unary` step, in place when its input dies and is at least as wide as the
     output. No scratch."""
     if op.kind == "gelu":
@@ -117,14 +121,14 @@ def lower_unary(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tup
         name = f"Cast({op.output_precision.to_text()})"
     else:
         name = UNARY.get(op.kind, op.kind.capitalize())
-    return _lower(ctx, op, plan, ins, count, dies, f"op: {name}")
+    return _lower(k, op, plan, operands, dies, StepKind.UNARY, f"op: {name}")
 
 
-def lower_where(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                dies: list[bool]) -> int:
+def lower_where(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                dies: Sequence[bool]) -> Fragment:
     """One `Select` step: condition, then the value where true, then where false (or
-    the `scalar` attribute)."""
-    return _lower(ctx, op, plan, ins, count, dies, "")
+    the `scalar` attribute). Scratch only for operands received from elsewhere."""
+    return _lower(k, op, plan, operands, dies, StepKind.SELECT, "")
 
 
 def _scalar_binary(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -135,13 +139,14 @@ def _scalar_binary(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
 
 for _kind in BINARY:
     register(_kind, inputs=(1, 2), attrs={"scalar": None}, shape=_scalar_binary, plan=plan_elementwise,
-             lower=lower_binary)
+             lower=lower_binary, dtype=always("bool") if _kind in PREDICATES else same_as(0),
+             commutative=_kind in COMMUTATIVE)
 for _kind in UNARY:
     register(_kind, inputs=(1, 1), attrs={"alpha": None}, shape=elementwise_shape, plan=plan_elementwise,
-             lower=lower_unary)
+             lower=lower_unary, dtype=always("bool") if _kind in PREDICATES else same_as(0))
 register("gelu", inputs=(1, 1), attrs={"approximate": "none"}, shape=elementwise_shape, plan=plan_elementwise,
          lower=lower_unary)
 register("clamp", inputs=(1, 1), attrs={"min": None, "max": None}, shape=elementwise_shape,
          plan=plan_elementwise, lower=lower_unary)
 register("where", inputs=(2, 3), attrs={"scalar": None}, shape=_scalar_binary, plan=plan_elementwise,
-         lower=lower_where)
+         lower=lower_where, dtype=same_as(1))

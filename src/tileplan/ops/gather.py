@@ -10,13 +10,15 @@ there and the rows are exchanged into the output, spread linearly.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError
-from tileplan.lowering.core import LoweringContext
+from tileplan.kernel.context import Kernel
+from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, StepKind
 from tileplan.model.ir import Operation
 from tileplan.ops.base import (
     REQUIRED, InputInfo, OpPlan, Shape, axis_of, broadcast_shapes, register, shard_elements, spread_layout,
+    write_result,
 )
 
 
@@ -26,23 +28,23 @@ def gather_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (*data[:axis], *indices, *data[axis + 1:])
 
 
-def plan_gather(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(ctx, op.output_precision))
+def plan_gather(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(k, op.output_precision))
 
 
-def lower_gather(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                 dies: list[bool]) -> int:
+def lower_gather(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                 dies: Sequence[bool]) -> Fragment:
     """One `Gather` step. Scratch: every tile receives the indices (4 B each) and
     holds the looked-up elements bound for its output shard before the exchange,
     output shard x element bytes."""
-    (data,), (indices,) = ins
-    dv, iv = ctx.value(data), ctx.value(indices)
-    e = shard_elements(ctx, plan.output, op.output_shape, op.name)
-    scratch = math.prod(iv.shape) * 4 + e * dv.precision.bytes
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
-    ctx.add_step(op, f"Gather {{ axis: {op.attr('axis', 0)}, exchange: true }}", count, (data, indices), (out,),
-                 {"standard": scratch})
-    return out
+    b = FragmentBuilder(operands)
+    data, indices = b.operand(0), b.operand(1)
+    e = shard_elements(k, plan.output, op.output_shape, op.name)
+    scratch = math.prod(b.shape(indices)) * 4 + e * b.precision(data).bytes
+    out = write_result(b, op, plan.output)
+    b.step(StepKind.GATHER, f"Gather {{ axis: {op.attr('axis', 0)}, exchange: true }}", (data, indices), (out,),
+           {"standard": scratch}, exchange=True)
+    return b.done(out)
 
 
 def gather_elements_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -69,22 +71,23 @@ def index_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (*b, *rest)
 
 
-def lower_index(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                dies: list[bool]) -> int:
-    """One `Gather` step like `lower_gather`, every index tensor received whole (4 B an
-    element)."""
-    data, *indices = (ids[0] for ids in ins)
-    e = shard_elements(ctx, plan.output, op.output_shape, op.name)
-    scratch = sum(math.prod(ctx.value(i).shape) for i in indices) * 4 + e * ctx.value(data).precision.bytes
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
-    ctx.add_step(op, f"Gather {{ axes: {len(indices)}, exchange: true }}", count, (data, *indices), (out,),
-                 {"standard": scratch})
-    return out
+def lower_index(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                dies: Sequence[bool]) -> Fragment:
+    """One `Gather` step like `lower_gather`; scratch: every index tensor received
+    whole (4 B an element) and the output shard's looked-up elements."""
+    b = FragmentBuilder(operands)
+    data, *indices = (b.operand(i) for i in range(len(operands)))
+    e = shard_elements(k, plan.output, op.output_shape, op.name)
+    scratch = sum(math.prod(b.shape(i)) for i in indices) * 4 + e * b.precision(data).bytes
+    out = write_result(b, op, plan.output)
+    b.step(StepKind.GATHER, f"Gather {{ axes: {len(indices)}, exchange: true }}", (data, *indices), (out,),
+           {"standard": scratch}, exchange=True)
+    return b.done(out)
 
 
-def plan_index(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_index(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     none = tuple(None for _ in ins)
-    return OpPlan(wanted=none, rest=none, output=spread_layout(ctx, op.output_precision))
+    return OpPlan(wanted=none, rest=none, output=spread_layout(k, op.output_precision))
 
 
 register("index", inputs=(2, 9), attrs={"axes": REQUIRED}, shape=index_shape, plan=plan_index, lower=lower_index)

@@ -2,7 +2,7 @@
 partitioner, or batched [..., M, K] x [..., K, N]).
 
 A product with a 2-D right operand (a Linear layer's weight, a patch embedding as its
-implicit GEMM) is split over the tiles by `tileplan.lowering.gemm`: the left operand
+implicit GEMM) is split over the tiles by `tileplan.kernel.gemm`: the left operand
 in M x K blocks replicated over the N partitions, the weights in K x N blocks in AMP
 order replicated over the M partitions, K partials in interleaved memory, then a Sum.
 A batched product (attention scores when attention is decomposed, `bmm`) is planned
@@ -13,16 +13,18 @@ operand and the columns of the right one its output elements need.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError
-from tileplan.lowering import gemm
-from tileplan.lowering.core import GemmOutputPacking, LoweringContext
+from tileplan.kernel import gemm
+from tileplan.kernel.context import Kernel
+from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, StepKind, ValueKind
+from tileplan.kernel.options import GemmOutputPacking
 from tileplan.model.ir import Operation
 from tileplan.model.precision import Precision
 from tileplan.ops.base import (
-    F32_BYTES, InputInfo, OpPlan, Shape, broadcast_shapes, copy_if_needed, flag, place,
-    register, shard_elements, spread_layout,
+    F32_BYTES, InputInfo, OpPlan, Shape, broadcast_shapes, copy_if_needed, flag, place, register, shard_elements,
+    spread_layout, write_result,
 )
 
 
@@ -37,90 +39,87 @@ def _is_gemm(ins: list[InputInfo]) -> bool:
     return len(ins[1].shape) == 2
 
 
-def plan_matmul(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_matmul(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     if not _is_gemm(ins):
-        return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(ctx, op.output_precision),
+        return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(k, op.output_precision),
                       detail="batched")
     x, w = ins
     multiply = w.precision
-    geometry = ctx.machine.amp_for(multiply)
+    geometry = k.machine.amp_for(multiply)
     accumulate = Precision(geometry.accumulate)
-    p = gemm.partition_gemm(x.shape[-2], x.shape[-1], w.shape[-1], ctx.machine.tile_count, geometry,
-                            multiply.bytes, accumulate.bytes, op.name,
-                            ctx.cap_bytes)
-    ctx.note_temporary(op, gemm.temporary_bytes(p, multiply.bytes, accumulate.bytes))
+    p = gemm.partition_gemm(x.shape[-2], x.shape[-1], w.shape[-1], k.tile_count, geometry, multiply.bytes,
+                            accumulate.bytes, op.name, k.cap_bytes)
     rank = len(x.shape)
-    pair = ctx.machine.element_pair_bytes
     return OpPlan(
-        wanted=(gemm.left_layout(p, rank, ctx.prefix, resting=False), gemm.weight_layout(p, ctx.prefix)),
-        rest=(gemm.left_layout(p, rank, ctx.prefix, resting=True), gemm.weight_layout(p, ctx.prefix)),
-        output=gemm.output_layout(p, ctx.prefix),
-        alignment=(None, pair),
+        wanted=(gemm.left_layout(p, rank, k.prefix, resting=False), gemm.weight_layout(p, k.prefix)),
+        rest=(gemm.left_layout(p, rank, k.prefix, resting=True), gemm.weight_layout(p, k.prefix)),
+        output=gemm.output_layout(p, k.prefix),
+        alignment=(None, k.machine.element_pair_bytes),
         detail=p,
+        temporary=gemm.temporary_bytes(p, multiply.bytes, accumulate.bytes),
     )
 
 
-def lower_matmul(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                 dies: list[bool]) -> int:
-    """Convert (in place when narrower and x dies here), Copy to the operand layout, Gemm on the AMP,
-    Sum of the K partials. Sum scratch (staging Complete): the pk partial slices of
-    a tile's output block and one accumulator, (pk + 1) x output shard elements x the
-    accumulate precision's bytes, in standard memory."""
+def lower_matmul(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                 dies: Sequence[bool]) -> Fragment:
+    """`Convert` x to the weights' precision when it differs (in place when narrower
+    and x dies here), `Copy` x and the weights into the AMP's operand layouts, `Gemm`,
+    then `Sum` of the K partials. Sum scratch (staging Complete): the pk partial
+    slices of a tile's output block and one accumulator, (pk + 1) x output shard
+    elements x the accumulate precision's bytes, in standard memory. The other steps
+    have none."""
     if plan.detail == "batched":
-        return lower_batched(ctx, op, plan, ins, count)
+        return lower_batched(k, op, plan, operands)
     p = plan.detail
     assert isinstance(p, gemm.GemmPartition), p
-    (x,), weights = ins
-    multiply = ctx.value(weights[0]).precision
+    b = FragmentBuilder(operands)
+    x = b.operand(0)
+    multiply = b.precision(b.operand(1))
     accumulate = Precision(p.geometry.accumulate)
-    xv = ctx.value(x)
-    if xv.precision != multiply:
+    if b.precision(x) != multiply:
         # in place only where nothing reads x after this product (q, k and v projections share x)
-        narrower = multiply.bytes <= xv.precision.bytes and dies[0]
-        label = xv.name if ctx.reference_names else f"{xv.name} [as {'F8' if multiply.is_fp8 else multiply.name}]"
-        converted = ctx.new_value(xv.origin, label, xv.shape, multiply, xv.layout,
-                                  storage_of=x if narrower else None, group=xv.group)
-        ctx.add_step(op, "Convert LocalKernel", count, (x,), (converted,))
+        narrower = multiply.bytes <= b.precision(x).bytes and dies[0]
+        converted = b.new(ValueKind.CONVERTED, b.shape(x), multiply, b.layout(x), of=x,
+                          storage=x if narrower else None)
+        b.step(StepKind.CONVERT, "Convert LocalKernel", (x,), (converted,))
         x = converted
-    result = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
-    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x, "AMP copy"))
-    weights = place(ctx, op, weights, plan.wanted[1], count, plan.alignment[1],
-                    name=ctx.copy_name(op, weights[0], "AMP copy", op.inputs[1]))
+    result = write_result(b, op, plan.output)
+    x = copy_if_needed(k, b, op, x, plan.wanted[0], why="AMP copy")
+    weights = place(k, b, op, 1, plan.wanted[1], alignment=plan.alignment[1], why="AMP copy")
     needs_sum = p.pk > 1 or accumulate != op.output_precision
     text = gemm.gemm_text(p, multiply, accumulate)
     if not needs_sum:
-        ctx.add_step(op, text, count, (x, *weights), (result,))
-        return result
-    packed = ctx.options.gemm_output_packing is GemmOutputPacking.PACKED
-    partials = ctx.new_value(op.origin, ctx.result_name(op, "partials"), (p.pk, *op.output_shape), accumulate,
-                             gemm.partials_layout(p, len(op.output_shape), ctx.prefix),
-                             alignment_bytes=None if packed else ctx.machine.element_pair_bytes)
-    ctx.add_step(op, text, count, (x, *weights), (partials,))
-    out_elements = ctx.shards(plan.output, op.output_shape, op.name).largest_elements
-    ctx.add_step(op, "Sum { axis: 0, staging: Complete }", count, (partials,), (result,),
-                 {"standard": (p.pk + 1) * out_elements * accumulate.bytes})
-    return result
+        b.step(StepKind.GEMM, text, (x, *weights), (result,))
+        return b.done(result)
+    packed = k.options.gemm_output_packing is GemmOutputPacking.PACKED
+    partials = write_result(b, op, gemm.partials_layout(p, len(op.output_shape), k.prefix), "partials",
+                            shape=(p.pk, *op.output_shape), precision=accumulate,
+                            alignment=None if packed else k.machine.element_pair_bytes)
+    b.step(StepKind.GEMM, text, (x, *weights), (partials,))
+    out_elements = shard_elements(k, plan.output, op.output_shape, op.name)
+    b.step(StepKind.SUM, "Sum { axis: 0, staging: Complete }", (partials,), (result,),
+           {"standard": (p.pk + 1) * out_elements * accumulate.bytes}, exchange=True)
+    return b.done(result)
 
 
-def lower_batched(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]],
-                  count: int) -> int:
+def lower_batched(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]]) -> Fragment:
     """One `BatchedGemm` step, output spread. Each tile's output shard is a run of e
     elements of the row-major [..., M, N] output: it touches r = min(rows, ceil(e / N)
     + 1) rows and c = min(N, e) columns, so it receives r x K elements of the left
     operand and K x c of the right one, and accumulates e partials in F32: scratch
     (r x K + K x c) x input bytes + e x 4 B."""
-    (a,), (b,) = ins
-    av, bv = ctx.value(a), ctx.value(b)
-    m, k, n = op.output_shape[-2], av.shape[-1], op.output_shape[-1]
+    b = FragmentBuilder(operands)
+    a, w = b.operand(0), b.operand(1)
+    m, kk, n = op.output_shape[-2], b.shape(a)[-1], op.output_shape[-1]
     rows = math.prod(op.output_shape[:-1])
-    e = shard_elements(ctx, plan.output, op.output_shape, op.name)
+    e = shard_elements(k, plan.output, op.output_shape, op.name)
     r, c = min(rows, math.ceil(e / n) + 1), min(n, e)
-    scratch = r * k * av.precision.bytes + k * c * bv.precision.bytes + e * F32_BYTES
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
+    scratch = r * kk * b.precision(a).bytes + kk * c * b.precision(w).bytes + e * F32_BYTES
+    out = write_result(b, op, plan.output)
     batch = math.prod(op.output_shape[:-2])
-    ctx.add_step(op, f"BatchedGemm {{ batch: {batch}, m: {m}, k: {k}, n: {n}, exchange: {flag(True)} }}", count,
-                 (a, b), (out,), {"standard": scratch})
-    return out
+    b.step(StepKind.BATCHED_GEMM, f"BatchedGemm {{ batch: {batch}, m: {m}, k: {kk}, n: {n}, exchange: {flag(True)} }}",
+           (a, w), (out,), {"standard": scratch}, exchange=True)
+    return b.done(out)
 
 
-register("matmul", inputs=(2, 2), shape=matmul_shape, plan=plan_matmul, lower=lower_matmul)
+register("matmul", inputs=(2, 2), shape=matmul_shape, plan=plan_matmul, lower=lower_matmul, weight_inputs=(1,))

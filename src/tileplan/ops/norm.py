@@ -9,16 +9,17 @@ per-channel vectors.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError
-from tileplan.lowering.core import LoweringContext
-from tileplan.lowering.layouts import broadcast_layout
+from tileplan.kernel.context import Kernel
+from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, Ref, StepKind
+from tileplan.kernel.layouts import broadcast_layout
 from tileplan.model.ir import Operation
 from tileplan.model.layout import Layout
 from tileplan.ops.base import (
     F32_BYTES, REDUCE_FAN_IN, Gathered, InputInfo, OpPlan, Shape, activation_layout, can_write_in_place,
-    copy_if_needed, flag, gather_operand, place, register, row_split,
+    copy_if_needed, flag, gather_operand, place, register, row_split, write_result,
 )
 
 
@@ -36,44 +37,42 @@ def _param_layout(layout: Layout, x: Shape, p: Shape, prefix: str) -> Layout | N
     return broadcast_layout(layout, x, p, prefix)
 
 
-def plan_norm(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_norm(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     x, *params = ins
-    layout = activation_layout(ctx, x)
-    wanted = (layout, *(_param_layout(layout, x.shape, p.shape, ctx.prefix) for p in params))
+    layout = activation_layout(k, x)
+    wanted = (layout, *(_param_layout(layout, x.shape, p.shape, k.prefix) for p in params))
     return OpPlan(wanted=wanted, rest=wanted, output=layout)
 
 
-def lower_norm(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-               dies: list[bool]) -> int:
+def lower_norm(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+               dies: Sequence[bool]) -> Fragment:
     """Two steps. `Statistics`: each tile sums its columns of its rows (LayerNorm: sum
     and sum of squares; RMSNorm: sum of squares; F32) and exchanges them with the other
     partitions of the row, reduced in a tree of fan-in 16; scratch (min(column
     partitions, 16) + 1) x rows x statistics x 4 B. `Normalize`: scales, shifts;
     scratch rows x statistics x 4 B. Vectors of a linearly spread input are received
     as scratch (at most min(vector, shard) elements each)."""
-    (x,), *params = ins
-    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))
+    b = FragmentBuilder(operands)
+    x = copy_if_needed(k, b, op, b.operand(0), plan.wanted[0])
     got = Gathered()
-    reads: list[int] = []
-    for j, (ids, wanted) in enumerate(zip(params, plan.wanted[1:])):
+    reads: list[Ref] = []
+    for j, wanted in enumerate(plan.wanted[1:], start=1):
         if wanted is None:
-            gather_operand(ctx, ids[0], plan.output, op.output_shape, got)
-            reads.append(ids[0])
+            gather_operand(k, b, op, b.operand(j), plan.output, op.output_shape, got)
+            reads.append(b.operand(j))
         else:
-            reads.extend(place(ctx, op, ids, wanted, count, name=ctx.copy_name(op, ids[0], source=op.inputs[1 + j])))
-    xv = ctx.value(x)
-    rows, parts = row_split(ctx, xv.layout, xv.shape, xv.name)
-    kind, statistics = ("RmsNorm", 1) if op.kind == "rmsnorm" else ("LayerNorm", 2)
+            reads.extend(place(k, b, op, j, wanted))
+    rows, parts = row_split(k, b.layout(x), b.shape(x), b.label(x, op.name))
+    kind, statistics = (StepKind.RMS_NORM, 1) if op.kind == "rmsnorm" else (StepKind.LAYER_NORM, 2)
     stats = statistics * F32_BYTES * rows
-    ctx.add_step(op, f"{kind} {{ stage: Statistics, exchange: {flag(parts > 1)} }}", count, (x,), (),
-                 {"standard": (min(parts, REDUCE_FAN_IN) + 1) * stats})
-    in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
-                        storage_of=x if in_place else None)
+    b.step(kind, f"{kind.value} {{ stage: Statistics, exchange: {flag(parts > 1)} }}", (x,), (),
+           {"standard": (min(parts, REDUCE_FAN_IN) + 1) * stats}, exchange=parts > 1)
+    in_place = can_write_in_place(b, x, dies[0], plan.output, op)
+    out = write_result(b, op, plan.output, in_place_of=x if in_place else None)
     received = ", exchange: true" if got.exchange else ""
-    ctx.add_step(op, f"{kind} {{ stage: Normalize, in_place: {flag(in_place)}{received} }}", count,
-                 (x, *reads), (out,), {"standard": stats + got.scratch})
-    return out
+    b.step(kind, f"{kind.value} {{ stage: Normalize, in_place: {flag(in_place)}{received} }}", (x, *reads), (out,),
+           {"standard": stats + got.scratch}, exchange=got.exchange)
+    return b.done(out)
 
 
 def batchnorm_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -86,27 +85,27 @@ def batchnorm_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return x
 
 
-def plan_batchnorm(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    layout = activation_layout(ctx, ins[0])
+def plan_batchnorm(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    layout = activation_layout(k, ins[0])
     return OpPlan(wanted=(layout, *(None for _ in ins[1:])), rest=tuple(None for _ in ins), output=layout)
 
 
-def lower_batchnorm(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                    dies: list[bool]) -> int:
+def lower_batchnorm(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                    dies: Sequence[bool]) -> Fragment:
     """One `BatchNorm` step (inference: scale, bias, running mean and variance per
     channel), in place when the input dies; each tile receives the channels its shard
     touches, at most min(C, shard) elements of each vector, as scratch."""
-    (x,), *params = ins
-    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))
+    b = FragmentBuilder(operands)
+    x = copy_if_needed(k, b, op, b.operand(0), plan.wanted[0])
     got = Gathered()
-    for ids in params:
-        gather_operand(ctx, ids[0], plan.output, op.output_shape, got)
-    in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
-                        storage_of=x if in_place else None)
-    ctx.add_step(op, f"BatchNorm {{ in_place: {flag(in_place)}, exchange: true }}", count,
-                 (x, *(ids[0] for ids in params)), (out,), {"standard": got.scratch})
-    return out
+    params = [b.operand(j) for j in range(1, len(operands))]
+    for p in params:
+        gather_operand(k, b, op, p, plan.output, op.output_shape, got)
+    in_place = can_write_in_place(b, x, dies[0], plan.output, op)
+    out = write_result(b, op, plan.output, in_place_of=x if in_place else None)
+    b.step(StepKind.BATCH_NORM, f"BatchNorm {{ in_place: {flag(in_place)}, exchange: true }}", (x, *params), (out,),
+           {"standard": got.scratch}, exchange=True)
+    return b.done(out)
 
 
 register("layernorm", inputs=(1, 3), attrs={"eps": 1e-5}, shape=norm_shape, plan=plan_norm, lower=lower_norm)

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError
-from tileplan.lowering.core import LoweringContext
+from tileplan.kernel.context import Kernel
+from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, Ref, StepKind
 from tileplan.model.ir import Operation
 from tileplan.ops.base import (
-    F32_BYTES, REDUCE_FAN_IN, InputInfo, OpPlan, Shape, activation_layout, axis_of, can_write_in_place,
-    copy_if_needed, flag, register, row_split, shard_elements, spread_layout,
+    F32_BYTES, REDUCE_FAN_IN, InputInfo, OpPlan, Shape, activation_layout, always, axis_of, can_write_in_place,
+    copy_if_needed, flag, register, row_split, same_as, shard_elements, spread_layout, write_result,
 )
 
 REDUCTIONS = {"reduce_sum": "Sum", "reduce_mean": "Mean", "reduce_max": "Max", "reduce_min": "Min",
@@ -38,24 +39,24 @@ def reduce_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return out or (1,)
 
 
-def plan_reduce(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(ctx, op.output_precision))
+def plan_reduce(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(k, op.output_precision))
 
 
-def lower_reduce(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                 dies: list[bool]) -> int:
+def lower_reduce(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                 dies: Sequence[bool]) -> Fragment:
     """One `Reduce` step reading the input where it is. Scratch: each tile's partials,
     p = min(outputs, input shard) x 4 B, plus a stage receiving up to 16 partials for
     each output it holds, min(16, tiles) x output shard x 4 B."""
-    ((x,),) = ins
-    xv = ctx.value(x)
+    b = FragmentBuilder(operands)
+    x = b.operand(0)
     outputs = math.prod(op.output_shape)
-    partials = min(outputs, shard_elements(ctx, xv.layout, xv.shape, xv.name))
-    stage = min(REDUCE_FAN_IN, ctx.machine.tile_count) * shard_elements(ctx, plan.output, op.output_shape, op.name)
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
-    ctx.add_step(op, f"Reduce {{ op: {REDUCTIONS[op.kind]}, exchange: true }}", count, (x,), (out,),
-                 {"standard": (partials + stage) * F32_BYTES})
-    return out
+    partials = min(outputs, shard_elements(k, b.layout(x), b.shape(x), b.label(x, op.name)))
+    stage = min(REDUCE_FAN_IN, k.tile_count) * shard_elements(k, plan.output, op.output_shape, op.name)
+    out = write_result(b, op, plan.output)
+    b.step(StepKind.REDUCE, f"Reduce {{ op: {REDUCTIONS[op.kind]}, exchange: true }}", (x,), (out,),
+           {"standard": (partials + stage) * F32_BYTES}, exchange=True)
+    return b.done(out)
 
 
 def softmax_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -64,18 +65,18 @@ def softmax_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return x
 
 
-def plan_softmax(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    layout = activation_layout(ctx, ins[0])
+def plan_softmax(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    layout = activation_layout(k, ins[0])
     return OpPlan(wanted=(layout,), rest=(layout,), output=layout)
 
 
-def _rows(ctx: LoweringContext, vid: int, axis: int) -> tuple[int, int]:
+def _rows(k: Kernel, b: FragmentBuilder, op: Operation, x: Ref, axis: int) -> tuple[int, int]:
     """(rows per tile, partitions of a row) for a reduction along `axis`."""
-    v = ctx.value(vid)
-    if axis == len(v.shape) - 1:
-        return row_split(ctx, v.layout, v.shape, v.name)
-    rows = math.prod(v.shape) // v.shape[axis]
-    return min(rows, shard_elements(ctx, v.layout, v.shape, v.name)), REDUCE_FAN_IN
+    layout, shape, name = b.layout(x), b.shape(x), b.label(x, op.name)
+    if axis == len(shape) - 1:
+        return row_split(k, layout, shape, name)
+    rows = math.prod(shape) // shape[axis]
+    return min(rows, shard_elements(k, layout, shape, name)), REDUCE_FAN_IN
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,46 +85,46 @@ class RowStep:
     negative index, rows per tile, partitions of a row, and the output (in place when
     the input dies)."""
 
-    x: int
+    x: Ref
     axis: int
     rows: int
     parts: int
     in_place: bool
-    out: int
+    out: Ref
 
 
-def along_rows(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-               dies: list[bool]) -> RowStep:
-    ((x,),) = ins
-    x = copy_if_needed(ctx, op, x, plan.wanted[0], count, name=ctx.copy_name(op, x))
+def along_rows(k: Kernel, b: FragmentBuilder, op: Operation, plan: OpPlan, dies: Sequence[bool]) -> RowStep:
+    x = copy_if_needed(k, b, op, b.operand(0), plan.wanted[0])
     axis = axis_of(op.int_attr("axis", -1), len(op.output_shape))
-    rows, parts = _rows(ctx, x, axis)
-    in_place = can_write_in_place(ctx, x, dies[0], plan.output, op)
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output,
-                        storage_of=x if in_place else None)
+    rows, parts = _rows(k, b, op, x, axis)
+    in_place = can_write_in_place(b, x, dies[0], plan.output, op)
+    out = write_result(b, op, plan.output, in_place_of=x if in_place else None)
     return RowStep(x, axis - len(op.output_shape), rows, parts, in_place, out)
 
 
-def lower_softmax(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                  dies: list[bool]) -> int:
+def lower_softmax(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                  dies: Sequence[bool]) -> Fragment:
     """One `Softmax` step, in place when its input dies. Scratch: the row maxima and
     sums in F32 with their reduction tree, (min(partitions of a row, 16) + 1) x rows x
     2 x 4 B."""
-    r = along_rows(ctx, op, plan, ins, count, dies)
-    name = "LogSoftmax" if op.kind == "log_softmax" else "Softmax"
-    ctx.add_step(op, f"{name} {{ axis: {r.axis}, in_place: {flag(r.in_place)}, exchange: {flag(r.parts > 1)} }}",
-                 count, (r.x,), (r.out,), {"standard": (min(r.parts, REDUCE_FAN_IN) + 1) * r.rows * 2 * F32_BYTES})
-    return r.out
+    b = FragmentBuilder(operands)
+    r = along_rows(k, b, op, plan, dies)
+    kind = StepKind.LOG_SOFTMAX if op.kind == "log_softmax" else StepKind.SOFTMAX
+    b.step(kind, f"{kind.value} {{ axis: {r.axis}, in_place: {flag(r.in_place)}, exchange: {flag(r.parts > 1)} }}",
+           (r.x,), (r.out,), {"standard": (min(r.parts, REDUCE_FAN_IN) + 1) * r.rows * 2 * F32_BYTES},
+           exchange=r.parts > 1)
+    return b.done(r.out)
 
 
-def lower_cumsum(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                 dies: list[bool]) -> int:
+def lower_cumsum(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                 dies: Sequence[bool]) -> Fragment:
     """One `Scan` step, in place when its input dies; scratch: each row's running total
     carried between tiles, rows x 4 B."""
-    r = along_rows(ctx, op, plan, ins, count, dies)
-    ctx.add_step(op, f"Scan {{ op: Sum, in_place: {flag(r.in_place)}, exchange: {flag(r.parts > 1)} }}", count,
-                 (r.x,), (r.out,), {"standard": r.rows * F32_BYTES})
-    return r.out
+    b = FragmentBuilder(operands)
+    r = along_rows(k, b, op, plan, dies)
+    b.step(StepKind.SCAN, f"Scan {{ op: Sum, in_place: {flag(r.in_place)}, exchange: {flag(r.parts > 1)} }}",
+           (r.x,), (r.out,), {"standard": r.rows * F32_BYTES}, exchange=r.parts > 1)
+    return b.done(r.out)
 
 
 def _check_keepdims(attrs: Mapping[str, Any]) -> None:
@@ -138,7 +139,8 @@ def _reduce_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
 
 for _kind in REDUCTIONS:
     register(_kind, inputs=(1, 1), attrs={"axes": None, "keepdims": False, "correction": None},
-             shape=_reduce_shape, plan=plan_reduce, lower=lower_reduce)
+             shape=_reduce_shape, plan=plan_reduce, lower=lower_reduce,
+             dtype=always("int") if _kind in ("argmax", "argmin") else same_as(0))
 register("softmax", inputs=(1, 1), attrs={"axis": -1}, shape=softmax_shape, plan=plan_softmax, lower=lower_softmax)
 register("log_softmax", inputs=(1, 1), attrs={"axis": -1}, shape=softmax_shape, plan=plan_softmax,
          lower=lower_softmax)

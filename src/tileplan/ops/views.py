@@ -17,11 +17,13 @@ import math
 from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError, TilingError
-from tileplan.lowering.core import LoweringContext
+from tileplan.kernel.context import Kernel
+from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, StepKind, ValueKind
 from tileplan.model.ir import Operation
 from tileplan.model.layout import Axis, AxisTiling, Layout, TensorTiling
+from tileplan.model.tiling import shards_of
 from tileplan.ops.base import (
-    REQUIRED, InputInfo, OpPlan, Shape, axis_of, broadcast_shapes, flag, register, spread_layout,
+    REQUIRED, InputInfo, OpPlan, Shape, axis_of, broadcast_shapes, flag, register, spread_layout, write_result,
 )
 
 
@@ -103,7 +105,6 @@ def permute_layout(layout: Layout, shape: Shape, perm: Sequence[int]) -> Layout 
 
 
 def _checked(old_layout: Layout, layout: Layout, old: Shape, new: Shape) -> Layout | None:
-    from tileplan.model.tiling import shards_of
     try:
         same = shards_of(old_layout, old).largest_elements == shards_of(layout, new).largest_elements
     except TilingError:
@@ -188,63 +189,69 @@ def fill_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
 
 # Plans and lowerings -----------------------------------------------------------------
 
-def plan_as_is(ctx: LoweringContext, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_as_is(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     """Inputs read where they are; the output spread (a view decides at lowering)."""
     return OpPlan(wanted=tuple(None for _ in ins), rest=tuple(None for _ in ins),
-                  output=spread_layout(ctx, op.output_precision))
+                  output=spread_layout(k, op.output_precision))
 
 
 VIEW_NAMES = {"reshape": "Reshape", "transpose": "Transpose", "slice": "Slice", "alias": "Alias"}
 
 
-def carried_layout(ctx: LoweringContext, op: Operation, vid: int) -> Layout | None:
-    v = ctx.value(vid)
+def carried_layout(op: Operation, layout: Layout, shape: Shape) -> Layout | None:
+    """The layout of the view of a value in `layout` of `shape`, or None when it does
+    not carry over."""
     if op.kind == "alias":
-        return v.layout
+        return layout
     if op.kind == "reshape":
-        return reshape_layout(v.layout, v.shape, op.output_shape)
+        return reshape_layout(layout, shape, op.output_shape)
     if op.kind == "transpose":
-        return permute_layout(v.layout, v.shape, op.ints_attr("perm"))
+        return permute_layout(layout, shape, op.ints_attr("perm"))
     if op.kind == "slice":
-        dims = _tiled_dims(v.layout, len(v.shape))
-        axis = axis_of(op.int_attr("axis"), len(v.shape))
+        dims = _tiled_dims(layout, len(shape))
+        axis = axis_of(op.int_attr("axis"), len(shape))
         if dims is None or axis in dims:
             return None
-        return v.layout  # the sliced dimension is untiled: each tile keeps part of its elements
+        return layout  # the sliced dimension is untiled: each tile keeps part of its elements
     raise AssertionError(op.kind)
 
 
-def lower_view(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-               dies: list[bool]) -> int:
+def lower_view(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+               dies: Sequence[bool]) -> Fragment:
     """A `View` step sharing the input's storage when the layout carries over, else a
     `Copy` into a linear spread (exchanging). Neither has scratch."""
-    ((x,),) = ins
+    b = FragmentBuilder(operands)
+    x = b.operand(0)
     kind = VIEW_NAMES[op.kind]
-    layout = carried_layout(ctx, op, x)
+    layout = carried_layout(op, b.layout(x), b.shape(x))
     if layout is not None:
         try:
-            ctx.shards(layout, op.output_shape, op.name)
+            k.shards(layout, op.output_shape, op.name)
         except TilingError:
             layout = None
     if layout is not None:
-        out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, layout,
-                            alias_of=x)
-        ctx.add_step(op, f"View {{ op: {kind} }}", count, (x,), (out,))
-        return out
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
-    ctx.add_step(op, f"Copy {{ mapping: {kind}, reuse_local: false }}", count, (x,), (out,))
-    return out
+        out = b.new(ValueKind.VIEW, op.output_shape, op.output_precision, layout, of=x)
+        b.step(StepKind.VIEW, f"View {{ op: {kind} }}", (x,), (out,))
+        return b.done(out)
+    out = write_result(b, op, plan.output)
+    b.step(StepKind.COPY, f"Copy {{ mapping: {kind}, reuse_local: false }}", (x,), (out,), exchange=True)
+    return b.done(out)
 
 
-def lower_movement(ctx: LoweringContext, op: Operation, plan: OpPlan, ins: list[tuple[int, ...]], count: int,
-                   dies: list[bool]) -> int:
+MOVEMENT = {"expand": StepKind.BROADCAST, "concat": StepKind.CONCAT, "pad": StepKind.PAD, "fill": StepKind.FILL}
+
+
+def lower_movement(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                   dies: Sequence[bool]) -> Fragment:
     """One step writing a new spread value from its inputs (`Broadcast`, `Concat`,
     `Pad`: exchanging) or from nothing (`Fill`). No scratch."""
-    reads = tuple(ids[0] for ids in ins)
-    out = ctx.new_value(op.origin, ctx.result_name(op), op.output_shape, op.output_precision, plan.output)
-    text = {"expand": "Broadcast", "concat": "Concat", "pad": "Pad", "fill": "Fill"}[op.kind]
-    ctx.add_step(op, f"{text} {{ inputs: {len(reads)}, exchange: {flag(bool(reads))} }}", count, reads, (out,))
-    return out
+    b = FragmentBuilder(operands)
+    reads = tuple(b.operand(i) for i in range(len(operands)))
+    out = write_result(b, op, plan.output)
+    kind = MOVEMENT[op.kind]
+    b.step(kind, f"{kind.value} {{ inputs: {len(reads)}, exchange: {flag(bool(reads))} }}", reads, (out,),
+           exchange=bool(reads))
+    return b.done(out)
 
 
 register("reshape", inputs=(1, 1), attrs={"shape": REQUIRED}, shape=reshape_shape, plan=plan_as_is, lower=lower_view,

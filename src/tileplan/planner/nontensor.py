@@ -6,10 +6,12 @@ The model (docs/report-format.md, "Memory that is not tensors"), per tile:
 * vertex code: 550 B for each kind of compute step (the operation text up to its
   first field: `Gemm { multiply: F16`, `Binary { op: Add`, ...); paid once per kind,
   however many layers use it;
-* vertex state: 229 B for each compute step (not a `Copy` or a `View`);
-* control code: 165 B for each program step (every step but a `View`, which is no
-  program);
-* exchange code: 221 B for each step that exchanges (the exchange rule);
+* vertex state: 229 B for each compute step (`StepKind.compute`: not a `Copy` or a
+  `View`);
+* control code: 165 B for each program step (`StepKind.program`: every step but a
+  `View`, which is no program);
+* exchange code: 221 B for each step that exchanges (its lowering says so:
+  `tileplan.planner.exchange`);
 * stack: 3200 B (6 workers x 512 B + 128 B for the supervisor).
 
 A step of a repeat block counts once: its code and state are reused by every
@@ -30,9 +32,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Sequence
 
-from tileplan.planner.exchange import exchanges
+from tileplan.kernel.fragment import StepKind
 
 VERTEX_CODE_PER_KIND = 550
 VERTEX_STATE_PER_STEP = 229
@@ -65,12 +67,21 @@ class NonTensor:
         return self.vertex_code + self.vertex_state + self.exchange_code + self.control_code + self.stack
 
 
-def estimate_non_tensor(operations: Iterable[str]) -> NonTensor:
-    ops = list(operations)
-    program = [op for op in ops if not op.startswith("View ")]
-    compute = [op for op in program if not op.startswith("Copy ")]
-    kinds = len({step_kind(op) for op in compute})
-    exchanging = sum(exchanges(op) for op in ops)
-    return NonTensor(kinds * VERTEX_CODE_PER_KIND, len(compute) * VERTEX_STATE_PER_STEP,
-                     exchanging * EXCHANGE_CODE_PER_STEP, len(program) * CONTROL_CODE_PER_STEP, STACK_BYTES,
-                     kinds, len(compute), len(program), exchanging)
+def estimate_non_tensor(operations: Sequence[str], kinds: Sequence[StepKind], exchanging: Sequence[bool],
+                        uses: Sequence[int]) -> NonTensor:
+    """The estimate from a plan's distinct operations: each one's text, step kind,
+    whether it exchanges, and how many steps run it (`uses`)."""
+    assert len(operations) == len(kinds) == len(exchanging) == len(uses)
+    program = compute = exchange = 0
+    vertices = set()
+    for text, kind, x, n in zip(operations, kinds, exchanging, uses):
+        if not n:
+            continue
+        program += n if kind.program else 0
+        if kind.compute:
+            compute += n
+            vertices.add(step_kind(text))
+        exchange += n if x else 0
+    return NonTensor(len(vertices) * VERTEX_CODE_PER_KIND, compute * VERTEX_STATE_PER_STEP,
+                     exchange * EXCHANGE_CODE_PER_STEP, program * CONTROL_CODE_PER_STEP, STACK_BYTES,
+                     len(vertices), compute, program, exchange)

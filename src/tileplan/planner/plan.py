@@ -15,16 +15,18 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from tileplan.lowering.core import OperationInfo, Options
+from tileplan.kernel.fragment import StepKind
+from tileplan.kernel.options import Options
 from tileplan.lowering.policy import Policy
-from tileplan.lowering.program import Lowering, lower_program
+from tileplan.lowering.program import Lowering, OperationInfo, lower_program
 from tileplan.model.ir import Program
 from tileplan.model.machine import Machine
 from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Rejection, StepTable, Value
 from tileplan.runtime import without_gc
 from tileplan.planner.exact import ExactAccounting, account, merged_intervals
-from tileplan.planner.exchange import exchanges
+from tileplan.planner.exchange import exchange_rows
+from tileplan.planner.nontensor import NonTensor, estimate_non_tensor
 from tileplan.planner.placed import PlacementSkipped, TilePlacement, place_tiles
 from tileplan.planner.usage import (
     BudgetVerdict, GroupColumns, Peaks, find_peaks, group_columns, judge_budget, region_usage,
@@ -57,11 +59,19 @@ class Plan:
     placements: tuple[TilePlacement, ...] = ()
     #: why the worst tiles were not placed (too many buffers), when so
     placement_skipped: PlacementSkipped | None = None
+    #: each of `steps.operation_texts`' step kind and whether its steps exchange
+    operation_kinds: tuple[StepKind, ...] = ()
+    operation_exchanges: tuple[bool, ...] = ()
 
     @property
     def exchange_bytes(self) -> int:
         """What the exchange rows cost on every tile."""
         return self.exchange_rows * self.machine.exchange_row_bytes
+
+    def non_tensor(self) -> NonTensor:
+        """The estimate of the memory that is not tensors (`tileplan.planner.nontensor`)."""
+        uses = np.bincount(self.steps.operation, minlength=len(self.steps.operation_texts)).tolist()
+        return estimate_non_tensor(self.steps.operation_texts, self.operation_kinds, self.operation_exchanges, uses)
 
 
 def compute_live_ranges(lowering: Lowering) -> tuple[np.ndarray, np.ndarray]:
@@ -115,10 +125,11 @@ def find_scope(lowering: Lowering, first: np.ndarray, unsized: set[int]
 
 
 def build_steps(lowering: Lowering, kept: int, values: Sequence[Value], groups: GroupColumns,
-                first: np.ndarray, last: np.ndarray) -> StepTable:
+                first: np.ndarray, last: np.ndarray) -> tuple[StepTable, tuple[StepKind, ...], tuple[bool, ...]]:
     """The kept steps as columns: their usage of each region (the live storage groups,
     each once, + scratch; difference arrays over the groups' live intervals) and the
-    values' live intervals."""
+    values' live intervals; with each distinct operation text's step kind and
+    exchange flag (its steps', which its text states too)."""
     ids = np.fromiter((v.id for v in values), dtype=np.int64, count=len(values))
     f, e = first[ids], np.minimum(last[ids], kept - 1)
     member_group = np.fromiter((v.storage_group for v in values), dtype=np.int64, count=len(values))
@@ -133,11 +144,15 @@ def build_steps(lowering: Lowering, kept: int, values: Sequence[Value], groups: 
     inter, inter_known = region_usage(groups, g_first, g_last, g_ids, kept, "interleaved")
     texts: dict[str, int] = {}
     operation = [texts.setdefault(s.operation, len(texts)) for s in drafts]
-    return StepTable(
+    # texts are numbered in order of first use: a text's first step is where the running maximum grows
+    grows = np.flatnonzero(np.diff(np.maximum.accumulate(np.asarray(operation, dtype=np.int64)), prepend=-1) > 0)
+    firsts = [drafts[i] for i in grows.tolist()]
+    table = StepTable(
         operation_texts=tuple(texts), source=[s.source for s in drafts], operation=operation,
         execution_count=[s.execution_count for s in drafts], scratch_standard=scratch_std,
         scratch_interleaved=scratch_inter, usage_standard=std + scratch_std, usage_interleaved=inter + scratch_inter,
         standard_known=std_known, interleaved_known=inter_known, value_ids=ids, first=f, last=e)
+    return table, tuple(s.kind for s in firsts), tuple(s.exchange for s in firsts)
 
 
 @without_gc
@@ -151,10 +166,9 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     in_report = np.flatnonzero((first >= 0) & (first < kept))
     values = tuple(lowering.values[v] for v in in_report.tolist())
     groups = group_columns(values)
-    steps = build_steps(lowering, kept, values, groups, first, last)
+    steps, kinds, exchanging = build_steps(lowering, kept, values, groups, first, last)
     peaks = find_peaks(steps, groups)
-    per_text = np.bincount(steps.operation, minlength=len(steps.operation_texts)).tolist()
-    rows = sum(count for text, count in zip(steps.operation_texts, per_text) if exchanges(text))
+    rows = exchange_rows(np.bincount(steps.operation, minlength=len(steps.operation_texts)).tolist(), exchanging)
     resident = frozenset(v.id for v in values if v.resident)
     complete = all(v.id in shards for v in values)
     exact = account(values, steps, shards, machine.tile_count, set(resident)) if len(steps) and complete else None
@@ -177,4 +191,4 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     return Plan(program, machine, policy.name, options, scope, values, steps, rejections, ops,
                 rejected_op, peaks, verdict, rows,
                 shards if len(shards) == len(values) else {v.id: shards[v.id] for v in values if v.id in shards}, exact,
-                resident, lowering.over_cap, placements, skipped)
+                resident, lowering.over_cap, placements, skipped, kinds, exchanging)

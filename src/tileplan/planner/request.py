@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tileplan.errors import InputError
-from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
+from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.importers.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
 from tileplan.model import siglip, synthetic
@@ -23,6 +23,7 @@ from tileplan.model.precision import from_option
 from tileplan.model.stages import layer_count
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline, expand_layers_per_ipu, fewest_ipus, plan_pipeline
 from tileplan.planner.plan import Plan, plan_program
+from tileplan.planner.synthetic import config_for_timeline, timeline_count
 
 
 #: PopLibs' and PopTorch's default availableMemoryProportion
@@ -101,7 +102,7 @@ class PlanRequest:
         if not self.imported:
             return self.config.name
         if kind_of(self.model) == "synthetic":
-            return f"synthetic-{synthetic.timeline_count(self.model)}"
+            return f"synthetic-{timeline_count(self.model)}"
         path = Path(self.model)
         if path.name == "config.json":  # the checkpoint folder's name, from inside it or not
             return config_name(self.model, "config")
@@ -138,7 +139,7 @@ class PlanRequest:
                 raise InputError(f"--{knob} is not a knob of synthetic:N (its size is N, the timeline values)",
                                  self.model)
             weights = from_option(self.weights)
-            cfg = synthetic.config_for_timeline(synthetic.timeline_count(self.model), weights)
+            cfg = config_for_timeline(timeline_count(self.model), weights)
             return synthetic.build_synthetic(cfg, weights)
         if self.imported:
             if self.unroll or not self.map_head:

@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 
 from tileplan.model.timeline import StepTable
-from tileplan.planner.nontensor import estimate_non_tensor
 from tileplan.planner.placed import placement_verdict
 from tileplan.planner.plan import Plan
 from tileplan.report.exact import exact_json, peak_tile_json
@@ -58,7 +57,7 @@ def build_report(plan: Plan) -> Report:
             "note": "Poplar's cap on one matmul's or convolution's temporary bytes per tile; a product over it is "
                     "planned anyway (the least temporary split) and listed here"}
     if plan.steps:
-        nt = estimate_non_tensor(plan.steps.operations())
+        nt = plan.non_tensor()
         extra["non_tensor"] = {
             "vertex_code": nt.vertex_code, "vertex_state": nt.vertex_state, "exchange_code": nt.exchange_code,
             "control_code": nt.control_code, "stack": nt.stack, "total": nt.total,

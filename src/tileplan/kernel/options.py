@@ -1,0 +1,41 @@
+"""The planning options an operator's plan and lowering may read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from tileplan.errors import InputError
+
+
+class GemmOutputPacking(Enum):
+    """`Native`: AMP partials as the AMP lays them out, each on whole 32 KiB interleaved
+    element pairs. `Packed`: partials packed densely, no element rounding."""
+
+    NATIVE = "Native"
+    PACKED = "Packed"
+
+
+class AttentionProducts(Enum):
+    """`Materialized`: the whole score matrix of a head at once. `Streamed`: scores in
+    chunks of keys with an online softmax (bounded scratch). `Automatic`: whichever
+    needs less memory at that step."""
+
+    AUTOMATIC = "Automatic"
+    MATERIALIZED = "Materialized"
+    STREAMED = "Streamed"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """`available_memory_proportion`: Poplar's cap on one matmul's or convolution's
+    temporary bytes per tile, as a proportion of the tile's bytes (None: no cap)."""
+
+    gemm_output_packing: GemmOutputPacking = GemmOutputPacking.NATIVE
+    attention_products: AttentionProducts = AttentionProducts.AUTOMATIC
+    available_memory_proportion: float | None = None
+
+    def __post_init__(self) -> None:
+        p = self.available_memory_proportion
+        if p is not None and not 0 < p <= 1:
+            raise InputError(f"available memory proportion must be in (0, 1], found {p}")

@@ -1,0 +1,53 @@
+"""The names of the values a lowering makes: one function of (operation, kind).
+
+Default names say what a value is, after the operation or what it copies (README,
+"How a model is imported"):
+
+| kind | name | example |
+|---|---|---|
+| result | `<operation>` | `layers.5.mlp.down_proj.matmul` |
+| result with a label | `<operation> <label>` | `... partials`, `... scores` |
+| view | `<operation>` | `layers.5.reshape` |
+| copy | `<what it copies> [<why>]` | `layers.{i}.self_attn.q_proj.weight [AMP copy]` |
+| converted | `<what it converts> [as <precision>]` | `layers.5.mlp.act [as F8]` |
+
+A copy is named after the value it copies, or, when the lowering says so, after the
+operation's input as the operation names it (a parameter family read in a repeat block
+is then `...{i}...`, not its first member). With the reference's names
+(`--policy reference`) every value an operation makes is `operation N result 0` but a
+conversion, which keeps its input's name.
+"""
+
+from __future__ import annotations
+
+from tileplan.kernel.fragment import NewValue, ValueKind
+from tileplan.model.ir import Operation, group_of
+from tileplan.model.precision import Precision
+
+
+def short_precision(p: Precision) -> str:
+    """`F8` for either FP8 format, else the precision's name (`F16`)."""
+    return "F8" if p.is_fp8 else p.name
+
+
+def value_name(op: Operation, made: NewValue, of: str | None, reference: bool) -> tuple[str, str]:
+    """The name of a value `op`'s lowering made, as (stem, suffix): the name is their
+    concatenation. `of` is the name of what a copy or conversion is of (see the
+    module docstring). A suffix never holds a `.`, so the name's group is the stem's
+    group followed by the suffix (`group_of` removes layer indices, which end at a
+    `.`)."""
+    kind = made.kind
+    if kind is ValueKind.CONVERTED:
+        assert of is not None
+        return (of, "") if reference else (of, f" [as {short_precision(made.precision)}]")
+    if reference:
+        return f"operation {op.index} result 0", ""
+    if kind is ValueKind.COPY:
+        assert of is not None
+        return of, f" [{made.label}]"
+    return op.name, f" {made.label}" if made.label else ""
+
+
+def group_of_parts(stem_group: str, stem: str, suffix: str) -> str:
+    """The group of the name `stem + suffix`, given the stem's group."""
+    return stem_group + suffix if "." not in suffix else group_of(stem + suffix)

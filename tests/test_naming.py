@@ -1,0 +1,45 @@
+"""The one naming function of the lowering (`tileplan.lowering.naming.value_name`): each
+kind of value an operation makes, with the default and the reference's names."""
+
+from __future__ import annotations
+
+import pytest
+
+from tileplan.kernel.fragment import NewValue, Ref, ValueKind
+from tileplan.kernel.layouts import linear_layout
+from tileplan.lowering.naming import group_of_parts, value_name
+from tileplan.model.ir import Operation, group_of
+from tileplan.model.layout import Padding
+from tileplan.model.precision import F16, Precision
+
+OP = Operation(7, 3, "matmul", "m.layers.5.down", ("m.layers.5.act", "m.layers.{i}.w"), "out", (1, 4), F16)
+LAYOUT = linear_layout(4, 2, "Ipu21", Padding.ZERO)
+X = Ref(False, 0)
+R0 = "operation 3 result 0"
+
+
+def made(kind: ValueKind, label: str = "", precision: Precision = F16, operand: int | None = None) -> NewValue:
+    return NewValue(kind, (1, 4), precision, LAYOUT, label, None if kind is ValueKind.RESULT else X, operand,
+                    storage=X if kind is ValueKind.VIEW else None)
+
+
+@pytest.mark.parametrize("value, of, default, reference", [
+    (made(ValueKind.RESULT), None, "m.layers.5.down", R0),
+    (made(ValueKind.RESULT, "partials"), None, "m.layers.5.down partials", R0),
+    (made(ValueKind.VIEW), "m.layers.5.act", "m.layers.5.down", R0),
+    (made(ValueKind.COPY, "AMP copy"), "m.layers.5.act", "m.layers.5.act [AMP copy]", R0),
+    (made(ValueKind.COPY, "AMP copy", operand=1), "m.layers.{i}.w", "m.layers.{i}.w [AMP copy]", R0),
+    (made(ValueKind.CONVERTED, precision=Precision("F8F143", -4)), "m.layers.5.act", "m.layers.5.act [as F8]",
+     "m.layers.5.act"),
+    (made(ValueKind.CONVERTED, precision=Precision("F32")), "m.layers.5.act", "m.layers.5.act [as F32]",
+     "m.layers.5.act"),
+])
+def test_names_by_kind(value: NewValue, of: str | None, default: str, reference: str):
+    assert "".join(value_name(OP, value, of, False)) == default
+    assert "".join(value_name(OP, value, of, True)) == reference
+
+
+def test_a_group_is_the_stems_group_and_the_suffix():
+    stem, suffix = value_name(OP, made(ValueKind.RESULT, "partials"), None, False)
+    assert group_of_parts(group_of(stem), stem, suffix) == group_of(stem + suffix)
+    assert group_of(stem + suffix) == "m.down partials"
