@@ -269,12 +269,14 @@ def _example_input(model: Any, cfg: Any, batch: int, sequence_length: int | None
     if main == "pixel_values":
         vision = getattr(cfg, "vision_config", cfg)
         found = image_size or getattr(vision, "image_size", None) or 224
-        size = found[0] if isinstance(found, (list, tuple)) and found else found
-        channels = getattr(vision, "num_channels", 3)
-        for key, value in (("image_size", size), ("num_channels", channels)):
+        first: object = found[0] if isinstance(found, (list, tuple)) and found else found
+        checked = []
+        for key, value in (("image_size", first), ("num_channels", getattr(vision, "num_channels", 3))):
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1 << 16:
                 raise InputError(f"{key} must be an integer in [1, 65536], found {str(value)[:40]}", path)
-        return torch.zeros(batch, int(channels), int(size), int(size), device="meta")
+            checked.append(value)
+        size, channels = checked
+        return torch.zeros(batch, channels, size, size, device="meta")
     raise InputError(f"the model's main input is {str(main)[:40]!r}; tileplan builds input_ids or pixel_values from "
                      "a config (export the model yourself and plan the .pt2 or .onnx)", path)
 
