@@ -16,9 +16,10 @@ and wall seconds of `place` and the method that won; each placement is validated
 `find_violations`. Targets (issue 12, 2-core machine): A..K at 1048576 within 60 s;
 resnet50 and G_1 at their lower bounds; pangu_2.6B, S_1, Y_1 within 1% in under 60 s.
 
-`--large N` writes two problems of about N buffers to a temporary folder (random: short
+`--large N` writes three problems of about N buffers to a temporary folder (random: short
 lifetimes over N / 8 steps, 1% long ones, sizes up to 64 KB; tiled: IOPDDL's Y_1 repeated
-in time to N buffers, when FOLDER has it) and runs the CLI on each in a fresh process,
+in time to N buffers, when FOLDER has it; all live: buffer i from step i to the end, so
+all N are live at the last step) and runs the CLI on each in a fresh process,
 `tileplan place FILE --capacity C --time-limit S` (default S 5) with C the lower bound
 (nothing reaches it: the whole limit is used) and C 10% above it (the first placement
 ends the run): wall seconds and CPU seconds (user + system of the child) of the whole
@@ -109,6 +110,12 @@ def random_rows(n: int, seed: int = 0) -> list[str]:
     return rows
 
 
+def all_live_rows(n: int, seed: int = 0) -> list[str]:
+    """Buffer i from step i to the end: all n live at once at the last step."""
+    rng = random.Random(seed)
+    return [f"l{i},{i},{n},{rng.randrange(1, 65537)}\n" for i in range(n)]
+
+
 def tiled_rows(source: Path, n: int) -> list[str]:
     """The instance's rows repeated, each copy after the last in time, to about n rows."""
     lines = source.read_text().splitlines()[1:]
@@ -129,6 +136,7 @@ def large(args: argparse.Namespace) -> int:
     y1 = Path(args.folder) / "iopddl" / "Y_1.csv"
     if y1.exists():
         problems["Y_1 tiled"] = tiled_rows(y1, args.large)
+    problems["all live"] = all_live_rows(args.large)
     print(f"tileplan place FILE --capacity C --time-limit {args.time_limit:g}, one fresh process each")
     print(f"{'problem':<12}{'buffers':>9}{'MB':>6}{'capacity':>22}{'wall s':>8}{'cpu s':>7}{'exit':>5}  result")
     for name, rows in problems.items():
