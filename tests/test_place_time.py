@@ -197,12 +197,12 @@ MINIMALLOC = Path(__file__).parent / "data" / "minimalloc"
 
 def test_place_stops_at_the_first_fit_unless_minimising() -> None:
     problem = read_csv(str(MINIMALLOC / "D.1048576.csv"))
-    first = place(problem, 1048576, node_limit=200_000, minimize=False)
+    first = place(problem, 1048576, node_limit=30_000, minimize=False)
     assert first.fits and not first.minimized and first.height > first.lower_bound
     assert [a.capacity for a in first.attempts if a.capacity is not None] == [1048576]  # one search, at the capacity
     assert first.verdict.endswith("over the lower bound (exact search); not minimised: the first placement within "
                                   "the capacity")
-    lowest = place(problem, 1048576, node_limit=200_000, minimize=True)
+    lowest = place(problem, 1048576, node_limit=30_000, minimize=True)
     assert lowest.minimized and any(a.capacity is not None and a.capacity < 1048576 for a in lowest.attempts)
     assert lowest.height <= first.height and lowest.fits
     assert find_violations(problem, first.offsets) == find_violations(problem, lowest.offsets) == []
