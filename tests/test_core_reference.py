@@ -8,7 +8,8 @@ model (`shards_of`, `Shards.largest_bytes`, `Shards.bytes_per_tile`). From them 
 derives, one step and one tile at a time:
 
 * live ranges: declared tensors from step 0, other values from the first step writing
-  them; until the last step reading them; program outputs to the last step; in a
+  them; until the last step reading them; program outputs to the last step; with the
+  default policy, parameters (weights, buffers, constants) to the last step; in a
   repeat block, a member of a parameter family read by later iterations
   (`Lowering.later_members`) lives to the block's last step once a block step reads it;
 * the scope: planning stops after the operation of the first step where a value
@@ -84,7 +85,7 @@ def region_of(value) -> str:
     return value.layout.memory_class.usage_key
 
 
-def reference_live_ranges(lowering: Lowering) -> dict[int, tuple[int, int]]:
+def reference_live_ranges(lowering: Lowering, always_live: bool) -> dict[int, tuple[int, int]]:
     steps = lowering.steps
     if not steps:
         return {}
@@ -109,6 +110,10 @@ def reference_live_ranges(lowering: Lowering) -> dict[int, tuple[int, int]]:
                 last[v] = i
     for v in lowering.outputs:
         last[v] = end
+    if always_live:
+        for v in range(lowering.declared):
+            if lowering.values[v].role == "parameter":
+                last[v] = end
     ranges = {}
     for v, f in first.items():
         ranges[v] = (f, max(f, last.get(v, f)))
@@ -142,9 +147,9 @@ def first_max(series: list[int]) -> tuple[int, int]:
     return best, at
 
 
-def reference_plan(lowering: Lowering, tile_count: int) -> Reference:
+def reference_plan(lowering: Lowering, tile_count: int, always_live: bool) -> Reference:
     steps = lowering.steps
-    ranges = reference_live_ranges(lowering)
+    ranges = reference_live_ranges(lowering, always_live)
     sizes: dict[int, tuple[int, int, int] | None] = {}
     per_tile: dict[int, list[int] | None] = {}
     for v in ranges:
@@ -256,7 +261,8 @@ def reference_plan(lowering: Lowering, tile_count: int) -> Reference:
 
 def assert_plan_matches(program: Program, machine: Machine, policy_name: str, options: Options) -> Reference:
     layout_policy = policy(policy_name)
-    ref = reference_plan(lower_program(program, machine, layout_policy, options), machine.tile_count)
+    ref = reference_plan(lower_program(program, machine, layout_policy, options), machine.tile_count,
+                         policy_name == "default")
     plan = plan_program(program, machine, layout_policy, options)
 
     assert plan.scope == ref.scope

@@ -162,15 +162,15 @@ def test_two_ipus_of_a_pipeline_show_their_stages(tmp_path, capsys, monkeypatch)
     ipu0, ipu1 = tmp_path / "m.ipu0.json", tmp_path / "m.ipu1.json"
     assert main(["diff", str(ipu0), str(ipu1), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["pipeline"]["a"] == {"ipu": 0, "ipus": 2, "layers": [0, 14], "layers_per_ipu": [14, 13],
-                                    "text": "IPU 0 of 2: layers 0 to 13 (layers_per_ipu [14, 13])"}
-    assert doc["pipeline"]["b"]["layers"] == [14, 27] and doc["pipeline"]["same_pipeline"] is True
+    assert doc["pipeline"]["a"] == {"ipu": 0, "ipus": 2, "layers": [0, 13], "layers_per_ipu": [13, 14],
+                                    "text": "IPU 0 of 2: layers 0 to 12 (layers_per_ipu [13, 14])"}
+    assert doc["pipeline"]["b"]["layers"] == [13, 27] and doc["pipeline"]["same_pipeline"] is True
     assert doc["placement"]["a"]["state"] == doc["placement"]["b"]["state"] == "placed"
     monkeypatch.delenv("COLUMNS", raising=False)
     assert main(["diff", str(ipu0), str(ipu1)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[3:6] == ["A is IPU 0 of 2: layers 0 to 13 (layers_per_ipu [14, 13])",
-                          "B is IPU 1 of 2: layers 14 to 26 (layers_per_ipu [14, 13])",
+    assert lines[3:6] == ["A is IPU 0 of 2: layers 0 to 12 (layers_per_ipu [13, 14])",
+                          "B is IPU 1 of 2: layers 13 to 26 (layers_per_ipu [13, 14])",
                           "two stages of one pipeline: their values differ by the layers each holds"]
     # a whole program against one of its stages
     assert main(["plan", "--weights", "f16", "--no-what-if", "-o", str(tmp_path / "one.json")]) in (0, 3)

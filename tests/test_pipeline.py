@@ -92,7 +92,7 @@ def test_the_command_line_writes_a_report_per_ipu_and_the_ipu_config(tmp_path, c
     assert main(["check", str(tmp_path / "so.ipu1.json")]) == 0
     assert main(["plan", "--weights", "f16", "--ipus", "auto", "--no-what-if", "-o", str(tmp_path / "a.json"),
                  "--fail-over-budget"]) == 0
-    assert "2 IPUs, layers_per_ipu [14, 13]: fits" in capsys.readouterr().out
+    assert "2 IPUs, layers_per_ipu [13, 14]: fits" in capsys.readouterr().out
     assert main(["plan", "--ipus", "two", "-o", str(tmp_path / "bad.json")]) == 2
     assert "--ipus must be a count" in capsys.readouterr().err
 

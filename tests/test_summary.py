@@ -173,9 +173,8 @@ def test_layout_brief_names_order_partitions_replicas_region(f8_path):
 def test_names_print_as_they_are(hostile_path, capsys):
     assert main(["summary", str(hostile_path)]) == 0
     out = capsys.readouterr().out
-    for name in (HOSTILE_TENSOR, HOSTILE_OPERATION):
+    for name in (HOSTILE_TENSOR, HOSTILE_OPERATION):  # the values live at the peak; the input's is in the diff test
         assert name in out
-    assert f"{HOSTILE_INPUT} [AMP copy]" in out  # its copy for the AMP, named after it, markup shown as text
 
 
 def test_rich_markup_in_names_stays_text(hostile_path, f8_path, capsys, monkeypatch):

@@ -5,16 +5,24 @@ Each operation's plan says, for each input, the layout it reads without a re-lay
 A policy picks a resting layout for every declared tensor from the plans of the
 operations that read it.
 
-* `default`: the first operation's inputs rest where it wants them (there is no
-  earlier step to re-lay them out in); every other tensor (the Gemm weights, which
-  the AMP wants replicated over the M partitions, the vectors, which an add or a norm
-  wants replicated over the rows, the position table) rests compactly in a Linear
-  tiling in 8-byte blocks, and is re-laid out by a `Copy` just before its use, so
-  resident parameters cost the least memory per tile. The Linear
-  tiling takes at most as many partitions as the tensor has blocks (a divisor of the
-  tile count; the rest are replicas) with padding Reject: the weights take all 1472
-  tiles as in the reference, a `[1,1,1152]` F16 vector's 288 blocks of 4 take 184
-  partitions x 8 replicas (see `compact_layout`).
+* `default`: a tensor is created in the layout its consumer asks for, as PopART
+  "unwinds" an input to its consumer's `createInput` (a matmul's right-hand side
+  through `poplin::createMatMulInputRHS`, a convolution's weights through
+  `createWeights`, an embedding table through `popops::createSliceableTensor`;
+  popart willow/src/popx/irlowering.cpp `getCreatorEndpoints`, CONV-NOTES.md section
+  4). The creator is the reader PopART ranks first: a gather (its creator priority
+  is the highest), else the earliest reader with a layout to give. A variable is held
+  once: where the consumer's layout replicates the tensor (the AMP wants the weights
+  on every M partition, a norm its scale on every row partition), the tensor is
+  spread over the tiles instead (each element once) and the consumer's lowering
+  broadcasts it into its own layout at its step (a `Copy` that lives only there, the
+  broadcast PopLibs counts in the operation's temporary bytes). Other readers that
+  want another layout copy it at their step (the copy is named after them). Every
+  tensor nothing asks for rests compactly in a Linear tiling in 8-byte blocks: at
+  most as many partitions as the tensor has blocks (a divisor of the tile count; the
+  rest are replicas) with padding Reject: a weight takes all 1472 tiles, a
+  `[1,1,1152]` F16 vector's 288 blocks of 4 take 184 partitions x 8 replicas (see
+  `compact_layout`).
 * `reference`: the reference planner's resting layouts. The first operation's inputs
   rest where it wants them, every Gemm weight rounded up to one element pair; every
   other tensor rests in a Linear tiling over all tiles in 8-byte blocks with padding
@@ -45,6 +53,8 @@ class Reader:
 
 class Policy:
     name = "abstract"
+    #: parameters, buffers and constants live for the whole program (Poplar's variables)
+    always_live = True
 
     def resting(self, tensor: Tensor, readers: list[Reader], tile_count: int, prefix: str
                 ) -> tuple[Layout, int | None]:
@@ -55,14 +65,31 @@ class DefaultPolicy(Policy):
     name = "default"
 
     def resting(self, tensor, readers, tile_count, prefix):
-        first = next((r for r in readers if r.rest is not None), None)
-        if first is not None and first.op_index == 0:
-            return first.rest, first.alignment
+        creator = creator_of(readers)
+        if creator is not None and creator.rest is not None and creator.rest.tiling.replicas == 1:
+            return creator.rest, creator.alignment
         return compact_layout(tensor.elements, tensor.precision.bytes, tile_count, prefix), None
+
+
+#: operators whose layout wins when several read a tensor (PopART's creator priority:
+#: Gather's `inputCreatorPriority` is the highest; popart willow/src/popx/op/gatherx.cpp)
+FIRST_CREATORS = ("gather", "embedding")
+
+
+def creator_of(readers: list[Reader]) -> Reader | None:
+    """The reader whose layout a tensor is created in: a gather first, else the
+    earliest reader that has a layout to give (PopART's `PICreatorCandidateCmp`:
+    priority, then the earliest in the schedule)."""
+    offering = [r for r in readers if r.rest is not None]
+    for r in offering:
+        if r.kind in FIRST_CREATORS:
+            return r
+    return offering[0] if offering else None
 
 
 class ReferencePolicy(Policy):
     name = "reference"
+    always_live = False  # the reference planner freed them after their last use
 
     def resting(self, tensor, readers, tile_count, prefix):
         first = readers[0] if readers else None

@@ -139,18 +139,27 @@ def place_tensors(k: Kernel, timeline: Timeline, program: Program, plans: dict[i
                          k.size(layout, t.shape, t.precision, alignment), alignment, t.role)
 
 
-def last_readers(program: Program) -> dict[str, int]:
-    """For each name, the index of the last operation reading it (outputs: never die).
-    A view may share its input's storage, so the input lives as long as the view is
-    read: the last read of a view counts as a read of its input (transitively), and
+#: the last reader of a value that never dies (a program output, an always-live parameter)
+NEVER = 1 << 62
+
+
+def last_readers(program: Program, always_live: bool = False) -> dict[str, int]:
+    """For each name, the index of the last operation reading it (outputs, and with
+    `always_live` the parameters and the families of them a repeat block reads: never
+    die). A view may share its input's storage, so the input lives as long as the view
+    is read: the last read of a view counts as a read of its input (transitively), and
     a name's entry is that of the whole chain of views it belongs to."""
     last: dict[str, int] = {}
     schedule = _schedule(program)
-    for op, _, _ in schedule:
+    declared = {t.name for t in program.tensors}
+    parameters = {t.name for t in program.tensors if t.role == "parameter"} if always_live else set()
+    for op, _, block in schedule:
         for name in op.inputs:
             last[name] = op.index
+            if parameters and _members(name, block, declared)[0] in parameters:
+                last[name] = NEVER
     for name in program.outputs:
-        last[name] = 1 << 62
+        last[name] = NEVER
     source: dict[str, str] = {}
     for op, _, _ in schedule:
         if REGISTRY[op.kind].view:
@@ -182,13 +191,13 @@ class Emitted:
 
 
 def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int, OpPlan], reference: bool,
-               replay: bool = True) -> Emitted:
+               replay: bool = True, always_live: bool = False) -> Emitted:
     """Lower each operation in order into `timeline` (after the declared tensors).
     `reference`: the reference's value names. `replay`: lower each signature once
     (`tileplan.lowering.replay`); without it every operation is lowered afresh."""
     declared_names = {t.name for t in program.tensors}
     declared = len(timeline.values)
-    last = last_readers(program)
+    last = last_readers(program, always_live)
     out = Emitted(binding={t.name: (i,) for i, t in enumerate(program.tensors)})
     binding, values = out.binding, timeline.values
     memo: dict[Hashable, Compiled] = {}
@@ -234,7 +243,7 @@ def lower_program(program: Program, machine: Machine, policy: Policy, options: O
     plans, over_cap, failed = plan_operations(k, program)
     timeline = Timeline()
     place_tensors(k, timeline, program, plans, policy)
-    emitted = emit_steps(k, timeline, program, plans, policy.name == "reference", replay)
+    emitted = emit_steps(k, timeline, program, plans, policy.name == "reference", replay, policy.always_live)
     failed = emitted.failed or failed
     outputs = tuple(emitted.binding[name][0] for name in program.outputs if name in emitted.binding)
     return Lowering(tuple(timeline.values), tuple(timeline.steps), tuple(emitted.operations), outputs,

@@ -170,8 +170,11 @@ IPU21 = Machine(
         AmpGeometry("F32", input_channels=8, output_channels=8, accumulate="F32"),
     ),
 )
-#: Mk2 (GC200, IPU-M2000) and Bow (Bow-2000): IPU21's tiles and memory, no FP8 on the AMP
-MK2 = replace(IPU21, name="mk2", class_prefix="Mk2", amp=tuple(g for g in IPU21.amp if g.multiply in ("F16", "F32")))
+#: Mk2 (GC200, IPU-M2000) and Bow (Bow-2000): IPU21's tiles and memory, no FP8 on the AMP,
+#: and no 32 KiB element-pair granularity: Poplar aligns a tensor's storage on a tile to
+#: 8 bytes (the 64-bit load width), so AMP operands and partials are not rounded up
+MK2 = replace(IPU21, name="mk2", class_prefix="Mk2", amp=tuple(g for g in IPU21.amp if g.multiply in ("F16", "F32")),
+              element_pair_bytes=8)
 BOW = replace(MK2, name="bow", class_prefix="Bow")
 #: Mk1 (GC2, C2 cards): 1216 tiles of 256 KiB. The split into regions and the budgets
 #: are tileplan's assumptions (docs/machine-and-model.md): a 64 KiB non-interleaved
@@ -179,7 +182,7 @@ BOW = replace(MK2, name="bow", class_prefix="Bow")
 MK1 = Machine(
     name="mk1", class_prefix="Mk1", tile_count=1216, tile_bytes=262144, non_interleaved_bytes=65536,
     interleaved_bytes=196608, support_reserve_bytes=32768, standard_budget_bytes=32768,
-    interleaved_budget_bytes=196608, element_pair_bytes=32768, exchange_row_bytes=16,
+    interleaved_budget_bytes=196608, element_pair_bytes=8, exchange_row_bytes=16,
     amp=tuple(g for g in IPU21.amp if g.multiply in ("F16", "F32")),
 )
 PRESETS = {m.name: m for m in (IPU21, MK2, BOW, MK1)}

@@ -74,10 +74,13 @@ class Plan:
         return estimate_non_tensor(self.steps.operation_texts, self.operation_kinds, self.operation_exchanges, uses)
 
 
-def compute_live_ranges(lowering: Lowering) -> tuple[np.ndarray, np.ndarray]:
+def compute_live_ranges(lowering: Lowering, always_live: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(first, last) step of every value of the lowering, -1 for a value never live.
     Declared tensors live from step 0, other values from the step writing them; all
-    until the last step reading them (program outputs: until the last step). The steps
+    until the last step reading them (program outputs: until the last step). With
+    `always_live` (the default policy), parameters, buffers and constants live to the
+    last step: in Poplar they are variables, allocated for the whole program, which
+    runs again and again (PopVision's "always live" memory). The steps
     of a repeat block stand for its first iteration, the one with the most still to
     come: the members of a parameter family that later iterations read (layers 1..26's
     weights, read by the same step as layer 0's) stay live to the block's last step."""
@@ -104,6 +107,9 @@ def compute_live_ranges(lowering: Lowering) -> tuple[np.ndarray, np.ndarray]:
     until = np.where((block_end[read_step] >= 0) & later[reads], block_end[read_step], read_step)
     np.maximum.at(last, reads, until)
     last[list(lowering.outputs)] = end
+    if always_live:
+        parameters = [v.id for v in lowering.values[:lowering.declared] if v.role == "parameter"]
+        last[parameters] = end
     live = first < n_steps
     return np.where(live, first, -1), np.where(live, np.maximum(first, last), -1)
 
@@ -161,7 +167,7 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     space (`tileplan.planner.placed`)."""
     lowering = lower_program(program, machine, policy, options)
     shards, reasons = lowering.shards, lowering.unsized
-    first, last = compute_live_ranges(lowering)
+    first, last = compute_live_ranges(lowering, policy.always_live)
     kept, scope, rejected = find_scope(lowering, first, set(reasons))
     in_report = np.flatnonzero((first >= 0) & (first < kept))
     values = tuple(lowering.values[v] for v in in_report.tolist())
