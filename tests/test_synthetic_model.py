@@ -13,7 +13,7 @@ from tileplan.lowering.policy import policy
 from tileplan.lowering.program import lower_program
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import F16, from_option
-from tileplan.model.synthetic import (
+from tileplan.builtins.synthetic import (
     MAX_TIMELINE_VALUES, build_synthetic, config_for_timeline, smallest_timeline, timeline_count,
     timeline_per_operation,
 )

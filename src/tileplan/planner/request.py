@@ -16,7 +16,7 @@ from tileplan.errors import InputError
 from tileplan.lowering.core import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.importers.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
-from tileplan.model import siglip, synthetic
+from tileplan.builtins import siglip, synthetic
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
 from tileplan.model.precision import from_option

@@ -339,9 +339,9 @@ def elementwise_before_views(graph: Graph) -> Graph:
                 continue
             j = producer[v.output]
             source = v.inputs[0]
-            first = replace(o, inputs=(source,), shape=shapes[source])
-            view = replace(v, inputs=(o.output,))
-            rest = [replace(x, inputs=tuple(v.output if i == o.output else i for i in x.inputs)) for x in ops[k + 1:]]
+            first = o._replace(inputs=(source,), shape=shapes[source])
+            view = v._replace(inputs=(o.output,))
+            rest = [x._replace(inputs=tuple(v.output if i == o.output else i for i in x.inputs)) for x in ops[k + 1:]]
             ops = [*ops[:j], first, view, *ops[j + 1:k], *rest]
             graph = replace(graph, outputs=tuple(v.output if n == o.output else n for n in graph.outputs))
             shapes[o.output] = shapes[source]

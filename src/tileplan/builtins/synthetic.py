@@ -1,4 +1,5 @@
-"""A synthetic program of a requested size, to measure the planner at scale.
+"""A synthetic program of a requested size, to measure the planner at scale, built
+through the importers' graph builder (`tileplan.importers.graph`).
 
 The program is a long chain of MLP blocks over a modest activation [1, rows, hidden]:
 
@@ -47,11 +48,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Mapping
 
 from tileplan.errors import InputError
+from tileplan.importers.graph import Graph, GraphBuilder
+from tileplan.lowering.core import Options
+from tileplan.lowering.policy import policy
+from tileplan.lowering.program import lower_program
 from tileplan.model.ir import Program
+from tileplan.model.machine import IPU21
 from tileplan.model.precision import F16, Precision
-from tileplan.model.siglip import GraphBuilder
+from tileplan.runtime import without_gc
 
 #: parameters of one set, in declaration order
 SET_PARAMETERS = ("norm.scale", "norm.bias", "mlp.up.weight", "mlp.up.bias", "mlp.down.weight", "mlp.down.bias")
@@ -105,12 +112,12 @@ def graph_values(program: Program) -> int:
     return len(program.tensors) + len(program.operations())
 
 
-def build_synthetic(cfg: SyntheticConfig, weights: Precision = F16) -> Program:
-    """The chain of `cfg` (see the module docstring): exactly `cfg.values` graph values,
-    deterministic, the output the last operation's result."""
-    b = GraphBuilder(weights)
+def synthetic_graph(cfg: SyntheticConfig) -> Graph:
+    """The chain of `cfg` (see the module docstring) as a graph: exactly `cfg.values`
+    graph values, deterministic, the output the last operation's result."""
+    b = GraphBuilder("synthetic")  # every tensor is declared first: origins as declared
     rows, hidden, mlp = cfg.rows, cfg.hidden, cfg.mlp
-    h = b.declare("synthetic.input", (1, rows, hidden), role="input")
+    h = b.input("synthetic.input", (1, rows, hidden), "float")
     for k in range(cfg.shared):
         _declare_set(b, f"synthetic.shared{k}", hidden, mlp)
     x = h
@@ -118,46 +125,59 @@ def build_synthetic(cfg: SyntheticConfig, weights: Precision = F16) -> Program:
         if j % BLOCK_OPERATIONS == 0:
             h = x  # the block's input, read again by its residual
         x = _block_operation(b, j, x, h, cfg)
-    program = Program("synthetic", tuple(b.tensors), tuple(b.items), (x,),
-                      {"values": cfg.values, "rows": rows, "hidden": hidden, "mlp": mlp, "shared": cfg.shared,
-                       "weights": weights.to_text()})
+    b.output(x)
+    return b.build()
+
+
+@without_gc
+def build_synthetic(cfg: SyntheticConfig, weights: Precision = F16) -> Program:
+    """The chain of `cfg` as a program, its weights in `weights` (vectors F16); a
+    million operations' objects built with the cyclic collector paused."""
+    program = synthetic_graph(cfg).to_program(
+        weights, options={"values": cfg.values, "rows": cfg.rows, "hidden": cfg.hidden, "mlp": cfg.mlp,
+                          "shared": cfg.shared}, repeat=False)
     assert graph_values(program) == cfg.values, (graph_values(program), cfg.values)
     return program
 
 
 def _declare_set(b: GraphBuilder, prefix: str, hidden: int, mlp: int) -> None:
-    """One parameter set: the norm's vectors, then each projection's weight and bias.
-    Weights take the program's weight precision, vectors stay F16."""
+    """One parameter set: the norm's vectors, then each projection's weight and bias
+    (the weights take the program's weight precision: `Graph.to_program`)."""
     shapes = {"norm.scale": (1, 1, hidden), "norm.bias": (1, 1, hidden), "mlp.up.weight": (hidden, mlp),
               "mlp.up.bias": (1, 1, mlp), "mlp.down.weight": (mlp, hidden), "mlp.down.bias": (1, 1, hidden)}
     for suffix in SET_PARAMETERS:
-        name = f"{prefix}.{suffix}"
-        if suffix.endswith(".weight"):
-            b.weight(name, shapes[suffix])
-        else:
-            b.declare(name, shapes[suffix])
+        b.parameter(f"{prefix}.{suffix}", shapes[suffix], "float")
 
 
 def _block_operation(b: GraphBuilder, j: int, x: str, h: str, cfg: SyntheticConfig) -> str:
     """Operation j of the chain, step j mod 7 of block j // 7, on the previous result
-    `x`; the residual adds the block's input `h`. Returns the operation's result."""
+    `x`; the residual adds the block's input `h`. Returns the operation's result
+    (`name.out`)."""
     block, step = divmod(j, BLOCK_OPERATIONS)
     p = f"synthetic.shared{block % cfg.shared}"
     at = f"synthetic.layer{block}"
-    row, wide = (1, cfg.rows, cfg.hidden), (1, cfg.rows, cfg.mlp)
     if step == 0:
-        return b.op("layernorm", f"{at}.norm", (x, f"{p}.norm.scale", f"{p}.norm.bias"), row, eps=1e-6)
+        return _op(b, "layernorm", f"{at}.norm", (x, f"{p}.norm.scale", f"{p}.norm.bias"), _NORM)
     if step == 1:
-        return b.op("matmul", f"{at}.mlp.up", (x, f"{p}.mlp.up.weight"), wide)
+        return _op(b, "matmul", f"{at}.mlp.up", (x, f"{p}.mlp.up.weight"))
     if step == 2:
-        return b.op("add", f"{at}.mlp.up.bias_add", (x, f"{p}.mlp.up.bias"), wide)
+        return _op(b, "add", f"{at}.mlp.up.bias_add", (x, f"{p}.mlp.up.bias"))
     if step == 3:
-        return b.op("gelu", f"{at}.mlp.gelu", (x,), wide, approximate="tanh")
+        return _op(b, "gelu", f"{at}.mlp.gelu", (x,), _GELU)
     if step == 4:
-        return b.op("matmul", f"{at}.mlp.down", (x, f"{p}.mlp.down.weight"), row)
+        return _op(b, "matmul", f"{at}.mlp.down", (x, f"{p}.mlp.down.weight"))
     if step == 5:
-        return b.op("add", f"{at}.mlp.down.bias_add", (x, f"{p}.mlp.down.bias"), row)
-    return b.op("add", f"{at}.residual", (h, x), row)
+        return _op(b, "add", f"{at}.mlp.down.bias_add", (x, f"{p}.mlp.down.bias"))
+    return _op(b, "add", f"{at}.residual", (h, x))
+
+
+_NORM = {"eps": 1e-6}
+_GELU = {"approximate": "tanh"}
+
+
+def _op(b: GraphBuilder, kind: str, name: str, inputs: tuple[str, ...], attrs: Mapping[str, object] | None = None
+        ) -> str:
+    return b.op(kind, inputs, attrs, name=name, output=f"{name}.out")
 
 
 # The named model: `synthetic:N`, about N timeline values ------------------------------
@@ -195,11 +215,6 @@ def timeline_per_operation(weights: Precision) -> tuple[int, tuple[int, ...]]:
     """(timeline values of the declared tensors, timeline values made by each operation
     of a block), counted on a lowered sample chain of `shared` + 1 blocks (the last
     block's, past every set's first use)."""
-    from tileplan.lowering.core import Options
-    from tileplan.lowering.policy import policy
-    from tileplan.lowering.program import lower_program
-    from tileplan.model.machine import IPU21
-
     base = DEFAULTS
     blocks = base.shared + 1
     program = build_synthetic(SyntheticConfig(1 + base.parameters + blocks * BLOCK_OPERATIONS), weights)
