@@ -2,9 +2,10 @@
 `config.json` (SigLIP towers by the built-in builder, any other architecture through
 transformers on the meta device and torch.export), an ONNX file (`.onnx`), a saved
 ExportedProgram (`.pt2`) or `synthetic:N` (a chain of about N timeline values, built
-in; `tileplan.builtins.synthetic`). `import_graph` imports one once per process (cached on the
-path, its modification time and the shape knobs), so what-if rows re-plan without
-re-exporting.
+in; `tileplan.builtins.synthetic`). `import_graph` imports one once per process
+(cached on the path, its modification time and the shape knobs), so what-if rows
+re-plan without re-exporting. The built-in names come from `tileplan.builtins.siglip`
+(read when asked, not at import).
 """
 
 from __future__ import annotations
