@@ -68,7 +68,7 @@ def run(name: str) -> None:
           f"(named_parameters: {params:,}); {len(r.values):,} values, {len(r.steps):,} steps")
     print(f"  {result.verdict}")
     if name == "so400m-27":
-        from tileplan.model import siglip
+        from tileplan.builtins import siglip
         builtin = tileplan.plan(siglip.DEFAULT_MODEL, weights="f8f143:-4")
         for region in ("total", "standard", "interleaved"):
             a = next(x for x in r.extra["verdict"]["regions"] if x["region"] == region)["peak"]

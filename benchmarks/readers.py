@@ -45,7 +45,7 @@ def run(cmd: list[str], out: Path | None = None) -> tuple[float, float, int]:
 def make_report(values: int, folder: Path, version: int) -> Path:
     path = folder / f"synthetic-{values}.json"
     graph = max(100, round(values / VALUES_PER_GRAPH_VALUE))
-    code = ("import sys; from tileplan.model.synthetic import SyntheticConfig, build_synthetic;"
+    code = ("import sys; from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic;"
             "from tileplan.planner.plan import plan_program; from tileplan.model.machine import IPU21;"
             "from tileplan.lowering.policy import policy; from tileplan.kernel.options import Options;"
             "from tileplan.report.build import build_report; from tileplan.report.format import write_report;"

@@ -44,7 +44,7 @@ def golden_plans() -> dict:
     from tileplan.kernel.options import Options
     from tileplan.lowering.policy import policy
     from tileplan.model.machine import IPU21
-    from tileplan.model.synthetic import SyntheticConfig, build_synthetic
+    from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
     from tileplan.planner.plan import plan_program
     from tileplan.planner.request import PlanRequest
 

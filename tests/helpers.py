@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tileplan.errors import InputError
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
-from tileplan.model import siglip
+from tileplan.builtins import siglip
 from tileplan.model.machine import IPU21, Machine
 from tileplan.model.precision import from_option
 from tileplan.planner.plan import Plan, plan_program

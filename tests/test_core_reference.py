@@ -44,12 +44,11 @@ from tileplan.errors import TilingError
 from tileplan.kernel.options import GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.lowering.program import Lowering, lower_program
-from tileplan.model.ir import ITERATION, Operation, Program, RepeatBlock, family_member
+from tileplan.model.ir import ITERATION, Operation, Program, RepeatBlock, Tensor, family_member
 from tileplan.model.machine import IPU21, Machine
 from tileplan.model.precision import F16, Precision
-from tileplan.model import siglip
-from tileplan.model.siglip import GraphBuilder
-from tileplan.model.synthetic import SyntheticConfig, build_synthetic
+from tileplan.builtins import siglip
+from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
 from tileplan.model.tiling import shards_of
 from tileplan.ops import infer_shape
 from tileplan.planner.plan import plan_program
@@ -305,11 +304,37 @@ UNARY = ("gelu", "relu", "exp", "tanh")
 BINARY = ("add", "mul", "sub")
 
 
-class Builder:
-    """A GraphBuilder whose shapes come from the registry's rules."""
+class Nodes:
+    """Numbers graph nodes (`origin`) and operations (`index`) in declaration order;
+    collects tensors and program items as they are declared."""
 
     def __init__(self, weights: Precision) -> None:
-        self.b = GraphBuilder(weights)
+        self.weights = weights
+        self.origin = 0
+        self.op_index = 0
+        self.tensors: list[Tensor] = []
+        self.items: list[Operation | RepeatBlock] = []
+        self.shapes: dict[str, tuple[int, ...]] = {}
+
+    def node(self) -> int:
+        self.origin += 1
+        return self.origin - 1
+
+    def declare(self, name: str, shape: tuple[int, ...], precision: Precision = F16) -> str:
+        self.tensors.append(Tensor(self.node(), name, shape, precision, "parameter"))
+        self.shapes[name] = shape
+        return name
+
+    def weight(self, name: str, shape: tuple[int, ...]) -> str:
+        return self.declare(name, shape, self.weights)
+
+
+class Builder:
+    """Random programs' nodes, any IR the planner accepts (repeat blocks carrying any
+    value); shapes from the registry's rules."""
+
+    def __init__(self, weights: Precision) -> None:
+        self.b = Nodes(weights)
         self.count = 0
 
     def shape(self, name: str) -> tuple[int, ...]:

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tileplan.cli.main import main
-from tileplan.model import siglip
+from tileplan.builtins import siglip
 
 # the vision part of google/siglip-so400m-patch14-384's config.json
 SO400M = {

@@ -153,7 +153,7 @@ def large_page(tmp_path_factory):
     from tileplan.kernel.options import Options
     from tileplan.lowering.policy import policy
     from tileplan.model.machine import IPU21
-    from tileplan.model.synthetic import SyntheticConfig, build_synthetic
+    from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
     from tileplan.planner.plan import plan_program
     from tileplan.report.build import build_report
     from tileplan.report.format import write_report

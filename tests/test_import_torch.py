@@ -16,11 +16,11 @@ from transformers import (
 import tileplan
 from tileplan.cli.main import main
 from tileplan.errors import ModelError
-from tileplan.importers.graph import find_repeats
+from tileplan.importers.repeats import find_repeats
 from tileplan.importers.torch_export import from_torch
 from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
-from tileplan.model import siglip
+from tileplan.builtins import siglip
 from tileplan.model.ir import RepeatBlock
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import from_option
@@ -154,7 +154,7 @@ def test_repeated_layers_plan_as_one_repeat_block_with_the_peaks_of_the_unrolled
                       num_key_value_heads=2, intermediate_size=160, vocab_size=1000)
     graph = from_torch(on_meta(lambda: LlamaModel(cfg)), (ids(16),), "llama3")
     (run,) = find_repeats(graph)
-    assert (run.prefix, run.count) == ("layers", 3)
+    assert (run.name, run.layer, run.count) == ("layers", "layers.{i}", 3)
     assert "layers.{i}.self_attn.q_proj.weight" in run.families
     repeat = graph.to_program(from_option("f8f143:-4"))
     (block,) = [item for item in repeat.items if isinstance(item, RepeatBlock)]

@@ -10,7 +10,7 @@ from tileplan.cli.main import main
 from tileplan.errors import InputError
 from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
-from tileplan.model import siglip
+from tileplan.builtins import siglip
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import from_option
 from tileplan.model.stages import split_program

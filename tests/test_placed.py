@@ -52,7 +52,7 @@ def test_a_tile_with_more_buffers_than_the_limit_is_said_not_placed() -> None:
     from tileplan.kernel.options import Options
     from tileplan.lowering.policy import policy
     from tileplan.model.machine import IPU21
-    from tileplan.model.synthetic import SyntheticConfig, build_synthetic
+    from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
     from tileplan.planner.placed import BUFFER_LIMIT
     from tileplan.planner.plan import plan_program
     from tileplan.report.build import build_report

@@ -56,7 +56,7 @@ def test_the_reference_policy_frees_a_weight_after_its_last_use():
     keeps that (the 4-layer reference program stops at operation 0, where the patch
     embedding's weight is read and dies)."""
     from tileplan.lowering.program import last_readers
-    from tileplan.model import siglip
+    from tileplan.builtins import siglip
     from tileplan.model.precision import from_option
     program = siglip.build_vit(siglip.config("siglip-so400m-patch14-384", layers=2), from_option("f8f143:-4"))
     weight = "vit.embedding.weight"

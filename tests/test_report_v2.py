@@ -22,7 +22,7 @@ from tileplan.errors import InputError
 from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.model.machine import IPU21
-from tileplan.model.synthetic import SyntheticConfig, build_synthetic
+from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
 from tileplan.model.timeline import StepTable
 from tileplan.planner.plan import plan_program
 from tileplan.report.build import build_report

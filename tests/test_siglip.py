@@ -3,7 +3,7 @@
 import pytest
 
 from tileplan.errors import InputError
-from tileplan.model import siglip
+from tileplan.builtins import siglip
 from tileplan.model.precision import Precision
 
 F8 = Precision("F8F143", -4)

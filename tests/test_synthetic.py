@@ -9,7 +9,7 @@ from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.model.ir import RepeatBlock
 from tileplan.model.machine import IPU21
-from tileplan.model.synthetic import BLOCK_OPERATIONS, SET_PARAMETERS, SyntheticConfig, build_synthetic, graph_values
+from tileplan.builtins.synthetic import BLOCK_OPERATIONS, SET_PARAMETERS, SyntheticConfig, build_synthetic, graph_values
 from tileplan.planner.plan import plan_program
 from tileplan.report.check import check_report
 

@@ -13,9 +13,9 @@ from tileplan.lowering.policy import policy
 from tileplan.lowering.program import lower_program
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import F16, from_option
-from tileplan.model.synthetic import build_synthetic
-from tileplan.planner.synthetic import (
-    MAX_TIMELINE_VALUES, config_for_timeline, smallest_timeline, timeline_count, timeline_per_operation,
+from tileplan.builtins.synthetic import (
+    MAX_TIMELINE_VALUES, build_synthetic, config_for_timeline, smallest_timeline, timeline_count,
+    timeline_per_operation,
 )
 from tileplan.planner.request import PlanRequest
 from tileplan.report.format import read_report

@@ -6,7 +6,7 @@ import pytest
 
 from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
-from tileplan.model import siglip
+from tileplan.builtins import siglip
 from tileplan.model.ir import RepeatBlock
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import from_option

@@ -22,7 +22,7 @@ from tileplan.errors import InputError
 from tileplan.ioutil import check_target, write_atomic
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
-from tileplan.model import siglip
+from tileplan.builtins import siglip
 from tileplan.model.machine import PRESETS, machine
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline
 from tileplan.planner.request import PlanRequest

@@ -1,9 +1,10 @@
 """What every importer builds: a graph of registry operators, then a program.
 
-An importer (torch.export, ONNX, a built-in builder) calls `GraphBuilder`: `input`,
-`parameter` and `op` (an operator of `tileplan.ops` by name, its inputs and
-attributes; the output's shape comes from the operator's shape rule, so an importer
-never states shapes it could get wrong) and `output`. Element types are classes
+An importer (torch.export, ONNX, the built-in towers of `tileplan.builtins`) calls
+`GraphBuilder`: `input`, `parameter` and `op` (an operator of `tileplan.ops` by name,
+its inputs and attributes; the output's shape comes from the operator's shape rule,
+so an importer never states shapes it could get wrong), `repeat` (alike layers run as
+one repeat block, `importers.repeats`) and `output`. Element types are classes
 (`float`, `int`, `bool`), not precisions: `Graph.to_program` assigns those, so one
 import serves every `--weights` choice. `build` runs small named passes that take a
 graph and return a graph: `fold_aliases` (clone, contiguous, dropout: nothing),
@@ -17,13 +18,12 @@ and `prune` (operations whose results nothing reads).
 from __future__ import annotations
 
 import math
-import re
-from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from tileplan.errors import ModelError
-from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, RepeatBlock, Tensor
+from tileplan.importers.repeats import Block, Repeat, find_repeats
+from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, RepeatBlock, Tensor, family_member
 from tileplan.model.precision import F16, F32, Precision
 from tileplan.ops import REGISTRY, infer_dtype, infer_shape
 from tileplan.ops.elementwise import BINARY
@@ -43,10 +43,11 @@ class GraphTensor:
     role: str  # "input" | "parameter" | "buffer" (state that is not trained: resident like a parameter)
 
 
-@dataclass(frozen=True, slots=True)
-class GraphOp:
+class GraphOp(NamedTuple):
     """One operation: `name` is what people read (the module path and what it does),
-    `output` the tensor it makes."""
+    `output` the tensor it makes. Immutable; a named tuple rather than a frozen
+    dataclass because a synthetic chain makes a million of them, five times faster
+    (`GraphOp._replace` makes a changed copy)."""
 
     kind: str
     name: str
@@ -66,192 +67,87 @@ class Graph:
     tensors: tuple[GraphTensor, ...]
     ops: tuple[GraphOp, ...]
     outputs: tuple[str, ...]
+    #: the tensors and operation outputs in the order they were declared, when the
+    #: program's origins number them so (`GraphBuilder(..., origins="declared")`: the
+    #: reference's numbering); empty: the tensors first, then the operations
+    order: tuple[str, ...] = ()
+    #: the repeat blocks the builder was told of (`GraphBuilder.repeat`); empty: those
+    #: `find_repeats` finds from the module paths
+    blocks: tuple[Block, ...] = ()
 
     def to_program(self, weights: Precision, activations: Precision = F16,
                    options: Mapping[str, object] | None = None, repeat: bool = True) -> Program:
         """The program with precisions: parameters read (possibly through views) as a
         matmul's or convolution's weights take `weights`, other floating parameters and
         every floating activation `activations`; integers I32, booleans Bool. With
-        `repeat`, layers that repeat (`find_repeats`) become one repeat block each."""
+        `repeat`, layers that repeat (`repeats`) become one repeat block each. Origins
+        number the tensors, then the operations; or every node as declared (`order`)."""
         weight_params = weight_parameters(self)
-        tensors = []
-        for origin, t in enumerate(self.tensors):
-            precision = weights if t.name in weight_params else _precision(t.dtype, activations)
-            tensors.append(Tensor(origin, t.name, t.shape, precision, "input" if t.role == "input" else "parameter"))
-        runs = find_repeats(self) if repeat else []
+        runs = self.repeats() if repeat else []
+        origins = self._origins(runs)
+        base = len(self.tensors)  # without `order`, operation k is node base + k
+        precision = {"float": activations, "int": INT, "bool": BOOL}
+        tensors = [Tensor(origins[t.name] if origins else k, t.name, t.shape,
+                          weights if t.name in weight_params else precision[t.dtype],
+                          "input" if t.role == "input" else "parameter") for k, t in enumerate(self.tensors)]
         items: list[Operation | RepeatBlock] = []
-        outputs = list(self.outputs)
         renamed: dict[str, str] = {}
-        origin, index, at = len(self.tensors), 0, 0
-
-        def operation(o: GraphOp, name: str, output: str, inputs: tuple[str, ...]) -> Operation:
-            nonlocal origin, index
-            op = Operation(origin, index, o.kind, name, inputs, output, o.shape, _precision(o.dtype, activations),
-                           o.attrs, o.module)
-            origin, index = origin + 1, index + 1
-            return op
-
+        index, at = 0, 0
         for run in [*runs, None]:
             stop = run.start if run is not None else len(self.ops)
             for o in self.ops[at:stop]:
-                items.append(operation(o, o.name, o.output, tuple(renamed.get(i, i) for i in o.inputs)))
+                inputs = tuple(renamed.get(i, i) for i in o.inputs) if renamed else o.inputs
+                items.append(Operation(origins[o.output] if origins else base + index, index, o.kind, o.name, inputs,
+                                       o.output, o.shape, precision[o.dtype], o.attrs, o.module))
+                index += 1
             if run is None:
                 break
             layer0 = self.ops[run.start:run.start + run.length]
             made = {o.output for o in layer0}
-            body = tuple(operation(o, run.template(o.name), run.template(o.output),
-                                   tuple(run.body_input(i, renamed, made) for i in o.inputs))
-                         for o in layer0)
+            body = tuple(Operation(origins[o.output] if origins else base + k, k, o.kind, run.template(o.name),
+                                   tuple(run.body_input(i, renamed, made) for i in o.inputs), run.template(o.output),
+                                   o.shape, precision[o.dtype], o.attrs, o.module)
+                         for k, o in enumerate(layer0, start=index))
+            index += len(body)
             last = self.ops[run.start + (run.count - 1) * run.length + run.carried]
             carried_out = run.template(self.ops[run.start + run.carried].output)
             carried_in = renamed.get(run.carried_in, run.carried_in)
-            items.append(RepeatBlock(run.count, run.prefix, run.families, body, carried_in=carried_in,
+            items.append(RepeatBlock(run.count, run.name, run.families, body, carried_in=carried_in,
                                      carried_out=carried_out))
             renamed[last.output] = carried_out
             at = run.start + run.count * run.length
-        outputs = [renamed.get(o, o) for o in outputs]
+        outputs = tuple(renamed.get(o, o) for o in self.outputs)
         opts: dict[str, object] = {"weights": weights.to_text(), **(options or {})}
-        return Program(self.name, tuple(tensors), tuple(items), tuple(outputs), opts)
+        return Program(self.name, tuple(tensors), tuple(items), outputs, opts)
+
+    def repeats(self) -> list[Repeat]:
+        """The runs of alike layers that become repeat blocks: the builder's (`blocks`),
+        else those found from the module paths."""
+        if self.blocks:
+            return [block.resolve(self) for block in self.blocks]
+        return find_repeats(self)
+
+    def _origins(self, runs: Sequence[Repeat]) -> dict[str, int] | None:
+        """With `order`, each program node's origin by tensor or operation output: the
+        tensors and the operations the program keeps (a run's first layer, not the
+        others) numbered in declaration order. None otherwise: the tensors are numbered
+        first, then the operations in execution order."""
+        if not self.order:
+            return None
+        nodes = [t.name for t in self.tensors]
+        at = 0
+        for run in runs:  # a run keeps its first layer
+            nodes.extend(o.output for o in self.ops[at:run.start + run.length])
+            at = run.start + run.count * run.length
+        nodes.extend(o.output for o in self.ops[at:])
+        rank = {name: k for k, name in enumerate(self.order)}
+        assert all(n in rank for n in nodes), "every node of a graph numbered as declared is in its order"
+        nodes.sort(key=rank.__getitem__)
+        return {name: k for k, name in enumerate(nodes)}
 
     @property
     def parameter_count(self) -> int:
         return sum(math.prod(t.shape) for t in self.tensors if t.role == "parameter")
-
-
-# Repeated layers --------------------------------------------------------------------------
-
-#: the first numeric component of a module path: `model.layers.5.mlp` -> (`model.layers`, 5)
-_LAYER = re.compile(r"^(?P<prefix>(?:[^.]+\.)*?[^.]+)\.(?P<index>\d+)(?=\.|$)")
-
-
-@dataclass(frozen=True, slots=True)
-class Repeat:
-    """`count` layers of `length` operations each from operation `start`: layer i's
-    operations are layer 0's with `{prefix}.0.` read as `{prefix}.{i}.`, reading the
-    parameter `families`, tensors made before the block, and the output of operation
-    `carried` of the layer before (layer 0: the same tensor made before the block)."""
-
-    prefix: str
-    start: int
-    length: int
-    count: int
-    carried: int
-    carried_in: str
-    families: tuple[str, ...]
-
-    def template(self, name: str) -> str:
-        return name.replace(f"{self.prefix}.0.", f"{self.prefix}.{{i}}.", 1) if name.startswith(
-            f"{self.prefix}.0.") or f".{self.prefix}.0." in name else name
-
-    def body_input(self, name: str, renamed: Mapping[str, str], made: set[str]) -> str:
-        """How the body reads `name`: a layer-0 result or parameter by its `{i}` form,
-        anything made before the block (or shared by every layer) as it is."""
-        out = self.template(name)
-        if out != name and (name in made or out in self.families):
-            return out
-        return renamed.get(name, name)
-
-
-def _layer_of(op: GraphOp) -> tuple[str, int] | None:
-    m = _LAYER.match(op.module or "")
-    return (m.group("prefix"), int(m.group("index"))) if m else None
-
-
-def find_repeats(graph: Graph) -> list[Repeat]:
-    """Runs of layers 0..n-1 (n >= 2) of one module list whose operations are alike: the
-    same operators, attributes, shapes and element types in the same order, inputs
-    made inside the layer at the same positions, parameters differing only by the
-    layer index, one tensor carried from each layer to the next, and nothing else a
-    layer makes read outside it."""
-    ops = graph.ops
-    keys = [_layer_of(o) for o in ops]
-    groups: list[tuple[tuple[str, int] | None, int, int]] = []  # key, start, length
-    for i, key in enumerate(keys):
-        if groups and groups[-1][0] == key:
-            k, start, n = groups[-1]
-            groups[-1] = (k, start, n + 1)
-        else:
-            groups.append((key, i, 1))
-    runs = []
-    g = 0
-    while g < len(groups):
-        key = groups[g][0]
-        if key is None or key[1] != 0:
-            g += 1
-            continue
-        n = 1
-        while (g + n < len(groups) and groups[g + n][0] == (key[0], n) and groups[g + n][2] == groups[g][2]):
-            n += 1
-        run = _check_run(graph, key[0], groups[g][1], groups[g][2], n) if n >= 2 else None
-        if run is not None:
-            runs.append(run)
-            g += run.count
-        else:
-            g += 1
-    return runs
-
-
-def _check_run(graph: Graph, prefix: str, start: int, length: int, count: int) -> Repeat | None:
-    """The longest alike prefix of layers 0..count-1 as a `Repeat`, or None."""
-    ops = graph.ops
-    producer = {o.output: i for i, o in enumerate(ops)}
-    declared = {t.name for t in graph.tensors}
-    readers: dict[str, list[int]] = {}
-    for i, o in enumerate(ops):
-        for name in o.inputs:
-            readers.setdefault(name, []).append(i)
-    carried: int | None = None
-    carried_in: str | None = None
-    families: dict[str, None] = {}
-    base = ops[start:start + length]
-    for layer in range(1, count):
-        lo = start + layer * length
-        for a, b in zip(base, ops[lo:lo + length]):
-            if (a.kind, a.attrs, a.shape, a.dtype, len(a.inputs)) != (b.kind, b.attrs, b.shape, b.dtype, len(b.inputs)):
-                return _shorter(graph, prefix, start, length, layer)
-            for x, y in zip(a.inputs, b.inputs):
-                p = producer.get(y)
-                if p is not None and lo <= p < lo + length:  # made in this layer: the same position
-                    if producer.get(x) != p - layer * length:
-                        return _shorter(graph, prefix, start, length, layer)
-                elif p is not None and lo - length <= p < lo:  # carried from the layer before
-                    if carried is None:
-                        carried, carried_in = p - (lo - length), x
-                    first = producer.get(x)
-                    if p - (lo - length) != carried or (first is not None and first >= start):
-                        return _shorter(graph, prefix, start, length, layer)
-                elif y in declared and y != x:  # a parameter of this layer
-                    family = x.replace(f"{prefix}.0.", f"{prefix}.{{i}}.", 1)
-                    if family == x or y != family.replace("{i}", str(layer)):
-                        return _shorter(graph, prefix, start, length, layer)
-                    families[family] = None
-                elif x != y:
-                    return _shorter(graph, prefix, start, length, layer)
-    if carried is None or carried_in is None:
-        return None
-    end = start + count * length
-    for i in range(start, end):  # nothing a layer makes is read elsewhere but by the next layer
-        layer = (i - start) // length
-        for r in readers.get(ops[i].output, []):
-            r_layer = (r - start) // length if start <= r < end else None
-            ok = r_layer == layer or (r_layer == layer + 1 and i - start - layer * length == carried) or (
-                r >= end and layer == count - 1 and i - start - layer * length == carried)
-            if not ok:
-                return None
-        if ops[i].output in graph.outputs and not (layer == count - 1 and i - start - layer * length == carried):
-            return None
-    for family in families:
-        if any(family.replace("{i}", str(k)) not in declared for k in range(count)):
-            return None
-    return Repeat(prefix, start, length, count, carried, carried_in, tuple(families))
-
-
-def _shorter(graph: Graph, prefix: str, start: int, length: int, alike: int) -> Repeat | None:
-    return _check_run(graph, prefix, start, length, alike) if alike >= 2 else None
-
-
-def _precision(dtype: str, activations: Precision) -> Precision:
-    return {"float": activations, "int": INT, "bool": BOOL}[dtype]
 
 
 def weight_parameters(graph: Graph) -> set[str]:
@@ -272,16 +168,24 @@ def weight_parameters(graph: Graph) -> set[str]:
 # Building -----------------------------------------------------------------------------
 
 class GraphBuilder:
-    """Collects tensors and operations; shapes come from the registry's rules."""
+    """Collects tensors and operations; shapes come from the registry's rules. With
+    `origins="declared"` the program numbers its nodes (tensors and operations
+    together) in the order they were declared, as the reference numbers the built-in
+    towers; by default the tensors come first, then the operations."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, origins: str = "tensors first") -> None:
+        if origins not in ("tensors first", "declared"):
+            raise ValueError(f"origins must be 'tensors first' or 'declared', found {origins!r}")
         self.name = name
         self.tensors: list[GraphTensor] = []
         self.ops: list[GraphOp] = []
         self.outputs: list[str] = []
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.dtypes: dict[str, str] = {}
-        self._names: Counter[str] = Counter()
+        self.blocks: list[Block] = []
+        self._names: dict[str, int] = {}
+        self._shapes_of: dict[tuple, tuple[int, ...]] = {}
+        self._order: list[str] | None = [] if origins == "declared" else None
 
     def _declare(self, name: str, shape: Sequence[int], dtype: str, role: str) -> str:
         shape = _shape(shape, name)
@@ -291,6 +195,8 @@ class GraphBuilder:
             raise ModelError("tensor declared twice", name)
         self.tensors.append(GraphTensor(name, shape, dtype, role))
         self.shapes[name], self.dtypes[name] = shape, dtype
+        if self._order is not None:
+            self._order.append(name)
         return name
 
     def input(self, name: str, shape: Sequence[int], dtype: str) -> str:
@@ -303,26 +209,67 @@ class GraphBuilder:
 
     def unique(self, name: str) -> str:
         """`name`, or `name:2`, `name:3`, ... when it is taken."""
-        self._names[name] += 1
-        n = self._names[name]
+        n = self._names[name] = self._names.get(name, 0) + 1
         return name if n == 1 else f"{name}:{n}"
 
     def op(self, kind: str, inputs: Sequence[str], attrs: Mapping[str, Any] | None = None, *, name: str,
-           module: str | None = None, dtype: str | None = None) -> str:
-        """Add an operation; returns its output tensor's name. `dtype` defaults to what
-        the operator's dtype rule gives (`tileplan.ops.infer_dtype`)."""
-        for i in inputs:
-            if i not in self.shapes:
-                raise ModelError(f"input {i!r} is not defined before this operation", name)
+           module: str | None = None, dtype: str | None = None, output: str | None = None) -> str:
+        """Add an operation; returns its output tensor's name: `output`, or by default
+        the operation's own (`name`, made unique). `dtype` defaults to what the
+        operator's dtype rule gives (`tileplan.ops.infer_dtype`)."""
+        try:
+            shapes = [self.shapes[i] for i in inputs]
+        except KeyError as e:
+            raise ModelError(f"input {e.args[0]!r} is not defined before this operation", name) from None
         label = self.unique(name)
-        items = tuple(sorted((k, _frozen(v)) for k, v in (attrs or {}).items()))
-        probe = Operation(0, len(self.ops), kind, label, tuple(inputs), label, (1,), F32, items, module)
-        shape = _shape(infer_shape(probe, [self.shapes[i] for i in inputs]), label)
+        if output is None:
+            output = label
+        elif output in self.shapes:
+            raise ModelError("tensor declared twice", output)
+        items = tuple(sorted((k, _frozen(v)) for k, v in attrs.items())) if attrs else ()
+        try:  # the rules are pure: a chain of a million alike operations asks each once
+            key: tuple | None = (kind, items, *shapes)
+            shape = self._shapes_of.get(key)  # type: ignore[arg-type]
+        except TypeError:  # an unhashable attribute
+            key, shape = None, None
+        if shape is None:
+            probe = Operation(0, len(self.ops), kind, label, tuple(inputs), output, (1,), F32, items, module)
+            shape = _shape(infer_shape(probe, shapes), label)
+            if key is not None:
+                self._shapes_of[key] = shape
         if dtype is None:
+            probe = Operation(0, len(self.ops), kind, label, tuple(inputs), output, (1,), F32, items, module)
             dtype = infer_dtype(probe, [self.dtypes[i] for i in inputs])
-        self.ops.append(GraphOp(kind, label, tuple(inputs), label, shape, dtype, items, module))
-        self.shapes[label], self.dtypes[label] = shape, dtype
-        return label
+        self.ops.append(GraphOp(kind, label, tuple(inputs), output, shape, dtype, items, module))
+        self.shapes[output], self.dtypes[output] = shape, dtype
+        if self._order is not None:
+            self._order.append(output)
+        return output
+
+    def repeat(self, name: str, layer: str, count: int, x: str, body: Callable[[str, str], str]) -> str:
+        """`count` alike layers run as one repeat block `name`: layer i is `body(path,
+        x)`, `path` being `layer` at i (`vit.encoder.layer{i}` -> `vit.encoder.layer3`),
+        which adds the layer's operations, named under `path` and reading parameters
+        `{path}.*` declared before, on `x`: the tensor the layer before returned (for
+        layer 0 the `x` given). Returns the last layer's; `Graph.to_program(repeat=False)`
+        runs the layers one after another instead."""
+        if count < 1:
+            raise ModelError(f"repeat count must be >= 1, found {count}", name)
+        start, carried_in = len(self.ops), x
+        length, carried = 0, 0
+        for i in range(count):
+            before = len(self.ops)
+            x = body(family_member(layer, i), x)
+            made = len(self.ops) - before
+            if i == 0:
+                length = made
+                carried = next((k for k in range(start, len(self.ops)) if self.ops[k].output == x), -1) - start
+                if not length or carried < 0:
+                    raise ModelError("a layer must add operations and return one of their results", name)
+            elif made != length:
+                raise ModelError(f"layer {i} adds {made} operations, layer 0 {length}: layers must be alike", name)
+        self.blocks.append(Block(name, layer, count, length, self.ops[start].output, carried, carried_in))
+        return x
 
     def output(self, name: str) -> None:
         if name not in self.shapes:
@@ -333,9 +280,13 @@ class GraphBuilder:
     def build(self) -> Graph:
         inputs = [t for t in self.tensors if t.role == "input"]
         params = [t for t in self.tensors if t.role != "input"]
-        graph = Graph(self.name, (*inputs, *params), tuple(self.ops), tuple(self.outputs))
-        for step in (fold_aliases, fold_parameter_transposes, fold_expands, fuse_attention, prune):
-            graph = step(graph)
+        graph = Graph(self.name, (*inputs, *params), tuple(self.ops), tuple(self.outputs),
+                      tuple(self._order or ()), tuple(self.blocks))
+        kinds = {o.kind for o in graph.ops}
+        for step, kind in PASSES:
+            if kind in kinds:  # a pass changes nothing without its operator
+                graph = step(graph)
+        graph = prune(graph)
         if not graph.ops:
             raise ModelError("the model computes nothing from its inputs (no operation reaches an output)",
                              self.name)
@@ -370,7 +321,7 @@ def _rename(ops: Iterable[GraphOp], names: Mapping[str, str]) -> list[GraphOp]:
         while n in names:
             n = names[n]
         return n
-    return [replace(o, inputs=tuple(resolve(i) for i in o.inputs)) for o in ops]
+    return [o._replace(inputs=tuple(resolve(i) for i in o.inputs)) for o in ops]
 
 
 def _outputs(graph: Graph, names: Mapping[str, str]) -> tuple[str, ...]:
@@ -385,6 +336,8 @@ def _outputs(graph: Graph, names: Mapping[str, str]) -> tuple[str, ...]:
 def fold_aliases(graph: Graph) -> Graph:
     """`alias` operations (clone, contiguous, dropout at inference) disappear."""
     names = {o.output: o.inputs[0] for o in graph.ops if o.kind == "alias"}
+    if not names:
+        return graph
     ops = _rename((o for o in graph.ops if o.kind != "alias"), names)
     return replace(graph, ops=tuple(ops), outputs=_outputs(graph, names))
 
@@ -525,6 +478,11 @@ def prune(graph: Graph) -> Graph:
             needed.update(o.inputs)
     tensors = tuple(t for t in graph.tensors if t.name in needed or t.role == "input")
     return replace(graph, tensors=tensors, ops=tuple(reversed(kept)))
+
+
+#: the passes `GraphBuilder.build` runs, each with the operator it rewrites, then `prune`
+PASSES = ((fold_aliases, "alias"), (fold_parameter_transposes, "transpose"), (fold_expands, "expand"),
+          (fuse_attention, "softmax"))
 
 
 def unsupported(unknown: Mapping[str, tuple[int, str]], where: str) -> ModelError:

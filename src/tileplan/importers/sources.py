@@ -2,9 +2,10 @@
 `config.json` (SigLIP towers by the built-in builder, any other architecture through
 transformers on the meta device and torch.export), an ONNX file (`.onnx`), a saved
 ExportedProgram (`.pt2`) or `synthetic:N` (a chain of about N timeline values, built
-in; `tileplan.model.synthetic`). `import_graph` imports one once per process (cached on the
-path, its modification time and the shape knobs), so what-if rows re-plan without
-re-exporting.
+in; `tileplan.builtins.synthetic`). `import_graph` imports one once per process
+(cached on the path, its modification time and the shape knobs), so what-if rows
+re-plan without re-exporting. The built-in names come from `tileplan.builtins.siglip`
+(read when asked, not at import).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.
 def is_hub_id(model: str) -> bool:
     """Whether `model` is tried as a Hugging Face hub id: not a built-in name, not
     `synthetic:N`, no file at that path, and shaped like `org/name` or `name`."""
-    from tileplan.model.siglip import CONFIGS
+    from tileplan.builtins.siglip import CONFIGS
     return (model not in CONFIGS and not model.lower().startswith("synthetic:") and _HUB_ID.fullmatch(model) is not None
             and not model.lower().endswith((".json", ".onnx", ".pt2")) and not os.path.lexists(model))
 
@@ -76,7 +77,7 @@ def locate(model: str) -> str:
 
 
 def _builtins() -> str:
-    from tileplan.model.siglip import CONFIGS
+    from tileplan.builtins.siglip import CONFIGS
     return ", ".join(sorted(CONFIGS))
 
 
@@ -111,7 +112,7 @@ def kind_of(model: str) -> str:
 @lru_cache(maxsize=64)
 def _kind_of(model: str, key: tuple[str, int]) -> str:
     """"builtin", "siglip-config", "hf-config", "onnx", "exported" or "synthetic"
-    (`synthetic:N`, the chain of about N timeline values of `tileplan.model.synthetic`).
+    (`synthetic:N`, the chain of about N timeline values of `tileplan.builtins.synthetic`).
     A hub id is the kind of the config.json `locate` finds for it."""
     lower = model.lower()
     if lower.startswith("synthetic:"):

@@ -16,14 +16,14 @@ from tileplan.errors import InputError
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.importers.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
-from tileplan.model import siglip, synthetic
+from tileplan.builtins import siglip, synthetic
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
 from tileplan.model.precision import from_option
 from tileplan.model.stages import layer_count
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline, expand_layers_per_ipu, fewest_ipus, plan_pipeline
 from tileplan.planner.plan import Plan, plan_program
-from tileplan.planner.synthetic import config_for_timeline, timeline_count
+from tileplan.builtins.synthetic import config_for_timeline, timeline_count
 
 
 #: PopLibs' and PopTorch's default availableMemoryProportion

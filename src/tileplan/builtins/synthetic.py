@@ -1,0 +1,246 @@
+"""A synthetic program of a requested size, to measure the planner at scale, built
+through the importers' graph builder (`tileplan.importers.graph`).
+
+The program is a long chain of MLP blocks over a modest activation [1, rows, hidden]:
+
+    n = layernorm(h, scale, bias)          [1, rows, hidden]
+    u = matmul(n, up) + up_bias            [1, rows, mlp]
+    g = gelu(u)
+    d = matmul(g, down) + down_bias        [1, rows, hidden]
+    h = h + d                              (the residual)
+
+seven operations per block. Its size is counted in graph values: the input, the
+parameters and one result per operation (`graph_values`); the planner's timeline has
+more (each parameter read is re-laid out by a `Copy`, a Gemm adds its partials), about
+2.5 per graph value with the default sizes (benchmarks/plan_time.py prints both).
+
+Why the live sets stay bounded: a declared tensor is live from the first step until
+its last read, so parameters of their own per block would all be live at step 0 and
+the live sets (and the report, which lists them per step) would grow with the
+program. The blocks therefore share `shared` parameter sets, block j reading set
+j mod `shared`: every step holds at most those 6 x `shared` parameters, the block's
+input, and the few activations and copies of the current operation. Every other
+result dies within its block, a block's output within the next. So the peaks do not
+grow with the program; only the exchange code does (one row per exchanging step, see
+`tileplan.planner.exchange`), and a long enough chain no longer fits for that alone.
+
+Sizing: with `values` graph values and `shared` sets, the chain has `values` - 1 -
+6 x `shared` operations: whole blocks, then the first operations of one more block
+(any prefix of a block is a valid chain). `values` must leave at least one whole
+block per set, so that every parameter is read.
+
+As a named model, `synthetic:N` (`tileplan plan synthetic:100000`) is the chain of
+about N TIMELINE values (the report's `values`, what the scale figures count), default
+shapes and four sets. `config_for_timeline` converts N to graph values: it lowers a
+sample chain of five blocks once per weight precision (IPU21, the default policy; a
+few milliseconds) and counts the timeline values each operation of a block makes (with
+F16 weights 1, 4, 2, 1, 4, 2, 2: the layernorm's result; a Gemm's result, its weight's
+re-laid-out copy, its partials and one more; a bias add's copy of the bias and its
+result; ...: 16 per block of 7 graph values, a ratio of 16/7 = 2.286; with F8 or F32
+weights 18, the norm's and the gelu's results converted for the AMP), then takes the
+whole blocks and the prefix of one more whose count is nearest N. The planned count is
+then N to within 2 values (half the most one operation makes; 1 % of N from N = 200
+up) whatever the machine, as the values an operation makes do not depend on the tile
+count; N is at least the smallest chain's 89 values (97 with F8 weights).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Mapping
+
+from tileplan.errors import InputError
+from tileplan.importers.graph import Graph, GraphBuilder
+from tileplan.kernel.options import Options
+from tileplan.lowering.policy import policy
+from tileplan.lowering.program import lower_program
+from tileplan.model.ir import Program
+from tileplan.model.machine import IPU21
+from tileplan.model.precision import F16, Precision
+from tileplan.runtime import without_gc
+
+#: parameters of one set, in declaration order
+SET_PARAMETERS = ("norm.scale", "norm.bias", "mlp.up.weight", "mlp.up.bias", "mlp.down.weight", "mlp.down.bias")
+BLOCK_OPERATIONS = 7
+#: how a synthetic chain is named as a model: `synthetic:N`, N timeline values
+MODEL_PREFIX = "synthetic:"
+#: the most timeline values `synthetic:N` accepts (about 8.75 M graph values; planning
+#: it takes minutes and gigabytes: more is surely a typo)
+MAX_TIMELINE_VALUES = 20_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticConfig:
+    """The chain's size and shapes. Invariants: every size >= 1; `values` >= 1 +
+    `shared` x (6 + 7), one whole block per parameter set."""
+
+    values: int
+    rows: int = 64
+    hidden: int = 128
+    mlp: int = 256
+    shared: int = 4
+
+    def __post_init__(self) -> None:
+        for key in ("values", "rows", "hidden", "mlp", "shared"):
+            if getattr(self, key) < 1:
+                raise InputError(f"synthetic program: {key} must be >= 1, found {getattr(self, key)}")
+        if self.values < self.minimum_values:
+            raise InputError(f"synthetic program: {self.values} values cannot hold one block per parameter set; "
+                             f"{self.shared} sets need at least {self.minimum_values}")
+
+    @property
+    def parameters(self) -> int:
+        return len(SET_PARAMETERS) * self.shared
+
+    @property
+    def operations(self) -> int:
+        """Operations of the chain: every graph value but the input and the parameters."""
+        return self.values - 1 - self.parameters
+
+    @property
+    def minimum_values(self) -> int:
+        return 1 + self.shared * (len(SET_PARAMETERS) + BLOCK_OPERATIONS)
+
+
+#: the default sizes (the named model's); `values` is a placeholder
+DEFAULTS = SyntheticConfig(1000)
+
+
+def graph_values(program: Program) -> int:
+    """The input, the parameters and one result per operation."""
+    return len(program.tensors) + len(program.operations())
+
+
+def synthetic_graph(cfg: SyntheticConfig) -> Graph:
+    """The chain of `cfg` (see the module docstring) as a graph: exactly `cfg.values`
+    graph values, deterministic, the output the last operation's result."""
+    b = GraphBuilder("synthetic")  # every tensor is declared first: origins as declared
+    rows, hidden, mlp = cfg.rows, cfg.hidden, cfg.mlp
+    h = b.input("synthetic.input", (1, rows, hidden), "float")
+    for k in range(cfg.shared):
+        _declare_set(b, f"synthetic.shared{k}", hidden, mlp)
+    x = h
+    for j in range(cfg.operations):
+        if j % BLOCK_OPERATIONS == 0:
+            h = x  # the block's input, read again by its residual
+        x = _block_operation(b, j, x, h, cfg)
+    b.output(x)
+    return b.build()
+
+
+@without_gc
+def build_synthetic(cfg: SyntheticConfig, weights: Precision = F16) -> Program:
+    """The chain of `cfg` as a program, its weights in `weights` (vectors F16); a
+    million operations' objects built with the cyclic collector paused."""
+    program = synthetic_graph(cfg).to_program(
+        weights, options={"values": cfg.values, "rows": cfg.rows, "hidden": cfg.hidden, "mlp": cfg.mlp,
+                          "shared": cfg.shared}, repeat=False)
+    assert graph_values(program) == cfg.values, (graph_values(program), cfg.values)
+    return program
+
+
+def _declare_set(b: GraphBuilder, prefix: str, hidden: int, mlp: int) -> None:
+    """One parameter set: the norm's vectors, then each projection's weight and bias
+    (the weights take the program's weight precision: `Graph.to_program`)."""
+    shapes = {"norm.scale": (1, 1, hidden), "norm.bias": (1, 1, hidden), "mlp.up.weight": (hidden, mlp),
+              "mlp.up.bias": (1, 1, mlp), "mlp.down.weight": (mlp, hidden), "mlp.down.bias": (1, 1, hidden)}
+    for suffix in SET_PARAMETERS:
+        b.parameter(f"{prefix}.{suffix}", shapes[suffix], "float")
+
+
+def _block_operation(b: GraphBuilder, j: int, x: str, h: str, cfg: SyntheticConfig) -> str:
+    """Operation j of the chain, step j mod 7 of block j // 7, on the previous result
+    `x`; the residual adds the block's input `h`. Returns the operation's result
+    (`name.out`)."""
+    block, step = divmod(j, BLOCK_OPERATIONS)
+    p = f"synthetic.shared{block % cfg.shared}"
+    at = f"synthetic.layer{block}"
+    if step == 0:
+        return _op(b, "layernorm", f"{at}.norm", (x, f"{p}.norm.scale", f"{p}.norm.bias"), _NORM)
+    if step == 1:
+        return _op(b, "matmul", f"{at}.mlp.up", (x, f"{p}.mlp.up.weight"))
+    if step == 2:
+        return _op(b, "add", f"{at}.mlp.up.bias_add", (x, f"{p}.mlp.up.bias"))
+    if step == 3:
+        return _op(b, "gelu", f"{at}.mlp.gelu", (x,), _GELU)
+    if step == 4:
+        return _op(b, "matmul", f"{at}.mlp.down", (x, f"{p}.mlp.down.weight"))
+    if step == 5:
+        return _op(b, "add", f"{at}.mlp.down.bias_add", (x, f"{p}.mlp.down.bias"))
+    return _op(b, "add", f"{at}.residual", (h, x))
+
+
+_NORM = {"eps": 1e-6}
+_GELU = {"approximate": "tanh"}
+
+
+def _op(b: GraphBuilder, kind: str, name: str, inputs: tuple[str, ...], attrs: Mapping[str, object] | None = None
+        ) -> str:
+    return b.op(kind, inputs, attrs, name=name, output=f"{name}.out")
+
+
+# The named model: `synthetic:N`, about N timeline values ------------------------------
+
+def is_synthetic(model: str) -> bool:
+    return model.lower().startswith(MODEL_PREFIX)
+
+
+def timeline_count(model: str) -> int:
+    """N of `synthetic:N`; `InputError` in one line unless N is an integer in
+    [the smallest chain's count, `MAX_TIMELINE_VALUES`] (digits, `_` or `,` between
+    groups allowed: `synthetic:1_000_000`)."""
+    text = model[len(MODEL_PREFIX):]
+    digits = text.replace("_", "").replace(",", "")
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 12:
+        raise InputError(f"synthetic:N needs N, the timeline values, as a whole number (e.g. synthetic:100000), "
+                         f"found {text!r}", model)
+    n = int(digits)
+    least = smallest_timeline()
+    if not least <= n <= MAX_TIMELINE_VALUES:
+        raise InputError(f"synthetic:N: N must be in [{least}, {MAX_TIMELINE_VALUES}] timeline values, found {n}",
+                         model)
+    return n
+
+
+def smallest_timeline() -> int:
+    """Timeline values of the smallest chain (one block per parameter set), of the
+    weight precision that makes the fewest (F16)."""
+    declared, per_operation = timeline_per_operation(F16)
+    return declared + DEFAULTS.shared * sum(per_operation)
+
+
+@lru_cache(maxsize=8)
+def timeline_per_operation(weights: Precision) -> tuple[int, tuple[int, ...]]:
+    """(timeline values of the declared tensors, timeline values made by each operation
+    of a block), counted on a lowered sample chain of `shared` + 1 blocks (the last
+    block's, past every set's first use)."""
+    base = DEFAULTS
+    blocks = base.shared + 1
+    program = build_synthetic(SyntheticConfig(1 + base.parameters + blocks * BLOCK_OPERATIONS), weights)
+    lowering = lower_program(program, IPU21, policy("default"), Options())
+    position = {op.origin: op.index for op in program.operations()}
+    counts = [0] * len(position)
+    declared = 0
+    for v in lowering.values:
+        if v.origin in position:
+            counts[position[v.origin]] += 1
+        else:
+            declared += 1
+    return declared, tuple(counts[-BLOCK_OPERATIONS:])
+
+
+def config_for_timeline(n: int, weights: Precision = F16) -> SyntheticConfig:
+    """The default chain whose plan has the number of timeline values nearest `n` (at
+    least the smallest chain: one block per parameter set)."""
+    declared, per_operation = timeline_per_operation(weights)
+    base = DEFAULTS
+    per_block = sum(per_operation)
+    blocks, rest = divmod(max(0, n - declared), per_block)
+    extra, made = 0, 0
+    while extra < BLOCK_OPERATIONS - 1 and abs(made + per_operation[extra] - rest) < abs(made - rest):
+        made += per_operation[extra]
+        extra += 1
+    if blocks < base.shared:
+        blocks, extra = base.shared, 0
+    return SyntheticConfig(1 + base.parameters + blocks * BLOCK_OPERATIONS + extra)

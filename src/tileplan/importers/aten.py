@@ -1,0 +1,431 @@
+"""The ATen table: each core-ATen operator (after `run_decompositions()`, attention
+kept whole) mapped onto registry operators by one small function.
+
+`ATEN` maps an operator's name (`aten.addmm.default`; `getitem` for tuple reads) to a
+handler: the importer (`im`, at the fx node being read: its arguments through
+`im.arg`/`im.kwarg`, its module through the names `im.op` gives) and the node in,
+the builder tensor (or tuple of them, or None for no output) out. `@aten(...)`
+registers a handler under each name; an operator not in the table stops the import
+with the others the importer does not know.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from tileplan.errors import ModelError
+
+if TYPE_CHECKING:
+    from tileplan.importers.torch_export import Importer
+
+Handler = Callable[["Importer", Any], Any]
+ATEN: dict[str, Handler] = {}
+
+
+def aten(*names: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            ATEN[name] = fn
+        return fn
+    return register
+
+
+@aten("getitem")
+def _getitem(im: Importer, node: Any) -> Any:
+    return im.arg(0)[im.arg(1)]
+
+
+@aten("aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
+      "aten.sym_constrain_range_for_size.default")
+def _nothing(im: Importer, node: Any) -> Any:
+    return None
+
+
+@aten("aten.clone.default", "aten.alias.default", "aten.contiguous.default", "aten.lift_fresh_copy.default",
+      "aten.detach.default", "aten.dropout.default", "aten.copy.default")
+def _alias(im: Importer, node: Any) -> str:
+    return im.arg(0)
+
+
+@aten("aten._to_copy.default")
+def _to_copy(im: Importer, node: Any) -> str:
+    x = im.arg(0)
+    dtype = im.out_dtype()
+    if dtype == im.b.dtypes[x]:
+        return x  # a precision round-trip within one class (F32 <-> F16) costs nothing at one precision
+    return im.op("cast", [x], what="cast", dtype=dtype)
+
+
+BINARY = {"add": "add", "sub": "sub", "rsub": "sub", "mul": "mul", "div": "div", "pow": "pow",
+          "maximum": "maximum", "minimum": "minimum", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
+          "ge": "ge", "logical_and": "and", "bitwise_and": "and", "logical_or": "or", "bitwise_or": "or",
+          "logical_xor": "xor", "bitwise_xor": "xor", "remainder": "mod", "fmod": "mod", "floor_divide": "div"}
+
+
+def _binary(kind: str) -> Handler:
+    def handle(im: Importer, node: Any) -> str:
+        a, b = im.arg(0), im.arg(1)
+        if kind in ("add", "sub") and im.kwarg("alpha", 2, 1) != 1:
+            raise ModelError("add/sub with alpha != 1 is not supported")
+        if not isinstance(a, str):  # a scalar first: 2 - x, 2 ** x
+            if kind in ("add", "mul", "eq", "ne", "maximum", "minimum", "and", "or", "xor"):
+                a, b = b, a
+            else:
+                return im.op(kind, [b], {"scalar": float(a)}, dtype=im.out_dtype())
+        ins, attrs = im.tensor(b)
+        return im.op(kind, [a, *ins], attrs, dtype=im.out_dtype())
+    return handle
+
+
+for _name, _kind in BINARY.items():
+    for _overload in ("Tensor", "Scalar", "Tensor_Scalar", "Tensor_Tensor", "Scalar_Tensor", "default", "Tensor_mode"):
+        ATEN[f"aten.{_name}.{_overload}"] = _binary(_kind)
+
+UNARY = {"neg": "neg", "exp": "exp", "log": "log", "tanh": "tanh", "sigmoid": "sigmoid", "relu": "relu",
+         "silu": "silu", "rsqrt": "rsqrt", "sqrt": "sqrt", "reciprocal": "reciprocal", "abs": "abs", "sin": "sin",
+         "cos": "cos", "erf": "erf", "logical_not": "not", "bitwise_not": "not", "isnan": "isnan", "isinf": "isinf",
+         "floor": "floor", "ceil": "ceil", "round": "round", "sign": "sign", "softplus": "softplus", "elu": "elu",
+         "hardswish": "hardswish", "hardsigmoid": "hardsigmoid", "mish": "mish", "leaky_relu": "leaky_relu",
+         "exp2": "exp", "log2": "log", "log1p": "log", "expm1": "exp"}
+
+
+def _unary(kind: str) -> Handler:
+    def handle(im: Importer, node: Any) -> str:
+        return im.op(kind, [im.arg(0)], dtype=im.out_dtype())
+    return handle
+
+
+for _name, _kind in UNARY.items():
+    ATEN[f"aten.{_name}.default"] = _unary(_kind)
+
+
+@aten("aten.gelu.default")
+def _gelu(im: Importer, node: Any) -> str:
+    return im.op("gelu", [im.arg(0)], {"approximate": im.kwarg("approximate", 1, "none")})
+
+
+@aten("aten.clamp.default", "aten.clamp_min.default", "aten.clamp_max.default", "aten.hardtanh.default")
+def _clamp(im: Importer, node: Any) -> str:
+    target = str(node.target)
+    lo = im.kwarg("min", 1) if "clamp_max" not in target else None
+    hi = im.kwarg("max", 2) if "clamp_min" not in target else im.kwarg("max", 1)
+    attrs = {k: float(v) for k, v in (("min", lo), ("max", hi)) if v is not None}
+    return im.op("clamp", [im.arg(0)], attrs)
+
+
+@aten("aten.where.self", "aten.where.ScalarOther", "aten.where.ScalarSelf", "aten.where.Scalar")
+def _where(im: Importer, node: Any) -> str:
+    cond, x, y = im.arg(0), im.arg(1), im.arg(2)
+    if isinstance(x, str) and isinstance(y, str):
+        return im.op("where", [cond, x, y], dtype=im.out_dtype())
+    if isinstance(x, str):
+        return im.op("where", [cond, x], {"scalar": float(y)}, dtype=im.out_dtype())
+    if isinstance(y, str):  # where(c, s, y) = where(not c, y, s)
+        flipped = im.op("not", [cond], what="not")
+        return im.op("where", [flipped, y], {"scalar": float(x)}, dtype=im.out_dtype())
+    filled = im.op("fill", [], {"shape": im.out_shape(), "value": float(y)}, dtype=im.out_dtype())
+    return im.op("where", [cond, filled], {"scalar": float(x)}, dtype=im.out_dtype())
+
+
+# matrix products ----------------------------------------------------------------------
+
+@aten("aten.mm.default", "aten.bmm.default", "aten.matmul.default")
+def _mm(im: Importer, node: Any) -> str:
+    return im.op("matmul", [im.arg(0), im.arg(1)])
+
+
+@aten("aten.addmm.default", "aten.baddbmm.default")
+def _addmm(im: Importer, node: Any) -> str:
+    bias, a, b = im.arg(0), im.arg(1), im.arg(2)
+    if im.kwarg("beta", 3, 1) != 1 or im.kwarg("alpha", 4, 1) != 1:
+        raise ModelError("addmm with alpha or beta != 1 is not supported")
+    y = im.op("matmul", [a, b])
+    return im.op("add", [y, bias], what="bias_add")
+
+
+@aten("aten.linear.default")
+def _linear(im: Importer, node: Any) -> str:
+    x, w, bias = im.arg(0), im.arg(1), im.arg(2)
+    wt = im.op("transpose", [w], {"perm": (1, 0)}, "weight_t")
+    y = im.op("matmul", [x, wt])
+    return y if bias is None else im.op("add", [y, bias], what="bias_add")
+
+
+@aten("aten.convolution.default")
+def _convolution(im: Importer, node: Any) -> str:
+    x, w, bias, stride, padding, dilation, transposed, _, groups = (im.arg(i) for i in range(9))
+    n = len(im.shape(w)) - 2
+    stride, padding, dilation = (tuple(v) * (n if len(v) == 1 else 1) for v in (stride, padding, dilation))
+    if transposed:
+        raise ModelError("transposed convolution is not supported")
+    pads = (*padding, *padding)
+    ins = [x, w] if bias is None else [x, w, bias]
+    return im.op("conv", ins, {"strides": tuple(stride), "pads": pads, "dilations": tuple(dilation),
+                               "groups": int(groups)})
+
+
+@aten("aten.scaled_dot_product_attention.default")
+def _sdpa(im: Importer, node: Any) -> str:
+    q, k, v = im.arg(0), im.arg(1), im.arg(2)
+    mask = im.kwarg("attn_mask", 3)
+    causal = bool(im.kwarg("is_causal", 5, False))
+    scale = im.kwarg("scale", 6)
+    ins = [q, k, v] if mask is None else [q, k, v, mask]
+    attrs: dict[str, Any] = {"causal": causal}
+    if scale is not None:
+        attrs["scale"] = float(scale)
+    return im.op("sdpa", ins, attrs, "attention")
+
+
+# normalisations -----------------------------------------------------------------------
+
+@aten("aten.native_layer_norm.default")
+def _layer_norm(im: Importer, node: Any) -> tuple[str, None, None]:
+    x, normalized, w, b, eps = (im.arg(i) for i in range(5))
+    if len(normalized) != 1:
+        raise ModelError(f"layer norm over {len(normalized)} dimensions; tileplan normalises the last one")
+    ins = [x] + [t for t in (w, b) if t is not None]
+    if w is None and b is not None:
+        raise ModelError("layer norm with a bias but no weight is not supported")
+    return im.op("layernorm", ins, {"eps": float(eps)}, "layernorm"), None, None
+
+
+@aten("aten._native_batch_norm_legit_no_training.default")
+def _batch_norm(im: Importer, node: Any) -> tuple[str, None, None]:
+    x, w, b, mean, var = (im.arg(i) for i in range(5))
+    if w is None or b is None:
+        raise ModelError("batch norm without affine weight and bias is not supported")
+    return im.op("batchnorm", [x, w, b, mean, var], {"eps": float(im.arg(6, 1e-5))}, "batchnorm"), None, None
+
+
+@aten("aten._softmax.default", "aten._log_softmax.default")
+def _softmax(im: Importer, node: Any) -> str:
+    kind = "log_softmax" if "log" in str(node.target) else "softmax"
+    return im.op(kind, [im.arg(0)], {"axis": int(im.arg(1))})
+
+
+# reductions ---------------------------------------------------------------------------
+
+def _reduce(kind: str) -> Handler:
+    def handle(im: Importer, node: Any) -> Any:
+        x = im.arg(0)
+        dims = im.kwarg("dim", 1)
+        keep = bool(im.kwarg("keepdim", 2, False))
+        if isinstance(dims, int):
+            dims = (dims,)
+        axes = None if dims is None or len(dims) == 0 else tuple(int(d) for d in dims)
+        attrs: dict[str, Any] = {"axes": axes, "keepdims": keep}
+        dtype = "int" if kind.startswith("arg") else ("bool" if kind in ("reduce_any", "reduce_all") else None)
+        out = im.op(kind, [x], attrs, dtype=dtype)
+        if str(node.target) == "aten.max.dim" or str(node.target) == "aten.min.dim":
+            index = im.op("argmax" if "max" in str(node.target) else "argmin", [x], attrs, dtype="int")
+            return out, index
+        return out
+    return handle
+
+
+for _name, _kind in {"sum.dim_IntList": "reduce_sum", "sum.default": "reduce_sum", "mean.dim": "reduce_mean",
+                     "mean.default": "reduce_mean", "amax.default": "reduce_max", "amin.default": "reduce_min",
+                     "max.dim": "reduce_max", "min.dim": "reduce_min", "any.dim": "reduce_any",
+                     "any.dims": "reduce_any", "any.default": "reduce_any", "all.dim": "reduce_all",
+                     "argmax.default": "argmax", "argmin.default": "argmin", "prod.dim_int": "reduce_prod",
+                     "var.correction": "reduce_var", "var.dim": "reduce_var"}.items():
+    ATEN[f"aten.{_name}"] = _reduce(_kind)
+
+
+@aten("aten.cumsum.default")
+def _cumsum(im: Importer, node: Any) -> str:
+    return im.op("cumsum", [im.arg(0)], {"axis": int(im.arg(1))}, dtype=im.out_dtype())
+
+
+# lookups --------------------------------------------------------------------------------
+
+@aten("aten.embedding.default")
+def _embedding(im: Importer, node: Any) -> str:
+    return im.op("gather", [im.arg(0), im.arg(1)], {"axis": 0}, "embedding")
+
+
+@aten("aten.index_select.default")
+def _index_select(im: Importer, node: Any) -> str:
+    return im.op("gather", [im.arg(0), im.arg(2)], {"axis": int(im.arg(1))}, "index_select")
+
+
+@aten("aten.gather.default")
+def _gather(im: Importer, node: Any) -> str:
+    return im.op("gather_elements", [im.arg(0), im.arg(2)], {"axis": int(im.arg(1))}, "gather")
+
+
+@aten("aten.index.Tensor")
+def _index(im: Importer, node: Any) -> str:
+    x, indices = im.arg(0), im.arg(1)
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(given) == 1 and len(im.shape(given[0][1])) == 1:
+        d, idx = given[0]
+        return im.op("gather", [x, idx], {"axis": d}, "index")
+    return im.op("index", [x, *(i for _, i in given)], {"axes": tuple(d for d, _ in given)}, "index")
+
+
+# views and movement ---------------------------------------------------------------------
+
+@aten("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.unsqueeze.default",
+      "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.flatten.using_ints",
+      "aten.view_copy.default")
+def _view(im: Importer, node: Any) -> str:
+    return im.reshape(im.arg(0), im.out_shape())
+
+
+@aten("aten.permute.default", "aten.transpose.int", "aten.t.default", "aten.permute_copy.default")
+def _permute(im: Importer, node: Any) -> str:
+    x = im.arg(0)
+    rank = len(im.shape(x))
+    target = str(node.target)
+    if "permute" in target:
+        perm = tuple(int(p) % rank for p in im.arg(1))
+    else:
+        a, b = (0, 1) if target == "aten.t.default" else (int(im.arg(1)) % rank, int(im.arg(2)) % rank)
+        p = list(range(rank))
+        p[a], p[b] = p[b], p[a]
+        perm = tuple(p)
+    if perm == tuple(range(rank)):
+        return x
+    return im.op("transpose", [x], {"perm": perm}, "transpose")
+
+
+@aten("aten.expand.default", "aten.expand_copy.default")
+def _expand(im: Importer, node: Any) -> str:
+    x = im.arg(0)
+    shape = im.out_shape()
+    if shape == im.shape(x):
+        return x
+    if len(shape) > len(im.shape(x)):
+        x = im.reshape(x, (1,) * (len(shape) - len(im.shape(x))) + im.shape(x))
+    return im.op("expand", [x], {"shape": shape})
+
+
+@aten("aten.repeat.default")
+def _repeat(im: Importer, node: Any) -> str:
+    x = im.arg(0)
+    shape = im.out_shape()
+    # repeat copies data like an expand of a [1, ...]-shaped view, then a reshape
+    reps = tuple(int(r) for r in im.arg(1))
+    base = (1,) * (len(reps) - len(im.shape(x))) + im.shape(x)
+    inter = im.reshape(x, tuple(d for pair in zip((1,) * len(base), base) for d in pair))
+    grown = im.op("expand", [inter], {"shape": tuple(d for pair in zip(reps, base) for d in pair)}, "repeat")
+    return im.reshape(grown, shape)
+
+
+@aten("aten.slice.Tensor", "aten.slice_copy.Tensor")
+def _slice(im: Importer, node: Any) -> str:
+    x = im.arg(0)
+    dim = int(im.arg(1, 0))
+    start, end, step = im.arg(2), im.arg(3), im.arg(4, 1)
+    extent = im.shape(x)[dim]
+    start = 0 if start is None else int(start)
+    end = extent if end is None else min(int(end), extent)
+    if (start, end, step) == (0, extent, 1) or (start <= 0 and end >= extent and step == 1):
+        return x
+    return im.op("slice", [x], {"axis": dim, "start": start, "end": end, "step": int(step)})
+
+
+@aten("aten.select.int")
+def _select(im: Importer, node: Any) -> str:
+    x, dim, index = im.arg(0), int(im.arg(1)), int(im.arg(2))
+    extent = im.shape(x)[dim]
+    index %= extent
+    y = im.op("slice", [x], {"axis": dim, "start": index, "end": index + 1, "step": 1}, "select")
+    return im.reshape(y, im.out_shape())
+
+
+@aten("aten.cat.default", "aten.concat.default")
+def _cat(im: Importer, node: Any) -> str:
+    xs = [x for x in im.arg(0) if x is not None]
+    dim = int(im.arg(1, 0))
+    if len(xs) == 1:
+        return xs[0]
+    return im.op("concat", xs, {"axis": dim}, "concat")
+
+
+@aten("aten.split_with_sizes.default", "aten.split.Tensor", "aten.split_with_sizes_copy.default")
+def _split(im: Importer, node: Any) -> tuple[str, ...]:
+    x = im.arg(0)
+    dim = int(im.arg(2, 0))
+    extent = im.shape(x)[dim]
+    sizes = im.arg(1)
+    if isinstance(sizes, int):
+        sizes = [min(sizes, extent - s) for s in range(0, extent, sizes)]
+    out, start = [], 0
+    for size in sizes:
+        out.append(im.op("slice", [x], {"axis": dim, "start": start, "end": start + int(size), "step": 1}, "split"))
+        start += int(size)
+    return tuple(out)
+
+
+@aten("aten.unbind.int")
+def _unbind(im: Importer, node: Any) -> tuple[str, ...]:
+    x = im.arg(0)
+    dim = int(im.arg(1, 0)) % len(im.shape(x))
+    shape = im.shape(x)
+    rest = shape[:dim] + shape[dim + 1:]
+    return tuple(im.reshape(im.op("slice", [x], {"axis": dim, "start": i, "end": i + 1, "step": 1}, "unbind"), rest)
+                 for i in range(shape[dim]))
+
+
+@aten("aten.constant_pad_nd.default")
+def _pad(im: Importer, node: Any) -> str:
+    x = im.arg(0)
+    pad = [int(p) for p in im.arg(1)]
+    rank = len(im.shape(x))
+    begins, ends = [0] * rank, [0] * rank
+    for k in range(len(pad) // 2):  # torch pads the last dimension first
+        begins[rank - 1 - k], ends[rank - 1 - k] = pad[2 * k], pad[2 * k + 1]
+    if min(begins + ends) < 0:
+        raise ModelError("negative padding (cropping) is not supported")
+    return im.op("pad", [x], {"pads": (*begins, *ends), "value": float(im.arg(2, 0.0))})
+
+
+# pooling --------------------------------------------------------------------------------
+
+@aten("aten.max_pool2d_with_indices.default", "aten.max_pool2d.default", "aten.avg_pool2d.default",
+      "aten.max_pool1d.default", "aten.avg_pool1d.default")
+def _pool(im: Importer, node: Any) -> Any:
+    x = im.arg(0)
+    kernel = tuple(int(k) for k in im.arg(1))
+    stride = tuple(int(s) for s in (im.arg(2) or kernel))
+    padding = tuple(int(p) for p in im.arg(3, (0,) * len(kernel)))
+    if len(padding) == 1:
+        padding = padding * len(kernel)
+    kind = "maxpool" if "max" in str(node.target) else "avgpool"
+    ceil = bool(im.arg(5, False)) if kind == "maxpool" else bool(im.arg(4, False))
+    y = im.op(kind, [x], {"kernel": kernel, "strides": stride, "pads": (*padding, *padding), "ceil_mode": ceil})
+    return (y, None) if "with_indices" in str(node.target) else y
+
+
+@aten("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool1d.default",
+      "aten.adaptive_avg_pool1d.default")
+def _adaptive(im: Importer, node: Any) -> str:
+    return im.op("adaptive_avgpool", [im.arg(0)], {"output_size": tuple(int(s) for s in im.arg(1))})
+
+
+# tensors made on the device ---------------------------------------------------------------
+
+@aten("aten.full.default", "aten.full_like.default", "aten.zeros.default", "aten.ones.default",
+      "aten.zeros_like.default", "aten.ones_like.default", "aten.arange.start_step", "aten.arange.default",
+      "aten.arange.start", "aten.scalar_tensor.default", "aten.empty.memory_format", "aten.empty_like.default",
+      "aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default", "aten.new_empty.default",
+      "aten.empty_strided.default", "aten.rand.default", "aten.randn.default", "aten.tril.default",
+      "aten.triu.default")
+def _fill(im: Importer, node: Any) -> str:
+    target = str(node.target)
+    if target in ("aten.tril.default", "aten.triu.default"):  # a mask made from a tensor: same shape, new data
+        return im.op("identity", [im.arg(0)], what=target.split(".")[1], dtype=im.out_dtype())
+    value = 0.0
+    if "full" in target:
+        value = float(im.kwarg("fill_value", 1 if "like" in target or target.startswith("aten.full.") else 2, 0.0))
+    elif "ones" in target:
+        value = 1.0
+    return im.op("fill", [], {"shape": im.out_shape(), "value": value}, target.split(".")[1], dtype=im.out_dtype())
+
+
+@aten("aten.lift_fresh.default")
+def _lift(im: Importer, node: Any) -> str:
+    return im.arg(0)

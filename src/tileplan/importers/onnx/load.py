@@ -1,0 +1,109 @@
+"""Reading an ONNX file: the model, bounded in size, its graph checked to assign each
+tensor once; what a node says about itself (attributes, the module it belongs to)
+and the element class of a tensor type. Nothing here computes or plans.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import numpy as np
+
+from tileplan.errors import InputError, ModelError
+from tileplan.ioutil import read_bytes
+
+#: the largest ONNX file read: protobuf's own limit for one message (a larger model keeps
+#: its weights as external data, which tileplan never reads)
+MAX_ONNX_BYTES = 2 << 30
+
+_FLOAT_TYPES = {1, 10, 11, 16, 17, 18, 19, 20, 23}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16, FLOAT8*, FLOAT4
+_INT_TYPES = {2, 3, 4, 5, 6, 7, 12, 13, 21, 22}
+_BOOL_TYPES = {9}
+
+
+def load_model(path: str) -> Any:
+    """The ModelProto of the file at `path` (a regular file of at most 2 GiB; external
+    data is never read), or one line saying why not."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    data = read_bytes(path, MAX_ONNX_BYTES)  # a regular file of at most 2 GiB, or one line
+    try:
+        model = onnx.load_model_from_string(data)
+    except (DecodeError, ValueError, RuntimeError, OSError, UnicodeDecodeError, TypeError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(f"not a readable ONNX model ({first[:120]}): expected a protobuf ModelProto file; "
+                         "is it truncated or another format?", path) from None
+    if not model.HasField("graph") or not model.graph.node:
+        raise InputError("the ONNX model has no graph nodes: expected a ModelProto with a graph", path)
+    return model
+
+
+def check_single_assignment(graph: Any, path: str) -> None:
+    """ONNX graphs assign each tensor once (the IR's static single assignment rule): no
+    output written by two nodes, nor a node writing a graph input or an initializer."""
+    writer: dict[str, str] = {t.name: "an initializer" for t in graph.initializer}
+    writer.update((i.name, "a graph input") for i in graph.input if i.name not in writer)
+    for k, node in enumerate(graph.node):
+        here = f"node {node.name or k!r} ({node.op_type})"
+        for out in node.output:
+            if not out:
+                continue
+            if out in writer:
+                raise ModelError(f"tensor {out!r} is written by {here} and by {writer[out]}: an ONNX graph "
+                                 "assigns each tensor once (is the file hand-edited?)", path)
+            writer[out] = here
+
+
+def elem_class(elem_type: int, where: str) -> str:
+    """The graph builder's element class of an ONNX tensor type."""
+    if elem_type in _FLOAT_TYPES:
+        return "float"
+    if elem_type in _INT_TYPES:
+        return "int"
+    if elem_type in _BOOL_TYPES:
+        return "bool"
+    raise ModelError(f"element type {elem_type} is not a number or boolean: expected float, int or bool tensors",
+                     where)
+
+
+def np_class(a: np.ndarray) -> str:
+    """The element class of a value known at import time."""
+    if a.dtype == np.bool_:
+        return "bool"
+    return "int" if np.issubdtype(a.dtype, np.integer) else "float"
+
+
+def attributes(node: Any) -> dict[str, Any]:
+    """A node's attributes by name; tensors are kept as protos, read where used."""
+    from onnx import helper
+
+    out = {}
+    for a in node.attribute:
+        if a.type in (4, 9):  # TENSOR, TENSORS: read where used
+            out[a.name] = a.t if a.type == 4 else list(a.tensors)
+            continue
+        v = helper.get_attribute_value(a)
+        out[a.name] = v.decode() if isinstance(v, bytes) else v
+    return out
+
+
+def module_of(node: Any) -> str | None:
+    """The module path the node belongs to: the dynamo exporter's name scopes, else the
+    legacy exporter's `/a/b.0/c/Op` node name."""
+    meta = {p.key: p.value for p in node.metadata_props}
+    scopes = meta.get("pkg.torch.onnx.name_scopes")
+    if scopes:
+        try:
+            parts = ast.literal_eval(scopes)
+        except (ValueError, SyntaxError):
+            parts = None
+        if isinstance(parts, list) and len(parts) >= 2:
+            mods = [p for p in parts[:-1] if isinstance(p, str) and p]
+            if mods:
+                return mods[-1]
+    name = node.name
+    if name.startswith("/") and name.count("/") >= 2:
+        return ".".join(p for p in name.strip("/").split("/")[:-1] if p) or None
+    return None
