@@ -74,6 +74,10 @@ class Graph:
     #: the repeat blocks the builder was told of (`GraphBuilder.repeat`); empty: those
     #: `find_repeats` finds from the module paths
     blocks: tuple[Block, ...] = ()
+    #: the model's own floating-point precision ("F32", "F16"): that of most of its
+    #: floating parameters' elements (else its floating inputs'), as the importer
+    #: found it; None when nothing says (a built-in model)
+    float_precision: str | None = None
 
     def to_program(self, weights: Precision, activations: Precision = F16,
                    options: Mapping[str, object] | None = None, repeat: bool = True) -> Program:
@@ -186,6 +190,24 @@ class GraphBuilder:
         self._names: dict[str, int] = {}
         self._shapes_of: dict[tuple, tuple[int, ...]] = {}
         self._order: list[str] | None = [] if origins == "declared" else None
+        #: elements of each floating precision the importer declared, parameters and
+        #: inputs apart (`note_precision`)
+        self.float_elements: dict[tuple[bool, str], int] = {}
+
+    def note_precision(self, name: str, precision: str) -> None:
+        """Record that declared tensor `name` is floating point in `precision` ("F32",
+        "F16"): the graph's `float_precision` is the precision of most parameter
+        elements, else of most input elements."""
+        t = next(t for t in reversed(self.tensors) if t.name == name)
+        key = (t.role == "input", precision)
+        self.float_elements[key] = self.float_elements.get(key, 0) + math.prod(t.shape)
+
+    def _float_precision(self) -> str | None:
+        for inputs in (False, True):
+            counts = {p: n for (i, p), n in self.float_elements.items() if i == inputs}
+            if counts:
+                return max(sorted(counts), key=counts.__getitem__)
+        return None
 
     def _declare(self, name: str, shape: Sequence[int], dtype: str, role: str) -> str:
         shape = _shape(shape, name)
@@ -281,7 +303,7 @@ class GraphBuilder:
         inputs = [t for t in self.tensors if t.role == "input"]
         params = [t for t in self.tensors if t.role != "input"]
         graph = Graph(self.name, (*inputs, *params), tuple(self.ops), tuple(self.outputs),
-                      tuple(self._order or ()), tuple(self.blocks))
+                      tuple(self._order or ()), tuple(self.blocks), self._float_precision())
         kinds = {o.kind for o in graph.ops}
         for step, kind in PASSES:
             if kind in kinds:  # a pass changes nothing without its operator

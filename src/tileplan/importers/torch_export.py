@@ -76,6 +76,15 @@ def load_exported(path: str) -> Graph:
     return from_exported(ep, stem)
 
 
+def float_precision(dtype: Any) -> str:
+    """A floating torch dtype as the precision tileplan plans it in: float32 and
+    float64 "F32", float16 "F16", bfloat16 "F16" (IPUs compute in IEEE half; Graphcore's
+    ports cast bfloat16 models with `.half()`), float8 "F16" too (an FP8 plan is asked
+    for with --weights)."""
+    torch = _torch()
+    return "F32" if dtype in (torch.float32, torch.float64) else "F16"
+
+
 def dtype_class(dtype: Any) -> str:
     torch = _torch()
     if dtype == torch.bool:
@@ -179,6 +188,8 @@ class Importer:
                     target = getattr(spec, "target", None) or node.name
                     buffer = kind is None or kind.name != "PARAMETER"
                     self.env[node.name] = self.b.parameter(str(target), shape, dtype, buffer=buffer)
+                if dtype == "float":
+                    self.b.note_precision(self.env[node.name], float_precision(val.dtype))
             elif node.op == "call_function":
                 key = str(node.target) if node.target is not operator.getitem else "getitem"
                 fn = ATEN.get(key)

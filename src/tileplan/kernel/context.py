@@ -14,7 +14,7 @@ from typing import NamedTuple
 from tileplan.errors import TilingError
 from tileplan.kernel.options import Options
 from tileplan.model.layout import Layout
-from tileplan.model.machine import Machine
+from tileplan.model.machine import AmpGeometry, Machine
 from tileplan.model.precision import Precision
 from tileplan.model.tiling import Shards, round_up, shards_of
 
@@ -38,6 +38,10 @@ class Kernel:
 
     machine: Machine
     options: Options
+    #: plan matmuls and convolutions as poplin does (`tileplan.kernel.convplan`: operands
+    #: read where they rest and received per tile, created layouts for weights), as the
+    #: default policy does; False: the reference planner's GEMM partitioner and copies
+    poplibs: bool = True
     #: (layout, shape, precision, alignment) -> its size: a memo, nothing more
     _sizes: dict[tuple, Sized] = field(default_factory=dict, repr=False)
 
@@ -55,6 +59,10 @@ class Kernel:
         """The temporary-memory cap of one matmul or convolution per tile, in bytes."""
         p = self.options.available_memory_proportion
         return None if p is None else int(p * self.machine.tile_bytes)
+
+    def amp(self, multiply: Precision) -> AmpGeometry:
+        """The AMP geometry a product in `multiply` runs on, with the options' partials."""
+        return self.machine.amp_for(multiply, self.options.partials)
 
     def shards(self, layout: Layout, shape: Shape, name: str) -> Shards:
         """Shards of a layout on a shape; raises the `TilingError` naming `name`."""

@@ -52,6 +52,8 @@ class StepKind(Enum):
     VIEW = "View"
     CONVERT = "Convert"
     GEMM = "Gemm"
+    MATMUL = "Matmul"
+    CONV = "Conv"
     SUM = "Sum"
     BATCHED_GEMM = "BatchedGemm"
     GROUPED_CONV = "GroupedConv"

@@ -34,8 +34,13 @@ class Options:
     gemm_output_packing: GemmOutputPacking = GemmOutputPacking.NATIVE
     attention_products: AttentionProducts = AttentionProducts.AUTOMATIC
     available_memory_proportion: float | None = None
+    #: the matmuls' and convolutions' partials: "F16" (half partials), "F32", or None
+    #: for the AMP geometry's own (float on Mk2 for F16 inputs, as poplin's default)
+    partials: str | None = None
 
     def __post_init__(self) -> None:
         p = self.available_memory_proportion
         if p is not None and not 0 < p <= 1:
             raise InputError(f"available memory proportion must be in (0, 1], found {p}")
+        if self.partials not in (None, "F16", "F32"):
+            raise InputError(f"partials must be f16 or f32, found {self.partials!r}")

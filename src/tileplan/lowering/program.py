@@ -239,7 +239,7 @@ def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int,
 def lower_program(program: Program, machine: Machine, policy: Policy, options: Options, replay: bool = True
                   ) -> Lowering:
     check_program(program)
-    k = Kernel(machine, options)
+    k = Kernel(machine, options, poplibs=policy.name != "reference")
     plans, over_cap, failed = plan_operations(k, program)
     timeline = Timeline()
     place_tensors(k, timeline, program, plans, policy)

@@ -91,9 +91,16 @@ class Machine:
     def budget_bytes(self) -> int:
         return self.standard_budget_bytes + self.interleaved_budget_bytes
 
-    def amp_for(self, multiply: Precision) -> AmpGeometry:
+    def amp_for(self, multiply: Precision, partials: str | None = None) -> AmpGeometry:
+        """The AMP's geometry for `multiply`; with `partials` "F16" where the machine's
+        accumulates in F32, half partials: twice the output channels a pass (Mk2's AMP
+        accumulates 16 half or 8 float columns; PopTorch's `setPartialsType`,
+        optimum-graphcore's `enable_half_partials`). F32 inputs keep F32 partials
+        (poplin's `getConvVertexAMPCandidates` forces float partials for FLOAT)."""
         for g in self.amp:
             if g.multiply == multiply.name:
+                if partials == "F16" and g.accumulate == "F32" and g.multiply != "F32":
+                    return replace(g, output_channels=2 * g.output_channels, accumulate="F16")
                 return g
         raise InputError(f"machine {self.name} has no AMP geometry for {multiply.name}; it has "
                          f"{', '.join(g.multiply for g in self.amp)}")

@@ -11,6 +11,14 @@ upper bound), the weights are re-laid out into the AMP's [K, N] blocks, and the 
 partials are summed into the output, spread linearly in NC(H)W order. A grouped or
 depthwise convolution and pooling are spread operations: each tile receives the
 input windows and weights its output elements need.
+
+With the default policy (`Kernel.poplibs`) every convolution, grouped and depthwise
+too, is planned as poplin plans it (`tileplan.kernel.convplan`; CONV-NOTES.md): no
+im2col, a partition over batch, field, input and output channels and groups with
+one serial split, the fastest whose temporary bytes fit the memory cap, lowered as
+one `Conv` step whose scratch is those bytes (input window and received weights in
+standard memory, partials in interleaved) and whose output stays where the plan
+computed it (`convplan.conv_output_layout`), so the next convolution reads it there.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError
-from tileplan.kernel import gemm
+from tileplan.kernel import convplan, gemm
 from tileplan.kernel.context import Kernel
 from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, StepKind, ValueKind
 from tileplan.kernel.options import GemmOutputPacking
@@ -80,13 +88,32 @@ def _gemm_sizes(op: Operation, x: Shape, w: Shape) -> tuple[int, int, int]:
     return m, w[1] * math.prod(w[2:]), w[0]
 
 
+def conv_geometry(op: Operation, x: Shape, w: Shape) -> convplan.ConvShape:
+    """The convolution's shape for poplin's planner: batch, output field, kernel,
+    strides, dilations, channels per group and groups."""
+    attrs = dict(op.attrs)
+    n = len(x) - 2
+    return convplan.ConvShape(x[0], tuple(op.output_shape[2:]), tuple(w[2:]), _spatial(attrs, "strides", n, 1),
+                              _spatial(attrs, "dilations", n, 1), w[1], w[0] // op.int_attr("groups", 1),
+                              op.int_attr("groups", 1))
+
+
 def plan_conv(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    out = spread_layout(k, op.output_precision)
     none = tuple(None for _ in ins)
+    if k.poplibs:
+        x, w = ins[0], ins[1]
+        geometry = k.amp(w.precision)
+        accumulate = Precision(geometry.accumulate)
+        cp = convplan.plan_conv(conv_geometry(op, x.shape, w.shape), k.tile_count, geometry, w.precision.bytes,
+                                accumulate.bytes, k.machine.tile_bytes, k.options.available_memory_proportion,
+                                op.name)
+        out_layout = convplan.conv_output_layout(cp, op.output_shape[1], len(op.output_shape), k.prefix)
+        return OpPlan(wanted=none, rest=none, output=out_layout, detail=cp, temporary=cp.temp_bytes)
+    out = spread_layout(k, op.output_precision)
     if op.int_attr("groups", 1) != 1:
         return OpPlan(wanted=none, rest=none, output=out, detail="grouped")
     x, w = ins[0], ins[1]
-    geometry = k.machine.amp_for(w.precision)
+    geometry = k.amp(w.precision)
     accumulate = Precision(geometry.accumulate)
     m, kk, n = _gemm_sizes(op, x.shape, w.shape)
     p = gemm.partition_gemm(m, kk, n, k.tile_count, geometry, w.precision.bytes, accumulate.bytes, op.name,
@@ -105,6 +132,8 @@ def lower_conv(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequen
     `GroupedConv` step (see `lower_grouped`)."""
     if plan.detail == "grouped":
         return lower_grouped(k, op, plan, operands)
+    if isinstance(plan.detail, convplan.ConvPartition):
+        return lower_poplibs(k, op, plan, operands)
     p = plan.detail
     assert isinstance(p, gemm.GemmPartition), p
     b = FragmentBuilder(operands)
@@ -127,6 +156,32 @@ def lower_conv(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequen
     reads = (partials,) if bias is None else (partials, bias)
     scratch = (p.pk + 1) * e * accumulate.bytes + (0 if bias is None else min(p.n, e) * b.precision(bias).bytes)
     b.step(StepKind.SUM, "Sum { axis: 0, staging: Complete }", reads, (out,), {"standard": scratch}, exchange=True)
+    return b.done(out)
+
+
+def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]]) -> Fragment:
+    """One `Conv` step reading the input and the weights where they rest (and the
+    bias), writing the output in the plan's layout. Scratch per tile and serial
+    iteration (`ConvPartition`): the input window `input_elements` (channels padded to
+    the AMP's grain) and, when the plan broadcasts them, the weights block
+    `weight_elements`, in the multiply precision, in standard memory; the partials
+    `partial_elements` in the accumulate precision (with a serial input-channel split
+    also the output accumulated across iterations), in interleaved memory. An input
+    in another precision than the weights is converted within the window (the window
+    is counted in the multiply precision)."""
+    cp = plan.detail
+    assert isinstance(cp, convplan.ConvPartition), cp
+    b = FragmentBuilder(operands)
+    reads = tuple(b.operand(i) for i in range(len(operands)))
+    multiply = b.precision(reads[1])
+    accumulate = Precision(k.amp(multiply).accumulate)
+    standard = (cp.input_elements + (cp.weight_elements if cp.broadcasts_weights else 0)) * multiply.bytes
+    interleaved = cp.partial_elements * accumulate.bytes
+    if cp.serial_dim == "in" and cp.serial > 1:
+        interleaved += cp.output_elements * accumulate.bytes
+    out = write_result(b, op, plan.output)
+    b.step(StepKind.CONV, convplan.plan_text("Conv", cp, multiply.to_text(), accumulate.to_text()), reads, (out,),
+           {"standard": standard, "interleaved": interleaved}, exchange=True)
     return b.done(out)
 
 

@@ -8,6 +8,16 @@ order replicated over the M partitions, K partials in interleaved memory, then a
 A batched product (attention scores when attention is decomposed, `bmm`) is planned
 as a spread: its output spread linearly, each tile receiving the rows of the left
 operand and the columns of the right one its output elements need.
+
+With the default policy (`Kernel.poplibs`) a product with a 2-D right operand is
+planned as poplin plans it (`tileplan.kernel.convplan`: a 1-D convolution, parallel
+and serial splits, the fastest under the memory cap) and lowered as one `Matmul`
+step: the left operand read where it rests and received block by block on each tile,
+the weights read where they were created (`createMatMulInputRHS`: when the plan does
+not split the rows, each tile already holds its block; else they are spread and each
+tile receives its block), the partials accumulated on the tile; the step's scratch is
+what poplin counts as the product's temporary memory (received inputs and weights
+in standard memory, partials in interleaved) and the output is spread over the tiles.
 """
 
 from __future__ import annotations
@@ -16,7 +26,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError
-from tileplan.kernel import gemm
+from tileplan.kernel import convplan, gemm
 from tileplan.kernel.context import Kernel
 from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, StepKind, ValueKind
 from tileplan.kernel.options import GemmOutputPacking
@@ -43,9 +53,11 @@ def plan_matmul(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     if not _is_gemm(ins):
         return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(k, op.output_precision),
                       detail="batched")
+    if k.poplibs:
+        return plan_poplibs(k, op, ins)
     x, w = ins
     multiply = w.precision
-    geometry = k.machine.amp_for(multiply)
+    geometry = k.amp(multiply)
     accumulate = Precision(geometry.accumulate)
     p = gemm.partition_gemm(x.shape[-2], x.shape[-1], w.shape[-1], k.tile_count, geometry, multiply.bytes,
                             accumulate.bytes, op.name, k.cap_bytes)
@@ -70,6 +82,8 @@ def lower_matmul(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequ
     have none."""
     if plan.detail == "batched":
         return lower_batched(k, op, plan, operands)
+    if isinstance(plan.detail, convplan.ConvPartition):
+        return lower_poplibs(k, op, plan, operands, dies)
     p = plan.detail
     assert isinstance(p, gemm.GemmPartition), p
     b = FragmentBuilder(operands)
@@ -99,6 +113,59 @@ def lower_matmul(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequ
     out_elements = shard_elements(k, plan.output, op.output_shape, op.name)
     b.step(StepKind.SUM, "Sum { axis: 0, staging: Complete }", (partials,), (result,),
            {"standard": (p.pk + 1) * out_elements * accumulate.bytes}, exchange=True)
+    return b.done(result)
+
+
+def plan_poplibs(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    """poplin's plan of [.., M, K] x [K, N] (M all the left operand's rows): the
+    weights created in the plan's layout when the rows are not split (each tile holds
+    its block, nothing broadcast), else spread by the policy; the output spread."""
+    x, w = ins
+    geometry = k.amp(w.precision)
+    accumulate = Precision(geometry.accumulate)
+    shape = convplan.ConvShape.matmul(math.prod(x.shape[:-1]), x.shape[-1], w.shape[-1])
+    cp = convplan.plan_conv(shape, k.tile_count, geometry, w.precision.bytes, accumulate.bytes,
+                            k.machine.tile_bytes, k.options.available_memory_proportion, op.name)
+    created = None
+    if not cp.broadcasts_weights:
+        created = gemm.weight_layout(convplan.gemm_partition(cp, geometry, whole=True), k.prefix)
+    return OpPlan(wanted=(None, None), rest=(None, created), output=spread_layout(k, op.output_precision),
+                  detail=cp, temporary=cp.temp_bytes)
+
+
+def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                  dies: Sequence[bool]) -> Fragment:
+    """`Convert` x to the weights' precision when it differs (in place when narrower,
+    x dies here and its storage is not a declared tensor's), then one `Matmul` step.
+    Scratch, per tile and serial iteration (`ConvPartition`): the left block
+    `input_elements` and, unless the weights rest in the plan's layout, the weight
+    block `weight_elements`, both in the multiply precision, in standard memory; the
+    partials `partial_elements` in the accumulate precision (with a serial input-channel
+    split also the output accumulated across iterations, `output_elements`), in
+    interleaved memory."""
+    cp = plan.detail
+    assert isinstance(cp, convplan.ConvPartition), cp
+    b = FragmentBuilder(operands)
+    x = b.operand(0)
+    weights = b.members(1)
+    multiply = b.precision(weights[0])
+    geometry = k.amp(multiply)
+    accumulate = Precision(geometry.accumulate)
+    if b.precision(x) != multiply:
+        narrower = multiply.bytes <= b.precision(x).bytes and dies[0] and not b.declared_storage(x)
+        converted = b.new(ValueKind.CONVERTED, b.shape(x), multiply, b.layout(x), of=x,
+                          storage=x if narrower else None)
+        b.step(StepKind.CONVERT, "Convert LocalKernel", (x,), (converted,))
+        x = converted
+    created = plan.rest[1]
+    in_place = created is not None and all(b.layout(w) == created for w in weights)
+    standard = cp.input_elements * multiply.bytes + (0 if in_place else cp.weight_elements * multiply.bytes)
+    interleaved = cp.partial_elements * accumulate.bytes
+    if cp.serial_dim == "in" and cp.serial > 1:
+        interleaved += cp.output_elements * accumulate.bytes
+    result = write_result(b, op, plan.output)
+    b.step(StepKind.MATMUL, convplan.plan_text("Matmul", cp, multiply.to_text(), accumulate.to_text()),
+           (x, *weights), (result,), {"standard": standard, "interleaved": interleaved}, exchange=True)
     return b.done(result)
 
 

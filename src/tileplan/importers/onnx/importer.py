@@ -46,8 +46,9 @@ import numpy as np
 from tileplan.errors import ModelError
 from tileplan.importers.graph import Graph, GraphBuilder, GraphOp, unsupported
 from tileplan.importers.onnx.fold import FOLD_LIMIT, FOLDERS, KNOWN_LIMIT, NotFolded
-from tileplan.importers.onnx.load import (attributes, check_single_assignment, elem_class, load_model, module_of,
-                                          np_class)
+from tileplan.importers.onnx.load import (
+    attributes, check_single_assignment, elem_class, load_model, module_of, np_class, onnx_precision,
+)
 from tileplan.importers.onnx.mappers import MAPPERS, Unsupported
 from tileplan.model.ir import MAX_ELEMENTS
 from tileplan.ops import REGISTRY
@@ -79,6 +80,7 @@ class Importer:
         self.known: dict[str, np.ndarray] = {}  # values computed at import time
         self.from_initializer: set[str] = set()
         self.params: dict[str, tuple[tuple[int, ...], str]] = {}  # initializers without data: shape, class
+        self.elem_types: dict[str, int] = {}  # an initializer's ONNX element type
         self.names: dict[str, str] = {}  # ONNX tensor -> builder tensor
         self.shapes: dict[str, tuple[int, ...]] = {}  # ONNX shape of every runtime tensor (rank 0 allowed)
         self.isnan_of: dict[str, str] = {}  # IsNaN output -> its input
@@ -148,6 +150,7 @@ class Importer:
                 except (ValueError, TypeError):
                     pass
             self.params[t.name] = (dims, cls)
+            self.elem_types[t.name] = t.data_type
 
     def _inputs(self, g: Any) -> None:
         for inp in g.input:
@@ -176,6 +179,8 @@ class Importer:
                 dims.append(value)
             if self.readers[inp.name]:
                 self.names[inp.name] = self.b.input(inp.name, dims, elem_class(tt.elem_type, where))
+                if self.b.dtypes[self.names[inp.name]] == "float":
+                    self.b.note_precision(self.names[inp.name], onnx_precision(tt.elem_type))
                 self.shapes[inp.name] = tuple(dims)
 
     def _symbolic(self, k: int, label: str) -> int | None:
@@ -209,6 +214,8 @@ class Importer:
             dims, cls = self.params[name]
             label = self._param_name(name, module, role)
             self.names[name] = self.b.parameter(label, dims or (1,), cls)
+            if cls == "float":
+                self.b.note_precision(self.names[name], onnx_precision(self.elem_types[name]))
             self.shapes[name] = dims
             return self.names[name]
         if name in self.known:

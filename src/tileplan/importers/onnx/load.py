@@ -56,6 +56,12 @@ def check_single_assignment(graph: Any, path: str) -> None:
             writer[out] = here
 
 
+def onnx_precision(elem_type: int) -> str:
+    """The precision tileplan plans a floating ONNX type in: FLOAT and DOUBLE "F32",
+    the 16-bit and 8-bit floats "F16" (IPUs compute in IEEE half)."""
+    return "F32" if elem_type in (1, 11) else "F16"
+
+
 def elem_class(elem_type: int, where: str) -> str:
     """The graph builder's element class of an ONNX tensor type."""
     if elem_type in _FLOAT_TYPES:

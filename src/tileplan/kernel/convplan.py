@@ -1,0 +1,303 @@
+"""Convolutions and matmuls split over the tiles as poplin plans them.
+
+poplin plans a convolution, and a matmul as a 1-D convolution (`getConvParams` in
+poplibs lib/poplin/MatMul.cpp: [G, M, K] x [G, K, N] is batch M, field 1, kernel 1,
+K input and N output channels, G groups), by enumerating partitions and keeping the
+fastest whose temporary bytes per tile fit a bound (lib/poplin/ConvPlan.cpp
+`createPlan`, `choosePlan`; lib/poplin/ConvModel.cpp `constructModel`, `addEstimates`;
+CONV-NOTES.md sections 1 and 2). This module is that search, with a cycle model
+simple enough to read:
+
+* A partition splits, in parallel, the batch, each output field dimension, the input
+  channels, the output channels and the groups (`ConvPartition`); their product is
+  the machine's tile count (a split may exceed its dimension: those tiles get
+  nothing, and the ceilings below count the padding). One serial split divides the
+  output channels or the input channels into loop iterations (poplin allows one kind
+  at a time: `min(inChan.serial, outChan.serial) == 1`).
+* Per tile and per serial iteration: output positions `batch_t x prod(field_t)`, the
+  input window those need (`(field_t - 1) x stride + (kernel - 1) x dilation + 1` per
+  dimension), input channels `in_t` and output channels `out_t` rounded up to the
+  AMP's grains (`input_channels`, `output_channels` of the machine's geometry:
+  channel padding is temporary too), groups `group_t`.
+* Temporary bytes (`addConvTempMemoryEstimate`, `addInPlaceEstimate`): the input
+  window and the weights block in the multiply precision, the partials in the
+  accumulate precision, plus, with a serial input-channel split, the output block
+  accumulated in place across iterations.
+* Cycles: the AMP's multiply-accumulates (grains padded) at `input_channels x
+  output_channels / 2` a cycle, plus the bytes each tile receives at 4 a cycle (the
+  input window always; the weights block when the batch or field is split, as the
+  weights are then broadcast; with a parallel input-channel split, the partials
+  reduced across it) and `ITERATION_CYCLES`, times the serial iterations; a serial
+  input-channel split adds each iteration's partials to the accumulated ones.
+* The choice (`runPlanner`): the fewest cycles with temporary bytes at most the
+  bound `availableMemoryProportion x tile bytes`; ties to fewer bytes. When no
+  partition fits, the bound is doubled while it stays below twice the tile's bytes
+  (`stepMemBound *= 2`, still the fewest cycles), then the fewest cycles of all.
+  The chosen plan says whether it kept to the first bound (`within_cap`).
+
+Depthwise convolutions combine groups into one AMP group (`combineConvGroupsFactor`,
+tried when a group has one input channel, or two in F16; poplibs ConvPlan.cpp
+`getCombineConvGroupCandidates`): `F = min(groups, input grain / input channels)`
+groups become one of F times the channels, the weights padded off the block
+diagonal; other narrow groups pad their channels to the grain.
+
+Worked example (CONV-NOTES.md section 3): ResNet-50's 3x3 64->64 convolution at 56 x
+56, batch 90, F16 on 1472 tiles. Batch 90 over 46 partitions and 4 x 8 over the field
+give 2 images x 14 x 7 positions a tile with every channel: a window 2 x 16 x 9 x 64
+x 2 B = 36,864 B, weights 9 x 64 x 64 x 2 B = 73,728 B broadcast to every tile,
+partials 196 x 64 x 4 B = 50,176 B: 160,768 B a tile, under the 383,385 B bound of
+proportion 0.6.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tileplan.errors import TileplanError
+from tileplan.model.machine import AmpGeometry
+from tileplan.model.tiling import ceil_div
+
+if TYPE_CHECKING:
+    from tileplan.kernel.gemm import GemmPartition
+    from tileplan.model.layout import Layout
+
+#: bytes a tile receives per cycle over the exchange (Mk2: about 8 TB/s over 1472
+#: tiles at 1.33 GHz)
+EXCHANGE_BYTES_PER_CYCLE = 4
+#: the serial splits tried (poplin caps them by the channel grains)
+SERIAL_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+#: cycles each serial iteration costs beyond its work: a sync, the exchange's setup and
+#: the vertices' start (poplin's estimate adds such per-iteration terms; tileplan's figure)
+ITERATION_CYCLES = 2000
+
+
+class ConvPlanningError(TileplanError):
+    """A convolution or matmul with no legal partition."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConvShape:
+    """One convolution: `batch`, the output `field` and `kernel` per spatial dimension
+    with `stride` and `dilation`, `in_chans` and `out_chans` per group, `groups`. A
+    matmul [.., M, K] x [K, N] is `ConvShape.matmul(M, K, N)`: field (1,), kernel (1,)."""
+
+    batch: int
+    field: tuple[int, ...]
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    dilation: tuple[int, ...]
+    in_chans: int
+    out_chans: int
+    groups: int = 1
+
+    def __post_init__(self) -> None:
+        dims = len(self.field)
+        assert dims == len(self.kernel) == len(self.stride) == len(self.dilation), self
+        assert min(self.batch, self.in_chans, self.out_chans, self.groups, *self.field, *self.kernel) >= 1, self
+
+    @staticmethod
+    def matmul(m: int, k: int, n: int, groups: int = 1) -> "ConvShape":
+        return ConvShape(m, (1,), (1,), (1,), (1,), k, n, groups)
+
+    @property
+    def macs(self) -> int:
+        return self.batch * math.prod(self.field) * math.prod(self.kernel) * self.in_chans * self.out_chans * \
+            self.groups
+
+
+@dataclass(frozen=True, slots=True)
+class ConvPartition:
+    """A chosen plan: the parallel splits (their product the tile count), one serial
+    split (`serial`, over `serial_dim` "out" or "in"), the per-tile sizes of one
+    serial iteration in elements (channels rounded up to the AMP's grains), the
+    temporary bytes and cycles, and whether it kept to the first bound. `combine`:
+    groups combined into one AMP group (depthwise)."""
+
+    shape: ConvShape
+    batch_split: int
+    field_split: tuple[int, ...]
+    in_split: int
+    out_split: int
+    group_split: int
+    serial: int
+    serial_dim: str
+    combine: int
+    input_elements: int
+    weight_elements: int
+    partial_elements: int
+    output_elements: int
+    temp_bytes: int
+    cycles: int
+    within_cap: bool
+
+    @property
+    def tiles(self) -> int:
+        return self.batch_split * math.prod(self.field_split) * self.in_split * self.out_split * self.group_split
+
+    @property
+    def broadcasts_weights(self) -> bool:
+        """Whether several tiles need the same weights (the batch or field is split):
+        the weights are then received into a temporary on each; else each tile holds
+        its block where the weights were created."""
+        return self.batch_split * math.prod(self.field_split) > 1
+
+
+def _divisor_splits(tile_count: int, dims: int) -> np.ndarray:
+    """Every way to write `tile_count` as an ordered product of `dims` factors, as
+    rows of an int64 array."""
+    rows: list[tuple[int, ...]] = [()]
+    for d in range(dims):
+        nxt = []
+        for row in rows:
+            rest = tile_count // math.prod(row) if row else tile_count
+            if d == dims - 1:
+                nxt.append((*row, rest))
+            else:
+                nxt.extend((*row, f) for f in range(1, rest + 1) if rest % f == 0)
+        rows = nxt
+    return np.asarray(rows, dtype=np.int64).reshape(-1, dims)
+
+
+def _ceil(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
+    return -(-np.asarray(a) // np.asarray(b))
+
+
+def plan_conv(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_bytes: int, partial_bytes: int,
+              tile_bytes: int, proportion: float | None, name: str = "conv") -> ConvPartition:
+    """The plan poplin would choose (see the module docstring); memoized."""
+    try:
+        return _plan(shape, tile_count, geometry, multiply_bytes, partial_bytes, tile_bytes, proportion)
+    except ConvPlanningError as e:
+        raise ConvPlanningError(e.detail, name) from None
+
+
+@lru_cache(maxsize=4096)
+def _plan(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_bytes: int, partial_bytes: int,
+          tile_bytes: int, proportion: float | None) -> ConvPartition:
+    ig, og = geometry.input_channels, geometry.output_channels
+    combine = 1
+    # combineConvGroupsFactor: one input channel a group (FP32), one or two (F16)
+    if shape.groups > 1 and shape.in_chans <= (2 if ig >= 16 else 1):
+        combine = min(shape.groups, max(1, ig // shape.in_chans))
+    groups = -(-shape.groups // combine)
+    in_chans, out_chans = shape.in_chans * combine, shape.out_chans * combine
+    dims = len(shape.field)
+    # the dimensions split in parallel: batch, field..., in, out, groups (trivial ones pinned to 1)
+    sizes = [shape.batch, *shape.field, in_chans, out_chans, groups]
+    splits = _divisor_splits(tile_count, len(sizes))
+    useful = np.all(splits <= np.maximum(np.asarray(sizes) * 2, 1), axis=1)  # no more than twice a dimension
+    if useful.any():
+        splits = splits[useful]
+    batch_s, field_s = splits[:, 0], splits[:, 1:1 + dims]
+    in_s, out_s, group_s = splits[:, 1 + dims], splits[:, 2 + dims], splits[:, 3 + dims]
+    batch_t = _ceil(shape.batch, batch_s)
+    field_t = _ceil(np.asarray(shape.field), field_s)
+    group_t = _ceil(groups, group_s)
+    window = np.ones(len(splits), dtype=np.int64)
+    positions = batch_t.copy()
+    for d in range(dims):
+        window *= (field_t[:, d] - 1) * shape.stride[d] + (shape.kernel[d] - 1) * shape.dilation[d] + 1
+        positions *= field_t[:, d]
+    kernel = math.prod(shape.kernel)
+    in_t_all = _ceil(in_chans, in_s)
+    out_t_all = _ceil(out_chans, out_s)
+    candidates: list[tuple] = []
+    for dim in ("out", "in"):
+        for serial in SERIAL_SPLITS:
+            if serial > 1 and (dim == "out" and serial * og > out_chans or dim == "in" and serial * ig > in_chans):
+                continue
+            in_t = _ceil(in_t_all, serial) if dim == "in" else in_t_all
+            out_t = _ceil(out_t_all, serial) if dim == "out" else out_t_all
+            in_p, out_p = _ceil(in_t, ig) * ig, _ceil(out_t, og) * og
+            inputs = batch_t * window * in_p * group_t
+            weights = kernel * in_p * out_p * group_t
+            partials = positions * out_p * group_t
+            temp = (inputs + weights) * multiply_bytes + partials * partial_bytes
+            if dim == "in" and serial > 1:
+                temp = temp + positions * out_t_all * group_t * partial_bytes
+            compute = positions * group_t * in_p * out_p * kernel // max(1, ig * og // 2)
+            received = inputs * multiply_bytes + np.where(batch_s * np.prod(field_s, axis=1) > 1,
+                                                          weights * multiply_bytes, 0)
+            reduce = np.where(in_s > 1, partials * partial_bytes * (in_s - 1) // in_s, 0)
+            accumulate = partials * serial if dim == "in" and serial > 1 else 0  # adding each iteration's partials
+            cycles = (serial * (compute + received // EXCHANGE_BYTES_PER_CYCLE + ITERATION_CYCLES) + accumulate
+                      + reduce // EXCHANGE_BYTES_PER_CYCLE)
+            candidates.append((dim, serial, in_t, out_t, inputs, weights, partials, temp, cycles))
+    temps = np.concatenate([c[7] for c in candidates])
+    cycles = np.concatenate([c[8] for c in candidates])
+    cap = None if proportion is None else int(proportion * tile_bytes)
+    bound = cap
+    while True:
+        ok = np.ones(len(temps), dtype=bool) if bound is None else temps <= bound
+        if ok.any():
+            idx = np.flatnonzero(ok)
+            chosen = int(idx[np.lexsort((temps[idx], cycles[idx]))[0]])
+            break
+        assert bound is not None, "the unbounded search keeps every candidate"
+        bound = bound * 2 if bound * 2 < 2 * tile_bytes else None
+    block, row = divmod(chosen, len(splits))
+    dim, serial, in_t, out_t, inputs, weights, partials, temp, cyc = candidates[block]
+    return ConvPartition(
+        shape, int(batch_s[row]), tuple(int(f) for f in field_s[row]), int(in_s[row]), int(out_s[row]),
+        int(group_s[row]), serial, dim, combine, int(inputs[row]), int(weights[row]), int(partials[row]),
+        int(positions[row] * out_t_all[row] * group_t[row]), int(temp[row]), int(cyc[row]),
+        cap is None or int(temp[row]) <= cap)
+
+
+# Layouts of a plan ------------------------------------------------------------------
+
+def gemm_partition(cp: ConvPartition, geometry: AmpGeometry, whole: bool = False) -> "GemmPartition":
+    """A matmul plan as the GEMM partitioner's `GemmPartition` (M over `batch_split`,
+    K over `in_split`, N over `out_split`, rows in grains of 1 as poplin's field and
+    batch grains), whose layout functions (`tileplan.kernel.gemm`) then apply; with a
+    serial split, the partition of one iteration's slice of N or K (`whole`: of the
+    whole product, where the weights rest)."""
+    from tileplan.kernel.gemm import GemmPartition
+
+    s = cp.shape
+    m, k, n = s.batch, s.in_chans, s.out_chans
+    if whole:
+        pass
+    elif cp.serial_dim == "out":
+        n = -(-n // cp.serial)
+    else:
+        k = -(-k // cp.serial)
+    ig = geometry.input_channels
+    return GemmPartition(m, k, n, cp.batch_split, cp.in_split, cp.out_split, 1,
+                         m_tile=ceil_div(m, cp.batch_split), k_tile=ceil_div(ceil_div(k, ig), cp.in_split) * ig,
+                         n_tile=ceil_div(ceil_div(n, 2), cp.out_split) * 2, geometry=geometry)
+
+
+def conv_output_layout(cp: ConvPartition, channels: int, rank: int, prefix: str) -> "Layout":
+    """A convolution's output [N, C, *field] where its plan computed it: the batch over
+    `batch_split`, the channels over `out_split x in_split x group_split` (the input-
+    channel partitions each keep a slice of the reduced output, as poplin's reduction
+    leaves it), each field dimension over its split; every element on one tile."""
+    from tileplan.model.layout import ROW_MAJOR, Axis, AxisTiling, Layout, MemoryClass, Padding, TensorTiling
+
+    def axis(dim: int, parts: int, extent: int) -> AxisTiling:
+        block = max(1, -(-extent // parts))
+        return AxisTiling(Axis.from_start(dim), parts, 1, block, block, 1, Padding.ZERO, None)
+
+    s = cp.shape
+    chans = cp.out_split * cp.in_split * cp.group_split
+    axes = [axis(0, cp.batch_split, s.batch), axis(1, chans, channels)]
+    axes += [axis(2 + d, f, s.field[d]) for d, f in enumerate(cp.field_split)]
+    assert len(axes) == rank, (rank, axes)
+    total = cp.batch_split * chans * math.prod(cp.field_split)
+    return Layout(ROW_MAJOR, TensorTiling(total, 1, tuple(axes)), MemoryClass(prefix, "Standard"))
+
+
+def plan_text(kind: str, cp: ConvPartition, multiply: str, accumulate: str) -> str:
+    """The step's text: what poplin's plan is (`Matmul { ... }`, `Conv { ... }`)."""
+    field = " x ".join(str(f) for f in cp.field_split)
+    return (f"{kind} {{ multiply: {multiply}, accumulate: {accumulate}, batch_split: {cp.batch_split}, "
+            f"field_split: {field}, in_split: {cp.in_split}, out_split: {cp.out_split}, "
+            f"group_split: {cp.group_split}, serial: {cp.serial} {cp.serial_dim}, combine: {cp.combine}, "
+            f"temporary: {cp.temp_bytes}, exchange: true }}")
