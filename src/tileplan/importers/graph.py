@@ -383,10 +383,11 @@ def _rename(ops: Iterable[GraphOp], names: Mapping[str, str]) -> list[GraphOp]:
 
 def _outputs(graph: Graph, names: Mapping[str, str]) -> tuple[str, ...]:
     out = []
-    for n in graph.outputs:
-        while n in names:
-            n = names[n]
-        out.append(n)
+    for output in graph.outputs:
+        name = output
+        while name in names:
+            name = names[name]
+        out.append(name)
     return tuple(dict.fromkeys(out))
 
 

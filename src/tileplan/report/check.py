@@ -525,10 +525,10 @@ def check_live_sets(report: Report, runs: LiveRuns, vc: ValueColumns, g: Groups,
         # a member (an owner or a view aliasing one) whose last step is its first
         chain = sorted(group, key=lambda m: (firsts[m], lasts[m], values[m].id))
         ends = {lasts[chain[0]]}
-        for k, b in enumerate(chain[1:], start=1):
+        for j, b in enumerate(chain[1:], start=1):
             vb = values[b]
             if vb.root == vb.id and firsts[b] not in ends:
-                prev = max(chain[:k], key=lambda a: (lasts[a], values[a].id))
+                prev = max(chain[:j], key=lambda a: (lasts[a], values[a].id))
                 vp = values[prev]
                 result.add("disagree", f"storage_group {k}",
                            f"value {vb.id} ({text(vb.name)}) first live in step {firsts[b]}, but no earlier member "
