@@ -27,10 +27,9 @@ from tileplan.model.machine import PRESETS, machine
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline
 from tileplan.planner.request import PlanRequest
 from tileplan.planner.sweep import KNOBS, expand, run_sweep
-from tileplan.planner.whatif import what_if
 from tileplan.report.build import build_report
-from tileplan.report.format import VERSIONS, Report, write_report
-from tileplan.report.whatif import sweep_rows_json, what_if_json
+from tileplan.report.format import V1_LIMIT, VERSIONS, Report, auto_version, write_report
+from tileplan.report.whatif import WHAT_IF_LIMIT, sweep_rows_json, with_what_if
 from tileplan.report.views import group_label, operations, precision_display, verdict_line
 
 TOP_VALUES = 10
@@ -114,18 +113,12 @@ def _output(args: argparse.Namespace, request: PlanRequest, suffix: str) -> Path
     return output
 
 
-#: values beyond which `plan` does not run the what-if re-plans unless asked (--what-if)
-WHAT_IF_LIMIT = 200_000
-#: values beyond which `--report-version auto` writes version 2 (version 1 is about
-#: 1.1 KB a value: 115 MB at 100,000 values)
-V1_LIMIT = 200_000
-
-
 def report_version(args: argparse.Namespace, report: Report) -> int:
-    """The version to write: as asked, or by the program's size (`auto`)."""
+    """The version to write: as asked, or by the program's size (`auto`: 1 up to
+    `V1_LIMIT` values, 2 beyond)."""
     if args.report_version != "auto":
         return int(args.report_version)
-    return 1 if len(report.values) <= V1_LIMIT else 2
+    return auto_version(report, V1_LIMIT)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,14 +133,10 @@ def run(args: argparse.Namespace) -> int:
     progress.update(f"planning {request.command()}")
     plan = request.plan()
     report = build_report(plan)
-    skipped = None
-    if not args.no_what_if and len(report.values) > WHAT_IF_LIMIT and not args.force_what_if:
-        skipped = (f"what-if not run: {len(report.values):,} values, more than {WHAT_IF_LIMIT:,} (each row re-plans "
-                   "the whole program); --what-if runs it")
-        report.extra["what_if_skipped"] = {"values": len(report.values), "limit": WHAT_IF_LIMIT, "reason": skipped}
-    elif not args.no_what_if:
-        rows = what_if(request, progress=lambda text: progress.update(text))
-        report.extra["what_if"] = what_if_json(request, plan, rows)
+    if not args.no_what_if:
+        report = with_what_if(report, request, plan, limit=WHAT_IF_LIMIT, force=args.force_what_if,
+                              progress=lambda text: progress.update(text))
+    skipped = report.extra.get("what_if_skipped")
     progress.done()
     write_report(output, report, report_version(args, report))
     args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not report.fits_budget else 0
@@ -156,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     for line in verdict_lines(report):
         print(line)
     if skipped is not None:
-        print(skipped)
+        print(skipped["reason"])
     return args.decided
 
 

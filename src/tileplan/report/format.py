@@ -28,6 +28,9 @@ from tileplan.model.timeline import REGIONS, Rejection, Step, Value
 VERSION = 1
 #: the versions this tileplan reads and writes
 VERSIONS = (1, 2)
+#: values beyond which a report is written as version 2 unless asked otherwise (version
+#: 1 is about 1.1 KB a value: 115 MB at 100,000 values)
+V1_LIMIT = 200_000
 U64_MAX = 2**64 - 1
 
 # What a real report can hold. A report beyond these is refused at reading with one
@@ -148,6 +151,11 @@ def to_json_text(r: Report) -> str:
     """Deterministic version-1 text: the same report gives the same bytes."""
     return json.dumps(to_json_dict(r), separators=(",", ":"), ensure_ascii=False, allow_nan=False,
                       default=_plain) + "\n"
+
+
+def auto_version(report: Report, limit: int = V1_LIMIT) -> int:
+    """The version `tileplan plan` writes by default: 1 up to `limit` values, 2 beyond."""
+    return 1 if len(report.values) <= limit else 2
 
 
 def report_bytes(r: Report, version: int = VERSION) -> bytes:
