@@ -373,7 +373,7 @@ FORBIDDEN = ("tileplan.planner", "tileplan.lowering", "tileplan.ops", "tileplan.
 # check reads the report's model and its typed sections (`report.model`, `.sections`,
 # `.fields`), never anything that plans
 ALLOWED = re.compile(r"tileplan(\.errors|\.ioutil|\.model(\..*)?|\.report|\.report\.format(_v2)?"
-                     r"|\.report\.(model|sections|fields)|\.report\.check(_\w+)?)?")
+                     r"|\.report\.(model|fields|sections(_\w+)?)|\.report\.check(_\w+)?)?")
 
 
 def _loaded(module: str) -> list[str]:

@@ -1,7 +1,10 @@
 """The sections tileplan adds to a report (docs/report-format.md, "tileplan's
 additions"), typed: one frozen dataclass each, read by `from_json` and written by
 `to_json` from its fields' declarations (`tileplan.report.fields`), the JSON Schema
-of each generated from the same declarations (`tileplan.report.schema`).
+of each generated from the same declarations (`tileplan.report.schema`). Here the
+program, its operations, the verdict and the exact accounting, and every section by
+its key (`SECTIONS`); the what-if sections in `sections_whatif`, those beyond the
+tensors in `sections_beyond`.
 
 The builder (`report.build`) makes them from a plan, `check` re-derives them, the
 views read their fields. Sections views read are read strictly (a wrong field is one
@@ -34,7 +37,21 @@ from tileplan.report.fields import (
     TileIndex,
     brief,
     json_field,
+    slots_of,
 )
+
+from tileplan.report.sections_beyond import (
+    AvailableMemoryProportion,
+    Buffer,
+    CapExceeded,
+    NonTensor,
+    NonTensorCounts,
+    Pipeline,
+    PlacedTile,
+    Placement,
+    PlacementSkipped,
+)
+from tileplan.report.sections_whatif import Baseline, Sweep, SweepRow, WhatIf, WhatIfRow, WhatIfSkipped
 
 REGION_NAMES = ("total", "standard", "interleaved")
 #: bins of the exact accounting's histogram a report may hold
@@ -192,46 +209,6 @@ class RejectedOperation(Section):
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Pipeline(Section):
-    """This report is one IPU of a pipeline: IPU `ipu` of `ipus`, the layers on each
-    IPU and its own layers [first, end)."""
-
-    KEY: ClassVar[str] = "pipeline"
-    LENIENT: ClassVar[bool] = True
-    DESCRIPTION: ClassVar[str | None] = (
-        "This report is one IPU of a pipeline over several (inference): its index, the IPU count, the layers on "
-        "each IPU (optimum-graphcore's layers_per_ipu) and this IPU's layers [first, end).")
-    ipu: Count | None = None
-    ipus: Positive | None = None
-    layers_per_ipu: tuple[Count, ...] | None = json_field(None, most=4096, schema={"minItems": 1})
-    layers: tuple[Count, Count] | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CapExceeded(Section):
-    operation: Count | None = None
-    name: str | None = None
-    temporary_bytes: Count | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AvailableMemoryProportion(Section):
-    """Poplar's availableMemoryProportion: the cap on one product's temporary bytes per
-    tile and the products planned over it."""
-
-    KEY: ClassVar[str] = "available_memory_proportion"
-    LENIENT: ClassVar[bool] = True
-    DESCRIPTION: ClassVar[str | None] = (
-        "Poplar's availableMemoryProportion: the cap on one matmul's or convolution's temporary bytes per tile "
-        "(proportion x tile bytes), and the products planned over it (planned anyway, with their least temporary "
-        "split).")
-    proportion: float | None = json_field(None, schema={"exclusiveMinimum": 0, "maximum": 1})
-    cap_bytes: Count | None = None
-    exceeded: tuple[CapExceeded, ...] | None = None
-    note: str | None = None
-
-
 # verdict ------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -262,7 +239,7 @@ class OverBudgetStep(Section):
 class OverBudget(Section):
     """How many steps are over budget, the first and the worst (most bytes over)."""
 
-    steps: StepCount
+    steps: StepCount = json_field(schema={"minimum": 1})
     first: OverBudgetStep | None = None
     worst: OverBudgetStep | None = None
 
@@ -469,231 +446,20 @@ class Exact(Section):
         props["steps"] = {"type": "array", "items": {"type": "array", "items": {"$ref": "#/$defs/bytes"},
                                                      "minItems": len(EXACT_COLUMNS), "maxItems": len(EXACT_COLUMNS)}}
         props["steps_columns"] = {"const": list(EXACT_COLUMNS)}
+        schema["required"] = [s.key for s in slots_of(cls)]  # both always written
         return schema
-
-
-# what-if ------------------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Baseline(Section):
-    """The plan as it is, as a what-if row reads it: what it came to and its command."""
-
-    fits: bool | None = None
-    scope: str | None = None
-    peak: Count | None = json_field(None, null=True)
-    budget: Count | None = None
-    margin: Signed | None = json_field(None, null=True)
-    tile: Count | None = json_field(None, null=True)
-    step: Count | None = json_field(None, null=True)
-    interleaved_peak: Count | None = json_field(None, null=True)
-    command: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WhatIfRow(Section):
-    """The plan re-planned with one knob turned: what it came to and the command that
-    re-derives it (a tile and a step of that other plan)."""
-
-    knob: str | None = None
-    value: str | None = None
-    fits: bool | None = None
-    scope: str | None = None
-    peak: Count | None = json_field(None, null=True)
-    budget: Count | None = None
-    margin: Signed | None = json_field(None, null=True)
-    tile: Count | None = json_field(None, null=True)
-    step: Count | None = json_field(None, null=True)
-    interleaved_peak: Count | None = json_field(None, null=True)
-    command: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WhatIf(Section):
-    """The plan as it is (`baseline`) and re-planned with each knob (`rows`). A report
-    may hold the rows alone, as a list (then `baseline` is None)."""
-
-    KEY: ClassVar[str] = "what_if"
-    baseline: Baseline | None = None
-    rows: tuple[WhatIfRow, ...] = ()
-    note: str | None = None
-
-    @classmethod
-    def decode(cls, f: Fields, ctx: Context) -> Self:
-        if isinstance(f.obj, list):
-            return cls(rows=tuple(WhatIfRow.decode(r, ctx) for r in f.items()))
-        return cls.decode_fields(f, ctx)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WhatIfSkipped(Section):
-    """Why the what-if re-plans were not run (a program of more values than `limit`)."""
-
-    KEY: ClassVar[str] = "what_if_skipped"
-    LENIENT: ClassVar[bool] = True
-    DESCRIPTION: ClassVar[str | None] = (
-        "The what-if re-plans were not run: the program has more values than the limit (each row re-plans the "
-        "whole program); `tileplan plan --what-if` runs them.")
-    values: Count | None = None
-    limit: Positive | None = None
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SweepRow(Section):
-    """One combination of a sweep: its knobs (name -> value), what its plan came to,
-    and the command that re-plans it."""
-
-    knobs: tuple[tuple[str, str | int], ...] = ()
-    outcome: Baseline
-
-    @classmethod
-    def decode(cls, f: Fields, ctx: Context) -> Self:
-        outcome = Baseline.decode(Fields({k: v for k, v in f.mapping().obj.items() if k in _OUTCOME_KEYS},
-                                         f.place), ctx)
-        knobs = tuple((k, v) for k, v in f.obj.items() if k not in _OUTCOME_KEYS and isinstance(v, (str, int)))
-        return cls(knobs=knobs, outcome=outcome)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**dict(self.knobs), **self.outcome.to_json()}
-
-
-_OUTCOME_KEYS = ("fits", "scope", "peak", "budget", "margin", "tile", "step", "interleaved_peak", "command")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Sweep(Section):
-    """A sweep's file (`MODEL.sweep.json`): the base command, the knobs and one row per
-    combination."""
-
-    base: str
-    knobs: tuple[str, ...]
-    rows: tuple[SweepRow, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "kind": "sweep", "base": self.base, "knobs": list(self.knobs),
-                "rows": [r.to_json() for r in self.rows]}
-
-
-# beyond the tensors -------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NonTensorCounts(Section):
-    kinds: Count | None = None
-    compute_steps: Count | None = None
-    program_steps: Count | None = None
-    exchange_steps: Count | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NonTensor(Section):
-    """Estimated bytes per tile of memory that is not tensors, by class, the counts they
-    come from, and how far their total passes the budgets' reserve."""
-
-    KEY: ClassVar[str] = "non_tensor"
-    LENIENT: ClassVar[bool] = True
-    DESCRIPTION: ClassVar[str | None] = (
-        "Estimated bytes per tile of memory that is not tensors (vertex code, vertex state, exchange code, "
-        "control code, stack), the counts they come from, and how far the total exceeds support_reserve_bytes "
-        "(docs/report-format.md).")
-    vertex_code: Count | None = None
-    vertex_state: Count | None = None
-    exchange_code: Count | None = None
-    control_code: Count | None = None
-    stack: Count | None = None
-    total: Count | None = None
-    reserve: Count | None = None
-    over_reserve: Count | None = None
-    counts: NonTensorCounts | None = None
-    note: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Buffer(Section):
-    """One placed buffer, written as the list [what, storage group, region, first step,
-    end step (exclusive), bytes, offset]."""
-
-    what: Literal["group", "scratch", "exchange"]
-    group: Count | None = None
-    region: Literal["standard", "interleaved"]
-    lower: Count
-    upper: Count
-    size: Count
-    offset: Count
-
-    @classmethod
-    def decode(cls, f: Fields, ctx: Context) -> Self:
-        cells = f.items()
-        if len(cells) != 7:
-            raise InputError(f"expected [what, group, region, first, end, bytes, offset], found {len(cells)} "
-                             "entries", f.place)
-        what, group, region, lower, upper, size, offset = cells
-        kinds = ("group", "scratch", "exchange")
-        if what.string() not in kinds or region.string() not in ("standard", "interleaved"):
-            raise InputError("expected what in group, scratch, exchange and region standard or interleaved",
-                             f.place)
-        return cls(what=what.obj, group=group.integer(nullable=True), region=region.obj, lower=lower.integer(),
-                   upper=upper.integer(), size=size.integer(), offset=offset.integer())
-
-    def to_json(self) -> list[Any]:
-        return [self.what, self.group, self.region, self.lower, self.upper, self.size, self.offset]
-
-    @classmethod
-    def json_schema(cls) -> dict[str, Any]:
-        return {"type": "array", "prefixItems": [
-            {"enum": ["group", "scratch", "exchange"]}, {"anyOf": [{"$ref": "#/$defs/bytes"}, {"type": "null"}]},
-            {"enum": ["standard", "interleaved"]}, *[{"$ref": "#/$defs/bytes"}] * 4], "minItems": 7, "maxItems": 7}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlacedTile(Section):
-    """One placed tile: its buffers' offsets, their height against the capacity, the
-    lower bound (its largest live total) and how the placement was found."""
-
-    tile: Count | None = None
-    why: str | None = None
-    capacity: Count | None = None
-    height: Count | None = None
-    lower_bound: Count | None = None
-    gaps: Count | None = None
-    optimal: bool | None = None
-    fits: bool | None = None
-    infeasible: bool | None = None
-    method: str | None = None
-    peak_step: Count | None = None
-    largest_free: Count | None = None
-    buffers: tuple[Buffer, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Placement(Section):
-    """Address placements of the worst tiles, and the verdict they give."""
-
-    KEY: ClassVar[str] = "placement"
-    LENIENT: ClassVar[bool] = True
-    DESCRIPTION: ClassVar[str | None] = (
-        "Address placements of the worst tiles (docs/report-format.md): whether the buffers live on a tile can be "
-        "given offsets within the budget, interleaved ones in the interleaved region.")
-    verdict: str | None = None
-    tiles: tuple[PlacedTile, ...] | None = None
-    note: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlacementSkipped(Section):
-    """The worst tile was not placed: it holds more buffers than a plan places."""
-
-    KEY: ClassVar[str] = "placement_skipped"
-    LENIENT: ClassVar[bool] = True
-    DESCRIPTION: ClassVar[str | None] = (
-        "The worst tile was not placed: it holds more buffers than the limit placed per tile in a plan; the "
-        "verdict is by bytes.")
-    tile: Count | None = None
-    buffers: Count | None = None
-    limit: Positive | None = None
-    reason: str | None = None
 
 
 #: the sections at the top of a report, by key, in the order they are read
 SECTIONS: dict[str, type[Section]] = {cls.KEY: cls for cls in (
     Program, Operations, RejectedOperation, Verdict, Exact, WhatIf, WhatIfSkipped, AvailableMemoryProportion,
     Pipeline, NonTensor, Placement, PlacementSkipped)}
+
+__all__ = [
+    "EXACT_COLUMNS", "MAX_HISTOGRAM_BINS", "MAX_TILES", "REGION_NAMES", "SECTIONS", "AvailableMemoryProportion",
+    "Baseline", "Buffer", "CapExceeded", "Exact", "ExactPeak", "ExactPeaks", "Histogram", "NonTensor",
+    "NonTensorCounts", "Operation", "Operations", "OverBudget", "OverBudgetStep", "PeakGroup", "PeakTile", "PeakValue",
+    "Pipeline", "PlacedTile", "Placement", "PlacementSkipped", "Program", "RegionFigure", "RejectedOperation",
+    "Scratch", "Section", "Sweep", "SweepRow", "TileFigures", "TopTile", "Verdict", "WhatIf", "WhatIfRow",
+    "WhatIfSkipped",
+]
