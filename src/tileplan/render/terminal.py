@@ -372,6 +372,13 @@ def render_headline(h: Headline) -> list[str]:
         if h.rejections_total > len(h.rejections):
             lines.append(f"  ... {h.rejections_total - len(h.rejections)} more under rejections")
         return lines
+    return lines + _figure_lines(h) + _live_lines(h)
+
+
+def _figure_lines(h: Headline) -> list[str]:
+    """Where the plan peaks and its figures: regions, the tile's split, placement, the
+    memory that is not tensors, the products over the cap, the steps over budget."""
+    lines = []
     if h.peak_step is not None:
         p = h.peak_step
         runs = f", runs {p.runs} times" if p.runs > 1 else ""
@@ -416,6 +423,12 @@ def render_headline(h: Headline) -> list[str]:
         lines.append(f"  over budget in {o.steps} steps: first at step {f.step} ({f.region}, tile {f.tile}, "
                      f"{_num(f.bytes_over)} B over); worst at step {w.step} ({w.region}, tile {w.tile}, "
                      f"{_num(w.bytes_over)} B over)")
+    return lines
+
+
+def _live_lines(h: Headline) -> list[str]:
+    """What is live on the worst tile at the peak, and the what-if table."""
+    lines = []
     if h.peak_tile is not None:
         p2 = h.peak_tile
         scratch = p2.scratch

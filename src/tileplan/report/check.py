@@ -59,6 +59,7 @@ from tileplan.report.check_timeline import (
 from tileplan.report.check_values import check_live_sets, check_values
 from tileplan.report.check_verdict import baseline, check_exact, over_budget, peak_tile, verdict_section
 from tileplan.report.model import Report
+from tileplan.report.sections import Exact, NonTensor, Placement, Verdict
 
 __all__ = ["CheckResult", "Finding", "Peaks", "check_report", "exchanges"]
 
@@ -93,6 +94,7 @@ def check_report(report: Report) -> CheckResult:
     mixed = sorted(g.ids[k] for k in np.flatnonzero((interleaved > 0) & (interleaved < members)).tolist())
     for k in mixed:
         result.add("disagree", f"storage_group {k}", "members span regions ['interleaved', 'standard']")
+    # the shapes of the sections views read, on their JSON as written (check_sections)
     check_scope(report.scope, report.extra, result.add)
     check_program(report.extra, result.add)
     check_operations(report.extra, cols.source, cols.execution_count, result.add)
@@ -108,25 +110,26 @@ def check_report(report: Report) -> CheckResult:
 
     # exact per-tile accounting, then the verdict
     account, tiles = None, None
-    if "exact" in report.extra:
+    if report.sections.given(Exact):
         account, tiles = check_exact(report, result, kinds, g, vc, runs, cols, group_bytes, peaks)
     over = over_budget(report, derived, account, exchange)
     known = account is not None or (effective is not None and peaks.interleaved is not None)
     fits = report.scope == "program" and known and over.count == 0
-    if "verdict" in report.extra:
+    if report.sections.given(Verdict):
         verdict = verdict_section(report, peaks, effective, exchange, account, over, fits)
         if account is not None and tiles is not None:
             verdict = verdict.with_peak_tile(peak_tile(report, result, account, tiles, runs, cols))
-        compare_json(result, "verdict", report.extra["verdict"], verdict.to_json())
+        compare_json(result, "verdict", report.sections.written(Verdict), verdict.to_json())
     if report.fits_budget != fits:
         result.add("disagree", "fits_budget", f"reports {str(report.fits_budget).lower()}; re-derived "
                                               f"{str(fits).lower()} (scope {report.scope})")
     outcome = baseline(report, fits, peaks, effective, exchange, account).to_json()
     del outcome["command"]  # how to plan it again: not a figure
     check_what_if(report.extra, outcome, result.add)
-    if "non_tensor" in report.extra:
-        compare_json(result, "non_tensor", report.extra["non_tensor"], non_tensor(report, result, cols).to_json())
-    if "placement" in report.extra:
+    if report.sections.given(NonTensor):
+        compare_json(result, "non_tensor", report.sections.written(NonTensor),
+                     non_tensor(report, result, cols).to_json())
+    if report.sections.given(Placement):
         check_placement(report, result, g)
     return result
 

@@ -53,7 +53,7 @@ def check_exact(report: Report, result: CheckResult, kinds: ValueKinds, g: Group
     stated = section_of(report, Exact, result)
     model = stated.model if stated is not None and stated.model is not None else "(the accounting model, in words)"
     derived = exact_section(account, peaks.total, model).to_json()
-    reported = report.extra["exact"]
+    reported = report.sections.written(Exact)
     if isinstance(reported, dict) and "steps" in reported:
         rows = derived.pop("steps")
         compare_rows(result, "exact.steps", stated.steps if stated is not None and stated.steps is not None

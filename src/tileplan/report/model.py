@@ -10,7 +10,7 @@ each is read from its JSON once, and again only if its JSON is replaced.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from tileplan.model.timeline import Rejection, Step, Value
@@ -95,8 +95,6 @@ class Report:
 
     def with_sections(self, *sections: Section) -> Report:
         """This report with `sections` added (or replacing those of the same key)."""
-        from dataclasses import replace
-
         out = replace(self, extra={**self.extra, **{s.KEY: s.to_json() for s in sections}})
         out.seed({s.KEY: s for s in sections})
         out._typed.update({k: v for k, v in self._typed.items() if k not in out._typed})
@@ -121,6 +119,15 @@ class Sections:
 
     def __init__(self, report: Report) -> None:
         self._report = report
+
+    def given(self, cls: type[Section]) -> bool:
+        """Whether the report has the section at all (even null, or of a wrong shape)."""
+        return cls.KEY in self._report.extra
+
+    def written(self, cls: type[Section]) -> Any:
+        """The section's JSON as the report holds it (None when absent): what `check`
+        compares a re-derived section with, field by field."""
+        return self._report.extra.get(cls.KEY)
 
     def get(self, cls: type[S]) -> S | None:
         report = self._report
