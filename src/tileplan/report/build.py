@@ -18,7 +18,6 @@ from tileplan.report.sections import (
     CapExceeded,
     NonTensor,
     NonTensorCounts,
-    Operation,
     Operations,
     Pipeline,
     PlacedTile,
@@ -61,9 +60,8 @@ def build_report(plan: Plan) -> Report:
     options = plan.program.options
     sections: list[Section] = [
         Program.of(plan.program.name, m.name, plan.policy, {k: v for k, v in options.items() if k != "pipeline"}),
-        Operations(items=tuple(Operation(index=o.index, origin=o.origin, name=o.name, kind=o.kind,
-                                         execution_count=o.execution_count, steps=spans[o.index])
-                               for o in plan.operations if o.index in spans)),
+        Operations(rows=tuple((o.index, o.origin, o.name, o.kind, o.execution_count, *spans[o.index])
+                              for o in plan.operations if o.index in spans)),
     ]
     proportion = plan.options.available_memory_proportion
     if proportion is not None:

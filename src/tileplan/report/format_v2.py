@@ -29,7 +29,7 @@ from tileplan.report.fields import Fields, brief
 from tileplan.report.format_v1 import json_default, to_json_dict
 from tileplan.report.model import Report
 from tileplan.report.reader import MAX_RANK, Interned, assemble, read_tile_count
-from tileplan.report.sections import EXACT_COLUMNS, Operation, Operations, Section
+from tileplan.report.sections import EXACT_COLUMNS, Operations, Section
 
 VERSION_2 = 2
 #: byte widths of a packed column
@@ -464,7 +464,5 @@ def _read_operations(o: Fields, n_steps: int, budget: Budget) -> Operations:
     if twice.size:
         raise InputError(f"expected each operation index once, found {int(ordered[twice[0]])} twice",
                          f"{o.place}.index")
-    return Operations(items=tuple(
-        Operation(index=i, origin=g, name=name, kind=kinds[k], execution_count=x, steps=(a, b))
-        for i, g, name, k, x, a, b in zip(index.tolist(), origin.tolist(), names, kind.tolist(), runs.tolist(),
-                                          first.tolist(), last.tolist(), strict=True)))
+    return Operations(rows=tuple(zip(index.tolist(), origin.tolist(), names, [kinds[k] for k in kind.tolist()],
+                                     runs.tolist(), first.tolist(), last.tolist(), strict=True)))

@@ -416,7 +416,11 @@ def repeat_spans(report: Report, ops: Mapping[int, Operation] | None = None) -> 
     """Step ranges of repeat blocks: consecutive operations with the same execution
     count > 1 whose steps follow one another."""
     spans: list[RepeatSpan] = []
-    repeated = [o for o in (operations(report) if ops is None else ops).values() if o.execution_count > 1]
+    if ops is None:
+        listed = report.sections.operations
+        repeated = listed.repeated() if listed is not None else []
+    else:
+        repeated = [o for o in ops.values() if o.execution_count > 1]
     for op in sorted(repeated, key=lambda o: o.steps[0]):
         count = op.execution_count
         first, last = op.steps
@@ -496,7 +500,7 @@ def worst_placed_tile(report: Report, cols: ValueColumns) -> tuple[dict[str, Any
 def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
     steps = step_columns(report)
     cols = value_columns(report, steps)
-    ops = operations(report)
+    ops, listed = operations(report), report.sections.operations
     bands, unknown = compute_bands(report, cols, ops)
     regions = region_peaks(report)
     rows = ValueRows(cols, ops)
@@ -509,9 +513,9 @@ def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
         verdict=verdict_line(report), regions=regions, budget_bytes=report.budget_bytes,
         interleaved_budget_bytes=report.interleaved_budget_bytes, standard_budget_bytes=standard_budget(report),
         exchange_bytes=exchange_bytes(report), steps=step_usage(report, steps),
-        operations=tuple((i, ops[i].name) for i in sorted(ops)), unknown=unknown,
+        operations=tuple(listed.names()) if listed is not None else (), unknown=unknown,
         live_runs=LiveRuns(cols), bands=bands, peak_step=regions[0].step,
-        repeats=repeat_spans(report, ops), values=rows, top_allocations=tuple(rows[int(k)] for k in largest),
+        repeats=repeat_spans(report), values=rows, top_allocations=tuple(rows[int(k)] for k in largest),
         tiles=tile_view(report), what_if=what_if_rows(report), extras=extras(report),
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections),
         placed_tile=placed_tile, placed_names=placed_names,

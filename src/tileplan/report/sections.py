@@ -17,6 +17,7 @@ crash, and a report written before them has none.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
@@ -160,39 +161,77 @@ def _quick_operations(ops: object, n_steps: int) -> bool:
     return True
 
 
+#: an operation as a plain row: (index, origin, name, kind, execution count, first
+#: step, last step); a report of a million values lists some 400,000 of them
+OperationRow = tuple[int, int | None, str, str | None, int, int, int]
+
+
+class OperationsByIndex(Mapping[int, Operation]):
+    """The operations by index, each `Operation` made when it is looked up."""
+
+    def __init__(self, rows: tuple[OperationRow, ...]) -> None:
+        self._rows = rows
+        self._at = {row[0]: k for k, row in enumerate(rows)}
+
+    def __getitem__(self, index: int) -> Operation:
+        return _operation(self._rows[self._at[index]])
+
+    def __contains__(self, index: object) -> bool:
+        return index in self._at
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+
+def _operation(row: OperationRow) -> Operation:
+    index, origin, name, kind, count, first, last = row
+    return Operation(index=index, origin=origin, name=name, kind=kind, execution_count=count, steps=(first, last))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Operations(Section):
-    """The planned operations, in the report's order, with each looked up by index."""
+    """The planned operations in the report's order, as rows (`OperationRow`): an
+    `Operation` is made for the ones asked for (`by_index`, `repeated`)."""
 
     KEY: ClassVar[str] = "operations"
-    items: tuple[Operation, ...] = ()
-    by_index: dict[int, Operation] = field(init=False, repr=False, compare=False)
+    rows: tuple[OperationRow, ...] = ()
+    by_index: OperationsByIndex = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "by_index", {o.index: o for o in self.items})
+        object.__setattr__(self, "by_index", OperationsByIndex(self.rows))
 
-    def name_of(self, index: int) -> str | None:
-        found = self.by_index.get(index)
-        return None if found is None else found.name
+    @classmethod
+    def of(cls, items: Iterable[Operation]) -> Self:
+        return cls(rows=tuple((o.index, o.origin, o.name, o.kind, o.execution_count, *o.steps) for o in items))
+
+    def names(self) -> list[tuple[int, str]]:
+        """(index, name) of every operation, by index."""
+        return sorted((row[0], row[2]) for row in self.rows)
+
+    def repeated(self) -> list[Operation]:
+        """The operations run more than once (a repeat block's), in the report's order."""
+        return [_operation(row) for row in self.rows if row[4] > 1]
 
     @classmethod
     def decode(cls, f: Fields, ctx: Context) -> Self:
         n_steps = ctx.bounds.steps if ctx.bounds is not None else U64_MAX
         if _quick_operations(f.obj, n_steps):
-            return cls(items=tuple(Operation(index=o["index"], origin=o.get("origin"), name=o["name"],
-                                             kind=o.get("kind"), execution_count=o.get("execution_count", 1),
-                                             steps=(o["steps"][0], o["steps"][1])) for o in f.obj))
+            return cls(rows=tuple((o["index"], o.get("origin"), o["name"], o.get("kind"), o.get("execution_count", 1),
+                                   o["steps"][0], o["steps"][1]) for o in f.obj))
         items = tuple(Operation.decode(o, ctx) for o in f.items())
         seen: set[int] = set()
         for o, x in zip(items, f.items(), strict=True):
             if o.index in seen:
                 raise InputError(f"expected each operation index once, found {o.index} twice", f"{x.place}.index")
             seen.add(o.index)
-        return cls(items=items)
+        return cls.of(items)
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [{"index": o.index, "origin": o.origin, "name": o.name, "kind": o.kind,
-                 "execution_count": o.execution_count, "steps": list(o.steps)} for o in self.items]
+        return [{"index": index, "origin": origin, "name": name, "kind": kind, "execution_count": count,
+                 "steps": [first, last]} for index, origin, name, kind, count, first, last in self.rows]
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
