@@ -89,3 +89,20 @@ def test_a_section_replaced_in_a_report_is_read_again():
     assert (nt.stack, nt.total, nt.reserve, nt.vertex_code) == (None, None, 49152, None)
     report.extra["placement"] = [1, 2]
     assert report.sections.placement is None
+
+
+def test_a_sweep_reads_back_what_it_wrote():
+    from tileplan.planner.request import PlanRequest
+    from tileplan.planner.whatif import Outcome
+    from tileplan.report.sections import Sweep
+    from tileplan.report.whatif import sweep_section
+
+    base = PlanRequest()
+    combos = [({"weights": w, "layers": n}, base.with_(weights=w, layers=n), Outcome(n == 2, "program", 5 * n, 10, 1,
+                                                                                        2, None))
+              for w in ("f8f143:-4", "f16") for n in (2, 27)]
+    doc = json.loads(json.dumps(sweep_section(base, ["weights", "layers"], combos).to_json()))
+    assert doc["knobs"] == ["weights", "layers"] and doc["rows"][1] == {
+        "weights": "f8f143:-4", "layers": 27, "fits": False, "scope": "program", "peak": 135, "budget": 10,
+        "margin": -125, "tile": 1, "step": 2, "interleaved_peak": None, "command": combos[1][1].command()}
+    assert Sweep.from_json(doc).to_json() == doc

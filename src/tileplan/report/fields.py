@@ -170,6 +170,8 @@ class Bounds:
 
 @dataclass(frozen=True, slots=True)
 class Meta:
+    """A field's JSON metadata (`json_field`)."""
+
     key: str | None = None
     omit: bool = False
     null: bool = False
@@ -186,6 +188,8 @@ def json_field(default: Any = MISSING, *, key: str | None = None, omit: bool = F
 
 @dataclass(frozen=True, slots=True)
 class Context:
+    """How a section is being read: against which report, strictly or leniently."""
+
     bounds: Bounds | None
     lenient: bool
 
@@ -353,6 +357,8 @@ class AnyShape(Shape):
 
 
 class OptionalShape(Shape):
+    """`X | None`: null (or, when reading, missing) for None."""
+
     def __init__(self, inner: Shape) -> None:
         self.inner = inner
 
@@ -409,6 +415,8 @@ _SLOTS: dict[type, tuple[Slot, ...]] = {}
 
 
 def slots_of(cls: type) -> tuple[Slot, ...]:
+    """A section's fields as read and written (its dataclass fields but those made
+    after `__init__`), worked out once per class."""
     found = _SLOTS.get(cls)
     if found is None:
         hints = typing.get_type_hints(cls, include_extras=True)
@@ -474,6 +482,7 @@ class Section:
         """Rules across fields (one `InputError`, located), after a strict read."""
 
     def to_json(self) -> Any:
+        """The section as JSON: each field by its declaration, in declaration order."""
         out: dict[str, Any] = {}
         for slot in slots_of(type(self)):
             v = getattr(self, slot.name)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
-from tileplan.report.fields import Context, Count, Fields, Positive, Section, Signed, json_field
+from tileplan.report.fields import Context, Count, Fields, Positive, Section, Signed, json_field, slots_of
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Baseline(Section):
@@ -92,7 +92,7 @@ class SweepRow(Section):
         return {**dict(self.knobs), **self.outcome.to_json()}
 
 
-_OUTCOME_KEYS = ("fits", "scope", "peak", "budget", "margin", "tile", "step", "interleaved_peak", "command")
+_OUTCOME_KEYS = tuple(s.key for s in slots_of(Baseline))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
