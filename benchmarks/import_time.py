@@ -69,11 +69,13 @@ def run(name: str) -> None:
     print(f"  {result.verdict}")
     if name == "so400m-27":
         from tileplan.builtins import siglip
-        builtin = tileplan.plan(siglip.DEFAULT_MODEL, weights="f8f143:-4")
+        builtin = tileplan.plan(siglip.DEFAULT_MODEL, weights="f8f143:-4", what_if=False)
+        va, vb = r.sections.verdict, builtin.report.sections.verdict
         for region in ("total", "standard", "interleaved"):
-            a = next(x for x in r.extra["verdict"]["regions"] if x["region"] == region)["peak"]
-            b = next(x for x in builtin.report.extra["verdict"]["regions"] if x["region"] == region)["peak"]
-            print(f"  {region}: imported {a:,} B, built-in {b:,} B ({100 * (a - b) / b:+.2f} %)")
+            a = va.region(region).peak if va is not None and va.region(region) is not None else None
+            b = vb.region(region).peak if vb is not None and vb.region(region) is not None else None
+            if a is not None and b:
+                print(f"  {region}: imported {a:,} B, built-in {b:,} B ({100 * (a - b) / b:+.2f} %)")
 
 
 def main() -> None:

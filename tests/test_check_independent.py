@@ -9,7 +9,7 @@ size, a value's bytes, a live-set entry added or removed, a layout number, a ver
 figure, an exact figure, a peak) makes check exit 1 (or 2 when the report no longer
 reads), never 0.
 (c) report/check.py imports nothing that plans: no planner, lowering, operators,
-importers, application layer or report builder.
+importers, application layer or report builder; of the report, its model only.
 """
 
 from __future__ import annotations
@@ -370,8 +370,10 @@ def test_a_huge_shape_is_sized_with_exact_integers():
 
 FORBIDDEN = ("tileplan.planner", "tileplan.lowering", "tileplan.kernel", "tileplan.ops", "tileplan.importers",
              "tileplan.app", "tileplan.placement", "tileplan.report.build", "tileplan.report.exact")
+# check reads the report's model and its typed sections (`report.model`, `.sections`,
+# `.fields`), never anything that plans
 ALLOWED = re.compile(r"tileplan(\.errors|\.ioutil|\.model(\..*)?|\.report|\.report\.format(_v2)?"
-                     r"|\.report\.check(_\w+)?)?")
+                     r"|\.report\.(model|fields|sections(_\w+)?)|\.report\.check(_\w+)?)?")
 
 
 def _loaded(module: str) -> list[str]:
@@ -419,3 +421,31 @@ def test_sections_of_the_wrong_shape_are_findings(tmp_path, capsys):
     assert main(["check", str(path)]) in (1, 2)
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err and err.count("\n") <= 1
+
+
+def test_a_storage_group_written_in_place_too_late_is_named_by_its_group():
+    """A member written in place that starts after the member before it ends is named
+    by its storage group (the chain's loop once reused the group's loop variable and
+    named the member's position in the chain: ruff's PLW2901)."""
+    from helpers import plan, report_json
+
+    doc = report_json(plan(layers=2))
+    values, steps = doc["timeline"]["values"], doc["timeline"]["steps"]
+    first: dict[int, int] = {}
+    for s in steps:
+        for vid in s["live"]:
+            first.setdefault(vid, s["index"])
+    owners: dict[int, list[dict]] = {}
+    for v in values:
+        if v["root"] == v["id"] and v["id"] in first:
+            owners.setdefault(v["storage_group"], []).append(v)
+    group, chain = next((g, sorted(ms, key=lambda m: first[m["id"]])) for g, ms in sorted(owners.items())
+                        if len(ms) >= 2 and g > 1)
+    later = chain[1]["id"]  # written in place where chain[0] ends: let it start one step later
+    steps[first[later]]["live"].remove(later)
+    texts = [f.to_text() for f in check_report(from_json_text(json.dumps(doc))).findings
+             if "no earlier member ends there" in f.message]
+    assert texts == [f"disagree: storage_group {group}: value {later} ({chain[1]['name']}) first live in step "
+                     f"{first[later] + 1}, but no earlier member ends there (value {chain[0]['id']} "
+                     f"({chain[0]['name']}) last live in step {first[later]}); a value written in place starts where "
+                     "a member of its group ends"], texts

@@ -130,9 +130,8 @@ def reference_size(value) -> tuple[tuple[int, int, int] | None, list[int] | None
     aligned = shard if not a else -(-shard // a) * a
     per_tile = []
     for b in shards.bytes_per_tile(value.precision).tolist():
-        if a and a > 1 and b > 0:
-            b = -(-b // a) * a
-        per_tile.append(int(b) * value.copies)
+        held = -(-b // a) * a if a and a > 1 and b > 0 else b
+        per_tile.append(int(held) * value.copies)
     return (shard, aligned, aligned * value.copies), per_tile
 
 

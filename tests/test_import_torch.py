@@ -144,7 +144,7 @@ def test_the_python_api_returns_the_report_plan_writes(tmp_path, llama):
     assert result.fits and result.verdict.startswith("Fits: worst tile")
     assert from_json_text(result.to_json()).fits_budget
     assert "<html" in result.to_html()
-    builtin = tileplan.plan(siglip.DEFAULT_MODEL, layers=2)
+    builtin = tileplan.plan(siglip.DEFAULT_MODEL, layers=2, what_if=False)  # as --no-what-if
     assert main(["plan", "--layers", "2", "--no-what-if", "-o", str(tmp_path / "b.json")]) == 0
     assert builtin.to_json() == (tmp_path / "b.json").read_text()
 

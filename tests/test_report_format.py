@@ -103,3 +103,19 @@ def test_a_layout_on_another_tile_count_is_an_input_error(reference_json):
     with pytest.raises(InputError, match=r"timeline\.values\[0\]\.layout: layout tile_count 1472 differs from the "
                                          r"report's tile_count 1216"):
         from_json_text(json.dumps(doc), "t.json")
+
+
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_a_report_of_any_size_validates_against_its_schema(tmp_path, monkeypatch, version):
+    """Past the what-if limit (200,000 values) `plan` says in `what_if_skipped` why the
+    report has no what-if table; the schema of either version takes that section."""
+    import tileplan.cli.plan as plan_cli
+    from tileplan.cli.main import main
+
+    monkeypatch.setattr(plan_cli, "WHAT_IF_LIMIT", 1000)
+    out = tmp_path / "large.json"
+    assert main(["plan", "synthetic:3000", "--report-version", version, "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["version"] == int(version) and doc["what_if_skipped"]["limit"] == 1000
+    name = "report.schema.json" if version == "1" else "report-v2.schema.json"
+    jsonschema.validate(doc, json.loads(resources.files("tileplan.report").joinpath(name).read_text()))

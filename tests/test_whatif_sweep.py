@@ -129,3 +129,16 @@ def test_plan_splits_the_worst_tile_into_resident_and_step_dependent(tmp_path, c
     top = doc["verdict"]["peak_tile"]["values"][0]
     assert f"largest live values on tile {total['tile']} (bytes there):" in text
     assert f"{top['bytes']:>8} B  " in text and f"(value {top['id']})" in text
+
+
+def test_the_python_api_gives_what_plan_writes(tmp_path):
+    """`PlanResult.to_json()` is what `tileplan plan -o` writes for the same arguments:
+    with the what-if table, unless asked not to."""
+    import tileplan
+
+    assert main(["plan", "synthetic:500", "-o", str(tmp_path / "a.json")]) == 0
+    text = tileplan.plan("synthetic:500").to_json()
+    assert '"what_if":{"baseline":' in text and text == (tmp_path / "a.json").read_text()
+    assert main(["plan", "synthetic:500", "--no-what-if", "-o", str(tmp_path / "b.json")]) == 0
+    text = tileplan.plan("synthetic:500", what_if=False).to_json()
+    assert '"what_if"' not in text and text == (tmp_path / "b.json").read_text()

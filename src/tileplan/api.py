@@ -4,8 +4,11 @@
 `torch.export.ExportedProgram`, an imported `Graph`, or a name: a built-in tower, a
 Hugging Face `config.json`, an `.onnx` or a `.pt2` file. The result holds the report:
 `.fits`, `.verdict` (the verdict line, Poplar's words when it does not fit),
-`.to_json(version=1)` (exactly what `tileplan plan -o` writes; version 2 with
-`--report-version 2`) and `.to_html()`.
+`.to_json()` (exactly what `tileplan plan -o` writes for the same arguments: the
+what-if table included unless `what_if=False`, as `--no-what-if`; version 1 up to
+200,000 values and 2 beyond, or the `version` asked) and `.to_html()`. The what-if
+table re-plans the model named by its path or name; a module or a program object has
+none (its rows would have no `tileplan plan` command to re-derive them).
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from tileplan.model.precision import from_option
 from tileplan.planner.plan import plan_program
 from tileplan.planner.request import PlanRequest
 from tileplan.report.build import build_report
-from tileplan.report.format import Report, report_bytes, to_json_text
+from tileplan.report.format import Report, auto_version, report_bytes
 from tileplan.report.views import verdict_line
+from tileplan.report.whatif import with_what_if
 from tileplan.runtime import library_output_captured
 
 
@@ -41,10 +45,12 @@ class PlanResult:
     def verdict(self) -> str:
         return verdict_line(self.report)
 
-    def to_json(self, version: int = 1) -> str:
+    def to_json(self, version: int | None = None) -> str:
         """The report as `tileplan plan -o` writes it: version 1 (the reference's
-        format) or 2 (the compact form for large programs)."""
-        return to_json_text(self.report) if version == 1 else report_bytes(self.report, version).decode("utf-8")
+        format) or 2 (the compact form for large programs); by default as `plan`
+        chooses (`--report-version auto`)."""
+        chosen = auto_version(self.report) if version is None else version
+        return report_bytes(self.report, chosen).decode("utf-8")
 
     def to_html(self) -> str:
         from tileplan.render.html import render_html
@@ -61,13 +67,17 @@ class PlanResult:
 def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: str = "ipu21",
          weights: str = "f8f143:-4", policy: str = "default", attention_products: str = "automatic",
          gemm_output_packing: str = "native", batch: int | None = None, sequence_length: int | None = None,
-         image_size: int | None = None, layers: int | None = None) -> PlanResult:
-    """Plan `model` on `machine` with weights in `weights` (see the module docstring)."""
+         image_size: int | None = None, layers: int | None = None, what_if: bool = True) -> PlanResult:
+    """Plan `model` on `machine` with weights in `weights` (see the module docstring);
+    `what_if`: re-plan with each knob turned, as `tileplan plan` does (a model named by
+    its path or name)."""
     if isinstance(model, (str, Path)):
         request = PlanRequest(model=str(model), layers=layers, weights=weights, policy=policy, machine=machine,
                               attention_products=attention_products, gemm_output_packing=gemm_output_packing,
                               batch=batch, sequence_length=sequence_length, image_size=image_size)
-        return PlanResult(build_report(request.plan()))
+        planned = request.plan()
+        report = build_report(planned)
+        return PlanResult(with_what_if(report, request, planned) if what_if else report)
     if any(x is not None for x in (batch, sequence_length, image_size, layers)):
         raise InputError("batch, sequence_length, image_size and layers apply to models named by path; a module's "
                          "shapes come from its example inputs")

@@ -48,11 +48,10 @@ def run(args: argparse.Namespace) -> int:
             if f.kind == kind:
                 print(f.to_text())
     counts = {k: sum(f.kind == k for f in result.findings) for k in ("unrepresentable", "defect", "disagree")}
-    what_if = report.extra.get("what_if")
-    rows = what_if.get("rows") if isinstance(what_if, dict) else None
-    if isinstance(rows, list):  # any other shape is a finding above
-        print(f"what_if: the baseline re-derives; {len(rows)} rows are separate plans, not re-derived here; run "
-              "each row's command")
+    what_if = report.sections.what_if
+    if what_if is not None and what_if.baseline is not None:  # any other shape is a finding above
+        print(f"what_if: the baseline re-derives; {len(what_if.rows)} rows are separate plans, not re-derived here; "
+              "run each row's command")
     if result.consistent:
         rejected = sum(f.kind == "rejected" for f in result.findings)
         note = f" ({rejected} unrepresentable values are null and listed under rejections)" if rejected else ""

@@ -27,14 +27,12 @@ from tileplan.model.machine import PRESETS, machine
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline
 from tileplan.planner.request import PlanRequest
 from tileplan.planner.sweep import KNOBS, expand, run_sweep
-from tileplan.planner.whatif import what_if
+from tileplan.render.terminal import render_headline, render_stage, render_sweep
 from tileplan.report.build import build_report
-from tileplan.report.format import VERSIONS, Report, write_report
-from tileplan.report.whatif import sweep_rows_json, what_if_json
-from tileplan.report.views import group_label, operations, precision_display, verdict_line
-
-TOP_VALUES = 10
-TOP_LISTED = 5
+from tileplan.report.format import V1_LIMIT, VERSIONS, Report, auto_version, write_report
+from tileplan.report.headline import build_headline
+from tileplan.report.views import verdict_line
+from tileplan.report.whatif import WHAT_IF_LIMIT, sweep_section, with_what_if
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -114,18 +112,12 @@ def _output(args: argparse.Namespace, request: PlanRequest, suffix: str) -> Path
     return output
 
 
-#: values beyond which `plan` does not run the what-if re-plans unless asked (--what-if)
-WHAT_IF_LIMIT = 200_000
-#: values beyond which `--report-version auto` writes version 2 (version 1 is about
-#: 1.1 KB a value: 115 MB at 100,000 values)
-V1_LIMIT = 200_000
-
-
 def report_version(args: argparse.Namespace, report: Report) -> int:
-    """The version to write: as asked, or by the program's size (`auto`)."""
+    """The version to write: as asked, or by the program's size (`auto`: 1 up to
+    `V1_LIMIT` values, 2 beyond)."""
     if args.report_version != "auto":
         return int(args.report_version)
-    return 1 if len(report.values) <= V1_LIMIT else 2
+    return auto_version(report, V1_LIMIT)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,23 +132,19 @@ def run(args: argparse.Namespace) -> int:
     progress.update(f"planning {request.command()}")
     plan = request.plan()
     report = build_report(plan)
-    skipped = None
-    if not args.no_what_if and len(report.values) > WHAT_IF_LIMIT and not args.force_what_if:
-        skipped = (f"what-if not run: {len(report.values):,} values, more than {WHAT_IF_LIMIT:,} (each row re-plans "
-                   "the whole program); --what-if runs it")
-        report.extra["what_if_skipped"] = {"values": len(report.values), "limit": WHAT_IF_LIMIT, "reason": skipped}
-    elif not args.no_what_if:
-        rows = what_if(request, progress=lambda text: progress.update(text))
-        report.extra["what_if"] = what_if_json(request, plan, rows)
+    if not args.no_what_if:
+        report = with_what_if(report, request, plan, limit=WHAT_IF_LIMIT, force=args.force_what_if,
+                              progress=lambda text: progress.update(text))
     progress.done()
     write_report(output, report, report_version(args, report))
     args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not report.fits_budget else 0
     print(f"wrote {output}: scope {report.scope}, {len(report.values)} values, {len(report.steps)} steps "
           f"({request.command()})")
-    for line in verdict_lines(report):
+    for line in render_headline(build_headline(report)):
         print(line)
+    skipped = report.sections.what_if_skipped
     if skipped is not None:
-        print(skipped)
+        print(skipped.reason)
     return args.decided
 
 
@@ -195,9 +183,7 @@ def run_pipeline_command(args: argparse.Namespace, request: PlanRequest) -> int:
         print(f"  PopTorch rounds a replica up to {1 << (len(counts) - 1).bit_length()} IPUs (autoRoundNumIPUs)")
     print(f"wrote {', '.join(map(str, paths))} and {fragment}")
     for k, report in enumerate(reports):
-        lines = verdict_lines(report)
-        print(f"IPU {k} (layers {report.extra['pipeline']['layers'][0]}-{report.extra['pipeline']['layers'][1] - 1}"
-              f"): {lines[0]}" if counts[k] else f"IPU {k} (no layers): {lines[0]}")
+        print(render_stage(k, report.sections.pipeline, verdict_line(report)))
     args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not pipeline.fits else 0
     return args.decided
 
@@ -215,125 +201,12 @@ def run_sweep_command(args: argparse.Namespace, base: PlanRequest) -> int:
     output = _output(args, base, ".sweep.json")
     combos = expand(base, args.sweep)
     progress = Progress(delay=0)
-    rows = sweep_rows_json(run_sweep(combos, progress=lambda done, total: progress.update(f"planned {done}/{total}")))
+    rows = run_sweep(combos, progress=lambda done, total: progress.update(f"planned {done}/{total}"))
     progress.done()
-    knobs = list(combos[0][0])
-    doc = {"version": 1, "kind": "sweep", "base": base.command(), "knobs": knobs, "rows": rows}
-    write_atomic(output, json.dumps(doc, separators=(",", ":")) + "\n")
-    args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not all(r["fits"] for r in rows) else 0
-    print(f"wrote {output}: {len(rows)} combinations")
-    header = [*knobs, "verdict", "peak B", "margin B", "tile", "step", "interleaved B"]
-    table = [[*(str(r[k]) for k in knobs), "fits" if r["fits"] else ("does not fit" if r["scope"] == "program"
-                                                                      else f"not planned ({r['scope']})"),
-              _num(r["peak"]), _num(r["margin"]), _num(r["tile"]), _num(r["step"]), _num(r["interleaved_peak"])]
-             for r in rows]
-    for line in format_table(header, table):
+    sweep = sweep_section(base, list(combos[0][0]), rows)
+    write_atomic(output, json.dumps(sweep.to_json(), separators=(",", ":")) + "\n")
+    args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not all(r.outcome.fits for r in sweep.rows) else 0
+    print(f"wrote {output}: {len(sweep.rows)} combinations")
+    for line in render_sweep(sweep):
         print(line)
     return args.decided
-
-
-def _num(x: object) -> str:
-    return "-" if x is None else str(x)
-
-
-def format_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    numeric = [all(r[i].lstrip("-").isdigit() or r[i] == "-" for r in rows) for i in range(len(header))]
-    fmt = lambda cells: "  ".join(c.rjust(w) if n else c.ljust(w)  # noqa: E731
-                                  for c, w, n in zip(cells, widths, numeric)).rstrip()
-    return [fmt(header), *(fmt(r) for r in rows)]
-
-
-def verdict_lines(report: Report) -> list[str]:
-    """The verdict as people read it, from the report's own fields (nothing recomputed):
-    the verdict line first, then where, the regions, what is live there, the what-if."""
-    lines = [verdict_line(report)]
-    if report.scope != "program":
-        for j in report.rejections[:3]:
-            lines.append(f"  {j.name}: {j.reason}")
-        if len(report.rejections) > 3:
-            lines.append(f"  ... {len(report.rejections) - 3} more under rejections")
-        return lines
-    verdict = report.extra["verdict"]
-    regions = {r["region"]: r for r in verdict["regions"]}
-    total = regions["total"]
-    step = report.steps[total["step"]]
-    ops = operations(report)
-    op = ops.get(step.source)
-    if op is not None:
-        runs = f", runs {op['execution_count']} times" if op["execution_count"] > 1 else ""
-        lines.append(f"  at step {step.index}: {step.operation.split(' {')[0]} of operation {op['index']} "
-                     f"({op['name']}{runs})")
-    exact = report.extra.get("exact", {})
-    lines.append(f"  total        {total['peak']:>8} B of {total['budget']} (margin {total['margin']}; estimate "
-                 f"{total['estimate']}, exact/estimate {exact.get('ratio_exact_to_estimate')})")
-    if exact and total["tile"] is not None:
-        tile = total["tile"]
-        peak, resident = exact["tiles"]["peak"][tile], exact["tiles"]["peak_resident"][tile]
-        lines.append(f"  on tile {tile}: {resident} B resident parameters, {peak - resident} B step-dependent "
-                     f"(activations, re-laid-out operands, scratch), {total.get('exchange_bytes', 0)} B exchange rows")
-    if "standard" in regions:
-        r = regions["standard"]
-        lines.append(f"  standard     {r['peak']:>8} B on tile {r['tile']} at step {r['step']} "
-                     f"({r['budget']} B non-interleaved budget; beyond it standard data overflows into the "
-                     f"interleaved region)")
-    if "interleaved" in regions:
-        r = regions["interleaved"]
-        lines.append(f"  interleaved  {r['peak']:>8} B of {r['budget']} on tile {r['tile']} at step {r['step']} "
-                     f"(margin {r['margin']})")
-    placement = report.extra.get("placement")
-    if placement:
-        t = placement["tiles"][0]
-        lines.append(f"  placement    {t['height']:>8} B placed on tile {t['tile']} ({t['gaps']} B of gaps over its "
-                     f"{t['lower_bound']} B live; {t['largest_free']} B the largest free block at step "
-                     f"{t['peak_step']}): {placement['verdict']}")
-    skipped = report.extra.get("placement_skipped")
-    if skipped:
-        lines.append(f"  placement    not placed: {skipped['reason']}")
-    nt = report.extra.get("non_tensor")
-    if nt:
-        over = (f"{nt['over_reserve']} B over the {nt['reserve']} B the budget reserves for it"
-                if nt["over_reserve"] else f"within the {nt['reserve']} B the budget reserves for it")
-        lines.append(f"  not tensors  {nt['total']:>8} B a tile (estimate: vertex code {nt['vertex_code']}, vertex "
-                     f"state {nt['vertex_state']}, exchange code {nt['exchange_code']}, control code "
-                     f"{nt['control_code']}, stack {nt['stack']}): {over}")
-    cap = report.extra.get("available_memory_proportion")
-    if cap and cap["exceeded"]:
-        worst = max(cap["exceeded"], key=lambda e: (e["temporary_bytes"], -e["operation"]))
-        lines.append(f"  {len(cap['exceeded'])} products need more temporary memory than the available memory "
-                     f"proportion {cap['proportion']} allows ({cap['cap_bytes']} B a tile), the most "
-                     f"{worst['name']} ({worst['temporary_bytes']} B): planned anyway, as Poplar does")
-    over = verdict.get("over_budget")
-    if over:
-        f, w = over["first"], over["worst"]
-        lines.append(f"  over budget in {over['steps']} steps: first at step {f['step']} ({f['region']}, tile "
-                     f"{f['tile']}, {f['bytes_over']} B over); worst at step {w['step']} ({w['region']}, tile "
-                     f"{w['tile']}, {w['bytes_over']} B over)")
-    peak = verdict.get("peak_tile")
-    if peak:
-        lines.append(f"live on tile {peak['tile']} at step {peak['step']}, by group "
-                     f"({peak['values_live']} allocations; scratch {peak['scratch']['standard']} B standard, "
-                     f"{peak['scratch']['interleaved']} B interleaved):")
-        for g in peak["groups"][:TOP_VALUES]:
-            label = group_label(g["group"], ops)
-            lines.append(f"  {g['bytes']:>8} B  {label}" + (f", {g['values']} values" if g["values"] > 1 else ""))
-        lines.append(f"largest live values on tile {peak['tile']} (bytes there):")
-        for v in peak["values"][:TOP_LISTED]:
-            label = group_label(v["name"], ops)
-            shape = "x".join(map(str, v["shape"]))
-            lines.append(f"  {v['bytes']:>8} B  {label} [{shape}] {precision_display(v['precision'])} "
-                         f"(value {v['id']})")
-    wi = report.extra.get("what_if")
-    if wi:
-        lines.append("what if (each row re-planned; its command re-derives it):")
-        base = wi["baseline"]
-        rows = [["as planned", "", _verdict_word(base), _num(base["peak"]), _num(base["margin"])]]
-        rows += [[r["knob"], r["value"], _verdict_word(r), _num(r["peak"]), _num(r["margin"])] for r in wi["rows"]]
-        lines += ["  " + line for line in format_table(["knob", "value", "verdict", "peak B", "margin B"], rows)]
-    return lines
-
-
-def _verdict_word(row: dict) -> str:
-    if row["scope"] != "program":
-        return f"not planned ({row['scope']})"
-    return "fits" if row["fits"] else "does not fit"

@@ -161,11 +161,12 @@ def weight_parameters(graph: Graph) -> set[str]:
     floats = {t.name for t in graph.tensors if t.role != "input" and t.dtype == "float"}
     out = set()
     for o in graph.ops:
-        for name in (o.inputs[p] for p in REGISTRY[o.kind].weight_inputs if p < len(o.inputs)):
-            while name in source:
-                name = source[name]
-            if name in floats:
-                out.add(name)
+        for read in (o.inputs[p] for p in REGISTRY[o.kind].weight_inputs if p < len(o.inputs)):
+            root = read
+            while root in source:
+                root = source[root]
+            if root in floats:
+                out.add(root)
     return out
 
 
@@ -348,10 +349,11 @@ def _rename(ops: Iterable[GraphOp], names: Mapping[str, str]) -> list[GraphOp]:
 
 def _outputs(graph: Graph, names: Mapping[str, str]) -> tuple[str, ...]:
     out = []
-    for n in graph.outputs:
-        while n in names:
-            n = names[n]
-        out.append(n)
+    for output in graph.outputs:
+        name = output
+        while name in names:
+            name = names[name]
+        out.append(name)
     return tuple(dict.fromkeys(out))
 
 

@@ -191,8 +191,8 @@ def check_program(doc: dict[str, Any], path: str) -> None:
         raise InputError("the program holds custom objects (TorchBind): tileplan plans ATen programs only",
                          _where("graph.custom_obj_values", path))
     unknown: dict[str, int] = {}
-    for i, node in enumerate(_list(graph.get("nodes"), "graph.nodes", path)):
-        node = _obj(node, f"graph.nodes[{i}]", path)
+    for i, entry in enumerate(_list(graph.get("nodes"), "graph.nodes", path)):
+        node = _obj(entry, f"graph.nodes[{i}]", path)
         target = node.get("target")
         if not isinstance(target, str) or not (_ATEN_TARGET.fullmatch(target) or target in _ALLOWED_TARGETS):
             shown = repr(target)[:60] if not isinstance(target, str) else target[:60]
@@ -210,13 +210,13 @@ def check_program(doc: dict[str, Any], path: str) -> None:
     _names_in(graph.get("inputs"), "graph.inputs", path)
     _names_in(graph.get("outputs"), "graph.outputs", path)
     signature = _obj(module.get("signature"), "graph_module.signature", path)
-    for i, spec in enumerate(_list(signature.get("input_specs", []), "signature.input_specs", path)):
-        spec = _obj(spec, f"signature.input_specs[{i}]", path)
-        for kind, body in spec.items():
+    for i, entry in enumerate(_list(signature.get("input_specs", []), "signature.input_specs", path)):
+        spec = _obj(entry, f"signature.input_specs[{i}]", path)
+        for kind, value in spec.items():
             if kind in ("custom_obj", "token", "constant_input"):
                 raise InputError(f"an input of kind {kind!r}: tileplan plans tensor programs only",
                                  _where(f"signature.input_specs[{i}]", path))
-            body = _obj(body, f"signature.input_specs[{i}].{kind}", path)
+            body = _obj(value, f"signature.input_specs[{i}].{kind}", path)
             _names_in(body.get("arg"), f"signature.input_specs[{i}].arg", path)
             for key in ("parameter_name", "buffer_name", "tensor_constant_name"):
                 if key in body and not (isinstance(body[key], str) and _FQN.fullmatch(body[key])

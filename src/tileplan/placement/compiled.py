@@ -106,8 +106,8 @@ def _raise(mx: np.ndarray, tag: np.ndarray, leaves: int, lo: int, hi: int, value
                 tag[right] = max(tag[right], value)
         left //= 2
         right //= 2
-    for p in (lo + leaves, hi - 1 + leaves):
-        p //= 2
+    for leaf in (lo + leaves, hi - 1 + leaves):
+        p = leaf // 2
         while p >= 1:
             mx[p] = max(mx[p], max(mx[2 * p], mx[2 * p + 1]))
             p //= 2

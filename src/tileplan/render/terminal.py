@@ -1,4 +1,5 @@
-"""The summary and the diff as terminal text: tables and a per-step usage chart.
+"""The summary, the diff and what `tileplan plan` prints as terminal text: tables, a
+per-step usage chart, the plan's verdict lines and a sweep's table.
 
 Plain text with no dependency (so `tileplan summary` and `diff` work after a bare
 `pip install tileplan`), coloured with ANSI escapes only on a terminal (and not with
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 
 from tileplan.render import human_bytes
 from tileplan.report.diff import Diff, PlacementSide
+from tileplan.report.headline import Headline
+from tileplan.report.sections import Pipeline, Sweep
 from tileplan.report.summary import Summary
 from tileplan.report.views import RegionPeak, precision_display
 
@@ -335,3 +338,130 @@ def _render_placement(d: Diff, style: Style) -> list[str]:
         out += ["", *table("Worst placed tile (bytes)", ["", "A", "B", "change"], rows, [False, True, True, True],
                            style)]
     return out
+
+
+# what `tileplan plan` prints ----------------------------------------------------------
+
+def _num(x: object) -> str:
+    return "-" if x is None else str(x)
+
+
+def _verdict_word(fits: bool | None, scope: str | None) -> str:
+    if scope != "program":
+        return f"not planned ({scope})"
+    return "fits" if fits else "does not fit"
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A plain table: columns as wide as their widest cell, all-number columns right-aligned."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    numeric = [all(r[i].lstrip("-").isdigit() or r[i] == "-" for r in rows) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(cells, widths, numeric)).rstrip()
+
+    return [line(header), *(line(r) for r in rows)]
+
+
+def render_headline(h: Headline) -> list[str]:
+    """The plan's verdict as `tileplan plan` prints it, one line each (see
+    `tileplan.report.headline`)."""
+    lines = [h.verdict]
+    if not h.planned:
+        lines += [f"  {name}: {reason}" for name, reason in h.rejections]
+        if h.rejections_total > len(h.rejections):
+            lines.append(f"  ... {h.rejections_total - len(h.rejections)} more under rejections")
+        return lines
+    return lines + _figure_lines(h) + _live_lines(h)
+
+
+def _figure_lines(h: Headline) -> list[str]:
+    """Where the plan peaks and its figures: regions, the tile's split, placement, the
+    memory that is not tensors, the products over the cap, the steps over budget."""
+    lines = []
+    if h.peak_step is not None:
+        p = h.peak_step
+        runs = f", runs {p.runs} times" if p.runs > 1 else ""
+        lines.append(f"  at step {p.index}: {p.operation} of operation {p.source} ({p.name}{runs})")
+    if h.total is not None:
+        t = h.total
+        lines.append(f"  total        {_num(t.peak):>8} B of {_num(t.budget)} (margin {_num(t.margin)}; estimate "
+                     f"{_num(t.estimate)}, exact/estimate {h.ratio_exact_to_estimate})")
+    if h.tile_split is not None:
+        s = h.tile_split
+        lines.append(f"  on tile {s.tile}: {s.resident} B resident parameters, {s.step_dependent} B step-dependent "
+                     f"(activations, re-laid-out operands, scratch), {s.exchange} B exchange rows")
+    if h.standard is not None:
+        r = h.standard
+        lines.append(f"  standard     {_num(r.peak):>8} B on tile {r.tile} at step {r.step} ({_num(r.budget)} B "
+                     "non-interleaved budget; beyond it standard data overflows into the interleaved region)")
+    if h.interleaved is not None:
+        r = h.interleaved
+        lines.append(f"  interleaved  {_num(r.peak):>8} B of {_num(r.budget)} on tile {r.tile} at step {r.step} "
+                     f"(margin {_num(r.margin)})")
+    if h.placed is not None:
+        t2 = h.placed
+        lines.append(f"  placement    {_num(t2.height):>8} B placed on tile {_num(t2.tile)} ({_num(t2.gaps)} B of gaps "
+                     f"over its {_num(t2.lower_bound)} B live; {_num(t2.largest_free)} B the largest free block at "
+                     f"step {_num(t2.peak_step)}): {h.placement_verdict}")
+    if h.placement_skipped is not None:
+        lines.append(f"  placement    not placed: {h.placement_skipped}")
+    if h.non_tensor is not None:
+        nt = h.non_tensor
+        over = (f"{nt.over_reserve} B over the {_num(nt.reserve)} B the budget reserves for it" if nt.over_reserve
+                else f"within the {_num(nt.reserve)} B the budget reserves for it")
+        lines.append(f"  not tensors  {_num(nt.total):>8} B a tile (estimate: vertex code {_num(nt.vertex_code)}, "
+                     f"vertex state {_num(nt.vertex_state)}, exchange code {_num(nt.exchange_code)}, control code "
+                     f"{_num(nt.control_code)}, stack {_num(nt.stack)}): {over}")
+    if h.over_cap is not None:
+        c = h.over_cap
+        lines.append(f"  {c.count} products need more temporary memory than the available memory proportion "
+                     f"{c.proportion} allows ({_num(c.cap_bytes)} B a tile), the most {c.worst.name} "
+                     f"({_num(c.worst.temporary_bytes)} B): planned anyway, as Poplar does")
+    if h.over_budget is not None and h.over_budget.first is not None and h.over_budget.worst is not None:
+        o, f, w = h.over_budget, h.over_budget.first, h.over_budget.worst
+        lines.append(f"  over budget in {o.steps} steps: first at step {f.step} ({f.region}, tile {f.tile}, "
+                     f"{_num(f.bytes_over)} B over); worst at step {w.step} ({w.region}, tile {w.tile}, "
+                     f"{_num(w.bytes_over)} B over)")
+    return lines
+
+
+def _live_lines(h: Headline) -> list[str]:
+    """What is live on the worst tile at the peak, and the what-if table."""
+    lines = []
+    if h.peak_tile is not None:
+        p2 = h.peak_tile
+        scratch = p2.scratch
+        lines.append(f"live on tile {p2.tile} at step {p2.step}, by group ({_num(p2.values_live)} allocations; "
+                     f"scratch {_num(scratch and scratch.standard)} B standard, "
+                     f"{_num(scratch and scratch.interleaved)} B interleaved):")
+        for g in h.live_groups:
+            lines.append(f"  {g.bytes:>8} B  {g.label}" + (f", {g.values} values" if g.values > 1 else ""))
+        lines.append(f"largest live values on tile {p2.tile} (bytes there):")
+        for v in h.live_values:
+            shape = "x".join(map(str, v.shape))
+            lines.append(f"  {v.bytes:>8} B  {v.label} [{shape}] {v.precision} (value {v.id})")
+    if h.what_if:
+        lines.append("what if (each row re-planned; its command re-derives it):")
+        rows = [[w.knob, w.value, _verdict_word(w.fits, w.scope), _num(w.peak), _num(w.margin)] for w in h.what_if]
+        lines += ["  " + line for line in format_table(["knob", "value", "verdict", "peak B", "margin B"], rows)]
+    return lines
+
+
+def render_sweep(sweep: Sweep) -> list[str]:
+    """A sweep's rows as a table: each combination's knobs and what its plan came to."""
+    header = [*sweep.knobs, "verdict", "peak B", "margin B", "tile", "step", "interleaved B"]
+    rows = []
+    for r in sweep.rows:
+        knobs, o = dict(r.knobs), r.outcome
+        rows.append([*(str(knobs.get(k)) for k in sweep.knobs), _verdict_word(o.fits, o.scope), _num(o.peak),
+                     _num(o.margin), _num(o.tile), _num(o.step), _num(o.interleaved_peak)])
+    return format_table(header, rows)
+
+
+def render_stage(ipu: int, stage: Pipeline | None, verdict: str) -> str:
+    """One IPU of a pipeline in a line: its layers and its verdict line."""
+    layers = stage.layers if stage is not None else None
+    if layers is None or layers[1] <= layers[0]:
+        return f"IPU {ipu} (no layers): {verdict}"
+    return f"IPU {ipu} (layers {layers[0]}-{layers[1] - 1}): {verdict}"

@@ -1,18 +1,33 @@
-"""Build the version-1 report from a plan (data only; rendering is elsewhere)."""
+"""Build the report from a plan (data only; rendering is elsewhere): the version-1
+fields and the typed sections (`tileplan.report.sections`), each made here or by
+`verdict.py`, `exact.py` and `whatif.py` from the planner's values."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
 from tileplan.model.timeline import StepTable
 from tileplan.planner.placed import placement_verdict
 from tileplan.planner.plan import Plan
-from tileplan.report.exact import exact_json, peak_tile_json
+from tileplan.report.exact import exact_section, peak_tile_section
+from tileplan.report.model import PeakFigures, Report
+from tileplan.report.sections import (
+    AvailableMemoryProportion,
+    Buffer,
+    CapExceeded,
+    NonTensor,
+    NonTensorCounts,
+    Operations,
+    Pipeline,
+    PlacedTile,
+    Placement,
+    PlacementSkipped,
+    Program,
+    RejectedOperation,
+    Section,
+)
+from tileplan.report.verdict import verdict_section
 from tileplan.runtime import without_gc
-from tileplan.report.verdict import verdict_json
-from tileplan.report.format import PeakFigures, Report
 
 MODEL_TEXT = ("Planner estimate (peak.*, usage): sum of per-allocation maximum shard sizes, not a placed tile: an "
               "upper bound on the worst real tile, which `exact` gives from the tile maps. Repeat execution counts "
@@ -32,68 +47,66 @@ PLACEMENT_TEXT = ("Addresses on the worst tiles: each storage group live on the 
                   "the interleaved region's, where interleaved buffers must sit. Buffers: [what, storage group, "
                   "region, first step, end step (exclusive), bytes (8-byte aligned), offset].")
 
+CAP_TEXT = ("Poplar's cap on one matmul's or convolution's temporary bytes per tile; a product over it is planned "
+            "anyway (the least temporary split) and listed here")
+
 
 @without_gc
 def build_report(plan: Plan) -> Report:
     m = plan.machine
     p = plan.peaks
     spans = operation_steps(plan.steps)
-    extra: dict[str, Any] = {
-        "program": {
-            "name": plan.program.name, "machine": m.name, "policy": plan.policy,
-            **{k: plan.program.options[k] for k in sorted(plan.program.options) if k != "pipeline"},
-        },
-        "operations": [
-            {"index": o.index, "origin": o.origin, "name": o.name, "kind": o.kind,
-             "execution_count": o.execution_count, "steps": list(spans[o.index])}
-            for o in plan.operations if o.index in spans
-        ],
-    }
+    options = plan.program.options
+    sections: list[Section] = [
+        Program.of(plan.program.name, m.name, plan.policy, {k: v for k, v in options.items() if k != "pipeline"}),
+        Operations(rows=tuple((o.index, o.origin, o.name, o.kind, o.execution_count, *spans[o.index])
+                              for o in plan.operations if o.index in spans)),
+    ]
     proportion = plan.options.available_memory_proportion
     if proportion is not None:
-        extra["available_memory_proportion"] = {
-            "proportion": proportion, "cap_bytes": int(proportion * m.tile_bytes),
-            "exceeded": [{"operation": i, "name": name, "temporary_bytes": b} for i, name, b in plan.over_cap],
-            "note": "Poplar's cap on one matmul's or convolution's temporary bytes per tile; a product over it is "
-                    "planned anyway (the least temporary split) and listed here"}
+        sections.append(AvailableMemoryProportion(
+            proportion=proportion, cap_bytes=int(proportion * m.tile_bytes),
+            exceeded=tuple(CapExceeded(operation=i, name=name, temporary_bytes=b) for i, name, b in plan.over_cap),
+            note=CAP_TEXT))
     if plan.steps:
         nt = plan.non_tensor()
-        extra["non_tensor"] = {
-            "vertex_code": nt.vertex_code, "vertex_state": nt.vertex_state, "exchange_code": nt.exchange_code,
-            "control_code": nt.control_code, "stack": nt.stack, "total": nt.total,
-            "reserve": m.support_reserve_bytes, "over_reserve": max(0, nt.total - m.support_reserve_bytes),
-            "counts": {"kinds": nt.kinds, "compute_steps": nt.compute_steps, "program_steps": nt.program_steps,
-                       "exchange_steps": nt.exchange_steps},
-            "note": NON_TENSOR_TEXT}
+        sections.append(NonTensor(
+            vertex_code=nt.vertex_code, vertex_state=nt.vertex_state, exchange_code=nt.exchange_code,
+            control_code=nt.control_code, stack=nt.stack, total=nt.total, reserve=m.support_reserve_bytes,
+            over_reserve=max(0, nt.total - m.support_reserve_bytes),
+            counts=NonTensorCounts(kinds=nt.kinds, compute_steps=nt.compute_steps, program_steps=nt.program_steps,
+                                   exchange_steps=nt.exchange_steps),
+            note=NON_TENSOR_TEXT))
     if plan.placements:
         names = {v.storage_group: v.name for v in reversed(plan.values)}
-        extra["placement"] = {
-            "verdict": placement_verdict(plan.placements, plan.verdict.fits, names),
-            "tiles": [{"tile": p.tile, "why": p.why, "capacity": p.capacity, "height": p.height,
-                       "lower_bound": p.lower_bound, "gaps": p.gaps, "optimal": p.optimal, "fits": p.fits,
-                       "infeasible": p.infeasible, "method": p.method, "peak_step": p.peak_step,
-                       "largest_free": p.largest_free,
-                       "buffers": [[b.what, b.group, b.region, b.lower, b.upper, b.size, b.offset]
-                                   for b in p.buffers]} for p in plan.placements],
-            "note": PLACEMENT_TEXT}
+        sections.append(Placement(
+            verdict=placement_verdict(plan.placements, plan.verdict.fits, names),
+            tiles=tuple(PlacedTile(
+                tile=t.tile, why=t.why, capacity=t.capacity, height=t.height, lower_bound=t.lower_bound, gaps=t.gaps,
+                optimal=t.optimal, fits=t.fits, infeasible=t.infeasible, method=t.method, peak_step=t.peak_step,
+                largest_free=t.largest_free,
+                buffers=tuple(Buffer(what=b.what, group=b.group, region=b.region, lower=b.lower,  # type: ignore[arg-type]
+                                     upper=b.upper, size=b.size, offset=b.offset) for b in t.buffers))
+                for t in plan.placements),
+            note=PLACEMENT_TEXT))
     if plan.placement_skipped is not None:
         ps = plan.placement_skipped
-        extra["placement_skipped"] = {
-            "tile": ps.tile, "buffers": ps.buffers, "limit": ps.limit,
-            "reason": f"tile {ps.tile} holds {ps.buffers} buffers, more than the {ps.limit} placed per tile in a "
-                      "plan; the verdict is by bytes (place the tile's buffers with `tileplan place`)"}
-    if "pipeline" in plan.program.options:  # one stage of a pipeline over several IPUs
-        extra["pipeline"] = plan.program.options["pipeline"]
-    exchange = plan.exchange_bytes
-    extra["verdict"] = verdict_json(plan.steps, p, plan.verdict, m.budget_bytes, m.interleaved_budget_bytes, exchange,
-                                    plan.exact)
+        sections.append(PlacementSkipped(
+            tile=ps.tile, buffers=ps.buffers, limit=ps.limit,
+            reason=f"tile {ps.tile} holds {ps.buffers} buffers, more than the {ps.limit} placed per tile in a plan; "
+                   "the verdict is by bytes (place the tile's buffers with `tileplan place`)"))
+    if "pipeline" in options:  # one stage of a pipeline over several IPUs
+        sections.append(Pipeline.from_json(options["pipeline"], "pipeline"))
+    verdict = verdict_section(plan.steps, p, plan.verdict, m.budget_bytes, m.interleaved_budget_bytes,
+                              plan.exchange_bytes, plan.exact)
     if plan.exact is not None:
-        extra["exact"] = exact_json(plan.exact, p.total)
-        extra["verdict"]["peak_tile"] = peak_tile_json(plan.values, plan.steps, plan.shards, plan.exact)
+        sections.append(exact_section(plan.exact, p.total))
+        verdict = verdict.with_peak_tile(peak_tile_section(plan.values, plan.steps, plan.shards, plan.exact))
+    sections.append(verdict)
     if plan.rejected_operation is not None:
         index, name, reason = plan.rejected_operation
-        extra["rejected_operation"] = {"index": index, "name": name, "reason": reason}
-    return Report(
+        sections.append(RejectedOperation(index=index, name=name, reason=reason))
+    report = Report(
         scope=plan.scope, model=MODEL_TEXT, tile_count=m.tile_count, budget_bytes=m.budget_bytes,
         interleaved_budget_bytes=m.interleaved_budget_bytes,
         standard_contiguous_overflow_bytes=plan.verdict.standard_contiguous_overflow_bytes,
@@ -104,8 +117,10 @@ def build_report(plan: Plan) -> Report:
         gemm_output_packing=plan.options.gemm_output_packing.value,
         attention_products=plan.options.attention_products.value,
         values=plan.values, steps=plan.steps, rejections=plan.rejections,
-        exchange_row_bytes=m.exchange_row_bytes, extra=extra,
+        exchange_row_bytes=m.exchange_row_bytes, extra={s.KEY: s.to_json() for s in sections},
     )
+    report.seed({s.KEY: s for s in sections})
+    return report
 
 
 def operation_steps(steps: StepTable) -> dict[int, tuple[int, int]]:

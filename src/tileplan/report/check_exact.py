@@ -17,14 +17,26 @@ classes, and a cache of at most `CACHE_ELEMENTS` integers of value vectors.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from tileplan.model.timeline import Step, Value
 from tileplan.report.check_shards import Sharding, tile_map
+from tileplan.report.sections import (
+    EXACT_COLUMNS,
+    Exact,
+    ExactPeak,
+    ExactPeaks,
+    Histogram,
+    PeakGroup,
+    PeakTile,
+    PeakValue,
+    Scratch,
+    TileFigures,
+    TopTile,
+)
 
 CACHE_ELEMENTS = 1 << 22  # int64 elements kept for value vectors: 32 MiB
 #: the most int64 elements of the group kinds x tiles matrix (128 MiB)
@@ -34,7 +46,6 @@ CHUNK_ELEMENTS = 1 << 20
 HISTOGRAM_BINS = 32
 TOP_TILES = 5
 TOP_VALUES = 10
-STEPS_COLUMNS = ["worst_tile", "total", "standard", "interleaved"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,39 +222,41 @@ def account_tiles(tiles: TileBytes, members: Sequence[Sequence[int]], region: np
                        tile_peak_interleaved=peak_inter[class_of_tile])
 
 
-def exact_section(account: TileAccount, estimate_total: int | None) -> dict[str, Any]:
-    """The `exact` section as docs/report-format.md defines it, but for its `model` text."""
+def exact_section(account: TileAccount, estimate_total: int | None, model: str) -> Exact:
+    """The `exact` section as docs/report-format.md defines it (`model`: its text)."""
     peaks = {}
     for region in ("total", "standard", "interleaved"):
         b, tile, step = account.peak(region)
-        peaks[region] = {"bytes": b, "tile": tile, "step": step}
+        peaks[region] = ExactPeak(bytes=b, tile=tile, step=step)
     tile_peak = account.tile_peak
     top = sorted(range(len(tile_peak)), key=lambda t: (-int(tile_peak[t]), t))[:TOP_TILES]
-    exact_total = peaks["total"]["bytes"]
+    exact_total = peaks["total"].bytes
     lo, hi = int(tile_peak.min()), int(tile_peak.max())
     width = max(1, -(-(hi - lo + 1) // HISTOGRAM_BINS))
-    return {
-        "peak": peaks,
-        "estimate_total": estimate_total,
-        "ratio_exact_to_estimate": None if not estimate_total else round(exact_total / estimate_total, 4),
-        "steps": np.stack((account.tile, account.total, account.standard, account.interleaved), axis=1),
-        "steps_columns": STEPS_COLUMNS,
-        "tiles": {"peak": tile_peak.tolist(), "peak_step": account.tile_peak_step.tolist(),
-                  "peak_resident": account.tile_peak_resident.tolist(),
-                  "peak_interleaved": account.tile_peak_interleaved.tolist()},
-        "histogram": {"first_bytes": lo, "bin_bytes": width,
-                      "counts": np.bincount((tile_peak - lo) // width, minlength=HISTOGRAM_BINS).tolist()},
-        "top_tiles": [{"tile": t, "bytes": int(tile_peak[t]), "step": int(account.tile_peak_step[t]),
-                       "resident": int(account.tile_peak_resident[t])} for t in top],
-    }
+    return Exact(
+        model=model,
+        peak=ExactPeaks(**peaks),
+        estimate_total=estimate_total,
+        ratio_exact_to_estimate=None if not estimate_total else round(exact_total / estimate_total, 4),
+        steps=np.stack((account.tile, account.total, account.standard, account.interleaved), axis=1),
+        steps_columns=EXACT_COLUMNS,
+        tiles=TileFigures(peak=tuple(tile_peak.tolist()), peak_step=tuple(account.tile_peak_step.tolist()),
+                          peak_resident=tuple(account.tile_peak_resident.tolist()),
+                          peak_interleaved=tuple(account.tile_peak_interleaved.tolist())),
+        histogram=Histogram(first_bytes=lo, bin_bytes=width, counts=tuple(
+            np.bincount((tile_peak - lo) // width, minlength=HISTOGRAM_BINS).tolist())),
+        top_tiles=tuple(TopTile(tile=t, bytes=int(tile_peak[t]), step=int(account.tile_peak_step[t]),
+                                resident=int(account.tile_peak_resident[t])) for t in top),
+    )
 
 
-def peak_tile_section(step: Step, live: Sequence[int], account: TileAccount, tiles: TileBytes) -> dict[str, Any]:
+def peak_tile_section(step: Step, live: Sequence[int], account: TileAccount, tiles: TileBytes,
+                      precision: Callable[[int, Value], str]) -> PeakTile:
     """`verdict.peak_tile`: the worst tile at the exact total peak and what is live
     there (`live`: the positions of the values live at that step), a storage group once
     (under its member with the most bytes on that tile, the lowest id on ties), largest
-    first, ties by id. Descriptive text (`precision`, `class`) is compared by the
-    caller, not here."""
+    first, ties by id. `precision(i, value)`: the display text of the i-th value's
+    precision (its form is the views' business, not re-derived)."""
     _, tile, _ = account.peak("total")
     best: dict[int, tuple[Value, int, int]] = {}
     for p in sorted(live, key=lambda p: tiles.values[p].id):
@@ -258,12 +271,13 @@ def peak_tile_section(step: Step, live: Sequence[int], account: TileAccount, til
         entry[0] += b
         entry[1] += 1
     ranked = sorted(sums.items(), key=lambda kv: (-kv[1][0], kv[0]))[:TOP_VALUES]
-    return {
-        "tile": tile, "step": step.index, "operation": step.operation, "source": step.source,
-        "scratch": {k: step.scratch.get(k, 0) for k in ("standard", "interleaved")},
-        "values": [{"id": v.id, "name": v.name, "shape": list(v.shape), "bytes": b, "resident": v.resident}
-                   for v, b, _ in ranked_values[:TOP_VALUES]],
-        "values_shown": min(TOP_VALUES, len(ranked_values)),
-        "values_live": len(ranked_values),
-        "groups": [{"group": g, "bytes": b, "values": c} for g, (b, c) in ranked],
-    }
+    return PeakTile(
+        tile=tile, step=step.index, operation=step.operation, source=step.source,
+        scratch=Scratch(standard=step.scratch.get("standard", 0), interleaved=step.scratch.get("interleaved", 0)),
+        values=tuple(PeakValue(id=v.id, name=v.name, shape=tuple(v.shape), precision=precision(i, v),
+                               memory_class=v.memory_class.to_text(), bytes=b, resident=v.resident)
+                     for i, (v, b, _) in enumerate(ranked_values[:TOP_VALUES])),
+        values_shown=min(TOP_VALUES, len(ranked_values)),
+        values_live=len(ranked_values),
+        groups=tuple(PeakGroup(group=g, bytes=b, values=c) for g, (b, c) in ranked),
+    )

@@ -12,26 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from tileplan.report.check_result import is_int, show
+
 Add = Callable[[str, str, str], None]  # (kind, place, message)
 
 _SCOPE = re.compile(r"rejected-op(0|[1-9][0-9]{0,17})")
-
-
-def is_int(x: object) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def show(x: object, limit: int = 120) -> str:
-    """A JSON value as one short line: huge integers and deep structures by kind."""
-    import json
-
-    if isinstance(x, int) and not isinstance(x, bool) and abs(x) >= 10**40:
-        return f"an integer of {x.bit_length()} bits"
-    try:
-        text = json.dumps(x)
-    except (ValueError, RecursionError, TypeError):
-        text = f"a {type(x).__name__}"
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def rejected_index(scope: str) -> int | None:

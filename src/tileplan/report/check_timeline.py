@@ -24,6 +24,21 @@ from tileplan.model.timeline import Step, StepTable, Value
 INT64_SAFE = 2**62
 INT64_MAX = 2**63 - 1
 
+#: Operations that exchange data between tiles whatever their fields (docs, "Exchange rows").
+EXCHANGING_KINDS = ("Sum ", "AttentionScores ", "AttentionValues ", "AttentionStreamed ")
+
+
+def exchanges(operation: str) -> bool:
+    """Whether a step's operation text reserves an exchange row: a `Sum`, an attention
+    product, a `Copy` with `reuse_local: false`, or any operation stating
+    `exchange: true` (e.g. `LayerNorm { stage: Statistics, exchange: true }`,
+    `Reduce { op: Sum, exchange: true }`). The one place check states the rule."""
+    if operation.startswith(EXCHANGING_KINDS):
+        return True
+    if operation.startswith("Copy ") and "reuse_local: false" in operation:
+        return True
+    return "exchange: true" in operation
+
 
 def ints(items: Sequence[int]) -> np.ndarray:
     """int64 when every entry fits, else an object array of Python integers."""

@@ -5,7 +5,7 @@ IPU of a pipeline, its stage. Plain data (`diff_reports`); `tileplan diff` rende
 as a table or prints `to_json`.
 
 The sections beyond the tensors (`non_tensor`, `placement` or `placement_skipped`,
-`pipeline` in a report's `extra`) are read defensively: a report written before them
+`pipeline`) are read field by field (`Section.LENIENT`): a report written before them
 has none, and a malformed one (wrong types, negative or absurd numbers) reads as
 unknown field by field, never as a crash. Each is None in the diff when neither report
 has it.
@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tileplan.report.format import U64_MAX, Report
+from tileplan.report.model import Report
+from tileplan.report.sections import PlacedTile
 from tileplan.report.summary import program_fields
 from tileplan.report.views import (
     NON_TENSOR_CLASSES,
@@ -118,13 +119,6 @@ class PeakChange:
         return {"region": self.region, "a": self.a.to_json(), "b": self.b.to_json(), "delta": self.delta}
 
 
-def _count(x: object) -> int | None:
-    """A byte count, tile, step or layer from a section: a non-negative integer below
-    the reference's sentinel for "unknown", else None (a bool, a float, a string, a
-    negative or absurd number in a malformed section)."""
-    return x if isinstance(x, int) and not isinstance(x, bool) and 0 <= x < U64_MAX else None
-
-
 def _delta(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else b - a
 
@@ -191,10 +185,10 @@ class NonTensorDiff:
 
 
 def _non_tensor(report: Report) -> dict[str, int | None] | None:
-    section = report.extra.get("non_tensor")
-    if not isinstance(section, dict):
+    section = report.sections.non_tensor
+    if section is None:
         return None
-    return {key: _count(section.get(key)) for key, _ in NON_TENSOR_ROWS}
+    return {key: getattr(section, key) for key, _ in NON_TENSOR_ROWS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,19 +231,14 @@ class PlacementSide:
 
 
 def _placement(report: Report) -> PlacementSide:
-    section = report.extra.get("placement")
-    if isinstance(section, dict):
-        tiles = section.get("tiles")
-        first = tiles[0] if isinstance(tiles, list) and tiles and isinstance(tiles[0], dict) else {}
-        verdict = section.get("verdict")
-        return PlacementSide("placed", verdict if isinstance(verdict, str) else None, _count(first.get("tile")),
-                             _count(first.get("height")), _count(first.get("lower_bound")), _count(first.get("gaps")),
-                             _count(first.get("capacity")))
-    skipped = report.extra.get("placement_skipped")
-    if isinstance(skipped, dict):
-        reason = skipped.get("reason")
-        return PlacementSide("skipped", tile=_count(skipped.get("tile")),
-                             reason=reason if isinstance(reason, str) else None)
+    section = report.sections.placement
+    if section is not None:
+        first = section.tiles[0] if section.tiles else PlacedTile()
+        return PlacementSide("placed", section.verdict, first.tile, first.height, first.lower_bound, first.gaps,
+                             first.capacity)
+    skipped = report.sections.placement_skipped
+    if skipped is not None:
+        return PlacementSide("skipped", tile=skipped.tile, reason=skipped.reason)
     return PlacementSide("absent" if report.fits_budget or report.scope != "program" else "not placed")
 
 
@@ -301,19 +290,13 @@ class Stage:
 
 
 def _stage(report: Report) -> Stage | None:
-    section = report.extra.get("pipeline")
-    if not isinstance(section, dict):
+    section = report.sections.pipeline
+    if section is None:
         return None
-    layers = section.get("layers")
     first = end = None
-    if isinstance(layers, list) and len(layers) == 2:
-        first, end = _count(layers[0]), _count(layers[1])
-        if first is None or end is None or end < first:
-            first = end = None
-    split = section.get("layers_per_ipu")
-    counts = tuple(_count(c) for c in split) if isinstance(split, list) and len(split) <= 4096 else None
-    per_ipu = None if counts is None or any(c is None for c in counts) else tuple(c for c in counts if c is not None)
-    return Stage(_count(section.get("ipu")), _count(section.get("ipus")), first, end, per_ipu)
+    if section.layers is not None and section.layers[1] >= section.layers[0]:
+        first, end = section.layers
+    return Stage(section.ipu, section.ipus, first, end, section.layers_per_ipu)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,20 +25,11 @@ import numpy as np
 
 from tileplan.errors import InputError
 from tileplan.model.timeline import Step, StepTable, Value, step_table
-from tileplan.report.format import (
-    _KNOWN_TOP,
-    MAX_RANK,
-    MAX_TILES,
-    Interned,
-    Report,
-    _brief,
-    _check_extra,
-    _plain,
-    _Reader,
-    assemble,
-    read_rejections,
-    to_json_dict,
-)
+from tileplan.report.fields import Fields, brief
+from tileplan.report.format_v1 import json_default, to_json_dict
+from tileplan.report.model import Report
+from tileplan.report.reader import MAX_RANK, Interned, assemble, read_tile_count
+from tileplan.report.sections import EXACT_COLUMNS, Operations, Section
 
 VERSION_2 = 2
 #: byte widths of a packed column
@@ -52,8 +43,6 @@ DECODE_BASE_BYTES = 256 << 20
 DECODE_PER_TEXT_BYTE = 16
 #: the most rows of a table (values, steps, operations)
 MAX_ROWS = 1 << 30
-#: exact.steps columns, in version 1's `steps_columns` order
-EXACT_COLUMNS = ("worst_tile", "total", "standard", "interleaved")
 ROLES = ("input", "parameter", "intermediate")
 #: columns written delta-encoded (they grow along the table; deltas compress better)
 DELTA = {"id", "origin", "root", "storage_group", "first", "last", "source", "index"}
@@ -62,7 +51,7 @@ DELTA = {"id", "origin", "root", "storage_group", "first", "last", "source", "in
 # Writing ------------------------------------------------------------------------------
 
 def _dumps(x: object) -> str:
-    return json.dumps(x, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_plain)
+    return json.dumps(x, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=json_default)
 
 
 def pack_column(values: Any, delta: bool = False) -> str:
@@ -264,7 +253,7 @@ class Budget:
         self.left -= n
 
 
-def unpack_column(r: _Reader, count: int, budget: Budget, minimum: int = 0, maximum: int = INT64_MAX,
+def unpack_column(r: Fields, count: int, budget: Budget, minimum: int = 0, maximum: int = INT64_MAX,
                   nullable: bool = False) -> np.ndarray:
     """An integer column of `count` entries in [minimum, maximum] as int64 (-1 for null
     where `nullable`); `InputError` located at the column or the entry otherwise."""
@@ -279,7 +268,7 @@ def unpack_column(r: _Reader, count: int, budget: Budget, minimum: int = 0, maxi
                 continue
             if type(x) is not int or not minimum <= x <= maximum:
                 bounds = f"an integer in [{minimum}, {maximum}]" + (" or null" if nullable else "")
-                raise InputError(f"expected {bounds}, found {_brief(x)}", f"{place}[{i}]")
+                raise InputError(f"expected {bounds}, found {brief(x)}", f"{place}[{i}]")
         return np.array([-1 if x is None else x for x in items], dtype=np.int64)
     r.mapping()
     length = r.sub("length").integer(maximum=MAX_ROWS)
@@ -321,21 +310,21 @@ def unpack_column(r: _Reader, count: int, budget: Budget, minimum: int = 0, maxi
     return arr
 
 
-def _strings(r: _Reader, count: int | None = None) -> list[str]:
+def _strings(r: Fields, count: int | None = None) -> list[str]:
     items = r.entries()
     if count is not None and len(items) != count:
         raise InputError(f"expected {count} entries (the table's count), found {len(items)}", r.place)
     for i, x in enumerate(items):
         if type(x) is not str:
-            raise InputError(f"expected a string, found {_brief(x)}", f"{r.place}[{i}]")
+            raise InputError(f"expected a string, found {brief(x)}", f"{r.place}[{i}]")
     return items
 
 
-def _count_of(r: _Reader) -> int:
+def _count_of(r: Fields) -> int:
     return r.mapping().sub("count").integer(maximum=MAX_ROWS)
 
 
-def _tables(t: _Reader, tile_count: int) -> dict[str, list[Any]]:
+def _tables(t: Fields, tile_count: int) -> dict[str, list[Any]]:
     interned = Interned()
     layouts = []
     for i, text in enumerate(_strings(t.sub("layouts"))):
@@ -350,7 +339,7 @@ def _tables(t: _Reader, tile_count: int) -> dict[str, list[Any]]:
     roles = _strings(t.sub("roles"))
     for i, role in enumerate(roles):
         if role not in ROLES:
-            raise InputError(f"role must be input, parameter or intermediate, found {_brief(role)}",
+            raise InputError(f"role must be input, parameter or intermediate, found {brief(role)}",
                              f"{t.place}.roles[{i}]")
     return {"layouts": layouts, "precisions": precisions, "shapes": shapes, "groups": _strings(t.sub("groups")),
             "roles": roles, "operations": _strings(t.sub("operations"))}
@@ -361,12 +350,12 @@ def _index(tables: dict[str, list[Any]], name: str) -> int:
     return len(tables[name]) - 1
 
 
-def read_v2(r: _Reader, size_hint: int | None) -> Report:
+def read_v2(r: Fields, size_hint: int | None) -> Report:
     """A version-2 report object (its `version` read) as a `Report`."""
     obj = r.obj
     budget = Budget(size_hint)
     r.sub("peak")
-    tile_count = r.sub("tile_count").integer(minimum=1, maximum=MAX_TILES)
+    tile_count = read_tile_count(r)
     timeline = r.sub("timeline").mapping()
     tables = _tables(timeline.sub("tables").mapping(), tile_count)
     sv = timeline.sub("steps")
@@ -414,17 +403,15 @@ def read_v2(r: _Reader, size_hint: int | None) -> Report:
                       standard_known=steps_cols["usage_standard"] >= 0,
                       interleaved_known=steps_cols["usage_interleaved"] >= 0,
                       value_ids=c["id"], first=c["first"], last=c["last"])
-    top = {k: v for k, v in obj.items()}
+    top = {k: v for k, v in obj.items() if k != "timeline"}
     if isinstance(obj.get("exact"), dict) and "steps" in obj["exact"]:
         top["exact"] = _read_exact(r.sub("exact"), n_steps, tile_count, budget)
-    columnar = isinstance(obj.get("operations"), dict)
-    if columnar:
-        top["operations"] = _read_operations(r.sub("operations"), n_steps, budget)
-    view = _Reader(top, "")
-    rejections = read_rejections(view)
-    _check_extra(view, n_steps, tile_count, set(), exact_steps=False, operations=not columnar)
-    extra = {k: v for k, v in top.items() if k not in _KNOWN_TOP}
-    return assemble(view, VERSION_2, tile_count, values, steps, rejections, extra)
+    decoded: dict[str, Section] = {}
+    if isinstance(obj.get("operations"), dict):
+        ops = _read_operations(r.sub("operations"), n_steps, budget)
+        top["operations"] = ops.to_json()
+        decoded["operations"] = ops
+    return assemble(r, VERSION_2, tile_count, values, steps, top, decoded)
 
 
 def _values(names: list[str], c: dict[str, np.ndarray], tables: dict[str, list[Any]]) -> tuple[Value, ...]:
@@ -443,7 +430,7 @@ def _values(names: list[str], c: dict[str, np.ndarray], tables: dict[str, list[A
                      strict=True))
 
 
-def _read_exact(e: _Reader, n_steps: int, tile_count: int, budget: Budget) -> dict[str, Any]:
+def _read_exact(e: Fields, n_steps: int, tile_count: int, budget: Budget) -> dict[str, Any]:
     """`exact` with its `steps` columns as one int64 array of rows, `steps_columns` named."""
     section = dict(e.mapping().obj)
     s = e.sub("steps")
@@ -457,8 +444,8 @@ def _read_exact(e: _Reader, n_steps: int, tile_count: int, budget: Budget) -> di
     return section
 
 
-def _read_operations(o: _Reader, n_steps: int, budget: Budget) -> list[dict[str, Any]]:
-    """`operations` columns as version 1's list of objects, each checked."""
+def _read_operations(o: Fields, n_steps: int, budget: Budget) -> Operations:
+    """`operations` columns, each checked, as the typed section."""
     count = _count_of(o)
     kinds = _strings(o.sub("kinds"))
     col = lambda key, **kw: unpack_column(o.sub(key), count, budget, **kw)  # noqa: E731
@@ -477,6 +464,5 @@ def _read_operations(o: _Reader, n_steps: int, budget: Budget) -> list[dict[str,
     if twice.size:
         raise InputError(f"expected each operation index once, found {int(ordered[twice[0]])} twice",
                          f"{o.place}.index")
-    return [{"index": i, "origin": g, "name": name, "kind": kinds[k], "execution_count": x, "steps": [a, b]}
-            for i, g, name, k, x, a, b in zip(index.tolist(), origin.tolist(), names, kind.tolist(), runs.tolist(),
-                                              first.tolist(), last.tolist(), strict=True)]
+    return Operations(rows=tuple(zip(index.tolist(), origin.tolist(), names, [kinds[k] for k in kind.tolist()],
+                                     runs.tolist(), first.tolist(), last.tolist(), strict=True)))

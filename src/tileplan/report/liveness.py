@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from tileplan.model.timeline import REGIONS
-from tileplan.report.format import Report
+from tileplan.report.model import Report
+from tileplan.report.sections import Operation
 from tileplan.report.summary import StepUsages, program_fields, step_usage
 from tileplan.report.views import (
     Extras,
@@ -257,7 +258,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 
 def compute_bands(report: Report, cols: ValueColumns | None = None,
-                  ops: dict[int, dict[str, Any]] | None = None) -> tuple[tuple[Band, ...], np.ndarray]:
+                  ops: Mapping[int, Operation] | None = None) -> tuple[tuple[Band, ...], np.ndarray]:
     """The stacked bands of every region (see the module docstring) and, per step,
     how many live values have no known size.
 
@@ -411,21 +412,23 @@ def live_runs(report: Report) -> LiveRuns:
     return LiveRuns(value_columns(report))
 
 
-def repeat_spans(report: Report, ops: dict[int, dict[str, Any]] | None = None) -> tuple[RepeatSpan, ...]:
+def repeat_spans(report: Report, ops: Mapping[int, Operation] | None = None) -> tuple[RepeatSpan, ...]:
     """Step ranges of repeat blocks: consecutive operations with the same execution
     count > 1 whose steps follow one another."""
     spans: list[RepeatSpan] = []
-    repeated = [o for o in (operations(report) if ops is None else ops).values() if o.get("execution_count", 1) > 1]
-    for op in sorted(repeated, key=lambda o: o["steps"][0]):
-        count = op.get("execution_count", 1)
-        first, last = op["steps"]
-        if count <= 1:
-            continue
+    if ops is None:
+        listed = report.sections.operations
+        repeated = listed.repeated() if listed is not None else []
+    else:
+        repeated = [o for o in ops.values() if o.execution_count > 1]
+    for op in sorted(repeated, key=lambda o: o.steps[0]):
+        count = op.execution_count
+        first, last = op.steps
         if spans and spans[-1].count == count and spans[-1].last_step + 1 == first:
             prev = spans[-1]
-            spans[-1] = RepeatSpan(prev.first_step, last, count, (*prev.operations, op["name"]))
+            spans[-1] = RepeatSpan(prev.first_step, last, count, (*prev.operations, op.name))
         else:
-            spans.append(RepeatSpan(first, last, count, (op["name"],)))
+            spans.append(RepeatSpan(first, last, count, (op.name,)))
     return tuple(spans)
 
 
@@ -441,44 +444,45 @@ def heat_columns(tiles: int) -> int:
 
 
 def tile_view(report: Report) -> TileView | None:
-    exact = report.extra.get("exact")
-    if not isinstance(exact, dict) or exact.get("tiles") is None:
+    exact = report.sections.exact
+    if exact is None or exact.tiles is None:
         return None
-    tiles, hist = exact["tiles"], exact.get("histogram") or {}
+    tiles, hist = exact.tiles, exact.histogram
+    first = hist.first_bytes if hist is not None and hist.first_bytes is not None else 0
+    width = hist.bin_bytes if hist is not None and hist.bin_bytes is not None else 1
     return TileView(
-        peak=tuple(tiles["peak"]), peak_step=tuple(tiles["peak_step"]), peak_resident=tuple(tiles["peak_resident"]),
-        histogram_first=hist.get("first_bytes", 0), histogram_bin=hist.get("bin_bytes", 1),
-        histogram_counts=tuple(hist.get("counts") or ()),
-        top_tiles=tuple((t["tile"], t["bytes"], t["step"]) for t in exact.get("top_tiles") or []),
-        columns=heat_columns(len(tiles["peak"])), ratio_exact_to_estimate=exact.get("ratio_exact_to_estimate"))
+        peak=tiles.peak, peak_step=tiles.peak_step, peak_resident=tiles.peak_resident,
+        histogram_first=first, histogram_bin=width, histogram_counts=hist.counts if hist is not None else (),
+        top_tiles=tuple((t.tile, t.bytes, t.step) for t in exact.top_tiles),
+        columns=heat_columns(len(tiles.peak)), ratio_exact_to_estimate=exact.ratio_exact_to_estimate)
 
 
 def what_if_rows(report: Report) -> tuple[WhatIfRow, ...] | None:
     """The what-if table (`baseline` first as "as planned"), or None if the report has
-    none. Accepts the table as an object with `baseline` and `rows` or as a bare list."""
-    wi = report.extra.get("what_if")
+    none. The table may be an object with `baseline` and `rows` or a bare list."""
+    wi = report.sections.what_if
     if wi is None:
         return None
-    rows = wi if isinstance(wi, list) else list(wi.get("rows") or [])
-    if isinstance(wi, dict) and isinstance(wi.get("baseline"), dict):
-        rows = [{"knob": "as planned", "value": "", **wi["baseline"]}, *rows]
-    return tuple(WhatIfRow(str(r.get("knob", "")), str(r.get("value", "")), bool(r.get("fits")),
-                           str(r.get("scope", "program")), r.get("peak"), r.get("margin"), str(r.get("command", "")))
-                 for r in rows)
+    rows = [WhatIfRow(r.knob or "", r.value or "", bool(r.fits), r.scope or "program", r.peak, r.margin,
+                      r.command or "") for r in wi.rows]
+    if wi.baseline is not None:
+        b = wi.baseline
+        rows.insert(0, WhatIfRow("as planned", "", bool(b.fits), b.scope or "program", b.peak, b.margin,
+                                 b.command or ""))
+    return tuple(rows)
 
 
 def worst_placed_tile(report: Report, cols: ValueColumns) -> tuple[dict[str, Any] | None, dict[int, str] | None]:
-    """The first tile of the report's `placement` section (its worst) and a name for
-    each storage group among its buffers: the group's largest member (ties: the
-    lowest id). (None, None) without a placement section or tiles."""
-    section = report.extra.get("placement")
-    tiles = section.get("tiles") if isinstance(section, dict) else None
-    if not isinstance(tiles, list) or not tiles or not isinstance(tiles[0], dict):
+    """The first tile of the report's `placement` section (its worst, as JSON: the
+    address map draws it) and a name for each storage group among its buffers: the
+    group's largest member (ties: the lowest id). (None, None) without a placement
+    section or tiles."""
+    section = report.sections.placement
+    if section is None or not section.tiles:
         return None, None
-    tile = tiles[0]
-    buffers = tile.get("buffers")
-    wanted = {b[1] for b in buffers if isinstance(b, list) and len(b) > 1 and type(b[1]) is int} \
-        if isinstance(buffers, list) else set()
+    placed = section.tiles[0]
+    tile = placed.to_json()
+    wanted = {b.group for b in placed.buffers if b.group is not None} if placed.buffers is not None else set()
     sg = cols.storage_group
     if sg.dtype == object:
         rows = [k for k, g in enumerate(sg.tolist()) if g in wanted]
@@ -496,7 +500,7 @@ def worst_placed_tile(report: Report, cols: ValueColumns) -> tuple[dict[str, Any
 def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
     steps = step_columns(report)
     cols = value_columns(report, steps)
-    ops = operations(report)
+    ops, listed = operations(report), report.sections.operations
     bands, unknown = compute_bands(report, cols, ops)
     regions = region_peaks(report)
     rows = ValueRows(cols, ops)
@@ -509,9 +513,9 @@ def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
         verdict=verdict_line(report), regions=regions, budget_bytes=report.budget_bytes,
         interleaved_budget_bytes=report.interleaved_budget_bytes, standard_budget_bytes=standard_budget(report),
         exchange_bytes=exchange_bytes(report), steps=step_usage(report, steps),
-        operations=tuple((i, str(ops[i]["name"])) for i in sorted(ops)), unknown=unknown,
+        operations=tuple(listed.names()) if listed is not None else (), unknown=unknown,
         live_runs=LiveRuns(cols), bands=bands, peak_step=regions[0].step,
-        repeats=repeat_spans(report, ops), values=rows, top_allocations=tuple(rows[int(k)] for k in largest),
+        repeats=repeat_spans(report), values=rows, top_allocations=tuple(rows[int(k)] for k in largest),
         tiles=tile_view(report), what_if=what_if_rows(report), extras=extras(report),
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections),
         placed_tile=placed_tile, placed_names=placed_names,

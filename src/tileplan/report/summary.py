@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from tileplan.model.rows import Rows
-from tileplan.report.format import Report
+from tileplan.report.model import Report
 from tileplan.report.views import (
     Extras,
     SAFE_INT,
@@ -172,11 +172,12 @@ class Summary:
 
 def program_fields(report: Report) -> tuple[tuple[str, str], ...]:
     """The report's `program` (name, machine, policy, options) as text pairs, name first."""
-    program = report.extra.get("program")
-    if not isinstance(program, dict):
+    program = report.sections.program
+    if program is None:
         return ()
-    keys = ["name", *sorted(k for k in program if k != "name")]
-    return tuple((k, precision_display(str(program[k]))) for k in keys if k in program)
+    entries = dict(program.entries)
+    keys = ["name", *sorted(k for k in entries if k != "name")]
+    return tuple((k, precision_display(str(entries[k]))) for k in keys if k in entries)
 
 
 def step_usage(report: Report, steps: StepColumns | None = None) -> StepUsages:
@@ -186,9 +187,7 @@ def step_usage(report: Report, steps: StepColumns | None = None) -> StepUsages:
     steps = step_columns(report) if steps is None else steps
     n = steps.count
     exchange = exchange_bytes(report) or 0
-    exact = report.extra.get("exact")
-    rows = exact.get("steps") if isinstance(exact, dict) else None
-    columns = list(exact.get("steps_columns", [])) if isinstance(exact, dict) else []
+    exact = report.sections.exact
     std, std_known = steps.usage["standard"], steps.usage_known["standard"]
     inter, inter_known = steps.usage["interleaved"], steps.usage_known["interleaved"]
     if abs(exchange) >= SAFE_INT:  # an absurd exchange figure: exact integers
@@ -198,21 +197,16 @@ def step_usage(report: Report, steps: StepColumns | None = None) -> StepUsages:
     total = np.where(total_known, std + inter + exchange, 0)
     tile = np.full(n, -1, dtype=np.int64)
     worst_inter, worst_inter_known = inter, inter_known
-    # version 1: a list of rows; version 2: an int64 array of them
-    exact_rows: list[Any] | np.ndarray = rows if isinstance(rows, (list, np.ndarray)) else []
-    m = min(len(exact_rows), n)
-    if m:  # the exact worst tile where the report has it (its first m steps)
-        def column(name: str) -> np.ndarray:
-            k = columns.index(name)
-            if isinstance(exact_rows, np.ndarray):
-                return int_column(exact_rows[:m, k])
-            return int_column([row[k] for row in exact_rows[:m]])
-
-        total = _concat(column("total") + exchange, total[m:])
+    exact_total, exact_tile = (exact.column("total"), exact.column("worst_tile")) if exact is not None else (None, None)
+    m = min(len(exact_total), n) if exact_total is not None and exact_tile is not None else 0
+    if m and exact is not None and exact_total is not None and exact_tile is not None:
+        # the exact worst tile where the report has it (its first m steps)
+        total = _concat(int_column(exact_total[:m]) + exchange, total[m:])
         total_known = np.r_[np.ones(m, dtype=bool), total_known[m:]]
-        tile = np.r_[column("worst_tile"), tile[m:]].astype(np.int64)
-        if "interleaved" in columns:
-            worst_inter = _concat(column("interleaved"), inter[m:])
+        tile = np.r_[int_column(exact_tile[:m]), tile[m:]].astype(np.int64)
+        exact_inter = exact.column("interleaved")
+        if exact_inter is not None:
+            worst_inter = _concat(int_column(exact_inter[:m]), inter[m:])
             worst_inter_known = np.r_[np.ones(m, dtype=bool), inter_known[m:]]
     over = (total_known & (total > report.budget_bytes).astype(bool)) | (
         worst_inter_known & (worst_inter > report.interleaved_budget_bytes).astype(bool))
@@ -234,10 +228,9 @@ def over_budget_count(report: Report, usage: StepUsages) -> int:
     """Steps over budget as the report's verdict counts them (`verdict.over_budget`),
     so `summary` says what `plan` said; counted from `usage` only for a report
     without a verdict (the reference's)."""
-    verdict = report.extra.get("verdict")
-    if isinstance(verdict, dict) and "over_budget" in verdict:
-        over = verdict["over_budget"]
-        return int(over["steps"]) if isinstance(over, dict) else 0
+    verdict = report.sections.verdict
+    if verdict is not None:
+        return verdict.over_budget.steps if verdict.over_budget is not None else 0
     return int(usage.over.sum())
 
 
@@ -250,7 +243,7 @@ def peak_operation(report: Report, step: int | None, steps: StepColumns | None =
     op = operations(report).get(source)
     text = f"{operation_brief(steps.operation_text(step))} of operation {source}"
     if op is not None:
-        text += f" ({op['name']})"
+        text += f" ({op.name})"
     if count > 1:
         text += f", runs {count} times"
     return text

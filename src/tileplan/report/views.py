@@ -8,7 +8,7 @@ renderer, which says "unknown": no view model turns an unknown into a number.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,9 @@ from tileplan.model.layout import Layout
 from tileplan.model.precision import Precision
 from tileplan.model.rows import Rows
 from tileplan.model.timeline import REGIONS, StepTable, Value
-from tileplan.report.format import U64_MAX, Report
+from tileplan.report.fields import U64_MAX
+from tileplan.report.model import Report
+from tileplan.report.sections import Operation, RejectedOperation
 
 REGION_ORDER = ("total", "standard", "interleaved")
 
@@ -108,14 +110,14 @@ class ValueRow:
 _RESULT = re.compile(r"^operation (\d+) result (\d+)$")
 
 
-def group_label(group: str, ops: dict[int, dict[str, Any]]) -> str:
+def group_label(group: str, ops: Mapping[int, Operation]) -> str:
     """`operation 4 result 0` -> `vit.encoder.layer{i}.attention.qkv result` (its
     operation's name); any other group is its own label."""
     m = _RESULT.match(group)
     if not m or int(m.group(1)) not in ops:
         return group
     k = int(m.group(2))
-    return f"{ops[int(m.group(1))]['name']} result" + (f" {k}" if k else "")
+    return f"{ops[int(m.group(1))].name} result" + (f" {k}" if k else "")
 
 
 def live_ranges(report: Report) -> dict[int, tuple[int, int]]:
@@ -186,8 +188,8 @@ def exchange_bytes(report: Report) -> int | None:
 
 def judged_on(report: Report) -> str:
     """"exact" when the verdict was judged on the real worst tiles, else "estimate"."""
-    verdict = report.extra.get("verdict")
-    return (verdict.get("judged_on") or "estimate") if isinstance(verdict, dict) else "estimate"
+    verdict = report.sections.verdict
+    return (verdict.judged_on or "estimate") if verdict is not None else "estimate"
 
 
 def region_peaks(report: Report) -> tuple[RegionPeak, ...]:
@@ -198,16 +200,16 @@ def region_peaks(report: Report) -> tuple[RegionPeak, ...]:
     estimates = {"total": (known(report.effective_peak_bytes), known(report.total_peak_step)),
                  "standard": (known(report.peak.standard), known(report.standard_peak_step)),
                  "interleaved": (known(report.peak.interleaved), known(report.interleaved_peak_step))}
-    verdict = report.extra.get("verdict")
-    stated = {r["region"]: r for r in verdict.get("regions", [])} if isinstance(verdict, dict) else {}
+    verdict = report.sections.verdict
+    stated = {r.region: r for r in verdict.regions} if verdict is not None else {}
     out = []
     for region in REGION_ORDER:
         budget = budgets[region]
         estimate, estimate_step = estimates[region]
         if region in stated:
             r = stated[region]
-            peak, step, tile = r.get("peak"), r.get("step"), r.get("tile")
-            estimate = r.get("estimate", estimate)
+            peak, step, tile = r.peak, r.step, r.tile
+            estimate = estimate if r.estimate is None else r.estimate
         else:
             peak, step, tile = estimate, estimate_step, None
         if peak is None:
@@ -217,15 +219,14 @@ def region_peaks(report: Report) -> tuple[RegionPeak, ...]:
     return tuple(out)
 
 
-def operations(report: Report) -> dict[int, dict[str, Any]]:
+def operations(report: Report) -> Mapping[int, Operation]:
     """The report's `operations` by index (empty for a report without them)."""
-    ops = report.extra.get("operations")
-    return {o["index"]: o for o in ops} if isinstance(ops, list) else {}
+    ops = report.sections.operations
+    return ops.by_index if ops is not None else {}
 
 
-def rejected_operation(report: Report) -> dict[str, Any] | None:
-    r = report.extra.get("rejected_operation")
-    return r if isinstance(r, dict) else None
+def rejected_operation(report: Report) -> RejectedOperation | None:
+    return report.sections.rejected_operation
 
 
 def verdict_line(report: Report) -> str:
@@ -233,14 +234,14 @@ def verdict_line(report: Report) -> str:
     the first line `tileplan plan` prints. The word follows `fits_budget`."""
     if report.scope != "program":
         rejected = rejected_operation(report)
-        where = (f"stopped at operation {rejected.get('index')} ({rejected.get('name')}): {rejected.get('reason')}"
+        where = (f"stopped at operation {rejected.index} ({rejected.name}): {rejected.reason}"
                  if rejected else f"scope {report.scope}")
         unknown = sum(known(v.bytes) is None for v in report.values)
         return f"Not planned: {where}; {unknown} values of unknown size"
     total = region_peaks(report)[0]
-    verdict = report.extra.get("verdict")
-    if not report.fits_budget and isinstance(verdict, dict) and verdict.get("out_of_memory"):
-        return str(verdict["out_of_memory"])
+    verdict = report.sections.verdict
+    if not report.fits_budget and verdict is not None and verdict.out_of_memory:
+        return verdict.out_of_memory
     where = f"worst tile {total.tile} at step {total.step}" if total.tile is not None else f"step {total.step}"
     used = "unknown" if total.peak is None else str(total.peak)
     margin = "unknown" if total.margin is None else f"{total.margin} B"
@@ -272,38 +273,32 @@ class Extras:
                 "placement": self.placement, "pipeline": self.pipeline}
 
 
-def _count(x: object) -> int | None:
-    return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else None
-
-
 def extras(report: Report) -> Extras:
-    nt = report.extra.get("non_tensor")
+    sections = report.sections
+    nt = sections.non_tensor
     classes = total = reserve = over = None
-    if isinstance(nt, dict):
-        found = [(label, _count(nt.get(key))) for key, label in NON_TENSOR_CLASSES]
+    if nt is not None:
+        found = [(label, getattr(nt, key)) for key, label in NON_TENSOR_CLASSES]
         if all(b is not None for _, b in found):
             classes = tuple((label, b) for label, b in found if b is not None)
-            total, reserve, over = _count(nt.get("total")), _count(nt.get("reserve")), _count(nt.get("over_reserve"))
+            total, reserve, over = nt.total, nt.reserve, nt.over_reserve
     placement = None
-    section = report.extra.get("placement")
-    if isinstance(section, dict) and isinstance(section.get("verdict"), str):
-        tiles = section.get("tiles")
-        first = tiles[0] if isinstance(tiles, list) and tiles and isinstance(tiles[0], dict) else {}
-        height, tile, gaps = _count(first.get("height")), _count(first.get("tile")), first.get("gaps")
-        where = f" (tile {tile}: {height} B placed, {gaps} B of gaps)" if height is not None and tile is not None \
-            and isinstance(gaps, int) else ""
-        placement = f"{section['verdict']}{where}"
-    skipped = report.extra.get("placement_skipped")
-    if placement is None and isinstance(skipped, dict) and isinstance(skipped.get("reason"), str):
-        placement = f"not placed: {skipped['reason']}"
+    section = sections.placement
+    if section is not None and section.verdict is not None:
+        first = section.tiles[0] if section.tiles else None
+        where = f" (tile {first.tile}: {first.height} B placed, {first.gaps} B of gaps)" if first is not None \
+            and first.height is not None and first.tile is not None and first.gaps is not None else ""
+        placement = f"{section.verdict}{where}"
+    skipped = sections.placement_skipped
+    if placement is None and skipped is not None and skipped.reason is not None:
+        placement = f"not placed: {skipped.reason}"
     pipeline = None
-    stage = report.extra.get("pipeline")
-    if isinstance(stage, dict):
-        ipu, ipus, layers, split = stage.get("ipu"), stage.get("ipus"), stage.get("layers"), stage.get("layers_per_ipu")
-        if _count(ipu) is not None and _count(ipus) is not None and isinstance(layers, list) and len(layers) == 2 \
-                and isinstance(split, list):
-            pipeline = (f"IPU {ipu} of {ipus} (inference pipeline): layers {layers[0]} to {layers[1] - 1}; "
-                        f"layers_per_ipu {split}") if isinstance(layers[1], int) else None
+    stage = sections.pipeline
+    if stage is not None and stage.ipu is not None and stage.ipus is not None and stage.layers is not None \
+            and stage.layers_per_ipu is not None:
+        first_layer, end = stage.layers
+        pipeline = (f"IPU {stage.ipu} of {stage.ipus} (inference pipeline): layers {first_layer} to {end - 1}; "
+                    f"layers_per_ipu {list(stage.layers_per_ipu)}")
     return Extras(classes, total, reserve, over, placement, pipeline)
 
 
@@ -511,7 +506,7 @@ class ValueRows(Rows[ValueRow]):
     """`ValueRow`s of a report's values in id order, built on demand (one layout's and
     one precision's display text computed once however many values share them)."""
 
-    def __init__(self, cols: ValueColumns, ops: dict[int, dict[str, Any]]) -> None:
+    def __init__(self, cols: ValueColumns, ops: Mapping[int, Operation]) -> None:
         self.cols = cols
         self._ops = ops
         self._layouts: dict[int, tuple[str, str]] = {}
