@@ -46,7 +46,7 @@ def golden_plans() -> dict:
     from tileplan.model.machine import IPU21
     from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
     from tileplan.planner.plan import plan_program
-    from tileplan.planner.request import PlanRequest
+    from tileplan.app.request import PlanRequest
 
     return {
         "so400m-f8": lambda: PlanRequest().plan(),

@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from tileplan.cli.main import main
-from tileplan.importers import sources
+from tileplan.app import sources
 from tileplan.ioutil import MAX_CONFIG_BYTES
 
 TINY_BERT = {"model_type": "bert", "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64,

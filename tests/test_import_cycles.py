@@ -2,13 +2,19 @@
 
 The graph is read from the source, not from a running interpreter: every `import` and
 `from ... import` of a tileplan module anywhere in a file (at the top, inside a
-function, under `if TYPE_CHECKING:`) is an edge, to the module imported (`from
+function) is an edge, to the module imported (`from
 tileplan.ops import base` is an edge to `tileplan.ops.base`, `from tileplan.ops import
 REGISTRY` one to the package `tileplan.ops`, its `__init__`). Importing a submodule
 runs its package's `__init__` too, but that is not counted: a package whose
 `__init__` imports its own modules would otherwise always be a cycle. Packages are
 the second level (`tileplan.ops`); the top-level modules (`tileplan.errors`) and the
-package root `tileplan` are packages of their own.
+package root `tileplan` are packages of their own. Imports under `if TYPE_CHECKING:`
+never run (they name types for annotations: a handler table typing its importer), so
+they make no edge between modules; between packages they do, and the layers' order
+below holds them too.
+
+The packages' order, top to bottom, as the README's "How it plans" lists them: a
+package imports only packages below it.
 """
 
 from __future__ import annotations
@@ -20,15 +26,14 @@ import tileplan
 
 ROOT = Path(tileplan.__file__).parent
 
-#: cycles known outside the packages issue 17 redesigns, each to be broken where it
-#: lives: `render/html.py` reads `tileplan.__version__` from the root, which imports
-#: `api`, which renders; `report.format` (version 1) and `report.format_v2` read each
-#: other. Each entry is the sorted members of one strongly connected component.
-KNOWN = {
-    ("packages", ("tileplan", "tileplan.api", "tileplan.render")),
-    ("modules", ("tileplan", "tileplan.api", "tileplan.render.html")),
-    ("modules", ("tileplan.report.format", "tileplan.report.format_v2")),
-}
+#: cycles known: none (each entry would be the sorted members of one strongly
+#: connected component, to be broken where it lives)
+KNOWN: set[tuple[str, tuple[str, ...]]] = set()
+#: the packages, top to bottom (README, "How it plans")
+LAYERS = ("tileplan", "tileplan.cli", "tileplan.app", "tileplan.render", "tileplan.report", "tileplan.planner",
+          "tileplan.builtins", "tileplan.lowering", "tileplan.importers", "tileplan.ops", "tileplan.kernel",
+          "tileplan.model", "tileplan.placement", "tileplan.ioutil", "tileplan.runtime", "tileplan.version",
+          "tileplan.errors")
 #: the packages issue 17 redesigns: no cycle may reach them
 REDESIGNED = ("tileplan.kernel", "tileplan.ops", "tileplan.lowering", "tileplan.model", "tileplan.planner")
 
@@ -43,11 +48,26 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def module_graph() -> dict[str, set[str]]:
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """The ids of the import nodes under `if TYPE_CHECKING:`."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def module_graph(type_checking: bool = False) -> dict[str, set[str]]:
+    """Module -> the tileplan modules it imports (`type_checking`: those under `if
+    TYPE_CHECKING:` too)."""
     mods = modules()
     edges: dict[str, set[str]] = {m: set() for m in mods}
     for name, path in mods.items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        skip = set() if type_checking else _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module is not None:
@@ -66,7 +86,7 @@ def package_of(module: str) -> str:
 
 def package_graph() -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
-    for m, targets in module_graph().items():
+    for m, targets in module_graph(type_checking=True).items():
         out.setdefault(package_of(m), set()).update(package_of(t) for t in targets if package_of(t) != package_of(m))
     return out
 
@@ -136,3 +156,19 @@ def test_the_kernel_imports_only_the_model_and_errors():
     assert graph["tileplan.kernel"] <= {"tileplan.model", "tileplan.errors"}
     assert graph["tileplan.ops"] <= {"tileplan.kernel", "tileplan.model", "tileplan.errors"}
     assert "tileplan.lowering" not in graph["tileplan.model"] | graph["tileplan.kernel"] | graph["tileplan.ops"]
+
+
+def test_every_package_imports_only_the_packages_below_it():
+    graph = package_graph()
+    assert set(graph) == set(LAYERS), sorted(set(graph) ^ set(LAYERS))
+    rank = {p: k for k, p in enumerate(LAYERS)}
+    upward = sorted((p, q) for p, targets in graph.items() for q in targets if rank[q] <= rank[p])
+    assert not upward, upward
+
+
+def test_the_readme_lists_the_packages_in_the_layers_order():
+    readme = (ROOT.parent.parent / "README.md").read_text()
+    section = readme[readme.index("## How it plans"):]
+    positions = [section.index(f"`{p.split('.')[-1]}/`") for p in LAYERS[1:] if "." in p and
+                 (ROOT / p.split(".")[-1]).is_dir()]
+    assert positions == sorted(positions), "README's How it plans lists the packages out of order"

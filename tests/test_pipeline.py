@@ -98,8 +98,8 @@ def test_the_command_line_writes_a_report_per_ipu_and_the_ipu_config(tmp_path, c
 
 
 def test_the_largest_batch_on_one_and_on_two_ipus(tmp_path, capsys):
-    from tileplan.planner.request import PlanRequest
-    from tileplan.planner.whatif import largest_batch_rows, outcome
+    from tileplan.app.request import PlanRequest
+    from tileplan.app.whatif import largest_batch_rows, outcome
 
     base = PlanRequest()
     one, two = largest_batch_rows(base, lambda r: r.plan())

@@ -13,7 +13,7 @@ from tileplan.lowering.policy import policy
 from tileplan.lowering.program import lower_program
 from tileplan.model.machine import IPU21
 from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
-from tileplan.planner.request import PlanRequest
+from tileplan.app.request import PlanRequest
 from tileplan.report.check import exchanges
 
 CASES = {

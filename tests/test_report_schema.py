@@ -16,7 +16,7 @@ from tileplan.report.format import from_json_text, report_bytes, to_json_text
 from tileplan.report.format_v1 import json_default
 from tileplan.report.schema import FILES, schema_text, section_schemas
 from tileplan.report.sections import SECTIONS, NonTensor, Operations, Placement, Verdict, WhatIf
-from tileplan.report.whatif import with_what_if
+from tileplan.app.whatif import with_what_if
 
 from helpers import plan
 
@@ -35,7 +35,7 @@ def test_the_schema_files_are_what_the_sections_generate(version):
 @pytest.fixture(scope="module")
 def full():
     """A report with every section a plan that fits writes, what-if included."""
-    from tileplan.planner.request import PlanRequest
+    from tileplan.app.request import PlanRequest
 
     request = PlanRequest(model="synthetic:500")
     planned = request.plan()
@@ -92,8 +92,8 @@ def test_a_section_replaced_in_a_report_is_read_again():
 
 
 def test_a_sweep_reads_back_what_it_wrote():
-    from tileplan.planner.request import PlanRequest
-    from tileplan.planner.whatif import Outcome
+    from tileplan.app.request import PlanRequest
+    from tileplan.planner.outcome import Outcome
     from tileplan.report.sections import Sweep
     from tileplan.report.whatif import sweep_section
 

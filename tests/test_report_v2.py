@@ -292,7 +292,7 @@ def test_a_version_2_report_is_streamed_and_a_name_that_is_not_text_leaves_nothi
     import pytest
 
     from tileplan.errors import InputError
-    from tileplan.planner.request import PlanRequest
+    from tileplan.app.request import PlanRequest
     from tileplan.report.build import build_report
     from tileplan.report.format import report_bytes, write_report
 

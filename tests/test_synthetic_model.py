@@ -17,7 +17,7 @@ from tileplan.builtins.synthetic import (
     MAX_TIMELINE_VALUES, build_synthetic, config_for_timeline, smallest_timeline, timeline_count,
     timeline_per_operation,
 )
-from tileplan.planner.request import PlanRequest
+from tileplan.app.request import PlanRequest
 from tileplan.report.format import read_report
 
 

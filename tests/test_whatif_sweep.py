@@ -5,8 +5,8 @@ import json
 import pytest
 
 from tileplan.cli.main import main
-from tileplan.planner.request import PlanRequest
-from tileplan.planner.whatif import most_layers_that_fit, outcome, what_if
+from tileplan.app.request import PlanRequest
+from tileplan.app.whatif import most_layers_that_fit, outcome, what_if
 from tileplan.report.whatif import outcome_json
 
 
@@ -120,7 +120,7 @@ def test_plan_splits_the_worst_tile_into_resident_and_step_dependent(tmp_path, c
     out = tmp_path / "r.json"
     assert main(["plan", "--layers", "3", "--no-what-if", "-o", str(out)]) == 0
     text = capsys.readouterr().out
-    m = re.search(r"on tile (\d+): (\d+) B resident parameters, (\d+) B step-dependent .*, (\d+) B exchange rows", text)
+    m = re.search(r"on tile (\d+): (\d+) B always live .*, (\d+) B not always live .*, (\d+) B exchange rows", text)
     doc = json.loads(out.read_text())
     total = doc["verdict"]["regions"][-1]
     assert m and int(m.group(1)) == total["tile"]

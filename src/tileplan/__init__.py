@@ -2,14 +2,16 @@
 
 `tileplan.plan(model, example_inputs=(x,), weights="f8f143:-4")` plans a PyTorch
 module, an ExportedProgram, an ONNX file, a Hugging Face config.json or a built-in
-tower (see `tileplan.api`). Layers import one way: model -> ops -> lowering ->
-planner -> report -> cli; importers build programs from models.
+tower (see `tileplan.app.api`). Packages import one way, top to bottom, as the
+README's "How it plans" lists them (tests/test_import_cycles.py holds the order).
 """
 
-__version__ = "0.1.0"
+from tileplan.version import __version__
+
+__all__ = ["__version__", "plan"]
 
 
 def plan(*args, **kwargs):
-    """`tileplan.api.plan` (imported on first use: the package itself stays light)."""
-    from tileplan.api import plan as _plan
+    """`tileplan.app.api.plan` (imported on first use: the package itself stays light)."""
+    from tileplan.app.api import plan as _plan
     return _plan(*args, **kwargs)

@@ -17,7 +17,7 @@ from tileplan.errors import InputError
 from tileplan.importers.graph import Graph, GraphBuilder
 from tileplan.importers.hf_config import read_vision_config
 from tileplan.model.ir import ITERATION, Program, family_member
-from tileplan.model.precision import Precision
+from tileplan.model.precision import F16, Precision
 
 
 #: the largest dimensions a tower may have: beyond them a config is a typo or hostile
@@ -200,8 +200,9 @@ def vit_graph(cfg: ViTConfig) -> Graph:
     return t.b.build()
 
 
-def build_vit(cfg: ViTConfig, weights: Precision, unroll: bool = False) -> Program:
-    """The tower as a program (`vit_graph`), weights in `weights`.
+def build_vit(cfg: ViTConfig, weights: Precision, unroll: bool = False, activations: Precision = F16) -> Program:
+    """The tower as a program (`vit_graph`), weights in `weights`, every other floating
+    tensor in `activations` (F16, the seed's, unless asked).
 
     The encoder is one repeat block of `cfg.layers` iterations, or with `unroll` that
     many copies of its body, layer i reading its own parameters
@@ -215,4 +216,6 @@ def build_vit(cfg: ViTConfig, weights: Precision, unroll: bool = False) -> Progr
         options["batch"] = cfg.batch
     if unroll:  # like a repr, the options omit the default (a repeat block)
         options["unroll"] = True
-    return vit_graph(cfg).to_program(weights, options=options, repeat=not unroll)
+    if activations != F16:  # like a repr, the options omit the default
+        options["activations"] = activations.to_text()
+    return vit_graph(cfg).to_program(weights, activations, options=options, repeat=not unroll)

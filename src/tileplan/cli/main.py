@@ -15,7 +15,7 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
-from tileplan import __version__
+from tileplan.version import __version__
 from tileplan.cli import check, diff, html, place, plan, plot, summary
 from tileplan.errors import TileplanError
 from tileplan.ioutil import escape_controls

@@ -1,6 +1,6 @@
 """Plan a model: lower it to tile-level steps, size every value, judge the budget.
 
-Writes the report (JSON: version 1, the reference's format, for programs up to 200,000
+Writes the report (JSON: version 1, the reference's format, for programs up to 20,000
 values and version 2, the compact form, beyond; `--report-version 1|2` chooses) and
 prints the verdict first: the worst tile, its step and bytes against the budget
 (Poplar's "Out of memory on tile ..." when it does not fit), what is live there, and a
@@ -23,16 +23,17 @@ from tileplan.ioutil import check_target, write_atomic
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
 from tileplan.builtins import siglip
-from tileplan.model.machine import PRESETS, machine
+from tileplan.model.machine import PRESETS
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline
-from tileplan.planner.request import PlanRequest
-from tileplan.planner.sweep import KNOBS, expand, run_sweep
+from tileplan.app.request import PlanRequest
+from tileplan.app.sweep import KNOBS, expand, run_sweep
 from tileplan.render.terminal import render_headline, render_stage, render_sweep
 from tileplan.report.build import build_report
 from tileplan.report.format import V1_LIMIT, VERSIONS, Report, auto_version, write_report
 from tileplan.report.headline import build_headline
 from tileplan.report.views import verdict_line
-from tileplan.report.whatif import WHAT_IF_LIMIT, sweep_section, with_what_if
+from tileplan.app.whatif import with_what_if
+from tileplan.report.whatif import WHAT_IF_LIMIT, sweep_section
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,8 +53,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers-per-ipu", metavar="N,N,...",
                    help="the layers on each IPU, as optimum-graphcore's layers_per_ipu (-1: share the rest)")
     p.add_argument("--weights", default=None,
-                   help="weight precision: f16, f32, f8f143:SCALE or f8f152:SCALE (FP8 where the machine's AMP has "
-                        "it; default f8f143:-4 there, f16 elsewhere)")
+                   help="precision of the weights matmuls and convolutions read: f16, f32, f8f143:SCALE or "
+                        "f8f152:SCALE (FP8 where the machine's AMP has it). Default: an imported model's own "
+                        "precision (FP32 model: f32); a built-in tower f8f143:-4 where FP8 exists, else f16")
+    p.add_argument("--activations", choices=("f16", "f32"), default=None,
+                   help="precision of every other floating tensor (default: the model's own; f16 for a built-in "
+                        "tower): f16 is a model run with .half()")
+    p.add_argument("--partials", choices=("f16", "f32"), default=None,
+                   help="the matmuls' and convolutions' partials: f16 is PopTorch's setPartialsType(torch.half), "
+                        "optimum-graphcore's enable_half_partials (default: as the AMP accumulates, float for "
+                        "F16 inputs)")
     p.add_argument("--no-map-head", action="store_true", help="leave out the MAP head")
     p.add_argument("--unroll", action="store_true",
                    help="plan the encoder as one copy of its operations per layer, not as a repeat block")
@@ -73,7 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report-version", choices=[*map(str, VERSIONS), "auto"], default="auto",
                    help=f"1 (the reference's format, which every reader takes), 2 (compact: interned tables and "
                         f"columns, for large programs; docs/report-format-v2.md) or auto (the default: 1 up to "
-                        f"{V1_LIMIT:,} values, 2 beyond, where version 1 would run to hundreds of megabytes)")
+                        f"{V1_LIMIT:,} values, 2 beyond, where version 1 would run past 20 megabytes)")
     p.add_argument("--verbose", action="store_true",
                    help="show what torch, transformers and onnx print while the model is imported (by default "
                         "it is captured, so that an error is one line)")
@@ -82,11 +91,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def request_from(args: argparse.Namespace) -> PlanRequest:
-    weights = args.weights
-    if weights is None:
-        fp8 = any(g.multiply == "F8F143" for g in machine(args.machine).amp)
-        weights = "f8f143:-4" if fp8 else "f16"
-    return PlanRequest(model=args.model, layers=args.layers, weights=weights, map_head=not args.no_map_head,
+    return PlanRequest(model=args.model, layers=args.layers, weights=args.weights, activations=args.activations,
+                       partials=args.partials, map_head=not args.no_map_head,
                        unroll=args.unroll, policy=args.policy, machine=args.machine,
                        attention_products=args.attention_products,
                        gemm_output_packing=args.gemm_output_packing, batch=args.batch,
@@ -203,7 +209,7 @@ def run_sweep_command(args: argparse.Namespace, base: PlanRequest) -> int:
     progress = Progress(delay=0)
     rows = run_sweep(combos, progress=lambda done, total: progress.update(f"planned {done}/{total}"))
     progress.done()
-    sweep = sweep_section(base, list(combos[0][0]), rows)
+    sweep = sweep_section(base.command(), list(combos[0][0]), [(k, o, r.command()) for k, r, o in rows])
     write_atomic(output, json.dumps(sweep.to_json(), separators=(",", ":")) + "\n")
     args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not all(r.outcome.fits for r in sweep.rows) else 0
     print(f"wrote {output}: {len(sweep.rows)} combinations")

@@ -188,9 +188,13 @@ def _plan(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_byt
     groups = -(-shape.groups // combine)
     in_chans, out_chans = shape.in_chans * combine, shape.out_chans * combine
     dims = len(shape.field)
-    # the dimensions split in parallel: batch, field..., in, out, groups (trivial ones pinned to 1)
+    # the dimensions split in parallel: batch, field..., in, out, groups; a field or
+    # group dimension of 1 is never split (a matmul's field, a convolution of one group)
     sizes = [shape.batch, *shape.field, in_chans, out_chans, groups]
-    splits = _divisor_splits(tile_count, len(sizes))
+    free = [k for k, size in enumerate(sizes) if size > 1 or k in (0, dims + 1, dims + 2)]
+    free_splits = _divisor_splits(tile_count, len(free))
+    splits = np.ones((len(free_splits), len(sizes)), dtype=np.int64)
+    splits[:, free] = free_splits
     useful = np.all(splits <= np.maximum(np.asarray(sizes) * 2, 1), axis=1)  # no more than twice a dimension
     if useful.any():
         splits = splits[useful]

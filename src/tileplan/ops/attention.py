@@ -24,7 +24,6 @@ from tileplan.kernel.layouts import heads_layout, scores_layout
 from tileplan.kernel.options import AttentionProducts
 from tileplan.model.ir import Operation
 from tileplan.model.layout import ROW_MAJOR, Axis, AxisTiling, Layout, MemoryClass, Padding, TensorTiling
-from tileplan.model.precision import F16
 from tileplan.ops.base import (
     F32_BYTES, REQUIRED, InputInfo, OpPlan, Shape, activation_layout, broadcast_shapes, register, shard_elements,
     write_result,
@@ -104,17 +103,18 @@ def lower_attention(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[S
     sources = [b.operand(i) for i in range(len(operands))]
     q_shape = (*op.output_shape[:-1], dim)
     kv_shape = (*b.shape(sources[-1])[:-1], dim)
-    q = write_result(b, op, layout_q, "q", shape=q_shape, precision=F16)
-    kk = write_result(b, op, layout_kv, "k", shape=kv_shape, precision=F16)
-    v = write_result(b, op, layout_kv, "v", shape=kv_shape, precision=F16)
+    act = op.output_precision
+    q = write_result(b, op, layout_q, "q", shape=q_shape, precision=act)
+    kk = write_result(b, op, layout_kv, "k", shape=kv_shape, precision=act)
+    v = write_result(b, op, layout_kv, "v", shape=kv_shape, precision=act)
     b.step(StepKind.COPY, f"Copy {{ mapping: SplitHeads {{ heads: {grid.heads} }}, reuse_local: false }}", sources,
            (q, kk, v), exchange=True)
-    costs = attention_costs(grid, F16.bytes)
+    costs = attention_costs(grid, act.bytes)
     scores_at = scores_layout(tiles, grid.query_parts, grid.head_parts, hb, k.prefix)
     scores_shape = (grid.heads, grid.queries, grid.keys)
     choice = k.options.attention_products
     if choice is AttentionProducts.AUTOMATIC:
-        scores_bytes = k.shards(scores_at, scores_shape, op.name).largest_bytes(F16)
+        scores_bytes = k.shards(scores_at, scores_shape, op.name).largest_bytes(act)
         choice = (AttentionProducts.STREAMED if costs["streamed"] < scores_bytes + costs["gathered"]
                   else AttentionProducts.MATERIALIZED)
     out = write_result(b, op, plan.output)
@@ -131,10 +131,11 @@ def _materialized(b: FragmentBuilder, out: Ref, heads: int, causal: str, reads_q
     """Scores (interleaved), softmax in place over them, scores x values into `out`:
     `rows` is heads per tile x rows per tile (the softmax's F32 maxima and sums)."""
     op_label = "" if not causal else f", causal: {causal}"
-    scores = b.new(ValueKind.RESULT, scores_shape, F16, layout, label="scores")
+    act = b.precision(v)  # scores and probabilities in the activations' precision
+    scores = b.new(ValueKind.RESULT, scores_shape, act, layout, label="scores")
     b.step(StepKind.ATTENTION_SCORES, f"AttentionScores {{ heads: {heads}, keys: Gathered{op_label} }}", reads_qk,
            (scores,), {"standard": scores_scratch}, exchange=True)
-    probs = b.new(ValueKind.RESULT, scores_shape, F16, layout, label="probabilities", storage=scores)
+    probs = b.new(ValueKind.RESULT, scores_shape, act, layout, label="probabilities", storage=scores)
     b.step(StepKind.SOFTMAX, "Softmax { axis: -1, in_place: true }", (scores,), (probs,),
            {"standard": rows * 2 * F32_BYTES})
     b.step(StepKind.ATTENTION_VALUES, f"AttentionValues {{ heads: {heads}, values: Gathered }}", (probs, v), (out,),
@@ -260,7 +261,8 @@ def lower_sdpa(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequen
     heads = _batch(q_shape) * q_shape[-3]
     head_parts = grid_q.batch_parts * grid_q.head_parts
     grid = AttentionGrid(heads, q_shape[-1], head_parts, grid_q.query_parts, q_shape[-2], kv_shape[-2])
-    costs = attention_costs(grid, F16.bytes)
+    act = b.precision(q)
+    costs = attention_costs(grid, act.bytes)
     mask_bytes = 0
     if mask is not None:
         m_shape = b.shape(mask)
@@ -271,7 +273,7 @@ def lower_sdpa(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequen
     scores_at = sdpa_layout(tiles, grid_q, len(q_shape), k.prefix, "Interleaved")
     choice = k.options.attention_products
     if choice is AttentionProducts.AUTOMATIC:
-        scores_bytes = shard_elements(k, scores_at, scores_shape, op.name) * F16.bytes
+        scores_bytes = shard_elements(k, scores_at, scores_shape, op.name) * act.bytes
         choice = (AttentionProducts.STREAMED if costs["streamed"] < scores_bytes + costs["gathered"]
                   else AttentionProducts.MATERIALIZED)
     out = write_result(b, op, plan.output)

@@ -175,7 +175,9 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     steps, kinds, exchanging = build_steps(lowering, kept, values, groups, first, last)
     peaks = find_peaks(steps, groups)
     rows = exchange_rows(np.bincount(steps.operation, minlength=len(steps.operation_texts)).tolist(), exchanging)
-    resident = frozenset(v.id for v in values if v.resident)
+    # always live: the parameters (default policy: live for the whole program, as
+    # Poplar's variables); the reference policy's resident values: every declared tensor
+    resident = frozenset(v.id for v in values if (v.role == "parameter" if policy.always_live else v.resident))
     complete = all(v.id in shards for v in values)
     exact = account(values, steps, shards, machine.tile_count, set(resident)) if len(steps) and complete else None
     verdict = judge_budget(steps, peaks, machine.budget_bytes, machine.interleaved_budget_bytes,

@@ -31,7 +31,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from tileplan import __version__
+from tileplan.version import __version__
 from tileplan.render import human_bytes
 from tileplan.render.address_map import address_map_svg
 from tileplan.report.liveness import Liveness, chart_buckets, column_max, first_in_column, step_heights

@@ -389,8 +389,9 @@ def _figure_lines(h: Headline) -> list[str]:
                      f"{_num(t.estimate)}, exact/estimate {h.ratio_exact_to_estimate})")
     if h.tile_split is not None:
         s = h.tile_split
-        lines.append(f"  on tile {s.tile}: {s.resident} B resident parameters, {s.step_dependent} B step-dependent "
-                     f"(activations, re-laid-out operands, scratch), {s.exchange} B exchange rows")
+        lines.append(f"  on tile {s.tile}: {s.resident} B always live (parameters, buffers, constants), "
+                     f"{s.step_dependent} B not always live (activations, operands, scratch), {s.exchange} B "
+                     "exchange rows")
     if h.standard is not None:
         r = h.standard
         lines.append(f"  standard     {_num(r.peak):>8} B on tile {r.tile} at step {r.step} ({_num(r.budget)} B "

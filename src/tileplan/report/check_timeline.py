@@ -20,6 +20,7 @@ from operator import attrgetter
 import numpy as np
 
 from tileplan.model.timeline import Step, StepTable, Value
+from tileplan.report.model import Report
 
 INT64_SAFE = 2**62
 INT64_MAX = 2**63 - 1
@@ -56,6 +57,8 @@ class ValueColumns:
     storage_group: list[int]
     interleaved: np.ndarray
     resident: np.ndarray
+    #: the parameters (weights, buffers, constants): always live with the default policy
+    parameter: np.ndarray
 
 
 def value_columns(values: Sequence[Value]) -> ValueColumns:
@@ -66,6 +69,8 @@ def value_columns(values: Sequence[Value]) -> ValueColumns:
     return ValueColumns(list(map(attrgetter("storage_group"), values)),
                         np.fromiter((interleaved[id(x)] for x in layouts), dtype=bool, count=len(values)),
                         np.fromiter((r == "input" or r == "parameter" for r in map(attrgetter("role"), values)),
+                                    dtype=bool, count=len(values)),
+                        np.fromiter((r == "parameter" for r in map(attrgetter("role"), values)),
                                     dtype=bool, count=len(values)))
 
 
@@ -255,3 +260,10 @@ def first_max(series: np.ndarray) -> tuple[int, int]:
     """(largest, first index reaching it)."""
     i = int(np.argmax(series)) if series.dtype != object else max(range(len(series)), key=lambda k: (series[k], -k))
     return int(series[i]), i
+
+
+def reference_policy(report: Report) -> bool:
+    """Whether the report was planned with the reference policy (parameters not always
+    live); a report that does not say is read as the default policy's."""
+    program = report.sections.program
+    return program is not None and program.get("policy") == "reference"

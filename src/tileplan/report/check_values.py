@@ -13,7 +13,7 @@ from tileplan.model.timeline import Value
 from tileplan.report.check_exact import ValueKinds
 from tileplan.report.check_result import SENTINEL, CheckResult, compare, text
 from tileplan.report.check_shards import Sharding, shard_layout
-from tileplan.report.check_timeline import Groups, LiveRuns, ValueColumns
+from tileplan.report.check_timeline import Groups, LiveRuns, ValueColumns, reference_policy
 from tileplan.report.model import Report
 
 #: Version-1 reports without `alignment_bytes` align AMP-read values to one
@@ -147,6 +147,12 @@ def check_live_sets(report: Report, runs: LiveRuns, vc: ValueColumns, g: Groups,
         if v.resident and first[i] != 0:
             result.add("disagree", place, f"a declared tensor ({v.role}) first live in step {first[i]}; "
                                           "expected step 0")
+    if report.scope == "program" and first.size and not reference_policy(report):
+        end = int(last.max())
+        for i in np.flatnonzero(vc.parameter & (first >= 0) & (last != end)).tolist()[:8]:
+            result.add("disagree", f"timeline.values[{i}] ({text(values[i].name)})",
+                       f"a parameter last live in step {last[i]}; with the default policy a parameter is always "
+                       f"live, to the last step ({end})")
     members: dict[int, list[int]] = {}
     firsts, lasts = first.tolist(), last.tolist()
     live = first >= 0

@@ -16,7 +16,9 @@ from tileplan.model.timeline import REGIONS, Step, Value
 from tileplan.report.check_exact import TileAccount, TileBytes, ValueKinds, account_tiles, exact_section
 from tileplan.report.check_exact import peak_tile_section
 from tileplan.report.check_result import CheckResult, Peaks, compare_json, is_int, section_of, show
-from tileplan.report.check_timeline import INT64_MAX, Groups, LiveRuns, StepColumns, Usage, ValueColumns
+from tileplan.report.check_timeline import (
+    INT64_MAX, Groups, LiveRuns, StepColumns, Usage, ValueColumns, reference_policy,
+)
 from tileplan.report.model import Report
 from tileplan.report.sections import Baseline, Exact, OverBudget, OverBudgetStep, PeakTile, RegionFigure, Verdict
 
@@ -42,8 +44,10 @@ def check_exact(report: Report, result: CheckResult, kinds: ValueKinds, g: Group
     members: list[list[int]] = [[] for _ in g.ids]
     for p, k in enumerate(g.of_value.tolist()):
         members[k].append(p)
+    # always live (docs/report-format.md): the parameters with the default policy, every
+    # declared tensor with the reference policy, which frees them after their last use
     resident = np.zeros(len(g.ids), dtype=bool)
-    resident[g.of_value[vc.resident]] = True
+    resident[g.of_value[vc.resident if reference_policy(report) else vc.parameter]] = True
     account = account_tiles(tiles, members, g.region, resident, (g.pos, g.first, g.last),
                             {r: cols.scratch[r].astype(np.int64) for r in REGIONS}, cols.n)
     if account is None:

@@ -24,7 +24,7 @@ from tileplan.report.sections import MAX_HISTOGRAM_BINS, MAX_TILES
 
 #: values beyond which a report is written as version 2 unless asked otherwise (version
 #: 1 is about 1.1 KB a value: 115 MB at 100,000 values)
-V1_LIMIT = 200_000
+V1_LIMIT = 20_000
 
 __all__ = ["MAX_HISTOGRAM_BINS", "MAX_RANK", "MAX_TILES", "U64_MAX", "V1_LIMIT", "VERSION", "VERSIONS",
            "PeakFigures", "Report", "auto_version", "from_json_dict", "from_json_text", "read_report",

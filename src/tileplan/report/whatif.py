@@ -1,16 +1,14 @@
 """The report's `what_if` section (or `what_if_skipped`) and a sweep's rows, from the
-planner's outcomes: one place says which re-plans a report carries and what they hold.
-`tileplan plan` and the Python API attach them alike (`with_what_if`)."""
+planner's outcomes: one place says what these sections hold. Which re-plans run is
+the application's (`tileplan.app.whatif`, whose `with_what_if` attaches them for
+`tileplan plan` and the Python API alike)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from tileplan.planner.plan import Plan
-from tileplan.planner.request import PlanRequest
-from tileplan.planner.whatif import Outcome, WhatIfRow, outcome, what_if
-from tileplan.report.model import Report
+from tileplan.planner.outcome import Outcome
 from tileplan.report.sections import Baseline, Sweep, SweepRow, WhatIf, WhatIfSkipped
 from tileplan.report.sections import WhatIfRow as WhatIfRowSection
 
@@ -33,34 +31,26 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
     return out
 
 
-def row_section(r: WhatIfRow) -> WhatIfRowSection:
-    o = r.outcome
-    return WhatIfRowSection(knob=r.knob, value=r.value, fits=o.fits, scope=o.scope, peak=o.peak, budget=o.budget,
+def row_section(knob: str, value: str, o: Outcome, command: str) -> WhatIfRowSection:
+    return WhatIfRowSection(knob=knob, value=value, fits=o.fits, scope=o.scope, peak=o.peak, budget=o.budget,
                             margin=o.margin, tile=o.tile, step=o.step, interleaved_peak=o.interleaved_peak,
-                            command=r.request.command())
+                            command=command)
 
 
-def what_if_section(base: PlanRequest, base_plan: Plan, rows: Sequence[WhatIfRow]) -> WhatIf:
-    return WhatIf(baseline=outcome_section(outcome(base_plan), base.command()),
-                  rows=tuple(row_section(r) for r in rows), note=NOTE)
+def what_if_section(baseline: Outcome, command: str, rows: Sequence[tuple[str, str, Outcome, str]]) -> WhatIf:
+    """The what-if table: the baseline and each (knob, value, outcome, command) row."""
+    return WhatIf(baseline=outcome_section(baseline, command), rows=tuple(row_section(*r) for r in rows), note=NOTE)
 
 
-def with_what_if(report: Report, request: PlanRequest, plan: Plan, *, limit: int = WHAT_IF_LIMIT,
-                 force: bool = False, progress: Callable[[str], None] | None = None) -> Report:
-    """`report` (the plan of `request`) with its what-if table (each knob re-planned),
-    or, for a program of more than `limit` values unless `force`, with
-    `what_if_skipped` saying why it was not run."""
-    if len(report.values) > limit and not force:
-        return report.with_sections(WhatIfSkipped(
-            values=len(report.values), limit=limit,
-            reason=f"what-if not run: {len(report.values):,} values, more than {limit:,} (each row re-plans the "
-                   "whole program); --what-if runs it"))
-    return report.with_sections(what_if_section(request, plan, what_if(request, progress=progress)))
+def what_if_skipped(values: int, limit: int) -> WhatIfSkipped:
+    """Why a plan of more than `limit` values carries no what-if table."""
+    return WhatIfSkipped(values=values, limit=limit,
+                         reason=f"what-if not run: {values:,} values, more than {limit:,} (each row re-plans the "
+                                "whole program); --what-if runs it")
 
 
-def sweep_section(base: PlanRequest, knobs: Sequence[str],
-                  rows: Sequence[tuple[dict[str, object], PlanRequest, Outcome]]) -> Sweep:
+def sweep_section(base: str, knobs: Sequence[str], rows: Sequence[tuple[dict[str, object], Outcome, str]]) -> Sweep:
     """A sweep's rows: each combination's knobs, its outcome and the command that re-plans it."""
-    return Sweep(base=base.command(), knobs=tuple(knobs), rows=tuple(
-        SweepRow(knobs=tuple(knob_values.items()), outcome=outcome_section(o, request.command()))  # type: ignore[arg-type]
-        for knob_values, request, o in rows))
+    return Sweep(base=base, knobs=tuple(knobs), rows=tuple(
+        SweepRow(knobs=tuple(knob_values.items()), outcome=outcome_section(o, command))  # type: ignore[arg-type]
+        for knob_values, o, command in rows))

@@ -16,13 +16,14 @@ from typing import Callable, Sequence
 from tileplan.errors import InputError, TileplanError
 from tileplan.lowering.policy import policy
 from tileplan.model.machine import machine
-from tileplan.planner.request import PlanRequest
-from tileplan.planner.whatif import Outcome, outcome
+from tileplan.app.request import PlanRequest
+from tileplan.planner.outcome import Outcome, outcome
 
-KNOBS = {"weights": "weights", "layers": "layers", "batch": "batch", "attention-products": "attention_products",
+KNOBS = {"weights": "weights", "activations": "activations", "partials": "partials", "layers": "layers",
+         "batch": "batch", "sequence-length": "sequence_length", "attention-products": "attention_products",
          "gemm-output-packing": "gemm_output_packing", "policy": "policy",
          "available-memory-proportion": "available_memory_proportion"}
-INTEGER_KNOBS = ("layers", "batch")
+INTEGER_KNOBS = ("layers", "batch", "sequence-length")
 
 
 def parse_knob(spec: str) -> tuple[str, list[str]]:

@@ -6,7 +6,7 @@ Hugging Face `config.json`, an `.onnx` or a `.pt2` file. The result holds the re
 `.fits`, `.verdict` (the verdict line, Poplar's words when it does not fit),
 `.to_json()` (exactly what `tileplan plan -o` writes for the same arguments: the
 what-if table included unless `what_if=False`, as `--no-what-if`; version 1 up to
-200,000 values and 2 beyond, or the `version` asked) and `.to_html()`. The what-if
+20,000 values and 2 beyond, or the `version` asked) and `.to_html()`. The what-if
 table re-plans the model named by its path or name; a module or a program object has
 none (its rows would have no `tileplan plan` command to re-derive them).
 """
@@ -23,11 +23,11 @@ from tileplan.lowering.policy import policy as layout_policy
 from tileplan.model.machine import machine as find_machine
 from tileplan.model.precision import from_option
 from tileplan.planner.plan import plan_program
-from tileplan.planner.request import PlanRequest
+from tileplan.app.request import PlanRequest, default_precisions
+from tileplan.app.whatif import with_what_if
 from tileplan.report.build import build_report
 from tileplan.report.format import Report, auto_version, report_bytes
 from tileplan.report.views import verdict_line
-from tileplan.report.whatif import with_what_if
 from tileplan.runtime import library_output_captured
 
 
@@ -65,25 +65,33 @@ class PlanResult:
 
 
 def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: str = "ipu21",
-         weights: str = "f8f143:-4", policy: str = "default", attention_products: str = "automatic",
-         gemm_output_packing: str = "native", batch: int | None = None, sequence_length: int | None = None,
-         image_size: int | None = None, layers: int | None = None, what_if: bool = True) -> PlanResult:
-    """Plan `model` on `machine` with weights in `weights` (see the module docstring);
-    `what_if`: re-plan with each knob turned, as `tileplan plan` does (a model named by
-    its path or name)."""
+         weights: str | None = None, activations: str | None = None, partials: str | None = None,
+         policy: str = "default", attention_products: str = "automatic", gemm_output_packing: str = "native",
+         available_memory_proportion: float | str = 0.6, batch: int | None = None,
+         sequence_length: int | None = None, image_size: int | None = None, layers: int | None = None,
+         what_if: bool = True) -> PlanResult:
+    """Plan `model` on `machine` (see the module docstring). Precisions default as
+    `tileplan plan`'s do (`app.request.default_precisions`): the model's own, the
+    seed's for a built-in tower. `what_if`: re-plan with each knob turned, as
+    `tileplan plan` does (a model named by its path or name)."""
+    proportion = str(available_memory_proportion)
     if isinstance(model, (str, Path)):
-        request = PlanRequest(model=str(model), layers=layers, weights=weights, policy=policy, machine=machine,
+        request = PlanRequest(model=str(model), layers=layers, weights=weights, activations=activations,
+                              partials=partials, policy=policy, machine=machine,
                               attention_products=attention_products, gemm_output_packing=gemm_output_packing,
-                              batch=batch, sequence_length=sequence_length, image_size=image_size)
+                              batch=batch, sequence_length=sequence_length, image_size=image_size,
+                              available_memory_proportion=proportion).resolved()
         planned = request.plan()
         report = build_report(planned)
         return PlanResult(with_what_if(report, request, planned) if what_if else report)
     if any(x is not None for x in (batch, sequence_length, image_size, layers)):
         raise InputError("batch, sequence_length, image_size and layers apply to models named by path; a module's "
-                         "shapes come from its example inputs")
+                         "shapes come from its example inputs (use sequence_length= with a path)")
     graph = _graph(model, example_inputs)
-    options = PlanRequest(attention_products=attention_products, gemm_output_packing=gemm_output_packing).options
-    program = graph.to_program(from_option(weights))
+    weights, activations = default_precisions(machine, graph.float_precision or "F16", weights, activations)
+    options = PlanRequest(attention_products=attention_products, gemm_output_packing=gemm_output_packing,
+                          partials=partials, available_memory_proportion=proportion).options
+    program = graph.to_program(from_option(weights), from_option(activations))
     return PlanResult(build_report(plan_program(program, find_machine(machine), layout_policy(policy), options)))
 
 

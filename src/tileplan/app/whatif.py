@@ -14,38 +14,11 @@ from typing import Callable
 from tileplan.errors import TileplanError
 from tileplan.lowering.policy import policy
 from tileplan.model.machine import machine
+from tileplan.app.request import MAX_LAYERS, PlanRequest
+from tileplan.planner.outcome import Outcome, outcome
 from tileplan.planner.plan import Plan, plan_program
-from tileplan.planner.request import MAX_LAYERS, PlanRequest
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What a plan came to: fits or not, its peak (exact when known, with exchange),
-    the budget, the worst tile and step; None where the plan was not complete."""
-
-    fits: bool
-    scope: str
-    peak: int | None
-    budget: int
-    tile: int | None
-    step: int | None
-    interleaved_peak: int | None
-
-    @property
-    def margin(self) -> int | None:
-        return None if self.peak is None else self.budget - self.peak
-
-
-
-def outcome(plan: Plan) -> Outcome:
-    m = plan.machine
-    exchange = plan.exchange_bytes
-    if plan.exact is not None:
-        total, tile, step = plan.exact.peak("total")
-        return Outcome(plan.verdict.fits, plan.scope, total + exchange, m.budget_bytes, tile, step,
-                       plan.exact.peak("interleaved")[0])
-    return Outcome(plan.verdict.fits, plan.scope, plan.verdict.effective_peak_bytes, m.budget_bytes, None,
-                   plan.peaks.total_step, plan.peaks.interleaved)
+from tileplan.report.model import Report
+from tileplan.report.whatif import WHAT_IF_LIMIT, what_if_section, what_if_skipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +30,22 @@ class WhatIfRow:
 
 
 def variations(base: PlanRequest) -> list[tuple[str, str, PlanRequest]]:
-    """(knob, value, request) for each single change of a knob."""
+    """(knob, value, request) for each single change of a knob: the precisions a user
+    would try next (an FP32 model `.half()`-ed: F16 weights and activations; F16
+    weights in FP8 where the machine has it, FP8 back to F16; half partials), the
+    attention products, the memory proportion, the output packing."""
+    base = base.resolved()
     out = []
-    other = "f16" if base.weights.lower().startswith("f8") else "f8f143:-4"
-    if any(g.multiply == "F8F143" for g in machine(base.machine).amp) or other == "f16":
-        out.append(("weights", other, base.with_(weights=other)))
+    weights = (base.weights or "").lower()
+    fp8 = any(g.multiply == "F8F143" for g in machine(base.machine).amp)
+    if weights == "f32":
+        out.append(("weights", "f16 (and activations f16: .half())", base.with_(weights="f16", activations="f16")))
+    elif weights.startswith("f8"):
+        out.append(("weights", "f16", base.with_(weights="f16")))
+    elif fp8:
+        out.append(("weights", "f8f143:-4", base.with_(weights="f8f143:-4")))
+    if base.partials != "f16" and weights == "f16":
+        out.append(("partials", "f16", base.with_(partials="f16")))
     for choice in ("materialized", "streamed", "automatic"):
         if choice != base.attention_products:
             out.append(("attention_products", choice, base.with_(attention_products=choice)))
@@ -183,3 +167,15 @@ def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = N
         one = base.with_(layers=1)
         rows.append(WhatIfRow("layers", "1 (none fit)", one, outcome(run(one))))
     return rows
+
+
+def with_what_if(report: Report, request: PlanRequest, plan: Plan, *, limit: int = WHAT_IF_LIMIT,
+                 force: bool = False, progress: Callable[[str], None] | None = None) -> Report:
+    """`report` (the plan of `request`) with its what-if table (each knob re-planned),
+    or, for a program of more than `limit` values unless `force`, with
+    `what_if_skipped` saying why it was not run."""
+    if len(report.values) > limit and not force:
+        return report.with_sections(what_if_skipped(len(report.values), limit))
+    rows = what_if(request, progress=progress)
+    return report.with_sections(what_if_section(outcome(plan), request.command(),
+                                                [(r.knob, r.value, r.outcome, r.request.command()) for r in rows]))

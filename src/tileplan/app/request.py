@@ -15,8 +15,9 @@ from typing import Any
 from tileplan.errors import InputError
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
-from tileplan.importers.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
+from tileplan.app.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
 from tileplan.builtins import siglip, synthetic
+from tileplan.importers.graph import Graph
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
 from tileplan.model.precision import from_option
@@ -32,13 +33,31 @@ DEFAULT_PROPORTION = "0.6"
 MAX_LAYERS = 1000
 
 
+def default_precisions(machine_name: str, model_precision: str | None, weights: str | None = None,
+                       activations: str | None = None) -> tuple[str, str]:
+    """(weights, activations) as asked, else the defaults, decided here for the CLI and
+    the API alike: a model with its own precision (`Graph.float_precision`, "F32" or
+    "F16") plans in it; a built-in model (None) in the seed's: F8F143 x2^-4 weights
+    where the machine's AMP has FP8, else F16, and F16 activations."""
+    if model_precision is not None:
+        own = model_precision.lower()
+        return weights or own, activations or own
+    fp8 = any(g.multiply == "F8F143" for g in machine(machine_name).amp)
+    return weights or ("f8f143:-4" if fp8 else "f16"), activations or "f16"
+
+
 @dataclass(frozen=True, slots=True)
 class PlanRequest:
     """Invariant: every field names something that exists (checked by `program()`)."""
 
     model: str = siglip.DEFAULT_MODEL
     layers: int | None = None
-    weights: str = "f8f143:-4"
+    #: precisions (None: decided by `resolved`, from the machine and the model): the
+    #: weights read by matmuls and convolutions, every other floating tensor, and the
+    #: matmuls' and convolutions' partials ("f16": half partials)
+    weights: str | None = None
+    activations: str | None = None
+    partials: str | None = None
     map_head: bool = True
     unroll: bool = False
     policy: str = "default"
@@ -69,12 +88,33 @@ class PlanRequest:
         if self.layers_per_ipu is not None:
             self.split_spec()
         self.proportions()
+        for key in ("activations", "partials"):
+            value = getattr(self, key)
+            if value is not None and value not in ("f16", "f32"):
+                raise InputError(f"--{key} must be f16 or f32, found {value!r}")
         choices = {"attention_products": [c.value.lower() for c in AttentionProducts],
                    "gemm_output_packing": [c.value.lower() for c in GemmOutputPacking]}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 raise InputError(f"{key.replace('_', '-')} must be one of {', '.join(allowed)}, "
                                  f"found {getattr(self, key)!r}")
+
+    def resolved(self) -> "PlanRequest":
+        """This request with every default decided, once, for the CLI and the API
+        alike: the built-in towers and `synthetic:N` keep the seed's precisions (weights
+        F8F143 x2^-4 where the machine's AMP has FP8, else F16; activations F16); an
+        imported model plans in its own precision (an FP32 module or ONNX graph FP32
+        weights and activations, an FP16 one F16: `Graph.float_precision`); partials
+        as the AMP accumulates unless asked."""
+        if self.weights is not None and self.activations is not None:
+            return self
+        own = self.graph().float_precision if self.imported and kind_of(self.model) != "synthetic" else None
+        weights, activations = default_precisions(self.machine, own, self.weights, self.activations)
+        return replace(self, weights=weights, activations=activations)
+
+    def graph(self) -> Graph:
+        """The imported model's graph (imported once per process: `sources.import_graph`)."""
+        return import_graph(self.model, self.batch, self.sequence_length, self.image_size, self.layers)
 
     @property
     def imported(self) -> bool:
@@ -125,13 +165,16 @@ class PlanRequest:
             raise InputError(f"--available-memory-proportion lists {len(values)} IPUs; the plan has IPU {ipu}")
         return Options(GemmOutputPacking(self.gemm_output_packing.capitalize()),
                        AttentionProducts(self.attention_products.capitalize()),
-                       values[ipu] if len(values) > 1 else values[0])
+                       values[ipu] if len(values) > 1 else values[0],
+                       None if self.partials is None else self.partials.upper())
 
     @property
     def options(self) -> Options:
         return self.options_for(0)
 
     def program(self) -> Program:
+        if self.weights is None or self.activations is None:
+            return self.resolved().program()
         if kind_of(self.model) == "synthetic":
             given = [k for k in ("layers", "batch", "sequence_length", "image_size") if getattr(self, k) is not None]
             if given or self.unroll or not self.map_head:
@@ -144,17 +187,19 @@ class PlanRequest:
         if self.imported:
             if self.unroll or not self.map_head:
                 raise InputError("--unroll and --no-map-head are for the built-in towers", self.model)
-            graph = import_graph(self.model, self.batch, self.sequence_length, self.image_size, self.layers)
             shapes = {k: getattr(self, k) for k in ("batch", "sequence_length", "image_size", "layers")
                       if getattr(self, k) is not None}
-            return graph.to_program(from_option(self.weights), options={"source": self.model, **shapes})
+            return self.graph().to_program(from_option(self.weights), from_option(self.activations),
+                                           options={"source": self.model, **shapes})
         if self.sequence_length is not None:
             raise InputError("--sequence-length is for text models; a built-in tower's tokens come from its image "
                              "size (--image-size)", self.model)
-        return siglip.build_vit(self.config, from_option(self.weights), unroll=self.unroll)
+        return siglip.build_vit(self.config, from_option(self.weights), unroll=self.unroll,
+                                activations=from_option(self.activations))
 
     def plan(self) -> Plan:
-        return plan_program(self.program(), machine(self.machine), policy(self.policy), self.options)
+        request = self.resolved()
+        return plan_program(request.program(), machine(request.machine), policy(request.policy), request.options)
 
     @property
     def batch_varies(self) -> bool:
@@ -176,6 +221,8 @@ class PlanRequest:
     def pipeline(self) -> Pipeline | None:
         """The plans over several IPUs: as `layers_per_ipu` says, split evenly over
         `ipus`, or (`ipus` auto) the fewest IPUs that fit; None when auto finds none."""
+        if self.weights is None or self.activations is None:
+            return self.resolved().pipeline()
         program = self.program()
         target, layout = machine(self.machine), policy(self.policy)
 
@@ -201,8 +248,11 @@ class PlanRequest:
             parts.append(f"--layers {self.config.layers}")
         elif self.layers is not None:
             parts.append(f"--layers {self.layers}")
-        parts.append(f"--weights {self.weights}")
-        for key in ("batch", "sequence_length", "image_size", "ipus", "layers_per_ipu"):
+        resolved = self.resolved()
+        parts.append(f"--weights {resolved.weights}")
+        if resolved.activations != replace(self, activations=None).resolved().activations:
+            parts.append(f"--activations {resolved.activations}")
+        for key in ("partials", "batch", "sequence_length", "image_size", "ipus", "layers_per_ipu"):
             if getattr(self, key) is not None:
                 parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
         if self.available_memory_proportion != DEFAULT_PROPORTION:
