@@ -189,8 +189,11 @@ class PlanRequest:
                 raise InputError("--unroll and --no-map-head are for the built-in towers", self.model)
             shapes = {k: getattr(self, k) for k in ("batch", "sequence_length", "image_size", "layers")
                       if getattr(self, k) is not None}
-            return self.graph().to_program(from_option(self.weights), from_option(self.activations),
-                                           options={"source": self.model, **shapes})
+            graph = self.graph()
+            if graph.architecture is not None:
+                shapes["architecture"] = graph.architecture
+            return graph.to_program(from_option(self.weights), from_option(self.activations),
+                                    options={"source": self.model, **shapes})
         if self.sequence_length is not None:
             raise InputError("--sequence-length is for text models; a built-in tower's tokens come from its image "
                              "size (--image-size)", self.model)

@@ -173,7 +173,7 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
     channels, image, image])."""
     try:
         import torch
-        from transformers import AutoConfig, AutoModel
+        from transformers import AutoConfig
     except ImportError:  # pragma: no cover - the import extra is installed by make test
         raise InputError("planning a Hugging Face config.json needs the `import` extra: "
                          "pip install 'tileplan[import]'", path) from None
@@ -201,17 +201,20 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
         if isinstance(value, int) and not 0 < value <= limit:
             raise InputError(f"{key} must be in [1, {limit}], found {value}", path)
     check_sizes(cfg.to_dict(), path)
+    model_class, architecture = model_class_for(cfg, doc.get("architectures"))
     try:
         with torch.device("meta"):
-            model = AutoModel.from_config(cfg)
+            model = model_class.from_config(cfg) if hasattr(model_class, "from_config") else \
+                model_class._from_config(cfg)
     except Exception as e:
         raise ModelError(f"transformers cannot build the model: {type(e).__name__}: {_first_line(e)}",
                          path) from None
     batch = batch or 1
     example = _example_input(model, cfg, batch, sequence_length, image_size, path)
     name = doc.get("_name_or_path")
-    return from_torch(model, (example,), display_name(name) if isinstance(name, str) and name else
-                      config_name(path, kind))
+    graph = from_torch(model, (example,), display_name(name) if isinstance(name, str) and name else
+                       config_name(path, kind))
+    return replace(graph, architecture=architecture)
 
 
 #: keys of a configuration (at any depth: a composite model's text_config, vision_config...)
@@ -280,6 +283,30 @@ def _example_input(model: Any, cfg: Any, batch: int, sequence_length: int | None
         return torch.zeros(batch, channels, size, size, device="meta")
     raise InputError(f"the model's main input is {str(main)[:40]!r}; tileplan builds input_ids or pixel_values from "
                      "a config (export the model yourself and plan the .pt2 or .onnx)", path)
+
+
+def model_class_for(config: Any, architectures: object) -> tuple[Any, str]:
+    """The transformers class a config.json names in `architectures` (its first entry:
+    `BertForQuestionAnswering` plans the QA head, `LlamaForCausalLM` the LM head), when
+    transformers has it and it takes this configuration; else the base model
+    (`AutoModel`; build either with `from_config`, or `_from_config` for a model class). Returns the class and what was chosen, in words (the report's
+    `program.architecture`)."""
+    import transformers
+    from transformers import AutoModel
+
+    names = architectures if isinstance(architectures, list) else []
+    first = names[0] if names and isinstance(names[0], str) and names[0].isidentifier() else None
+    if first is not None:
+        cls = getattr(transformers, first, None)
+        config_class = getattr(cls, "config_class", None)
+        if cls is not None and hasattr(cls, "_from_config") and isinstance(config, config_class or ()):
+            return cls, first
+        base = AutoModel._model_mapping.get(type(config), None) if hasattr(AutoModel, "_model_mapping") else None
+        fallback = getattr(base, "__name__", "the base model")
+        return AutoModel, f"{fallback} (architectures names {display_name(first, 60)!r}, which transformers does not " \
+                          f"build for this configuration)"
+    base = AutoModel._model_mapping.get(type(config), None) if hasattr(AutoModel, "_model_mapping") else None
+    return AutoModel, getattr(base, "__name__", "the base model")
 
 
 def _first_line(e: BaseException, limit: int = 300) -> str:

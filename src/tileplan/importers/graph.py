@@ -78,6 +78,9 @@ class Graph:
     #: floating parameters' elements (else its floating inputs'), as the importer
     #: found it; None when nothing says (a built-in model)
     float_precision: str | None = None
+    #: the class the model was built as, in words, when an importer chose it (a
+    #: config.json's `architectures`: `BertForQuestionAnswering`); None otherwise
+    architecture: str | None = None
 
     def to_program(self, weights: Precision, activations: Precision = F16,
                    options: Mapping[str, object] | None = None, repeat: bool = True) -> Program:
