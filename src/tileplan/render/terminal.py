@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from tileplan.render import human_bytes
 from tileplan.report.diff import Diff, PlacementSide
+from tileplan.report.views import TileSplit
 from tileplan.report.headline import Headline
 from tileplan.report.sections import Pipeline, Sweep
 from tileplan.report.summary import Summary
@@ -163,6 +164,11 @@ def render_summary(s: Summary, style: Style = Style()) -> str:
                      REGION_NOTES[r.region]])
     out += table("Peak per region (bytes per tile)", ["region", "peak", "budget", "used", "margin", "step", "tile", ""],
                  rows, [False, True, True, True, True, True, True, False], style)
+    if s.tile_split is not None:
+        t = s.tile_split
+        out.append(f"Tile {t.tile} at its peak: {human_bytes(t.resident)} always live (parameters, buffers, constants) "
+                   f"+ {human_bytes(t.step_dependent)} not always live (activations, operands, scratch) + "
+                   f"{human_bytes(t.exchange)} exchange rows")
     out.append("")
     x = s.extras
     if x is not None and x.pipeline:
@@ -244,6 +250,14 @@ def render_diff(d: Diff, top: int = 20, a_path: str = "", b_path: str = "", styl
                  "moved" if w.changed else "same"] for w in d.worst_tiles]
         out += table("Worst tile (where each region peaks)", ["region", "A", "B", ""], rows,
                      [False, False, False, False], style)
+    if d.a_split is not None or d.b_split is not None:
+        out.append("")
+
+        def cell(t: TileSplit | None, always: bool) -> str:
+            return "-" if t is None else human_bytes(t.resident if always else t.step_dependent)
+        rows = [[label, cell(d.a_split, always), cell(d.b_split, always)]
+                for label, always in (("always live", True), ("not always live", False))]
+        out += table("The worst tile at its peak (bytes per tile)", ["", "A", "B"], rows, [False, True, True], style)
     out += _render_non_tensor(d, style)
     out += _render_placement(d, style)
     out.append("")

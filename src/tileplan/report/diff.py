@@ -26,6 +26,7 @@ from tileplan.report.model import Report
 from tileplan.report.sections import PlacedTile
 from tileplan.report.summary import program_fields
 from tileplan.report.views import (
+    TileSplit, worst_tile_split,
     NON_TENSOR_CLASSES,
     RegionPeak,
     ValueRow,
@@ -337,6 +338,9 @@ class Diff:
     non_tensor: NonTensorDiff | None = None  # None: neither report has the section
     placement: PlacementDiff | None = None  # None: neither report has a placement or placement_skipped section
     pipeline: PipelineDiff | None = None  # None: neither report is one IPU of a pipeline
+    #: each report's exact worst tile at its peak, always live and not always live
+    a_split: TileSplit | None = None
+    b_split: TileSplit | None = None
 
     def of_kind(self, kind: str) -> tuple[ValueChange, ...]:
         return tuple(v for v in self.values if v.kind == kind)
@@ -360,6 +364,9 @@ class Diff:
             "non_tensor": None if self.non_tensor is None else self.non_tensor.to_json(),
             "placement": None if self.placement is None else self.placement.to_json(),
             "pipeline": None if self.pipeline is None else self.pipeline.to_json(),
+            "always_live": {side: None if t is None else {"tile": t.tile, "always_live": t.resident,
+                                                          "not_always_live": t.step_dependent}
+                            for side, t in (("a", self.a_split), ("b", self.b_split))},
         }
 
 
@@ -446,4 +453,5 @@ def diff_reports(a: Report, b: Report) -> Diff:
     return Diff(program=program, a_verdict=verdict_line(a), b_verdict=verdict_line(b), a_fits=a.fits_budget,
                 b_fits=b.fits_budget, a_scope=a.scope, b_scope=b.scope, peaks=peaks, a_steps=len(a.steps),
                 b_steps=len(b.steps), values=tuple(changes), resized_groups=tuple(folded), unchanged=unchanged,
-                worst_tiles=worst, non_tensor=non_tensor, placement=placement, pipeline=pipeline)
+                worst_tiles=worst, non_tensor=non_tensor, placement=placement, pipeline=pipeline,
+                a_split=worst_tile_split(a), b_split=worst_tile_split(b))

@@ -20,7 +20,9 @@ from tileplan.report.sections import (
     PlacedTile,
     RegionFigure,
 )
-from tileplan.report.views import group_label, operation_brief, operations, precision_display, verdict_line
+from tileplan.report.views import (
+    TileSplit, group_label, operation_brief, operations, precision_display, verdict_line, worst_tile_split,
+)
 
 TOP_GROUPS = 10
 TOP_VALUES = 5
@@ -36,17 +38,6 @@ class PeakStep:
     source: int
     name: str
     runs: int
-
-
-@dataclass(frozen=True, slots=True)
-class TileSplit:
-    """The worst tile's bytes at its peak: resident parameters, what depends on the
-    step (activations, re-laid-out operands, scratch) and the exchange rows."""
-
-    tile: int
-    resident: int
-    step_dependent: int
-    exchange: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +111,7 @@ def build_headline(report: Report) -> Headline:
         if op is not None:
             peak_step = PeakStep(step.index, operation_brief(step.operation), op.index, op.name, op.execution_count)
     exact = sections.exact
-    split = None
-    if exact is not None and exact.tiles is not None and total is not None and total.tile is not None:
-        peak, resident = exact.tiles.peak[total.tile], exact.tiles.peak_resident[total.tile]
-        split = TileSplit(total.tile, resident, peak - resident, total.exchange_bytes or 0)
+    split = worst_tile_split(report)
     placement = sections.placement
     placed = placement.tiles[0] if placement is not None and placement.tiles else None
     skipped = sections.placement_skipped

@@ -15,6 +15,7 @@ import numpy as np
 from tileplan.model.rows import Rows
 from tileplan.report.model import Report
 from tileplan.report.views import (
+    TileSplit, worst_tile_split,
     Extras,
     SAFE_INT,
     RegionPeak,
@@ -153,6 +154,8 @@ class Summary:
     rejections: tuple[tuple[int, str, str], ...]
     rejections_total: int
     extras: Extras | None = None
+    #: the exact worst tile's peak split: always live and not always live
+    tile_split: TileSplit | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -167,6 +170,9 @@ class Summary:
             "rejections": [{"value": v, "name": n, "reason": r} for v, n, r in self.rejections],
             "rejections_total": self.rejections_total,
             "extras": None if self.extras is None else self.extras.to_json(),
+            "tile_split": None if self.tile_split is None else {
+                "tile": self.tile_split.tile, "always_live": self.tile_split.resident,
+                "not_always_live": self.tile_split.step_dependent, "exchange_rows": self.tile_split.exchange},
         }
 
 
@@ -267,5 +273,5 @@ def build_summary(report: Report, top: int = TOP_VALUES) -> Summary:
         peak_step=peak_step, peak_operation=peak_operation(report, peak_step, steps),
         top_values=tuple(rows[int(k)] for k in largest_rows(cols, live, top)), values_live=len(live), steps=usage,
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections[:TOP_REJECTIONS]),
-        rejections_total=len(report.rejections), extras=extras(report),
+        rejections_total=len(report.rejections), extras=extras(report), tile_split=worst_tile_split(report),
     )

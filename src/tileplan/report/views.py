@@ -555,3 +555,28 @@ def largest_rows(cols: ValueColumns, rows: np.ndarray, top: int) -> np.ndarray:
         slow = sorted(range(len(rows)), key=lambda j: (bool(unknown[j]), -b[j], ids[j]))[:top]
         return rows[np.array(slow, dtype=np.int64)]
     return rows[np.lexsort((ids, -b, unknown))[:top]]
+
+
+@dataclass(frozen=True, slots=True)
+class TileSplit:
+    """The worst tile's bytes at its peak, as PopVision splits a tile's memory: always
+    live (`resident`: the parameters, buffers and constants with the default policy;
+    every declared tensor with the reference policy), not always live
+    (`step_dependent`: activations, operands, scratch) and the exchange rows."""
+
+    tile: int
+    resident: int
+    step_dependent: int
+    exchange: int
+
+
+def worst_tile_split(report: Report) -> TileSplit | None:
+    """The exact worst tile's bytes at its peak split into always live and not always
+    live (None without the exact accounting)."""
+    sections = report.sections
+    verdict, exact = sections.verdict, sections.exact
+    total = verdict.region("total") if verdict is not None else None
+    if exact is None or exact.tiles is None or total is None or total.tile is None:
+        return None
+    peak, resident = exact.tiles.peak[total.tile], exact.tiles.peak_resident[total.tile]
+    return TileSplit(total.tile, resident, peak - resident, total.exchange_bytes or 0)

@@ -370,7 +370,7 @@
       var r = svgEl("rect", {"class": "tile", x: 10 + (t % tcols) * c, y: 10 + Math.floor(t / tcols) * c, width: c - 1,
                              height: c - 1, fill: ramp(hi > lo ? (b - lo) / (hi - lo) : 0.5), "data-tile": t}, msvg);
       tip(r, "tile " + t + ": peak " + b + " B at step " + tiles.peak_step[t] + " (" + tiles.peak_resident[t] +
-          " B resident)");
+          " B always live)");
       r.addEventListener("click", function () {
         selectStep(tiles.peak_step[t], true);
         document.getElementById("step").scrollIntoView();
