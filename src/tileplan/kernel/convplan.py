@@ -19,10 +19,12 @@ simple enough to read:
   dimension), input channels `in_t` and output channels `out_t` rounded up to the
   AMP's grains (`input_channels`, `output_channels` of the machine's geometry:
   channel padding is temporary too), groups `group_t`.
-* Temporary bytes (`addConvTempMemoryEstimate`, `addInPlaceEstimate`): the input
-  window and the weights block in the multiply precision, the partials in the
-  accumulate precision, plus, with a serial input-channel split, the output block
-  accumulated in place across iterations.
+* Temporary bytes (`addConvTempMemoryEstimate`, `addInPlaceEstimate`,
+  `addReduceCycleEstimate`): the input window and the weights block in the multiply
+  precision, the partials in the accumulate precision, plus, with a serial input-
+  channel split, the output block accumulated in place across iterations; with a
+  parallel input-channel split, at least twice the partials (each tile receives as
+  many partial elements as it made, to reduce them: poplin max's the two phases).
 * Cycles: the AMP's multiply-accumulates (grains padded) at `input_channels x
   output_channels / 2` a cycle, plus the bytes each tile receives at 4 a cycle (the
   input window always; the weights block when the batch or field is split, as the
@@ -225,6 +227,9 @@ def _plan(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_byt
             temp = (inputs + weights) * multiply_bytes + partials * partial_bytes
             if dim == "in" and serial > 1:
                 temp = temp + positions * out_t_all * group_t * partial_bytes
+            # a parallel input-channel split reduces the partials across tiles: each tile
+            # receives as many partial elements as it made (`reduceTempBytes`, max'd)
+            temp = np.where(in_s > 1, np.maximum(temp, 2 * partials * partial_bytes), temp)
             compute = positions * group_t * in_p * out_p * kernel // max(1, ig * og // 2)
             received = inputs * multiply_bytes + np.where(batch_s * np.prod(field_s, axis=1) > 1,
                                                           weights * multiply_bytes, 0)
@@ -252,6 +257,38 @@ def _plan(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_byt
         int(group_s[row]), serial, dim, combine, int(inputs[row]), int(weights[row]), int(partials[row]),
         int(positions[row] * out_t_all[row] * group_t[row]), int(temp[row]), int(cyc[row]),
         cap is None or int(temp[row]) <= cap)
+
+
+# What a plan's step holds ------------------------------------------------------------
+
+def rearranged_bytes(cp: ConvPartition, layout: "Layout", shape: tuple[int, ...], element_bytes: int,
+                     tile_count: int) -> int:
+    """The rearranged copy of the input poplin makes before a plan that broadcasts it
+    (`convolutionPreprocess`: `actsRearranged`, when the input is not in the layout the
+    plan expects and the output channels are split, lib/poplin/Convolution.cpp), held
+    for the whole step: each tile's share of the input, when the input rests in a
+    linear mapping (a variable, an elementwise or matmul output: not a convolution's
+    output, which its plan laid out for the next convolution) and the plan splits the
+    output channels over tiles; 0 otherwise (without that split each tile's input block
+    is the rearranged data itself)."""
+    linear = bool(layout.tiling.axes) and layout.tiling.axes[0].axis.is_linear
+    if not linear or cp.out_split <= 1:
+        return 0
+    return -(-math.prod(shape) // tile_count) * element_bytes
+
+
+def partials_scratch(cp: ConvPartition, operand_bytes: int, partial_bytes: int) -> int:
+    """The interleaved scratch of a plan's step: its partials, plus with a serial
+    input-channel split the output accumulated across iterations, and with a parallel
+    input-channel split the partials received to reduce them where they exceed what
+    the operands' buffers (`operand_bytes`, free by then) leave: the step holds
+    max(operands + partials, twice the partials)."""
+    partials = cp.partial_elements * partial_bytes
+    if cp.serial_dim == "in" and cp.serial > 1:
+        partials += cp.output_elements * partial_bytes
+    if cp.in_split > 1:
+        partials += max(0, cp.partial_elements * partial_bytes - operand_bytes)
+    return partials
 
 
 # Layouts of a plan ------------------------------------------------------------------

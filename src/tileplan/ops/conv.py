@@ -176,9 +176,8 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     multiply = b.precision(reads[1])
     accumulate = Precision(k.amp(multiply).accumulate)
     standard = (cp.input_elements + (cp.weight_elements if cp.broadcasts_weights else 0)) * multiply.bytes
-    interleaved = cp.partial_elements * accumulate.bytes
-    if cp.serial_dim == "in" and cp.serial > 1:
-        interleaved += cp.output_elements * accumulate.bytes
+    standard += convplan.rearranged_bytes(cp, b.layout(reads[0]), b.shape(reads[0]), multiply.bytes, k.tile_count)
+    interleaved = convplan.partials_scratch(cp, standard, accumulate.bytes)
     out = write_result(b, op, plan.output)
     b.step(StepKind.CONV, convplan.plan_text("Conv", cp, multiply.to_text(), accumulate.to_text()), reads, (out,),
            {"standard": standard, "interleaved": interleaved}, exchange=True)

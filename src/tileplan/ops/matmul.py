@@ -160,9 +160,8 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     created = plan.rest[1]
     in_place = created is not None and all(b.layout(w) == created for w in weights)
     standard = cp.input_elements * multiply.bytes + (0 if in_place else cp.weight_elements * multiply.bytes)
-    interleaved = cp.partial_elements * accumulate.bytes
-    if cp.serial_dim == "in" and cp.serial > 1:
-        interleaved += cp.output_elements * accumulate.bytes
+    standard += convplan.rearranged_bytes(cp, b.layout(x), b.shape(x), multiply.bytes, k.tile_count)
+    interleaved = convplan.partials_scratch(cp, standard, accumulate.bytes)
     result = write_result(b, op, plan.output)
     b.step(StepKind.MATMUL, convplan.plan_text("Matmul", cp, multiply.to_text(), accumulate.to_text()),
            (x, *weights), (result,), {"standard": standard, "interleaved": interleaved}, exchange=True)
