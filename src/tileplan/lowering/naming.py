@@ -9,10 +9,14 @@ Default names say what a value is, after the operation or what it copies (README
 | result with a label | `<operation> <label>` | `... partials`, `... scores` |
 | view | `<operation>` | `layers.5.reshape` |
 | copy | `<what it copies> [<why>]` | `layers.{i}.self_attn.q_proj.weight [AMP copy]` |
+| copy for another layout | `<what it copies> [copy for operation N]` | `lm_head.weight [copy for operation 43]` |
 | converted | `<what it converts> [as <precision>]` | `layers.5.mlp.act [as F8]` |
 
-A copy is named after the value it copies, or, when the lowering says so, after the
-operation's input as the operation names it (a parameter family read in a repeat block
+A copy is named after the value it copies and why it was made: a plain re-layout
+names the operation that needed it (a tensor whose readers want different layouts
+rests in one, and each other reader copies it at its step: the report says which;
+the operation's index, as `operations` lists it, because a suffix holds no `.`), or,
+when the lowering says so, after the operation's input as the operation names it (a parameter family read in a repeat block
 is then `...{i}...`, not its first member). With the reference's names
 (`--policy reference`) every value an operation makes is `operation N result 0` but a
 conversion, which keeps its input's name.
@@ -44,7 +48,7 @@ def value_name(op: Operation, made: NewValue, of: str | None, reference: bool) -
         return f"operation {op.index} result 0", ""
     if kind is ValueKind.COPY:
         assert of is not None
-        return of, f" [{made.label}]"
+        return of, f" [copy for operation {op.index}]" if made.label == "copy" else f" [{made.label}]"
     return op.name, f" {made.label}" if made.label else ""
 
 
