@@ -182,10 +182,6 @@ def _op(b: GraphBuilder, kind: str, name: str, inputs: tuple[str, ...], attrs: M
 
 # The named model: `synthetic:N`, about N timeline values ------------------------------
 
-def is_synthetic(model: str) -> bool:
-    return model.lower().startswith(MODEL_PREFIX)
-
-
 def timeline_count(model: str) -> int:
     """N of `synthetic:N`; `InputError` in one line unless N is an integer in
     [the smallest chain's count, `MAX_TIMELINE_VALUES`] (digits, `_` or `,` between

@@ -9,15 +9,15 @@ Default names say what a value is, after the operation or what it copies (README
 | result with a label | `<operation> <label>` | `... partials`, `... scores` |
 | view | `<operation>` | `layers.5.reshape` |
 | copy | `<what it copies> [<why>]` | `layers.{i}.self_attn.q_proj.weight [AMP copy]` |
-| copy for another layout | `<what it copies> [copy for operation N]` | `lm_head.weight [copy for operation 43]` |
+| copy for another layout | `<what it copies> [copy for operation N]` | `head.weight [copy for operation 43]` |
 | converted | `<what it converts> [as <precision>]` | `layers.5.mlp.act [as F8]` |
 
 A copy is named after the value it copies and why it was made: a plain re-layout
 names the operation that needed it (a tensor whose readers want different layouts
 rests in one, and each other reader copies it at its step: the report says which;
 the operation's index, as `operations` lists it, because a suffix holds no `.`), or,
-when the lowering says so, after the operation's input as the operation names it (a parameter family read in a repeat block
-is then `...{i}...`, not its first member). With the reference's names
+when the lowering says so, after the operation's input as the operation names it (a
+parameter family read in a repeat block is then `...{i}...`, not its first member). With the reference's names
 (`--policy reference`) every value an operation makes is `operation N result 0` but a
 conversion, which keeps its input's name.
 """

@@ -125,7 +125,6 @@ def _fit(start: np.ndarray, stop: np.ndarray, size: int, alignment: int, floor: 
     return int(gap_lo[fits[np.argmin(rank)]])  # argmin: the lowest of equally small gaps
 
 
-SKYLINE_ORDERS = ("area", "size", "lifetime")
 DIVE_FROM = 100_000  # buffers from which the skyline dive runs compiled (`compiled.py`)
 DIVE_CHUNK = 1 << 16  # heap entries the compiled dive takes between looks at the clock
 SWEEP_CHUNK = 1 << 16  # buffers the sweep places between looks at the clock

@@ -120,30 +120,9 @@ def group_label(group: str, ops: Mapping[int, Operation]) -> str:
     return f"{ops[int(m.group(1))].name} result" + (f" {k}" if k else "")
 
 
-def live_ranges(report: Report) -> dict[int, tuple[int, int]]:
-    """Value id -> (first, last) step in which it is live."""
-    cols = value_columns(report)
-    live = np.flatnonzero(cols.first_step >= 0)
-    return {int(cols.id[k]): (int(cols.first_step[k]), int(cols.last_step[k])) for k in live}
-
-
 def value_rows(report: Report) -> tuple[ValueRow, ...]:
     """Every value of the report, in id order."""
     return tuple(ValueRows(value_columns(report), operations(report)))
-
-
-def value_row(v: Value, live: tuple[int, int] | None, label: str | None = None) -> ValueRow:
-    return ValueRow(id=v.id, name=v.name, group=v.group, label=v.group if label is None else label, role=v.role,
-                    shape=tuple(v.shape),
-                    precision=precision_display(v.precision.to_text()), layout=layout_brief(v.layout),
-                    layout_text=v.layout.to_text(),
-                    region=v.region, storage_group=v.storage_group, bytes=known(v.bytes),
-                    first_step=live[0] if live else None, last_step=live[1] if live else None)
-
-
-def by_bytes(rows: list[ValueRow] | tuple[ValueRow, ...]) -> list[ValueRow]:
-    """Largest first; unknown sizes after every known one; ties by id."""
-    return sorted(rows, key=lambda r: (r.bytes is None, -(r.bytes or 0), r.id))
 
 
 @dataclass(frozen=True, slots=True)
