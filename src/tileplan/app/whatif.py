@@ -1,9 +1,13 @@
-"""What-if: the same program re-planned with each knob the user can turn.
+"""What-if: the same request re-planned with each knob the user can turn.
 
-Knobs: the weight precision (F8 <-> F16), `attention_products`, `gemm_output_packing`
-and the number of encoder layers (the most that fit, found by bisection between 1
-and twice the planned count). Each row is a full plan; its figures are the exact
-verdict (worst tile) and its `command` re-derives them.
+Knobs (`variations`): the precision a user tries next (FP32 weights and activations
+to F16, F16 weights to FP8 where the machine has it, FP8 to F16, half partials), the
+attention products, the available memory proportion (0.2, optimum-graphcore's
+default, and 1.0), the output packing; then the largest batch that fits on one IPU
+and on two, and for a built-in tower the most encoder layers that fit (by bisection
+up to twice the planned count). Each row is a full plan; its figures are the exact
+verdict (worst tile) and its `command` re-derives them. `with_what_if` attaches the
+table to a report, for `tileplan plan` and the Python API alike.
 """
 
 from __future__ import annotations
