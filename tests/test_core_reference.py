@@ -22,7 +22,9 @@ derives, one step and one tile at a time:
   bytes (each rounded up to its alignment where it holds anything, times copies),
   summed, plus the step's scratch on every tile; per step the worst tile (the lowest
   index with the largest total), per region likewise; per tile its peak, the first
-  step reaching it, the resident groups' bytes there, and its interleaved peak.
+  step reaching it, the always-live groups' bytes there (the parameters' with the
+  default policy; the reference policy's resident values, input and parameters) and
+  its interleaved peak.
 
 Hypothesis builds a few hundred small random programs: chains and DAGs of operators
 from the registry (elementwise, matmul, layernorm, softmax, reshape and transpose
@@ -219,8 +221,11 @@ def reference_plan(lowering: Lowering, tile_count: int, always_live: bool) -> Re
     group_tiles: dict[int, list[int]] = {}
     for g, vs in members.items():
         group_tiles[g] = [max(per_tile[v][t] for v in vs) for t in range(tile_count)]  # type: ignore[index]
+    # always live: with the default policy the parameters (Poplar's variables, live for
+    # the whole program); with the reference policy every declared tensor
+    resident_roles = ("parameter",) if always_live else ("input", "parameter")
     resident_groups = {lowering.values[v].storage_group for v in in_plan
-                       if lowering.values[v].role in ("input", "parameter")}
+                       if lowering.values[v].role in resident_roles}
     exact_steps = []
     tile_peak = [-1] * tile_count
     tile_peak_step = [0] * tile_count
