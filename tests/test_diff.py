@@ -10,7 +10,7 @@ from tileplan.report.diff import diff_reports, pair_values
 from tileplan.report.format import report_bytes
 from tileplan.report.views import ValueRow
 
-from helpers import plan
+from helpers import plan, round_trip
 from report_files import read_back
 
 pytest_plugins = ["report_fixtures"]
@@ -30,27 +30,50 @@ def test_f8_to_f16_names_the_weights_whose_bytes_doubled(f8_path, f16_path, caps
     doc = json.loads(capsys.readouterr().out)
     resized = {v["name"]: v for v in doc["values"]["resized"]}
     expected = doubled_weights(f8_path, f16_path)
-    # four weights a layer; the MAP head's weights rest in their one-row Gemm's layout,
-    # whole 32 KiB element pairs in either precision, so only two of its five double
+    # four weights a layer, spread linearly in 8-byte blocks (their products split the
+    # rows: each tile receives its block). The MAP head's weights rest where their
+    # one-row products create them (rows not split), K blocks padded to the AMP's input
+    # grain: 32 channels in F8, 16 in F16, so 72-row blocks take 96 rows against 80 and
+    # only the two whose blocks need no padding double (kv and mlp.down)
     assert len([n for n in expected if n.startswith("vit.encoder.")]) == 27 * 4
+    assert {n for n in expected if n.startswith("vit.map.")} == {"vit.map.attention.kv.weight",
+                                                                 "vit.map.mlp.down.weight"}
     doubled = {n for n, v in resized.items() if n.endswith(".weight") and 1.99 <= v["ratio"] <= 2.0}
     assert doubled == expected
     up = resized["vit.encoder.layer3.mlp.up.weight"]
+    # 1152 x 4304 elements over 1472 tiles in 8-byte blocks: F8 ceil(619,776 / 1472) =
+    # 422 blocks = 3376 B, F16 ceil(1,239,552 / 1472) = 843 blocks = 6744 B
     assert (up["a"]["bytes"], up["b"]["bytes"], up["delta"]) == (3376, 6744, 3368)
     assert (up["a"]["precision"], up["b"]["precision"]) == ("F8 E4M3 x2^-4", "F16")  # the display form
-    # the embedding weight changed precision, yet its shard stays 32 KiB
-    changed = {v["name"] for v in doc["values"]["changed"]}
-    assert "vit.embedding.weight" in changed and "vit.embedding.weight" not in resized
+    # the patch embedding's weight [588, 1152] is spread likewise (no 32 KiB element
+    # pairs): F8 ceil(84,672 / 1472) = 58 blocks = 464 B, F16 116 blocks = 928 B
+    embedding = resized["vit.embedding.weight"]
+    assert (embedding["a"]["bytes"], embedding["b"]["bytes"], embedding["ratio"]) == (464, 928, 2.0)
     assert doc["verdict"]["a_fits"] is True and doc["verdict"]["b_fits"] is False and doc["verdict"]["changed"]
     assert doc["program"] == [{"field": "weights", "a": "F8 E4M3 x2^-4", "b": "F16"}]
     peaks = {p["region"]: p for p in doc["peaks"]}
     f8_total, f16_total = _total_peak(f8_path), _total_peak(f16_path)
     assert peaks["total"]["a"]["peak"] == f8_total and peaks["total"]["b"]["peak"] == f16_total
     assert peaks["total"]["delta"] == f16_total - f8_total
-    assert doc["steps"] == {"a": 97, "b": 87}
+    assert doc["steps"] == {"a": len(read_back(f8_path).steps), "b": len(read_back(f16_path).steps)}
     counts = doc["counts"]
     total = sum(counts[k] for k in ("resized", "changed", "unchanged", "removed"))
     assert total == len(json.loads(f8_path.read_text())["timeline"]["values"])
+
+
+def test_a_precision_of_the_same_width_is_a_change_not_a_resize():
+    """F8 E4M3 -> F8 E5M2: the same plan, every weight (and every value converted for the
+    AMP) in another one-byte precision: listed as changed (same bytes), none resized."""
+    a, b = round_trip(plan(layers=2)), round_trip(plan(layers=2, weights="f8f152:-4"))
+    d = diff_reports(a, b)
+    changed = d.of_kind("changed")
+    assert d.of_kind("resized") == () and d.of_kind("added") == () and d.of_kind("removed") == ()
+    weights = {v.name for v in a.values if v.role == "parameter" and v.name.endswith(".weight")}
+    assert weights and weights <= {c.name for c in changed}
+    for c in (c.to_json() for c in changed):
+        assert c["a"]["bytes"] == c["b"]["bytes"] and c["delta"] == 0
+        assert (c["a"]["precision"], c["b"]["precision"]) == ("F8 E4M3 x2^-4", "F8 E5M2 x2^-4")
+    assert not d.verdict_changed
 
 
 def test_the_table_folds_the_layers_of_each_weight(f8_path, f16_path, capsys, monkeypatch):
@@ -164,15 +187,20 @@ def test_two_ipus_of_a_pipeline_show_their_stages(tmp_path, capsys, monkeypatch)
     ipu0, ipu1 = tmp_path / "m.ipu0.json", tmp_path / "m.ipu1.json"
     assert main(["diff", str(ipu0), str(ipu1), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["pipeline"]["a"] == {"ipu": 0, "ipus": 2, "layers": [0, 13], "layers_per_ipu": [13, 14],
-                                    "text": "IPU 0 of 2: layers 0 to 12 (layers_per_ipu [13, 14])"}
-    assert doc["pipeline"]["b"]["layers"] == [13, 27] and doc["pipeline"]["same_pipeline"] is True
+    # the split is the planner's (tests/test_pipeline.py checks it keeps the most margin);
+    # the diff shows each stage as its report states it
+    split = json.loads(ipu0.read_text())["pipeline"]["layers_per_ipu"]
+    assert len(split) == 2 and sum(split) == 27 and json.loads(ipu1.read_text())["pipeline"]["layers_per_ipu"] == split
+    first, second = split
+    assert doc["pipeline"]["a"] == {"ipu": 0, "ipus": 2, "layers": [0, first], "layers_per_ipu": split,
+                                    "text": f"IPU 0 of 2: layers 0 to {first - 1} (layers_per_ipu {split})"}
+    assert doc["pipeline"]["b"]["layers"] == [first, 27] and doc["pipeline"]["same_pipeline"] is True
     assert doc["placement"]["a"]["state"] == doc["placement"]["b"]["state"] == "placed"
     monkeypatch.delenv("COLUMNS", raising=False)
     assert main(["diff", str(ipu0), str(ipu1)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[3:6] == ["A is IPU 0 of 2: layers 0 to 12 (layers_per_ipu [13, 14])",
-                          "B is IPU 1 of 2: layers 13 to 26 (layers_per_ipu [13, 14])",
+    assert lines[3:6] == [f"A is IPU 0 of 2: layers 0 to {first - 1} (layers_per_ipu {split})",
+                          f"B is IPU 1 of 2: layers {first} to 26 (layers_per_ipu {split})",
                           "two stages of one pipeline: their values differ by the layers each holds"]
     # a whole program against one of its stages
     assert main(["plan", "--weights", "f16", "--no-what-if", "-o", str(tmp_path / "one.json")]) in (0, 3)
