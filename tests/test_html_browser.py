@@ -149,7 +149,9 @@ def test_hostile_names_render_as_text_and_run_no_script(browser, hostile_path):
 @pytest.fixture(scope="module")
 def large_page(tmp_path_factory):
     """A synthetic chain of about 50,000 timeline values planned, written as a report
-    and turned into a page by `tileplan html`: more steps than the chart has columns."""
+    and turned into a page by `tileplan html`: more steps than the chart has columns.
+    With F16 weights each graph value is one timeline value (no copies; partials are
+    the products' scratch)."""
     from tileplan.kernel.options import Options
     from tileplan.lowering.policy import policy
     from tileplan.model.machine import IPU21
@@ -159,7 +161,7 @@ def large_page(tmp_path_factory):
     from tileplan.report.format import write_report
 
     folder = tmp_path_factory.mktemp("large")
-    report = build_report(plan_program(build_synthetic(SyntheticConfig(values=22000)), IPU21, policy("default"),
+    report = build_report(plan_program(build_synthetic(SyntheticConfig(values=50_500)), IPU21, policy("default"),
                                        Options()))
     path = folder / "chain.json"
     write_report(path, report, version=2)
