@@ -76,8 +76,17 @@ def test_vit_bert_and_a_grouped_query_decoder_plan_with_their_own_parameters(lla
     kinds = {o.kind for o in p.program.operations()}
     assert "sdpa" in kinds and "bmm" not in kinds
     names = {v.name for v in p.values}
-    assert "layers.{i}.self_attn.q_proj.weight [AMP copy]" in names  # the two layers: one repeat block
-    assert "layers.1.mlp.down_proj.weight" in names and "layers.{i}.mlp.down_proj.matmul partials" in names
+    assert "layers.{i}.self_attn.q_proj.matmul" in names  # the two layers: one repeat block
+    assert "layers.1.mlp.down_proj.weight" in names and "layers.{i}.mlp.down_proj.matmul" in names
+    # each product one poplin-planned Matmul step reading its weight where it rests:
+    # no AMP copy of a weight, partials as the step's scratch, not values
+    assert not any(n.endswith(("[AMP copy]", " partials")) for n in names)
+    products = {o.index for o in p.program.operations() if o.kind == "matmul"}
+    heads = {}
+    for step in p.steps:
+        if step.source in products:
+            heads.setdefault(step.source, []).append(step.operation.split(" ")[0])
+    assert products and heads == {i: ["Matmul"] for i in products}
 
 
 def test_weights_of_linear_layers_are_declared_transposed_and_take_the_weight_precision(llama):
