@@ -92,7 +92,10 @@ def test_the_command_line_writes_a_report_per_ipu_and_the_ipu_config(tmp_path, c
     assert main(["check", str(tmp_path / "so.ipu1.json")]) == 0
     assert main(["plan", "--weights", "f16", "--ipus", "auto", "--no-what-if", "-o", str(tmp_path / "a.json"),
                  "--fail-over-budget"]) == 0
-    assert "2 IPUs, layers_per_ipu [13, 14]: fits" in capsys.readouterr().out
+    # the split `fewest_ipus` chooses (the most margin on the tightest IPU: checked above)
+    split = json.loads((tmp_path / "a.ipu0.json").read_text())["pipeline"]["layers_per_ipu"]
+    assert len(split) == 2 and sum(split) == 27
+    assert f"2 IPUs, layers_per_ipu {split}: fits" in capsys.readouterr().out
     assert main(["plan", "--ipus", "two", "-o", str(tmp_path / "bad.json")]) == 2
     assert "--ipus must be a count" in capsys.readouterr().err
 
@@ -115,9 +118,11 @@ def test_the_largest_batch_on_one_and_on_two_ipus(tmp_path, capsys):
 
 def test_a_7b_decoder_imported_on_the_meta_device_names_the_fewest_ipus(tmp_path, capsys):
     """A LLaMA-7B-shaped decoder (hidden 4096, 32 layers, vocabulary 32000; random
-    weights on the meta device through torch.export) with F8 weights: the fewest IPU21s
-    that hold it, the split, and the IPUConfig fragment (optimum-graphcore's fields,
-    IPU-LOWERING.md section 5: layers_per_ipu, ipus_per_replica, matmul_proportion)."""
+    weights on the meta device through torch.export) with F8 weights and F16
+    activations (the model itself is FP32, which tileplan would plan in F32 unless
+    told): the fewest IPU21s that hold it, the split, and the IPUConfig fragment
+    (optimum-graphcore's fields, IPU-LOWERING.md section 5: layers_per_ipu,
+    ipus_per_replica, matmul_proportion)."""
     from transformers import LlamaConfig
 
     folder = tmp_path / "llama-7b"
@@ -125,7 +130,8 @@ def test_a_7b_decoder_imported_on_the_meta_device_names_the_fewest_ipus(tmp_path
     LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
                 num_key_value_heads=32, vocab_size=32000).to_json_file(folder / "config.json")
     out = tmp_path / "l7.json"
-    assert main(["plan", str(folder / "config.json"), "--ipus", "auto", "--no-what-if", "-o", str(out)]) == 0
+    assert main(["plan", str(folder / "config.json"), "--weights", "f8f143:-4", "--activations", "f16",
+                 "--ipus", "auto", "--no-what-if", "-o", str(out)]) == 0
     text = capsys.readouterr().out
     config = json.loads((tmp_path / "l7.ipu_config.json").read_text())
     n = config["ipus_per_replica"]
