@@ -65,9 +65,17 @@ def test_the_reference_policy_frees_a_weight_after_its_last_use():
 
 
 def test_scratch_is_not_multiplied_by_the_repeat_count(f8_27):
+    """A step's scratch is one execution's: the encoder's steps, run 27 times, hold what
+    the same steps of a 2-layer tower hold; each product's temporaries within the
+    memory cap (27 times the largest would be over 1.3 MB)."""
     report = report_json(f8_27)
-    sums = [s for s in report["timeline"]["steps"] if s["operation"].startswith("Sum") and s["execution_count"] == 27]
-    assert sums and all(s["scratch"]["standard"] < 100_000 for s in sums)
+    block = [(s["operation"], s["scratch"]) for s in report["timeline"]["steps"] if s["execution_count"] == 27]
+    two = [(s["operation"], s["scratch"]) for s in report_json(plan(layers=2))["timeline"]["steps"]
+           if s["execution_count"] == 2]
+    assert block and block == two
+    products = [scratch for text, scratch in block if text.startswith("Matmul")]
+    assert len(products) == 4  # qkv, output, up, down
+    assert all(0 < scratch["standard"] + scratch["interleaved"] <= int(0.6 * 638976) for scratch in products)
 
 
 def test_f16_weights_get_an_honest_verdict_naming_steps_region_and_bytes():
@@ -90,22 +98,47 @@ def test_f16_weights_get_an_honest_verdict_naming_steps_region_and_bytes():
     assert over["worst"]["bytes_over"] == total["peak"] - report["budget_bytes"] == -total["margin"]
 
 
-def test_default_policy_keeps_the_reference_gemm_layouts_of_operation_0(reference_json):
-    mine = {v["id"]: v for v in report_json(plan(layers=4))["timeline"]["values"]}
-    ref = {v["id"]: v for v in reference_json["timeline"]["values"]}
-    steps = report_json(plan(layers=4))["timeline"]["steps"]
-    assert [s["operation"] for s in steps[:4]] == [s["operation"] for s in reference_json["timeline"]["steps"]]
-    for vid, v in ref.items():
-        if v["shard_bytes"] == SENTINEL:  # the vectors: representable now, tiled differently
-            assert mine[vid]["layout"] != v["layout"] and mine[vid]["shard_bytes"] is not None
-            blocks = math.prod(v["shape"]) // 4
-            layout = Layout.from_text(mine[vid]["layout"])
-            (axis,) = layout.tiling.axes
+def test_default_policy_plans_operation_0_as_poplin_and_rests_every_vector(reference_json):
+    """The reference's operation 0 (Convert, Copy, Copy, Gemm, Sum into the reference's
+    layouts) is the reference policy's (tests/test_plan_reference.py). The default
+    policy plans the patch embedding [729, 588] x [588, 1152] in F8 as poplin would:
+    the patches converted to F8, then one Matmul step. Its plan splits the 729 rows 23
+    ways (32 a tile), K 4 ways (147, padded to the F8 grain of 32: 160) and N 16 ways
+    (72, padded to the output grain of 16: 80): poplin's temporary is the row block
+    32 x 160 + the weight block 160 x 80 (F8, 1 B) + the partials 32 x 80 in F16:
+    5,120 + 12,800 + 5,120 = 23,040 B. As scratch: standard the two blocks (the weights
+    are spread, the rows split, so each tile receives its block) plus the input's
+    rearranged share (it rests spread, the plan splits N): ceil(729 x 588 / 1472) =
+    292 B; interleaved the partials, 5,120 B (their reduction over the 4 K partitions
+    fits in the operands' buffers, which are free by then)."""
+    report = report_json(plan(layers=4))
+    steps = [s for s in report["timeline"]["steps"] if s["source"] == 0]
+    assert [s["operation"].split(" ")[0] for s in steps] == ["Convert", "Matmul"]
+    matmul = steps[1]
+    for field in ("batch_split: 23,", "field_split: 1,", "in_split: 4,", "out_split: 16,", "serial: 1 out,",
+                  "temporary: 23040,", "accumulate: F16,"):
+        assert field in matmul["operation"], field
+    assert matmul["scratch"] == {"standard": 32 * 160 + 160 * 80 + math.ceil(729 * 588 / 1472),
+                                 "interleaved": 32 * 80 * 2}
+    # the 43 vectors the reference's resting layout could not represent: the MAP head's
+    # four one-row biases rest where their add (their first reader) lays out its
+    # [1, 1, N] output, which holds each once; every other vector's add broadcasts it
+    # over 729 rows (a replicated layout), so it rests compactly: a Linear tiling in
+    # 8-byte blocks (4 F16 elements), at most one partition a block, the rest replicas
+    mine = {v["name"]: v for v in report["timeline"]["values"]}
+    vectors = [v for v in reference_json["timeline"]["values"] if v["shard_bytes"] == SENTINEL]
+    assert len(vectors) == 43
+    created = {f"vit.map.{n}.bias" for n in ("attention.query", "attention.output", "mlp.up", "mlp.down")}
+    for v in vectors:
+        assert mine[v["name"]]["layout"] != v["layout"] and mine[v["name"]]["shard_bytes"] is not None
+        blocks = math.prod(v["shape"]) // 4
+        layout = Layout.from_text(mine[v["name"]]["layout"])
+        (axis,) = layout.tiling.axes
+        if v["name"] in created:
+            assert layout.tiling.replicas == 1 and axis.partitions == 1472, v["name"]
+        else:
             assert axis.partitions <= blocks and axis.padding is Padding.REJECT  # at most one partition a block
             assert axis.partitions * layout.tiling.replicas == 1472
-        else:
-            assert mine[vid]["layout"] == v["layout"], v["name"]
-            assert mine[vid]["shard_bytes"] == v["shard_bytes"], v["name"]
 
 
 def _attention_steps(report):
@@ -126,13 +159,31 @@ def test_streamed_attention_lowers_the_attention_peak():
 
 
 def test_packed_partials_are_not_rounded_to_elements():
-    native = report_json(plan(layers=1, packing="Native"))
-    packed = report_json(plan(layers=1, packing="Packed"))
+    """The reference's Gemm writes its K partials as a value in interleaved memory, each
+    shard rounded up to a 32 KiB element pair unless packed (the reference policy keeps
+    that lowering; it stops after operation 0, whose partials [4, 1, 729, 1152] are
+    4,608 B a tile)."""
+    native = report_json(plan(layers=1, packing="Native", policy_name="reference"))
+    packed = report_json(plan(layers=1, packing="Packed", policy_name="reference"))
     partials = lambda r: [v for v in r["timeline"]["values"] if v["class"].endswith("Interleaved")  # noqa: E731
                           and len(v["shape"]) == 4]
+    assert partials(native) and partials(packed)
     assert all(v["aligned_bytes"] % 32768 == 0 for v in partials(native))
-    assert all(v["aligned_bytes"] == v["shard_bytes"] for v in partials(packed))
+    assert all(v["aligned_bytes"] == v["shard_bytes"] == 4608 for v in partials(packed))
     assert packed["peak"]["interleaved"] < native["peak"]["interleaved"]
+
+
+def test_default_policy_partials_are_scratch_whatever_the_packing():
+    """With the default policy a product's partials are its Matmul step's interleaved
+    scratch, counted in elements (poplin's estimate): no partials value, nothing rounded
+    to element pairs, so the output packing changes no number."""
+    native = report_json(plan(layers=1, packing="Native"))
+    packed = report_json(plan(layers=1, packing="Packed"))
+    assert not [v for v in native["timeline"]["values"] if v["class"].endswith("Interleaved")]
+    matmuls = [s for s in native["timeline"]["steps"] if s["operation"].startswith("Matmul")]
+    assert matmuls and all(0 < s["scratch"]["interleaved"] < 32768 for s in matmuls)
+    strip = lambda r: [(s["scratch"], s["usage"]) for s in r["timeline"]["steps"]]  # noqa: E731
+    assert strip(native) == strip(packed) and native["peak"] == packed["peak"]
 
 
 def test_base_model_and_f8f152_plan_to_the_end():
