@@ -53,9 +53,16 @@ def test_each_step_text_says_its_kind_and_whether_it_exchanges(case: str) -> Non
         assert s.exchange == exchanges(s.operation), s
 
 
-def test_a_one_layer_block_names_its_bias_copies_after_the_family():
+def test_a_one_layer_block_names_its_values_after_the_family():
+    """A one-layer block reads each family through its one member (layer 0's), as the
+    embedding reads its own bias: the same signatures, replayed. What the block's
+    operations make is named after the block (`layer{i}`), never after that member;
+    and with the default policy no parameter is copied at all (each rests where its
+    first reader asks, or compactly, and a product reads its weights where they rest),
+    so the only new values beside results are the conversions for the AMP."""
     request, layout_policy = CASES["so400m-one-layer"]
     lowering = lower_program(request.program(), IPU21, policy(layout_policy), request.options)
-    names = {v.name for v in lowering.values}
-    assert "vit.encoder.layer{i}.mlp.down.bias [copy]" in names
-    assert "vit.encoder.layer0.mlp.down.bias [copy]" not in names
+    made = [v.name for v in lowering.values[lowering.declared:]]
+    assert "vit.encoder.layer{i}.mlp_norm [as F8]" in made and "vit.encoder.layer{i}.mlp.down.bias_add" in made
+    assert not any(n.startswith("vit.encoder.layer0.") for n in made)
+    assert not any("copy" in n for n in made)
