@@ -97,12 +97,15 @@ def test_a_sweep_reads_back_what_it_wrote():
     from tileplan.report.sections import Sweep
     from tileplan.report.whatif import sweep_section
 
+    # the section is built from (knobs, outcome, command) rows: the report layer does
+    # not know requests (the app layer passes each row's command)
     base = PlanRequest()
-    combos = [({"weights": w, "layers": n}, base.with_(weights=w, layers=n), Outcome(n == 2, "program", 5 * n, 10, 1,
-                                                                                        2, None))
+    combos = [({"weights": w, "layers": n}, Outcome(n == 2, "program", 5 * n, 10, 1, 2, None),
+               base.with_(weights=w, layers=n).command())
               for w in ("f8f143:-4", "f16") for n in (2, 27)]
-    doc = json.loads(json.dumps(sweep_section(base, ["weights", "layers"], combos).to_json()))
-    assert doc["knobs"] == ["weights", "layers"] and doc["rows"][1] == {
+    doc = json.loads(json.dumps(sweep_section(base.command(), ["weights", "layers"], combos).to_json()))
+    assert doc["base"] == base.command() and doc["knobs"] == ["weights", "layers"] and doc["rows"][1] == {
         "weights": "f8f143:-4", "layers": 27, "fits": False, "scope": "program", "peak": 135, "budget": 10,
-        "margin": -125, "tile": 1, "step": 2, "interleaved_peak": None, "command": combos[1][1].command()}
+        "margin": -125, "tile": 1, "step": 2, "interleaved_peak": None, "command": combos[1][2]}
+    assert doc["rows"][1]["command"] == "tileplan plan siglip-so400m-patch14-384 --layers 27 --weights f8f143:-4"
     assert Sweep.from_json(doc).to_json() == doc
