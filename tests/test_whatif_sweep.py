@@ -26,8 +26,10 @@ def test_f16_what_if_shows_which_knobs_make_it_fit(f16_rows):
     n = layers.request.layers
     assert layers.outcome.fits and 1 <= n < 27
     assert not base.with_(layers=n + 1).plan().verdict.fits  # the most that fit, not fewer
-    assert {r.knob for r in rows} == {"weights", "attention_products", "gemm_output_packing", "layers", "batch",
-                                      "batch on 2 IPUs", "available_memory_proportion"}
+    assert {r.knob for r in rows} == {"weights", "partials", "attention_products", "gemm_output_packing", "layers",
+                                      "batch", "batch on 2 IPUs", "available_memory_proportion"}
+    half = by_knob[("partials", "f16")]  # F16 weights: the products' partials in F16 (half partials)
+    assert half.request.partials == "f16" and half.request.weights == "f16"
     assert by_knob[("batch", "1")].value == "1 (none fit)"  # F16 weights alone overflow one IPU
     two = next(r for r in rows if r.knob == "batch on 2 IPUs")
     assert two.request.batch >= 1 and two.request.pipelined and two.outcome.fits
