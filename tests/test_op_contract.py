@@ -8,6 +8,14 @@ elements a block, blocks shared out as evenly as can be. So a [1, 8, 16] F16 ten
 (128 elements, 32 blocks) has 8 blocks = 32 elements on each tile; [2, 4, 4] (32
 elements, 8 blocks) 2 blocks = 8 elements; [1, 8] (8 elements, 2 blocks) at most 1
 block = 4 elements. Each case writes the arithmetic out in its comments.
+
+Matmuls with 2-D weights and convolutions lower two ways: with the default policy as
+poplin plans them (`tileplan.kernel.convplan`, one `Matmul` or `Conv` step whose
+scratch is the plan's temporary bytes), with the reference policy through the
+reference's GEMM partitioner (Convert, Copy into the AMP's layouts, Gemm, Sum; an
+im2col copy for a convolution): `lower(..., poplibs=False)` is the latter. On IPU21
+in F16 the AMP takes 16 input channels and 8 output channels a pass and accumulates
+in F32; in F8, 32 and 16, accumulating in F16.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import pytest
 
 from tileplan.kernel.context import Kernel
 from tileplan.kernel.fragment import Fragment, Operand, StepKind, ValueKind
+from tileplan.kernel.convplan import ConvPartition
 from tileplan.kernel.gemm import GemmPartition
 from tileplan.kernel.layouts import linear_layout
 from tileplan.kernel.options import AttentionProducts, Options
@@ -41,18 +50,23 @@ def spread(machine: Machine, precision: Precision) -> Layout:
 
 def lower(kind: str, ins: list[tuple[tuple[int, ...], Precision]], attrs: dict[str, Any] | None = None, *,
           machine: Machine = TILES4, options: Options = DEFAULTS, where: str = "spread",
-          dies: bool = False, precision: Precision = F16) -> tuple[OpPlan, Fragment]:
+          dies: bool = False, precision: Precision = F16, poplibs: bool = True,
+          declared: bool = False) -> tuple[OpPlan, Fragment]:
     """Plan and lower one operation. Inputs rest spread over the tiles (`where`
-    "spread") or where the plan wants them ("wanted"; spread where it has no wish);
-    none is a declared tensor; every input dies here when `dies`."""
+    "spread"), where the plan wants them ("wanted"; spread where it has no wish) or
+    where the policy would create them from the plan ("rest": the plan's resting
+    layout, spread where it has none); declared tensors (`declared`: never written in
+    place) or not; every input dies here when `dies`. `poplibs`: the default policy's
+    kernel (False: the reference policy's)."""
     op = Operation(0, 0, kind, "op", tuple(f"in{i}" for i in range(len(ins))), "op.out", (1,), precision,
                    tuple(sorted((attrs or {}).items())))
     op = replace(op, output_shape=infer_shape(op, [s for s, _ in ins]))
-    k = Kernel(machine, options)
+    k = Kernel(machine, options, poplibs=poplibs)
     plan = REGISTRY[kind].plan(k, op, [InputInfo(s, p, spread(machine, p), False) for s, p in ins])
-    layouts = [spread(machine, p) if where == "spread" or w is None else w
-               for (_, p), w in zip(ins, plan.wanted + (None,) * len(ins))]
-    operands = [[Operand(layout, s, p, None, False, f"in{i}")] for i, ((s, p), layout) in enumerate(zip(ins, layouts))]
+    chosen = {"spread": (None,) * len(ins), "wanted": plan.wanted, "rest": plan.rest}[where]
+    layouts = [spread(machine, p) if w is None else w for (_, p), w in zip(ins, chosen + (None,) * len(ins))]
+    operands = [[Operand(layout, s, p, None, declared, f"in{i}")]
+                for i, ((s, p), layout) in enumerate(zip(ins, layouts))]
     return plan, REGISTRY[kind].lower(k, op, plan, operands, tuple(dies for _ in ins))
 
 
@@ -64,11 +78,12 @@ def steps(fragment: Fragment) -> list[tuple[str, dict[str, int], bool]]:
 # matmul ---------------------------------------------------------------------------------
 
 def test_gemm_sums_its_k_partials_with_pk_plus_one_slices_of_f32():
+    # The reference policy's lowering.
     # [1, 16, 64] x [64, 2], F16 on 4 tiles (AMP: 16 rows, 16 input channels, F32 partials).
     # M is one block of 16 rows and N one column pair, so only K can split: pk = 4 gives
     # k_tile 16 and 16 x 16 x 8 (N in whole AMP passes of 8) = 2048 MACs a tile, half of
     # pk = 2's: the split is pm 1 x pk 4 x pn 1.
-    plan, fragment = lower("matmul", [((1, 16, 64), F16), ((64, 2), F16)], where="wanted")
+    plan, fragment = lower("matmul", [((1, 16, 64), F16), ((64, 2), F16)], where="wanted", poplibs=False)
     p = plan.detail
     assert isinstance(p, GemmPartition) and (p.pm, p.pk, p.pn) == (1, 4, 1)
     # temporary: left (16 x 16) and weight (16 x 2) blocks in F16, partials (16 x 2) in F32
@@ -81,7 +96,8 @@ def test_gemm_sums_its_k_partials_with_pk_plus_one_slices_of_f32():
 
 
 def test_gemm_converts_its_left_operand_to_the_weights_precision_in_place_when_it_dies():
-    _, fragment = lower("matmul", [((1, 16, 64), F16), ((64, 2), F8)], where="wanted", dies=True)
+    # The reference policy's lowering.
+    _, fragment = lower("matmul", [((1, 16, 64), F16), ((64, 2), F8)], where="wanted", dies=True, poplibs=False)
     converted = fragment.values[0]
     assert converted.kind is ValueKind.CONVERTED and converted.precision == F8
     assert converted.storage == converted.of  # F8 is narrower than F16 and x dies: written in place
@@ -92,10 +108,89 @@ def test_gemm_converts_its_left_operand_to_the_weights_precision_in_place_when_i
 
 
 def test_gemm_copies_operands_that_rest_elsewhere_into_the_amp_layouts():
-    _, fragment = lower("matmul", [((1, 16, 64), F16), ((64, 2), F16)])
+    # The reference policy's lowering.
+    _, fragment = lower("matmul", [((1, 16, 64), F16), ((64, 2), F16)], poplibs=False)
     assert [s[0] for s in steps(fragment)] == ["Copy", "Copy", "Gemm", "Sum"]
     copies = [v for v in fragment.values if v.kind is ValueKind.COPY]
     assert [(v.label, v.operand) for v in copies] == [("AMP copy", None), ("AMP copy", 1)]  # weights by operand
+
+
+def test_a_matmul_is_one_step_as_poplin_plans_it():
+    # The default policy's lowering. [1, 64, 16] x [16, 8], F16 on 4 tiles, both operands
+    # spread. Partitions of M x K x N over 4 tiles, cycles as convplan counts them (MACs
+    # padded to the grains at 16 x 8 / 2 = 64 a cycle, received bytes at 4 a cycle, 2000
+    # a serial iteration, a K split's partials reduced):
+    #   M/4: 16 rows x 16 x 8 / 64 = 32, receives 16 x 16 + 16 x 8 (the weights are
+    #        broadcast when rows split) F16 = 768 B: 192; 2224 in all
+    #   M/2 x N/2: 64 + 320 + 2000 = 2384; M/2 x K/2: 64 + 320 + reduction 128 + 2000
+    #   = 2512; K/4 (4 channels padded to 16): 128 + 512 + 384 + 2000 = 3024; N/4 (2
+    #   padded to 8): 128 + 512 + 2000 = 2640; K/2 x N/2: 2896
+    # so M/4. Per tile: the row block 16 x 16, the weight block 16 x 8, partials 16 x 8:
+    # temporary (256 + 128) x 2 B + 128 x 4 B = 1280.
+    plan, fragment = lower("matmul", [((1, 64, 16), F16), ((16, 8), F16)])
+    cp = plan.detail
+    assert isinstance(cp, ConvPartition)
+    assert (cp.batch_split, cp.in_split, cp.out_split, cp.serial) == (4, 1, 1, 1)
+    assert (cp.input_elements, cp.weight_elements, cp.partial_elements) == (16 * 16, 16 * 8, 16 * 8)
+    assert plan.temporary == cp.temp_bytes == (256 + 128) * 2 + 128 * 4 == 1280
+    # rows split: the weights are not created in the plan's layout (each tile receives
+    # its block); the output spread; one exchanging step, poplin's temporaries as scratch:
+    # the blocks in standard memory, the partials in interleaved (N not split: the input
+    # is read where it rests; K not split: no reduction)
+    assert plan.rest == (None, None)
+    assert steps(fragment) == [("Matmul", {"standard": 256 * 2 + 128 * 2, "interleaved": 128 * 4}, True)]
+    assert [v.kind for v in fragment.values] == [ValueKind.RESULT]
+    text = fragment.steps[0].text
+    assert text.startswith("Matmul { multiply: F16, accumulate: F32, batch_split: 4, field_split: 1, in_split: 1, ")
+    assert "temporary: 1280," in text
+
+
+def test_weights_created_in_the_plan_s_layout_are_read_in_place():
+    # [1, 2, 64] x [64, 64], F16 on 4 tiles: 2 rows cannot be split usefully, so N splits
+    # 4 ways (16 columns, 2 passes of 8): row block 2 x 64, weight block 64 x 16,
+    # partials 2 x 16: temporary (128 + 1024) x 2 + 32 x 4 = 2432. Rows are not split, so
+    # the weights are created in the plan's layout (`createMatMulInputRHS`): each tile
+    # holds its block, the step receives none. The input rests spread and N splits: each
+    # tile keeps a rearranged copy of its share of the input, 128 / 4 x 2 B = 64.
+    plan, fragment = lower("matmul", [((1, 2, 64), F16), ((64, 64), F16)], where="rest")
+    cp = plan.detail
+    assert (cp.batch_split, cp.in_split, cp.out_split, cp.serial) == (1, 1, 4, 1)
+    assert cp.temp_bytes == (2 * 64 + 64 * 16) * 2 + 2 * 16 * 4 == 2432
+    assert plan.rest[1] is not None and plan.rest[1].tiling.replicas == 1  # held once
+    assert steps(fragment) == [("Matmul", {"standard": 2 * 64 * 2 + 64, "interleaved": 2 * 16 * 4}, True)]
+    # the same weights resting spread instead: each tile receives its block, 64 x 16 x 2 B
+    _, fragment = lower("matmul", [((1, 2, 64), F16), ((64, 64), F16)])
+    assert steps(fragment) == [("Matmul", {"standard": 2 * 64 * 2 + 64 * 16 * 2 + 64,
+                                           "interleaved": 2 * 16 * 4}, True)]
+
+
+def test_a_k_split_reduces_its_partials_within_the_operands_buffers():
+    # [1, 16, 64] x [64, 2], F16 on 4 tiles: K splits 4 ways (16 channels a tile), 16
+    # rows, N padded to 8: blocks 16 x 16 and 16 x 8, partials 16 x 8 F32 = 512 B, the
+    # same 512 B each tile receives to reduce them (poplin max's the phases:
+    # max(768 + 512, 2 x 512) = 1280). With the weights in the plan's layout the step
+    # holds the row block, 512 B, and the partials; the received partials fit in the
+    # operands' buffers, free by then: nothing more.
+    plan, fragment = lower("matmul", [((1, 16, 64), F16), ((64, 2), F16)], where="rest")
+    cp = plan.detail
+    assert (cp.batch_split, cp.in_split, cp.out_split) == (1, 4, 1) and cp.temp_bytes == 1280
+    assert steps(fragment) == [("Matmul", {"standard": 16 * 16 * 2, "interleaved": 16 * 8 * 4}, True)]
+
+
+def test_a_matmul_converts_its_left_operand_in_place_unless_it_is_a_declared_tensor():
+    # F16 x F8 weights: x converted to F8 first (the AMP multiplies one precision), in
+    # place when it dies here and is narrower, never over a declared tensor (the model's
+    # input, a parameter: always live, never written in place)
+    _, fragment = lower("matmul", [((1, 16, 64), F16), ((64, 2), F8)], dies=True)
+    converted = fragment.values[0]
+    assert converted.kind is ValueKind.CONVERTED and converted.precision == F8
+    assert converted.storage == converted.of
+    assert [s[0] for s in steps(fragment)] == ["Convert", "Matmul"]
+    assert "multiply: F8F143 { scale_exponent: -4 }, accumulate: F16," in fragment.steps[1].text
+    _, fragment = lower("matmul", [((1, 16, 64), F16), ((64, 2), F8)], dies=True, declared=True)
+    assert fragment.values[0].kind is ValueKind.CONVERTED and fragment.values[0].storage is None
+    _, fragment = lower("matmul", [((1, 16, 64), F16), ((64, 2), F8)], dies=False)
+    assert fragment.values[0].storage is None  # read again later: converted apart
 
 
 def test_a_batched_product_receives_the_rows_and_columns_its_output_run_needs():
@@ -115,6 +210,15 @@ def test_a_broadcast_operand_of_a_spread_output_is_received_as_scratch():
     assert steps(fragment) == [("Binary", {"standard": 16 * 2}, True)]
     assert fragment.steps[0].text == "Binary { op: Add, broadcast: true, in_place: true, exchange: true }"
     assert fragment.values[0].storage is not None  # x dies: the sum is written over it
+
+
+def test_a_declared_tensor_is_never_written_in_place():
+    # x [1, 8, 16] + y [1, 8, 16]: in place over x when x dies here, but not when x is a
+    # declared tensor (a parameter is always live; the model's input is its caller's)
+    _, fragment = lower("add", [((1, 8, 16), F16), ((1, 8, 16), F16)], dies=True)
+    assert fragment.values[0].storage is not None and "in_place: true" in fragment.steps[0].text
+    _, fragment = lower("add", [((1, 8, 16), F16), ((1, 8, 16), F16)], dies=True, declared=True)
+    assert fragment.values[0].storage is None and "in_place: false" in fragment.steps[0].text
 
 
 def test_unary_and_same_shape_binary_steps_have_no_scratch():
@@ -203,12 +307,13 @@ def test_a_view_that_keeps_the_layout_shares_its_input_and_a_real_one_copies():
 # convolution and pooling ----------------------------------------------------------------
 
 def test_a_convolution_is_its_implicit_gemm():
+    # The reference policy's lowering (im2col: the input expanded into its [M, K] operand).
     # x [1, 2, 4, 4], w [4, 2, 2, 2], stride 2 -> [1, 4, 2, 2] on one tile: M = 2 x 2
     # positions, K = 2 x 2 x 2, N = 4, one partition each. F16 accumulates in F32, so
     # the Sum stays: (1 + 1) x 16 output elements x 4 B, plus the bias added, min(4, 16)
     # x 2 B: 128 + 8 = 136.
     plan, fragment = lower("conv", [((1, 2, 4, 4), F16), ((4, 2, 2, 2), F16), ((4,), F16)],
-                           {"strides": (2, 2)}, machine=TILE1)
+                           {"strides": (2, 2)}, machine=TILE1, poplibs=False)
     assert (plan.detail.pm, plan.detail.pk, plan.detail.pn) == (1, 1, 1)
     assert steps(fragment) == [("Copy", {}, True), ("Copy", {}, True), ("Gemm", {}, False),
                                ("Sum", {"standard": 2 * 16 * 4 + 4 * 2}, True)]
@@ -216,11 +321,68 @@ def test_a_convolution_is_its_implicit_gemm():
 
 
 def test_a_depthwise_convolution_receives_windows_and_weights():
+    # The reference policy's lowering.
     # x [1, 2, 4, 4], w [2, 1, 3, 3], 2 groups, pads 1 -> [1, 2, 4, 4]: 32 elements
     # spread, e = 8 a tile; a window of 1 x 3 x 3 = 9. Input min(32, 8 x 9) = 32, weights
     # min(18, 72) = 18, both F16; 8 F32 partials: 64 + 36 + 32 = 132.
-    _, fragment = lower("conv", [((1, 2, 4, 4), F16), ((2, 1, 3, 3), F16)], {"groups": 2, "pads": (1, 1, 1, 1)})
+    _, fragment = lower("conv", [((1, 2, 4, 4), F16), ((2, 1, 3, 3), F16)], {"groups": 2, "pads": (1, 1, 1, 1)},
+                        poplibs=False)
     assert steps(fragment) == [("GroupedConv", {"standard": 32 * 2 + 18 * 2 + 8 * 4}, True)]
+
+
+def test_a_convolution_is_one_step_as_poplin_plans_it():
+    # The default policy's lowering: no im2col. x [1, 2, 4, 4], w [4, 2, 2, 2], stride 2,
+    # bias [4] -> [1, 4, 2, 2] on one tile: no split. The tile's 2 x 2 output positions
+    # need an input window of (2 - 1) x 2 + (2 - 1) + 1 = 4 rows and columns, 2 channels
+    # padded to the F16 grain of 16: 4 x 4 x 16 = 256 elements; the weights 2 x 2 kernel
+    # positions x 16 x 8 (4 output channels padded to 8) = 512; partials 4 x 8 in F32.
+    # Temporary (256 + 512) x 2 + 32 x 4 = 1664. The step: the window (standard), the
+    # weights not broadcast (one tile: they are where they rest), the partials
+    # (interleaved); the bias read by the same step.
+    plan, fragment = lower("conv", [((1, 2, 4, 4), F16), ((4, 2, 2, 2), F16), ((4,), F16)],
+                           {"strides": (2, 2)}, machine=TILE1)
+    cp = plan.detail
+    assert isinstance(cp, ConvPartition) and cp.tiles == 1 and not cp.broadcasts_weights
+    assert (cp.input_elements, cp.weight_elements, cp.partial_elements) == (256, 512, 32)
+    assert plan.temporary == (256 + 512) * 2 + 32 * 4 == 1664
+    assert steps(fragment) == [("Conv", {"standard": 256 * 2, "interleaved": 32 * 4}, True)]
+    assert len(fragment.steps[0].reads) == 3 and [v.kind for v in fragment.values] == [ValueKind.RESULT]
+
+
+def test_a_convolution_that_splits_its_batch_broadcasts_the_weights():
+    # x [2, 16, 8, 8], w [16, 16, 3, 3], pads 1 -> [2, 16, 8, 8], F16 on 4 tiles: the
+    # plan splits the batch 2 ways and the output channels 2 ways. A tile: 1 image, all 8
+    # x 8 positions, a window of (8 - 1) + (3 - 1) + 1 = 10 x 10 x 16 channels = 1600
+    # elements; weights 9 x 16 x 8 = 1152, received (the batch is split: every image's
+    # tiles need them); partials 64 x 8 F32. Temporary (1600 + 1152) x 2 + 512 x 4 =
+    # 7552. The input rests spread and the output channels split: each tile also keeps
+    # its share of the rearranged input, 2048 / 4 x 2 B = 1024.
+    plan, fragment = lower("conv", [((2, 16, 8, 8), F16), ((16, 16, 3, 3), F16)], {"pads": (1, 1, 1, 1)})
+    cp = plan.detail
+    assert (cp.batch_split, cp.field_split, cp.in_split, cp.out_split) == (2, (1, 1), 1, 2)
+    assert cp.broadcasts_weights and (cp.input_elements, cp.weight_elements, cp.partial_elements) == (1600, 1152, 512)
+    assert plan.temporary == (1600 + 1152) * 2 + 512 * 4 == 7552
+    assert steps(fragment) == [("Conv", {"standard": (1600 + 1152) * 2 + 1024, "interleaved": 512 * 4}, True)]
+    # the output stays where the plan computed it: images over 2, channels over 2
+    out = fragment.values[0].layout
+    assert [a.partitions for a in out.tiling.axes] == [2, 2, 1, 1]
+
+
+def test_a_depthwise_convolution_combines_its_groups():
+    # The default policy: x [1, 2, 4, 4], w [2, 1, 3, 3], 2 groups of one channel, pads
+    # 1, F16 on 4 tiles. poplin combines the groups into one of 2 channels (the F16 AMP
+    # takes 16 input channels a pass: up to 16 groups of one channel combine), weights
+    # padded off the block diagonal. The plan splits the 2 output channels 4 ways (the
+    # tiles past the channels idle; splitting the field would broadcast the weights,
+    # slower). A tile: all 4 x 4 positions, window 6 x 6 x 16 = 576, weights 9 x 16 x 8
+    # = 1152 (not broadcast), partials 16 x 8 F32: temporary (576 + 1152) x 2 + 128 x 4 =
+    # 3968; the step: the window and its share of the rearranged input (32 / 4 x 2 B).
+    plan, fragment = lower("conv", [((1, 2, 4, 4), F16), ((2, 1, 3, 3), F16)], {"groups": 2, "pads": (1, 1, 1, 1)})
+    cp = plan.detail
+    assert cp.combine == 2 and cp.group_split == 1 and cp.out_split == 4
+    assert (cp.input_elements, cp.weight_elements, cp.partial_elements) == (576, 1152, 128)
+    assert plan.temporary == (576 + 1152) * 2 + 128 * 4 == 3968
+    assert steps(fragment) == [("Conv", {"standard": 576 * 2 + 16, "interleaved": 128 * 4}, True)]
 
 
 def test_pooling_receives_its_windows():
