@@ -10,16 +10,18 @@ The program is a long chain of MLP blocks over a modest activation [1, rows, hid
     h = h + d                              (the residual)
 
 seven operations per block. Its size is counted in graph values: the input, the
-parameters and one result per operation (`graph_values`); the planner's timeline has
-more (each parameter read is re-laid out by a `Copy`, a Gemm adds its partials), about
-2.5 per graph value with the default sizes (benchmarks/plan_time.py prints both).
+parameters and one result per operation (`graph_values`); with the default policy the
+planner's timeline has one value per graph value with F16 weights (a matmul is one
+step reading its operands where they rest, its partials scratch), a few more with F8
+or F32 weights (the norm's and the gelu's results converted for the AMP)
+(benchmarks/plan_time.py prints both counts).
 
-Why the live sets stay bounded: a declared tensor is live from the first step until
-its last read, so parameters of their own per block would all be live at step 0 and
-the live sets (and the report, which lists them per step) would grow with the
-program. The blocks therefore share `shared` parameter sets, block j reading set
-j mod `shared`: every step holds at most those 6 x `shared` parameters, the block's
-input, and the few activations and copies of the current operation. Every other
+Why the live sets stay bounded: parameters are live for the whole program, so
+parameters of their own per block would all be live at every step and the live sets
+(and the report, which lists them per step) would grow with the program. The blocks
+therefore share `shared` parameter sets, block j reading set j mod `shared`: every
+step holds those 6 x `shared` parameters, the block's input, and the few activations
+of the current operation. Every other
 result dies within its block, a block's output within the next. So the peaks do not
 grow with the program; only the exchange code does (one row per exchanging step, see
 `tileplan.planner.exchange`), and a long enough chain no longer fits for that alone.
@@ -33,15 +35,12 @@ As a named model, `synthetic:N` (`tileplan plan synthetic:100000`) is the chain 
 about N TIMELINE values (the report's `values`, what the scale figures count), default
 shapes and four sets. `config_for_timeline` converts N to graph values: it lowers a
 sample chain of five blocks once per weight precision (IPU21, the default policy; a
-few milliseconds) and counts the timeline values each operation of a block makes (with
-F16 weights 1, 4, 2, 1, 4, 2, 2: the layernorm's result; a Gemm's result, its weight's
-re-laid-out copy, its partials and one more; a bias add's copy of the bias and its
-result; ...: 16 per block of 7 graph values, a ratio of 16/7 = 2.286; with F8 or F32
-weights 18, the norm's and the gelu's results converted for the AMP), then takes the
-whole blocks and the prefix of one more whose count is nearest N. The planned count is
-then N to within 2 values (half the most one operation makes; 1 % of N from N = 200
-up) whatever the machine, as the values an operation makes do not depend on the tile
-count; N is at least the smallest chain's 89 values (97 with F8 weights).
+few milliseconds) and counts the timeline values each operation of a block makes (one
+each with F16 weights; two for the norm and the gelu with F8 or F32 weights), then
+takes the whole blocks and the prefix of one more whose count is nearest N. The
+planned count is then N to within half the most one operation makes, whatever the
+machine, as the values an operation makes do not depend on the tile count; N is at
+least the smallest chain's (`smallest_timeline`, 53 values with F16 weights).
 """
 
 from __future__ import annotations

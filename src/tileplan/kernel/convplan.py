@@ -37,6 +37,13 @@ simple enough to read:
   (`stepMemBound *= 2`, still the fewest cycles), then the fewest cycles of all.
   The chosen plan says whether it kept to the first bound (`within_cap`).
 
+Input channels that do not fill the AMP's grain (an image's three) are widened by
+poplin's `expandDims`: a field dimension's kernel positions become input channels
+(a ViT patch embedding, stride = kernel, becomes its [729, 588] matmul exactly); the
+expanded input is a copy held during the step (its share per tile counted in the
+temporary bytes), and each output position then reads its own column. The sets
+tried are none, each dimension, and all of them.
+
 Depthwise convolutions combine groups into one AMP group (`combineConvGroupsFactor`,
 tried when a group has one input channel, or two in F16; poplibs ConvPlan.cpp
 `getCombineConvGroupCandidates`): `F = min(groups, input grain / input channels)`
@@ -119,7 +126,8 @@ class ConvPartition:
     split (`serial`, over `serial_dim` "out" or "in"), the per-tile sizes of one
     serial iteration in elements (channels rounded up to the AMP's grains), the
     temporary bytes and cycles, and whether it kept to the first bound. `combine`:
-    groups combined into one AMP group (depthwise)."""
+    groups combined into one AMP group (depthwise). `expanded`: field dimensions folded
+    into the input channels (their input elements then counted by output position)."""
 
     shape: ConvShape
     batch_split: int
@@ -137,6 +145,10 @@ class ConvPartition:
     temp_bytes: int
     cycles: int
     within_cap: bool
+    #: the field dimensions whose kernel positions became input channels (poplin's
+    #: `expandDims`), and the bytes per tile of that expanded input copy
+    expanded: tuple[int, ...] = ()
+    transform_bytes: int = 0
 
     @property
     def tiles(self) -> int:
@@ -179,16 +191,87 @@ def plan_conv(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply
         raise ConvPlanningError(e.detail, name) from None
 
 
+def _expansions(shape: ConvShape, in_chans: int, grain: int) -> list[tuple[int, ...]]:
+    """The sets of field dimensions poplin tries to expand (`getExpandDimsCandidates`):
+    none, and when the input channels do not fill the AMP's grain, each dimension with
+    a kernel wider than 1 alone and all of them (a dimension whose input is narrower
+    than its kernel is never expanded)."""
+    dims = [d for d in range(len(shape.field)) if shape.kernel[d] > 1]
+    if in_chans >= grain or not dims:
+        return [()]
+    out: list[tuple[int, ...]] = [(), *((d,) for d in dims)]
+    if len(dims) > 1:
+        out.append(tuple(dims))
+    return out
+
+
 @lru_cache(maxsize=4096)
 def _plan(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_bytes: int, partial_bytes: int,
           tile_bytes: int, proportion: float | None) -> ConvPartition:
-    ig, og = geometry.input_channels, geometry.output_channels
+    ig = geometry.input_channels
     combine = 1
     # combineConvGroupsFactor: one input channel a group (FP32), one or two (F16)
     if shape.groups > 1 and shape.in_chans <= (2 if ig >= 16 else 1):
         combine = min(shape.groups, max(1, ig // shape.in_chans))
+    options = [_candidates(shape, e, combine, tile_count, geometry, multiply_bytes, partial_bytes)
+               for e in _expansions(shape, shape.in_chans * combine, ig)]
+    temps = np.concatenate([t for o in options for t in o.temps])
+    cycles = np.concatenate([c for o in options for c in o.cycles])
+    cap = None if proportion is None else int(proportion * tile_bytes)
+    bound = cap
+    while True:
+        ok = np.ones(len(temps), dtype=bool) if bound is None else temps <= bound
+        if ok.any():
+            idx = np.flatnonzero(ok)
+            chosen = int(idx[np.lexsort((temps[idx], cycles[idx]))[0]])
+            break
+        assert bound is not None, "the unbounded search keeps every candidate"
+        bound = bound * 2 if bound * 2 < 2 * tile_bytes else None
+    for o in options:
+        size = sum(len(t) for t in o.temps)
+        if chosen < size:
+            return o.partition(chosen, cap)
+        chosen -= size
+    raise AssertionError("the chosen candidate is one of the options'")
+
+
+@dataclass
+class _Options:
+    """The candidates of one expansion set: per (serial dimension, serial split) block,
+    the per-split arrays; `partition` makes the chosen one a `ConvPartition`."""
+
+    shape: ConvShape
+    expanded: tuple[int, ...]
+    combine: int
+    splits: np.ndarray
+    positions: np.ndarray
+    out_t_all: np.ndarray
+    group_t: np.ndarray
+    transform: np.ndarray
+    blocks: list[tuple]
+    temps: list[np.ndarray]
+    cycles: list[np.ndarray]
+
+    def partition(self, chosen: int, cap: int | None) -> ConvPartition:
+        block, row = divmod(chosen, len(self.splits))
+        dim, serial, inputs, weights, partials = self.blocks[block]
+        temp, cyc = int(self.temps[block][row]), int(self.cycles[block][row])
+        dims = len(self.shape.field)
+        s = self.splits[row]
+        return ConvPartition(
+            self.shape, int(s[0]), tuple(int(f) for f in s[1:1 + dims]), int(s[1 + dims]), int(s[2 + dims]),
+            int(s[3 + dims]), serial, dim, self.combine, int(inputs[row]), int(weights[row]), int(partials[row]),
+            int(self.positions[row] * self.out_t_all[row] * self.group_t[row]), temp, cyc,
+            cap is None or temp <= cap, self.expanded, int(self.transform[row]))
+
+
+def _candidates(shape: ConvShape, expanded: tuple[int, ...], combine: int, tile_count: int, geometry: AmpGeometry,
+                multiply_bytes: int, partial_bytes: int) -> _Options:
+    ig, og = geometry.input_channels, geometry.output_channels
     groups = -(-shape.groups // combine)
-    in_chans, out_chans = shape.in_chans * combine, shape.out_chans * combine
+    kernel_dims = [1 if d in expanded else k for d, k in enumerate(shape.kernel)]
+    in_chans = shape.in_chans * combine * math.prod(shape.kernel[d] for d in expanded)
+    out_chans = shape.out_chans * combine
     dims = len(shape.field)
     # the dimensions split in parallel: batch, field..., in, out, groups; a field or
     # group dimension of 1 is never split (a matmul's field, a convolution of one group)
@@ -207,13 +290,23 @@ def _plan(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_byt
     group_t = _ceil(groups, group_s)
     window = np.ones(len(splits), dtype=np.int64)
     positions = batch_t.copy()
+    expanded_elements = shape.batch * in_chans * groups
     for d in range(dims):
-        window *= (field_t[:, d] - 1) * shape.stride[d] + (shape.kernel[d] - 1) * shape.dilation[d] + 1
+        if d in expanded:  # the expanded input holds one column per output position
+            window *= field_t[:, d]
+            expanded_elements *= shape.field[d]
+        else:
+            window *= (field_t[:, d] - 1) * shape.stride[d] + (shape.kernel[d] - 1) * shape.dilation[d] + 1
+            expanded_elements *= (shape.field[d] - 1) * shape.stride[d] + (shape.kernel[d] - 1) * \
+                shape.dilation[d] + 1
         positions *= field_t[:, d]
-    kernel = math.prod(shape.kernel)
+    # the expanded input is a copy of its own (`expandDims`, a transform held by the step)
+    transform = np.full(len(splits), -(-expanded_elements // tile_count) * multiply_bytes if expanded else 0,
+                        dtype=np.int64)
+    kernel = math.prod(kernel_dims)
     in_t_all = _ceil(in_chans, in_s)
     out_t_all = _ceil(out_chans, out_s)
-    candidates: list[tuple] = []
+    out = _Options(shape, expanded, combine, splits, positions, out_t_all, group_t, transform, [], [], [])
     for dim in ("out", "in"):
         for serial in SERIAL_SPLITS:
             if serial > 1 and (dim == "out" and serial * og > out_chans or dim == "in" and serial * ig > in_chans):
@@ -224,7 +317,7 @@ def _plan(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_byt
             inputs = batch_t * window * in_p * group_t
             weights = kernel * in_p * out_p * group_t
             partials = positions * out_p * group_t
-            temp = (inputs + weights) * multiply_bytes + partials * partial_bytes
+            temp = (inputs + weights) * multiply_bytes + partials * partial_bytes + transform
             if dim == "in" and serial > 1:
                 temp = temp + positions * out_t_all * group_t * partial_bytes
             # a parallel input-channel split reduces the partials across tiles: each tile
@@ -232,31 +325,15 @@ def _plan(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_byt
             temp = np.where(in_s > 1, np.maximum(temp, 2 * partials * partial_bytes), temp)
             compute = positions * group_t * in_p * out_p * kernel // max(1, ig * og // 2)
             received = inputs * multiply_bytes + np.where(batch_s * np.prod(field_s, axis=1) > 1,
-                                                          weights * multiply_bytes, 0)
+                                                          weights * multiply_bytes, 0) + transform
             reduce = np.where(in_s > 1, partials * partial_bytes * (in_s - 1) // in_s, 0)
             accumulate = partials * serial if dim == "in" and serial > 1 else 0  # adding each iteration's partials
             cycles = (serial * (compute + received // EXCHANGE_BYTES_PER_CYCLE + ITERATION_CYCLES) + accumulate
                       + reduce // EXCHANGE_BYTES_PER_CYCLE)
-            candidates.append((dim, serial, in_t, out_t, inputs, weights, partials, temp, cycles))
-    temps = np.concatenate([c[7] for c in candidates])
-    cycles = np.concatenate([c[8] for c in candidates])
-    cap = None if proportion is None else int(proportion * tile_bytes)
-    bound = cap
-    while True:
-        ok = np.ones(len(temps), dtype=bool) if bound is None else temps <= bound
-        if ok.any():
-            idx = np.flatnonzero(ok)
-            chosen = int(idx[np.lexsort((temps[idx], cycles[idx]))[0]])
-            break
-        assert bound is not None, "the unbounded search keeps every candidate"
-        bound = bound * 2 if bound * 2 < 2 * tile_bytes else None
-    block, row = divmod(chosen, len(splits))
-    dim, serial, in_t, out_t, inputs, weights, partials, temp, cyc = candidates[block]
-    return ConvPartition(
-        shape, int(batch_s[row]), tuple(int(f) for f in field_s[row]), int(in_s[row]), int(out_s[row]),
-        int(group_s[row]), serial, dim, combine, int(inputs[row]), int(weights[row]), int(partials[row]),
-        int(positions[row] * out_t_all[row] * group_t[row]), int(temp[row]), int(cyc[row]),
-        cap is None or int(temp[row]) <= cap)
+            out.blocks.append((dim, serial, inputs, weights, partials))
+            out.temps.append(temp)
+            out.cycles.append(cycles)
+    return out
 
 
 # What a plan's step holds ------------------------------------------------------------
@@ -338,7 +415,8 @@ def conv_output_layout(cp: ConvPartition, channels: int, rank: int, prefix: str)
 def plan_text(kind: str, cp: ConvPartition, multiply: str, accumulate: str) -> str:
     """The step's text: what poplin's plan is (`Matmul { ... }`, `Conv { ... }`)."""
     field = " x ".join(str(f) for f in cp.field_split)
+    expand = " x ".join(str(d) for d in cp.expanded) or "none"
     return (f"{kind} {{ multiply: {multiply}, accumulate: {accumulate}, batch_split: {cp.batch_split}, "
             f"field_split: {field}, in_split: {cp.in_split}, out_split: {cp.out_split}, "
             f"group_split: {cp.group_split}, serial: {cp.serial} {cp.serial_dim}, combine: {cp.combine}, "
-            f"temporary: {cp.temp_bytes}, exchange: true }}")
+            f"expand: {expand}, temporary: {cp.temp_bytes}, exchange: true }}")

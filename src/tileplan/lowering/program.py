@@ -58,8 +58,9 @@ class Lowering:
     failed: tuple[int, str] | None
     #: (first, last) step of each repeat block: its steps run once per iteration
     blocks: tuple[tuple[int, int], ...] = ()
-    #: members 1..n-1 of the parameter families read in repeat blocks: the
-    #: iterations after the first still need them when a block step has read them
+    #: values the iterations after the first still need when a block step has read
+    #: them: members 1..n-1 of the parameter families read in repeat blocks, and the
+    #: values made before a block that every iteration reads (`reads_every_iteration`)
     later_members: frozenset[int] = frozenset()
     #: products planned over the temporary-memory cap: (operation, name, bytes per tile)
     over_cap: tuple[tuple[int, str, int], ...] = ()
@@ -143,6 +144,16 @@ def place_tensors(k: Kernel, timeline: Timeline, program: Program, plans: dict[i
 NEVER = 1 << 62
 
 
+def reads_every_iteration(name: str, block: RepeatBlock, declared: set[str]) -> bool:
+    """Whether every iteration of `block` reads tensor `name` as it is: made before the
+    block (a rotary table, a mask, a shared parameter), not a family (iteration i reads
+    member i) and not the carried tensor (only the first iteration reads it; later ones
+    the iteration before's output)."""
+    if "{i}" in name and family_member(name, block.first) in declared:
+        return False
+    return name != block.carried_in and all(name != o.output for o in block.body)
+
+
 def last_readers(program: Program, always_live: bool = False) -> dict[str, int]:
     """For each name, the index of the last operation reading it (outputs, and with
     `always_live` the parameters and the families of them a repeat block reads: never
@@ -158,6 +169,8 @@ def last_readers(program: Program, always_live: bool = False) -> dict[str, int]:
             last[name] = op.index
             if parameters and _members(name, block, declared)[0] in parameters:
                 last[name] = NEVER
+            elif block is not None and reads_every_iteration(name, block, declared):
+                last[name] = max(last[name], block.body[-1].index)
     for name in program.outputs:
         last[name] = NEVER
     source: dict[str, str] = {}
@@ -209,8 +222,10 @@ def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int,
             ins = [binding[name] for name in op.inputs]
         else:
             ins = [tuple(v for m in _members(name, block, declared_names) for v in binding[m]) for name in op.inputs]
-            for family in ins:
+            for name, family in zip(op.inputs, ins):
                 out.later_members.update(family[1:])
+                if reads_every_iteration(name, block, declared_names):
+                    out.later_members.update(family)
         members = [values[v] for ids in ins for v in ids]
         dies = tuple([last.get(name) == op.index for name in op.inputs])
         plan = plans[op.index]

@@ -163,12 +163,19 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     """One `Conv` step reading the input and the weights where they rest (and the
     bias), writing the output in the plan's layout. Scratch per tile and serial
     iteration (`ConvPartition`): the input window `input_elements` (channels padded to
-    the AMP's grain) and, when the plan broadcasts them, the weights block
+    the AMP's grain), the input's rearranged share when it rests in a linear mapping
+    and the plan splits the output channels (`convplan.rearranged_bytes`), the
+    expanded input's share when the plan expands field dimensions
+    (`transform_bytes`) and, when the plan broadcasts them, the weights block
     `weight_elements`, in the multiply precision, in standard memory; the partials
     `partial_elements` in the accumulate precision (with a serial input-channel split
-    also the output accumulated across iterations), in interleaved memory. An input
-    in another precision than the weights is converted within the window (the window
-    is counted in the multiply precision)."""
+    also the output accumulated across iterations, with a parallel one the received
+    partials beyond the operands' buffers: `convplan.partials_scratch`), in
+    interleaved memory. The weights rest spread over the tiles, which holds as many
+    bytes a tile as poplin's `createWeights` layout when the plan does not broadcast
+    them (each tile its block): then they count no scratch. An input in another
+    precision than the weights is converted within the window (counted in the
+    multiply precision)."""
     cp = plan.detail
     assert isinstance(cp, convplan.ConvPartition), cp
     b = FragmentBuilder(operands)
@@ -177,6 +184,7 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     accumulate = Precision(k.amp(multiply).accumulate)
     standard = (cp.input_elements + (cp.weight_elements if cp.broadcasts_weights else 0)) * multiply.bytes
     standard += convplan.rearranged_bytes(cp, b.layout(reads[0]), b.shape(reads[0]), multiply.bytes, k.tile_count)
+    standard += cp.transform_bytes
     interleaved = convplan.partials_scratch(cp, standard, accumulate.bytes)
     out = write_result(b, op, plan.output)
     b.step(StepKind.CONV, convplan.plan_text("Conv", cp, multiply.to_text(), accumulate.to_text()), reads, (out,),

@@ -138,10 +138,13 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     """`Convert` x to the weights' precision when it differs (in place when narrower,
     x dies here and its storage is not a declared tensor's), then one `Matmul` step.
     Scratch, per tile and serial iteration (`ConvPartition`): the left block
-    `input_elements` and, unless the weights rest in the plan's layout, the weight
-    block `weight_elements`, both in the multiply precision, in standard memory; the
-    partials `partial_elements` in the accumulate precision (with a serial input-channel
-    split also the output accumulated across iterations, `output_elements`), in
+    `input_elements`, the left operand's rearranged share when it rests in a linear
+    mapping and the plan splits the output channels (`convplan.rearranged_bytes`) and,
+    unless the weights rest in the plan's layout, the weight block `weight_elements`,
+    all in the multiply precision, in standard memory; the partials `partial_elements`
+    in the accumulate precision (with a serial input-channel split also the output
+    accumulated across iterations, `output_elements`, and with a parallel one the
+    received partials beyond the operands' buffers: `convplan.partials_scratch`), in
     interleaved memory."""
     cp = plan.detail
     assert isinstance(cp, convplan.ConvPartition), cp
@@ -161,6 +164,7 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     in_place = created is not None and all(b.layout(w) == created for w in weights)
     standard = cp.input_elements * multiply.bytes + (0 if in_place else cp.weight_elements * multiply.bytes)
     standard += convplan.rearranged_bytes(cp, b.layout(x), b.shape(x), multiply.bytes, k.tile_count)
+    standard += cp.transform_bytes
     interleaved = convplan.partials_scratch(cp, standard, accumulate.bytes)
     result = write_result(b, op, plan.output)
     b.step(StepKind.MATMUL, convplan.plan_text("Matmul", cp, multiply.to_text(), accumulate.to_text()),

@@ -19,6 +19,7 @@ from operator import attrgetter
 
 import numpy as np
 
+from tileplan.errors import InputError
 from tileplan.model.timeline import Step, StepTable, Value
 from tileplan.report.model import Report
 
@@ -265,5 +266,8 @@ def first_max(series: np.ndarray) -> tuple[int, int]:
 def reference_policy(report: Report) -> bool:
     """Whether the report was planned with the reference policy (parameters not always
     live); a report that does not say is read as the default policy's."""
-    program = report.sections.program
+    try:
+        program = report.sections.program
+    except InputError:  # a program section of the wrong shape: its own finding, read as the default
+        return False
     return program is not None and program.get("policy") == "reference"
