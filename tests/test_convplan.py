@@ -65,14 +65,32 @@ def _factorisations(n: int, k: int):
 
 
 def candidates(shape: ConvShape, tiles: int, precision: str) -> list[dict]:
-    """Every partition the docstring describes, with its temporary bytes and cycles."""
+    """Every partition the docstring describes, with its temporary bytes and cycles:
+    for each expansion set (none; with input channels narrower than the AMP's grain,
+    each field dimension with a kernel wider than 1, and all of them)."""
     geometry, mb, pb = PRECISIONS[precision]
-    ig, og = geometry.input_channels, geometry.output_channels
+    ig = geometry.input_channels
     combine = 1
     if shape.groups > 1 and shape.in_chans <= (2 if ig >= 16 else 1):
         combine = min(shape.groups, max(1, ig // shape.in_chans))
-    groups, ic, oc = _cdiv(shape.groups, combine), shape.in_chans * combine, shape.out_chans * combine
+    wide = [d for d in range(len(shape.field)) if shape.kernel[d] > 1]
+    sets: list[tuple[int, ...]] = [()]
+    if shape.in_chans * combine < ig and wide:
+        sets += [(d,) for d in wide] + ([tuple(wide)] if len(wide) > 1 else [])
+    return [c for e in sets for c in _candidates(shape, tiles, precision, combine, e)]
+
+
+def _candidates(shape: ConvShape, tiles: int, precision: str, combine: int, expanded: tuple[int, ...]) -> list[dict]:
+    geometry, mb, pb = PRECISIONS[precision]
+    ig, og = geometry.input_channels, geometry.output_channels
+    groups = _cdiv(shape.groups, combine)
+    ic = shape.in_chans * combine * math.prod(shape.kernel[d] for d in expanded)
+    oc = shape.out_chans * combine
     dims = len(shape.field)
+    kernel_dims = [1 if d in expanded else shape.kernel[d] for d in range(dims)]
+    in_field = [shape.field[d] if d in expanded else (shape.field[d] - 1) * shape.stride[d]
+                + (shape.kernel[d] - 1) * shape.dilation[d] + 1 for d in range(dims)]
+    transform = _cdiv(shape.batch * ic * groups * math.prod(in_field), tiles) * mb if expanded else 0
     sizes = [shape.batch, *shape.field, ic, oc, groups]
     splittable = [k for k, size in enumerate(sizes) if size > 1 or k in (0, dims + 1, dims + 2)]
     rows = []
@@ -82,7 +100,7 @@ def candidates(shape: ConvShape, tiles: int, precision: str) -> list[dict]:
             split[k] = f
         rows.append(split)
     rows = [r for r in rows if all(s <= max(2 * z, 1) for s, z in zip(r, sizes))] or rows
-    kernel = math.prod(shape.kernel)
+    kernel = math.prod(kernel_dims)
     out = []
     for dim in ("out", "in"):
         for serial in SERIAL_SPLITS:
@@ -92,21 +110,21 @@ def candidates(shape: ConvShape, tiles: int, precision: str) -> list[dict]:
                 b, fs, i, o, g = r[0], r[1:1 + dims], r[1 + dims], r[2 + dims], r[3 + dims]
                 bt, gt = _cdiv(shape.batch, b), _cdiv(groups, g)
                 ft = [_cdiv(shape.field[d], fs[d]) for d in range(dims)]
-                window = math.prod((ft[d] - 1) * shape.stride[d] + (shape.kernel[d] - 1) * shape.dilation[d] + 1
-                                   for d in range(dims))
+                window = math.prod(ft[d] if d in expanded else (ft[d] - 1) * shape.stride[d]
+                                   + (shape.kernel[d] - 1) * shape.dilation[d] + 1 for d in range(dims))
                 positions = bt * math.prod(ft)
                 in_all, out_all = _cdiv(ic, i), _cdiv(oc, o)
                 in_t = _cdiv(in_all, serial) if dim == "in" else in_all
                 out_t = _cdiv(out_all, serial) if dim == "out" else out_all
                 in_p, out_p = _cdiv(in_t, ig) * ig, _cdiv(out_t, og) * og
                 inputs, weights, partials = bt * window * in_p * gt, kernel * in_p * out_p * gt, positions * out_p * gt
-                temp = (inputs + weights) * mb + partials * pb
+                temp = (inputs + weights) * mb + partials * pb + transform
                 if dim == "in" and serial > 1:
                     temp += positions * out_all * gt * pb  # the output accumulated in place
                 if i > 1:
                     temp = max(temp, 2 * partials * pb)  # the partials received to reduce them
                 compute = positions * gt * in_p * out_p * kernel // max(1, ig * og // 2)
-                received = inputs * mb + (weights * mb if b * math.prod(fs) > 1 else 0)
+                received = inputs * mb + (weights * mb if b * math.prod(fs) > 1 else 0) + transform
                 reduce = partials * pb * (i - 1) // i if i > 1 else 0
                 accumulate = partials * serial if dim == "in" and serial > 1 else 0
                 cycles = (serial * (compute + received // EXCHANGE_BYTES_PER_CYCLE + ITERATION_CYCLES) + accumulate
@@ -114,7 +132,8 @@ def candidates(shape: ConvShape, tiles: int, precision: str) -> list[dict]:
                 out.append({"batch_split": b, "field_split": tuple(fs), "in_split": i, "out_split": o,
                             "group_split": g, "serial": serial, "serial_dim": dim, "combine": combine,
                             "input_elements": inputs, "weight_elements": weights, "partial_elements": partials,
-                            "temp_bytes": temp, "cycles": cycles})
+                            "temp_bytes": temp, "cycles": cycles, "expanded": expanded,
+                            "transform_bytes": transform})
     return out
 
 
@@ -132,7 +151,8 @@ def chosen(cands: list[dict], tile_bytes: int, proportion: float | None) -> tupl
 
 
 FIELDS = ("batch_split", "field_split", "in_split", "out_split", "group_split", "serial", "serial_dim", "combine",
-          "input_elements", "weight_elements", "partial_elements", "temp_bytes", "cycles")
+          "input_elements", "weight_elements", "partial_elements", "temp_bytes", "cycles", "expanded",
+          "transform_bytes")
 
 
 def as_row(cp: ConvPartition) -> dict:
@@ -330,16 +350,20 @@ def test_depthwise_groups_are_combined_into_one_amp_group(precision, groups, in_
     # the combined groups are one group of combine x channels, weights padded off the
     # block diagonal: a tile's weight block spans its combined groups' whole block
     geometry = PRECISIONS[precision][0]
+    # with channels narrower than the grain, the plan may expand kernel dimensions into
+    # input channels (expandDims): those dimensions' kernel positions then count there
+    kernel = math.prod(3 for d in range(2) if d not in cp.expanded)
     channels = in_chans * combine
+    in_channels = channels * 3 ** len(cp.expanded)
     group_t = _cdiv(_cdiv(groups, combine), cp.group_split)
-    in_t, out_t = _cdiv(channels, cp.in_split), _cdiv(channels, cp.out_split)
+    in_t, out_t = _cdiv(in_channels, cp.in_split), _cdiv(channels, cp.out_split)
     if cp.serial_dim == "in":
         in_t = _cdiv(in_t, cp.serial)
     else:
         out_t = _cdiv(out_t, cp.serial)
     in_p = _cdiv(in_t, geometry.input_channels) * geometry.input_channels
     out_p = _cdiv(out_t, geometry.output_channels) * geometry.output_channels
-    assert cp.weight_elements == 9 * in_p * out_p * group_t
+    assert cp.weight_elements == kernel * in_p * out_p * group_t
 
 
 # What a step holds beyond poplin's temporaries ------------------------------------------------

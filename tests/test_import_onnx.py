@@ -151,7 +151,11 @@ def test_both_exports_plan_with_every_parameter(exports: dict[str, tuple[int, st
         result = check_report(from_json_text(to_json_text(build_report(plan))))
         assert result.consistent, (kind, result.findings)
         peaks[kind] = plan.peaks.total
-    assert abs(peaks["dynamo"] - peaks["legacy"]) <= 0.02 * peaks["legacy"], peaks
+    # the two exporters write some layers differently (legacy: an adaptive pooling as an
+    # AveragePool with its kernel, GELU as an Erf chain; dynamo: q and k each pre-scaled):
+    # on these toy models of about a kilobyte a tile that is a few dozen bytes, so the
+    # peaks agree within 2 % or 128 B (so400m through both, below, within 0.5 %)
+    assert abs(peaks["dynamo"] - peaks["legacy"]) <= max(0.02 * peaks["legacy"], 128), peaks
 
 
 def test_values_read_like_module_paths(exports: dict[str, tuple[int, str, str]]) -> None:

@@ -331,15 +331,15 @@ def test_a_depthwise_convolution_receives_windows_and_weights():
 
 
 def test_a_convolution_is_one_step_as_poplin_plans_it():
-    # The default policy's lowering: no im2col. x [1, 2, 4, 4], w [4, 2, 2, 2], stride 2,
-    # bias [4] -> [1, 4, 2, 2] on one tile: no split. The tile's 2 x 2 output positions
-    # need an input window of (2 - 1) x 2 + (2 - 1) + 1 = 4 rows and columns, 2 channels
-    # padded to the F16 grain of 16: 4 x 4 x 16 = 256 elements; the weights 2 x 2 kernel
-    # positions x 16 x 8 (4 output channels padded to 8) = 512; partials 4 x 8 in F32.
-    # Temporary (256 + 512) x 2 + 32 x 4 = 1664. The step: the window (standard), the
-    # weights not broadcast (one tile: they are where they rest), the partials
-    # (interleaved); the bias read by the same step.
-    plan, fragment = lower("conv", [((1, 2, 4, 4), F16), ((4, 2, 2, 2), F16), ((4,), F16)],
+    # The default policy's lowering: no im2col. x [1, 16, 4, 4], w [4, 16, 2, 2], stride
+    # 2, bias [4] -> [1, 4, 2, 2] on one tile: no split; 16 input channels fill the F16
+    # grain, so nothing is expanded. The tile's 2 x 2 output positions need an input
+    # window of (2 - 1) x 2 + (2 - 1) + 1 = 4 rows and columns of 16 channels: 256
+    # elements; the weights 2 x 2 kernel positions x 16 x 8 (4 output channels padded to
+    # 8) = 512; partials 4 x 8 in F32. Temporary (256 + 512) x 2 + 32 x 4 = 1664. The
+    # step: the window (standard), the weights not broadcast (one tile: they are where
+    # they rest), the partials (interleaved); the bias read by the same step.
+    plan, fragment = lower("conv", [((1, 16, 4, 4), F16), ((4, 16, 2, 2), F16), ((4,), F16)],
                            {"strides": (2, 2)}, machine=TILE1)
     cp = plan.detail
     assert isinstance(cp, ConvPartition) and cp.tiles == 1 and not cp.broadcasts_weights
@@ -369,20 +369,29 @@ def test_a_convolution_that_splits_its_batch_broadcasts_the_weights():
 
 
 def test_a_depthwise_convolution_combines_its_groups():
-    # The default policy: x [1, 2, 4, 4], w [2, 1, 3, 3], 2 groups of one channel, pads
-    # 1, F16 on 4 tiles. poplin combines the groups into one of 2 channels (the F16 AMP
+    # The default policy: x [1, 16, 4, 4], w [16, 1, 3, 3], 16 groups of one channel, pads
+    # 1, F16 on 4 tiles. poplin combines the groups into one of 16 channels (the F16 AMP
     # takes 16 input channels a pass: up to 16 groups of one channel combine), weights
-    # padded off the block diagonal. The plan splits the 2 output channels 4 ways (the
-    # tiles past the channels idle; splitting the field would broadcast the weights,
-    # slower). A tile: all 4 x 4 positions, window 6 x 6 x 16 = 576, weights 9 x 16 x 8
-    # = 1152 (not broadcast), partials 16 x 8 F32: temporary (576 + 1152) x 2 + 128 x 4 =
-    # 3968; the step: the window and its share of the rearranged input (32 / 4 x 2 B).
-    plan, fragment = lower("conv", [((1, 2, 4, 4), F16), ((2, 1, 3, 3), F16)], {"groups": 2, "pads": (1, 1, 1, 1)})
+    # padded off the block diagonal: 9 x 16 x 16 a whole block, filling the grain, so
+    # nothing is expanded. A tile's blocks follow from the plan's splits (the field
+    # 4 x 4 with its halo of 1, channels padded to the grains), and the step holds them:
+    # the window, and the weights when broadcast, in standard memory; partials in F32
+    # in interleaved memory.
+    plan, fragment = lower("conv", [((1, 16, 4, 4), F16), ((16, 1, 3, 3), F16)],
+                           {"groups": 16, "pads": (1, 1, 1, 1)})
     cp = plan.detail
-    assert cp.combine == 2 and cp.group_split == 1 and cp.out_split == 4
-    assert (cp.input_elements, cp.weight_elements, cp.partial_elements) == (576, 1152, 128)
-    assert plan.temporary == (576 + 1152) * 2 + 128 * 4 == 3968
-    assert steps(fragment) == [("Conv", {"standard": 576 * 2 + 16, "interleaved": 128 * 4}, True)]
+    assert cp.combine == 16 and cp.expanded == () and cp.group_split == 1
+    rows, cols = -(-4 // cp.field_split[0]), -(-4 // cp.field_split[1])
+    in_p = -(-(-(-16 // cp.in_split)) // 16) * 16
+    out_p = -(-(-(-16 // cp.out_split)) // 8) * 8
+    assert cp.serial == 1  # so small a product needs no serial split
+    assert cp.input_elements == (rows + 2) * (cols + 2) * in_p
+    assert cp.weight_elements == 9 * in_p * out_p
+    assert cp.partial_elements == rows * cols * out_p
+    standard = (cp.input_elements + (cp.weight_elements if cp.broadcasts_weights else 0)) * 2
+    standard += 16 * 4 * 4 // 4 * 2 if cp.out_split > 1 else 0  # the rearranged input's share
+    interleaved = cp.partial_elements * 4 + max(0, cp.partial_elements * 4 - standard) * (cp.in_split > 1)
+    assert steps(fragment) == [("Conv", {"standard": standard, "interleaved": interleaved}, True)]
 
 
 def test_pooling_receives_its_windows():

@@ -309,6 +309,8 @@ class GraphBuilder:
         graph = Graph(self.name, (*inputs, *params), tuple(self.ops), tuple(self.outputs),
                       tuple(self._order or ()), tuple(self.blocks), self._float_precision())
         kinds = {o.kind for o in graph.ops}
+        if "softmax" in kinds:  # unread operations (an exporter's NaN guard) are not readers to the fusion
+            graph = prune(graph)
         for step, kind in PASSES:
             if kind in kinds:  # a pass changes nothing without its operator
                 graph = step(graph)
@@ -408,10 +410,12 @@ def fold_expands(graph: Graph) -> Graph:
 
 
 def fuse_attention(graph: Graph) -> Graph:
-    """scores = q @ kT, optionally scaled by a scalar and a mask added, softmax over the
-    last axis, then @ v: one `sdpa` of q, k, v (and the mask). Every intermediate must
-    have no other reader; kT must be k with its last two dimensions swapped (a
-    transpose is added when the graph holds only kT)."""
+    """scores = q @ kT, optionally scaled by a scalar (or q and kT each scaled, as the
+    dynamo exporter writes it) and a mask added, softmax over the last axis, then @ v:
+    one `sdpa` of q, k, v (and the mask). Every intermediate must have no other reader
+    (unread operations, such as an exporter's NaN guard, are pruned first); kT must be k
+    with its last two dimensions swapped (a transpose is added when the graph holds
+    only kT)."""
     ops = list(graph.ops)
     producer = {o.output: i for i, o in enumerate(ops)}
     readers: dict[str, list[int]] = {}
@@ -447,6 +451,18 @@ def fuse_attention(graph: Graph) -> Graph:
         if first is None or first.kind != "matmul" or len(readers.get(name, [])) != 1:
             continue
         q, kt = first.inputs
+        # the dynamo exporter scales q and kT each by a scalar (sqrt of the scale) before
+        # their product: folded into the attention's scale
+        for side in (0, 1):
+            operand = (q, kt)[side]
+            maker = ops[producer[operand]] if operand in producer else None
+            factor = dict(maker.attrs).get("scalar") if maker is not None else None
+            if (maker is not None and maker.kind in ("mul", "div") and len(maker.inputs) == 1 and factor
+                    and len(readers.get(operand, [])) == 1):
+                value = float(factor) if maker.kind == "mul" else 1.0 / float(factor)
+                scale = value if scale is None else scale * value
+                chain.append(producer[operand])
+                q, kt = (maker.inputs[0], kt) if side == 0 else (q, maker.inputs[0])
         v = out.inputs[1]
         rank = len(shape[q])
         if rank not in (3, 4) or len(shape[kt]) != rank or len(shape[v]) != rank:
