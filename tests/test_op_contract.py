@@ -382,8 +382,10 @@ def test_a_depthwise_convolution_combines_its_groups():
     cp = plan.detail
     assert cp.combine == 16 and cp.expanded == () and cp.group_split == 1
     rows, cols = -(-4 // cp.field_split[0]), -(-4 // cp.field_split[1])
-    in_p = -(-(-(-16 // cp.in_split)) // 16) * 16
-    out_p = -(-(-(-16 // cp.out_split)) // 8) * 8
+    def ceil(a: int, b: int) -> int:
+        return -(-a // b)
+    in_p = ceil(ceil(16, cp.in_split), 16) * 16
+    out_p = ceil(ceil(16, cp.out_split), 8) * 8
     assert cp.serial == 1  # so small a product needs no serial split
     assert cp.input_elements == (rows + 2) * (cols + 2) * in_p
     assert cp.weight_elements == 9 * in_p * out_p
