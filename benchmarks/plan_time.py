@@ -71,11 +71,11 @@ def tileplan_command(*args: str) -> list[str]:
 
 #: (module, name, phase): functions the child wraps to time, when the code has them
 PHASES = (
-    ("tileplan.planner.request", "PlanRequest.program", "model built"),
+    ("tileplan.app.request", "PlanRequest.program", "model built"),
     ("tileplan.planner.plan", "lower_program", "lowering"),
     ("tileplan.planner.plan", "account", "exact"),
     ("tileplan.planner.plan", "place_tiles", "placement"),
-    ("tileplan.planner.request", "plan_program", "plan_program"),
+    ("tileplan.app.request", "plan_program", "plan_program"),
     ("tileplan.cli.plan", "build_report", "report"),
     ("tileplan.cli.plan", "to_json_text", "JSON text"),
     ("tileplan.cli.plan", "write_report", "report written"),

@@ -15,13 +15,36 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
+import importlib
+from types import ModuleType
+
 from tileplan.version import __version__
-from tileplan.cli import check, diff, html, place, plan, plot, summary
 from tileplan.errors import TileplanError
 from tileplan.ioutil import escape_controls
 
-COMMANDS = {"plan": plan, "check": check, "summary": summary, "html": html, "plot": plot, "diff": diff,
-            "place": place}
+#: each verb's module, imported when the verb is run (or help lists it): `plan` need
+#: not load `check`, `html` or the placement engine
+VERBS = ("plan", "check", "summary", "html", "plot", "diff", "place")
+
+
+def verb_module(verb: str) -> ModuleType:
+    return importlib.import_module(f"tileplan.cli.{verb}")
+
+
+class _Commands(dict):
+    """verb -> module, each imported on first look-up."""
+
+    def __missing__(self, verb: str) -> ModuleType:
+        if verb not in VERBS:
+            raise KeyError(verb)
+        module = self[verb] = verb_module(verb)
+        return module
+
+    def items(self):
+        return ((verb, self[verb]) for verb in VERBS)
+
+
+COMMANDS = _Commands()
 
 DESCRIPTION = ("tileplan: will a model fit in the per-tile SRAM of a Graphcore IPU? It plans the model's tensors "
                "onto the tiles before any compile and writes a JSON report that says where memory peaks, why, and "
@@ -48,17 +71,30 @@ def purpose(doc: str | None) -> str:
     return para if end < 0 else para[: end + 1]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every verb, or with `only` (a verb named on the command line) of
+    that verb alone beside the others' names: a verb's module is imported only when
+    its options are needed."""
     parser = _Parser(prog="tileplan", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"tileplan {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="VERB")
-    for name, module in COMMANDS.items():
+    for name in VERBS:
+        if only is not None and name != only:
+            sub.add_parser(name)
+            continue
+        module = COMMANDS[name]
         doc = (module.__doc__ or "").strip()
         p = sub.add_parser(name, help=purpose(doc), description=doc,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
         p.set_defaults(run=module.run)
     return parser
+
+
+def _verb(argv: Sequence[str]) -> str | None:
+    """The verb a command line names (its first word), when it is one."""
+    first = argv[0] if argv else None
+    return first if first in VERBS else None
 
 
 def _silence_stdout() -> None:
@@ -97,7 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = None
     _text_streams()
     try:
-        args = build_parser().parse_args(argv)
+        words = list(sys.argv[1:] if argv is None else argv)
+        args = build_parser(_verb(words)).parse_args(words)
         if sys.stdout is None:
             raise TileplanError("standard output is closed; redirect it to a file or to /dev/null")
         code = int(args.run(args))

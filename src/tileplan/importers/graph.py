@@ -193,6 +193,7 @@ class GraphBuilder:
         self.blocks: list[Block] = []
         self._names: dict[str, int] = {}
         self._shapes_of: dict[tuple, tuple[int, ...]] = {}
+        self._dtypes_of: dict[tuple, str] = {}
         self._order: list[str] | None = [] if origins == "declared" else None
         #: elements of each floating precision the importer declared, parameters and
         #: inputs apart (`note_precision`)
@@ -263,9 +264,15 @@ class GraphBuilder:
             shape = _shape(infer_shape(probe, shapes), label)
             if key is not None:
                 self._shapes_of[key] = shape
-        if dtype is None:
-            probe = Operation(0, len(self.ops), kind, label, tuple(inputs), output, (1,), F32, items, module)
-            dtype = infer_dtype(probe, [self.dtypes[i] for i in inputs])
+        if dtype is None:  # the dtype rules are pure too: asked once per kind, attributes and input dtypes
+            classes = tuple(self.dtypes[i] for i in inputs)
+            dkey: tuple | None = (kind, items, classes) if key is not None else None
+            dtype = self._dtypes_of.get(dkey) if dkey is not None else None
+            if dtype is None:
+                probe = Operation(0, len(self.ops), kind, label, tuple(inputs), output, (1,), F32, items, module)
+                dtype = infer_dtype(probe, list(classes))
+                if dkey is not None:
+                    self._dtypes_of[dkey] = dtype
         self.ops.append(GraphOp(kind, label, tuple(inputs), output, shape, dtype, items, module))
         self.shapes[output], self.dtypes[output] = shape, dtype
         if self._order is not None:

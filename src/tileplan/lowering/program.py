@@ -69,13 +69,23 @@ class Lowering:
     unsized: Mapping[int, str] = field(default_factory=dict)
 
 
-def _schedule(program: Program) -> list[tuple[Operation, int, RepeatBlock | None]]:
-    out: list[tuple[Operation, int, RepeatBlock | None]] = []
+Schedule = list[tuple[Operation, int, "RepeatBlock | None"]]
+#: the last program scheduled and its schedule: the passes of one lowering each walk it
+_LAST: list[tuple[Program, Schedule]] = []
+
+
+def _schedule(program: Program) -> Schedule:
+    """Each operation in execution order with its execution count and its repeat block
+    (remembered for the program last asked about: its passes ask in turn)."""
+    if _LAST and _LAST[0][0] is program:
+        return _LAST[0][1]
+    out: Schedule = []
     for item in program.items:
         if isinstance(item, RepeatBlock):
             out.extend((op, item.count, item) for op in item.body)
         else:
             out.append((item, 1, None))
+    _LAST[:] = [(program, out)]
     return out
 
 

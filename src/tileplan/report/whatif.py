@@ -14,7 +14,7 @@ from tileplan.report.sections import WhatIfRow as WhatIfRowSection
 
 #: values beyond which the what-if re-plans are not run unless asked (each re-plans the
 #: whole program)
-WHAT_IF_LIMIT = 200_000
+WHAT_IF_LIMIT = 20_000
 NOTE = "each row is a separate plan; run its command to re-derive it"
 
 
