@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tileplan.errors import InputError
+from tileplan.errors import InputError, TileplanError
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.app.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
@@ -253,7 +253,11 @@ class PlanRequest:
             parts.append(f"--layers {self.layers}")
         resolved = self.resolved()
         parts.append(f"--weights {resolved.weights}")
-        if resolved.activations != replace(self, activations=None).resolved().activations:
+        try:
+            own = replace(self, activations=None).resolved().activations
+        except TileplanError:  # a request that cannot be planned (a what-if row saying why) states it
+            own = None
+        if resolved.activations != own:
             parts.append(f"--activations {resolved.activations}")
         for key in ("partials", "batch", "sequence_length", "image_size", "ipus", "layers_per_ipu"):
             if getattr(self, key) is not None:
