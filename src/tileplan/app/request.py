@@ -192,6 +192,8 @@ class PlanRequest:
             graph = self.graph()
             if graph.architecture is not None:
                 shapes["architecture"] = graph.architecture
+            if graph.notes:
+                shapes["note"] = "; ".join(graph.notes)
             return graph.to_program(from_option(self.weights), from_option(self.activations),
                                     options={"source": self.model, **shapes})
         if self.sequence_length is not None:

@@ -289,7 +289,8 @@ def model_class_for(config: Any, architectures: object) -> tuple[Any, str]:
     """The transformers class a config.json names in `architectures` (its first entry:
     `BertForQuestionAnswering` plans the QA head, `LlamaForCausalLM` the LM head), when
     transformers has it and it takes this configuration; else the base model
-    (`AutoModel`; build either with `from_config`, or `_from_config` for a model class). Returns the class and what was chosen, in words (the report's
+    (`AutoModel`; build either with `from_config`, or `_from_config` for a model
+    class). Returns the class and what was chosen, in words (the report's
     `program.architecture`)."""
     import transformers
     from transformers import AutoModel

@@ -17,6 +17,7 @@ from typing import NoReturn, Sequence
 
 from tileplan.version import __version__
 from tileplan.cli import check, diff, html, place, plan, plot, summary
+from tileplan import errors
 from tileplan.errors import TileplanError
 from tileplan.ioutil import escape_controls
 
@@ -96,6 +97,7 @@ def _error(message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = None
     _text_streams()
+    spoken, errors.INTERFACE = errors.INTERFACE, "cli"  # errors name the command line's flags
     try:
         args = build_parser().parse_args(argv)
         if sys.stdout is None:
@@ -118,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         _error(f"cannot write to standard output: {e.strerror}")
         return 2
+    finally:
+        errors.INTERFACE = spoken
 
 
 def entry() -> None:

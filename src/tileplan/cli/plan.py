@@ -19,7 +19,7 @@ from tileplan import runtime
 from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.cli.progress import Progress
 from tileplan.errors import InputError
-from tileplan.ioutil import check_target, write_atomic
+from tileplan.ioutil import check_target, escape_controls, write_atomic
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
 from tileplan.builtins import siglip
@@ -146,6 +146,10 @@ def run(args: argparse.Namespace) -> int:
     args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not report.fits_budget else 0
     print(f"wrote {output}: scope {report.scope}, {len(report.values)} values, {len(report.steps)} steps "
           f"({request.command()})")
+    program = report.sections.program
+    note = program.get("note") if program is not None else None
+    if isinstance(note, str):
+        print(f"note: {escape_controls(note)}")
     for line in render_headline(build_headline(report)):
         print(line)
     skipped = report.sections.what_if_skipped

@@ -96,6 +96,19 @@ def dtype_class(dtype: Any) -> str:
     return "int"
 
 
+class Empty:
+    """A tensor of no elements (a slice past the end: Phi-3's rotary pass-through of
+    zero channels). It holds no memory; a concatenation drops it."""
+
+    def __repr__(self) -> str:
+        return "EMPTY"
+
+
+EMPTY = Empty()
+#: the operators that may read an empty tensor (and drop it)
+READS_EMPTY = frozenset({"aten.cat.default", "aten.concat.default"})
+
+
 class Importer:
     """One walk over an exported program's fx graph: state the ATen handlers share."""
 
@@ -192,6 +205,13 @@ class Importer:
                     self.b.note_precision(self.env[node.name], float_precision(val.dtype))
             elif node.op == "call_function":
                 key = str(node.target) if node.target is not operator.getitem else "getitem"
+                val = node.meta.get("val")
+                if isinstance(val, torch.Tensor) and val.numel() == 0:
+                    self.env[node.name] = EMPTY  # no elements, no memory: a concatenation drops it
+                    continue
+                if key not in READS_EMPTY and any(self.env.get(a.name) is EMPTY for a in node.all_input_nodes):
+                    raise ModelError(f"{key} reads a tensor of no elements: expected only a concatenation to",
+                                     self.name(node.name))
                 fn = ATEN.get(key)
                 if fn is None:
                     count, first = self.unknown.get(key, (0, self.module))

@@ -76,6 +76,9 @@ class StepKind(Enum):
     CONCAT = "Concat"
     PAD = "Pad"
     FILL = "Fill"
+    TILE = "Tile"
+    GROUP_NORM = "GroupNorm"
+    RESIZE = "Resize"
 
     @property
     def program(self) -> bool:

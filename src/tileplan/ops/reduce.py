@@ -1,6 +1,7 @@
 """Reductions (`reduce_sum`, `reduce_mean`, `reduce_max`, `reduce_min`, `reduce_prod`,
-`reduce_any`, `reduce_all`, `reduce_var`, `argmax`, `argmin`), `softmax`,
-`log_softmax` and `cumsum`.
+`reduce_any`, `reduce_all`, `reduce_var`, the norms `reduce_l2` (`torch.linalg.vector_norm`,
+ONNX ReduceL2: ConvNeXt-V2's GRN, weight norm) and `reduce_l1`, `reduce_sum_square`,
+`reduce_logsumexp`, `argmax`, `argmin`), `softmax`, `log_softmax` and `cumsum`.
 
 Poplar's reduce: each tile reduces what it holds into partials without exchange, then
 stages of fan-in up to 16 bring the partials to the output (spread linearly); half
@@ -25,6 +26,7 @@ from tileplan.ops.base import (
 
 REDUCTIONS = {"reduce_sum": "Sum", "reduce_mean": "Mean", "reduce_max": "Max", "reduce_min": "Min",
               "reduce_prod": "Product", "reduce_any": "Any", "reduce_all": "All", "reduce_var": "Variance",
+              "reduce_l2": "L2", "reduce_l1": "L1", "reduce_sum_square": "SumSquare", "reduce_logsumexp": "LogSumExp",
               "argmax": "ArgMax", "argmin": "ArgMin"}
 
 
