@@ -17,6 +17,7 @@ from tileplan.errors import TileplanError
 from tileplan.lowering.policy import policy
 from tileplan.model.machine import machine
 from tileplan.app.request import MAX_LAYERS, PlanRequest
+from tileplan.app.sources import max_positions
 from tileplan.planner.outcome import Outcome, outcome
 from tileplan.planner.plan import Plan, plan_program
 from tileplan.report.model import Report
@@ -176,6 +177,38 @@ def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) ->
     return rows
 
 
+def longest_cache_row(base: PlanRequest, run: Callable[[PlanRequest], Plan]) -> WhatIfRow:
+    """The longest key/value cache (positions per layer) that fits, up to the most
+    positions the model takes (or `MAX_CACHE`): doubling from the planned length, then
+    bisection (a longer cache costs more memory)."""
+    assert base.kv_cache is not None
+    plans: dict[int, Plan] = {}
+    errors: dict[int, str] = {}
+
+    def fits(length: int) -> bool:
+        try:
+            plans[length] = run(base.with_(kv_cache=length))
+        except TileplanError as e:
+            errors[length] = one_line(e)
+            return False
+        return plans[length].verdict.fits
+
+    cap = max_positions(base.model) or MAX_CACHE
+    best = largest(fits, min(base.kv_cache, cap), cap)
+    failed = min((n for n in errors if n > best), default=None)
+    if failed is not None:
+        return WhatIfRow("kv_cache", str(failed), base.with_(kv_cache=failed), None, errors[failed])
+    if best:
+        limit = ": the model's most positions" if best == cap and cap != MAX_CACHE else ""
+        return WhatIfRow("kv_cache", f"{best} (the longest cache that fits{limit})", base.with_(kv_cache=best),
+                         outcome(plans[best]))
+    return attempt("kv_cache", "1 (none fit)", base.with_(kv_cache=1), run)
+
+
+#: the longest cache the search tries when the model does not say its most positions
+MAX_CACHE = 1 << 20
+
+
 def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = None,
             progress: Callable[[str], None] | None = None) -> list[WhatIfRow]:
     """Each knob re-planned (see the module docstring); rows that cannot be planned say
@@ -191,6 +224,10 @@ def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = N
         if progress:
             progress("what-if batch")
         rows.extend(largest_batch_rows(base, run))
+    if base.kv_cache is not None:
+        if progress:
+            progress("what-if kv_cache")
+        rows.append(longest_cache_row(base, run))
     if base.imported:  # an imported model's layers are its own: no layer count to vary
         return rows
     if progress:

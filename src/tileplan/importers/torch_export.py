@@ -40,26 +40,45 @@ def decompositions() -> Any:
 
 
 def from_torch(module: Any, example_inputs: Sequence[Any], name: str | None = None,
-               kwargs: dict[str, Any] | None = None) -> Graph:
-    """Export `module` (in eval mode) on `example_inputs` and import it."""
+               kwargs: dict[str, Any] | None = None, strip: str = "") -> Graph:
+    """Export `module` (in eval mode) on `example_inputs` and import it. A forward that
+    takes `use_cache` is called with `use_cache=False` unless `kwargs` says otherwise:
+    a decoder would return its cache, which is no tensor torch.export can output (plan
+    a decoding step with its cache with `importers.decode`). `strip`: a prefix taken
+    off every name (a wrapper's attribute)."""
     torch = _torch()
     module.eval()
+    kwargs = dict(kwargs or {})
+    if "use_cache" not in kwargs and takes(module, "use_cache"):
+        kwargs["use_cache"] = False
     try:
         ep = torch.export.export(module, tuple(example_inputs), kwargs=kwargs or None, strict=False)
     except Exception as e:  # torch raises many types; one line names the cause
         raise ModelError(f"torch.export failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
                          name or type(module).__name__) from None
-    return from_exported(ep, name or type(module).__name__)
+    return from_exported(ep, name or type(module).__name__, strip)
 
 
-def from_exported(ep: Any, name: str = "model") -> Graph:
+def takes(module: Any, keyword: str) -> bool:
+    """Whether the module's forward takes the keyword argument `keyword` by name."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        return False
+    p = parameters.get(keyword)
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+
+
+def from_exported(ep: Any, name: str = "model", strip: str = "") -> Graph:
     """Import an ExportedProgram (decomposed here to core ATen, attention kept whole)."""
     try:
         ep = ep.run_decompositions(decompositions())
     except Exception as e:
         raise ModelError(f"decomposing to core ATen failed: {type(e).__name__}: {str(e).splitlines()[0]}",
                          name) from None
-    return Importer(ep, name).run()
+    return Importer(ep, name, strip).run()
 
 
 def load_exported(path: str) -> Graph:
@@ -112,8 +131,9 @@ READS_EMPTY = frozenset({"aten.cat.default", "aten.concat.default"})
 class Importer:
     """One walk over an exported program's fx graph: state the ATen handlers share."""
 
-    def __init__(self, ep: Any, name: str) -> None:
+    def __init__(self, ep: Any, name: str, strip: str = "") -> None:
         self.ep = ep
+        self.strip = strip
         self.b = GraphBuilder(name)
         self.env: dict[str, Any] = {}  # fx node name -> tensor name (or tuple of them, or a Python value)
         self.node: Any = None
@@ -125,8 +145,8 @@ class Importer:
         stack = self.node.meta.get("nn_module_stack") if self.node is not None else None
         if not stack:
             return ""
-        path = list(stack.values())[-1][0]
-        return str(path)
+        path = str(list(stack.values())[-1][0])
+        return path[len(self.strip):] if self.strip and path.startswith(self.strip) else path
 
     def name(self, what: str) -> str:
         return f"{self.module}.{what}" if self.module else what
@@ -191,6 +211,9 @@ class Importer:
                 if not isinstance(val, torch.Tensor):
                     self.env[node.name] = val  # a constant Python value
                     continue
+                if val.numel() == 0 and (spec is None or spec.kind.name != "USER_INPUT"):
+                    self.env[node.name] = EMPTY  # a constant of no elements (a cache not yet filled)
+                    continue
                 shape = tuple(val.shape)
                 dtype = dtype_class(val.dtype)
                 kind = getattr(spec, "kind", None)
@@ -198,7 +221,9 @@ class Importer:
                     self.env[node.name] = self.b.input(node.name, shape, dtype)
                     user_inputs.append(node.name)
                 else:
-                    target = getattr(spec, "target", None) or node.name
+                    target = str(getattr(spec, "target", None) or node.name)
+                    if self.strip and target.startswith(self.strip):
+                        target = target[len(self.strip):]
                     buffer = kind is None or kind.name != "PARAMETER"
                     self.env[node.name] = self.b.parameter(str(target), shape, dtype, buffer=buffer)
                 if dtype == "float":
