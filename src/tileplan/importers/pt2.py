@@ -213,6 +213,8 @@ def check_program(doc: dict[str, Any], path: str) -> None:
     for i, entry in enumerate(_list(signature.get("input_specs", []), "signature.input_specs", path)):
         spec = _obj(entry, f"signature.input_specs[{i}]", path)
         for kind, value in spec.items():
+            if kind == "constant_input" and _plain_constant(value):
+                continue  # a keyword fixed at export (use_cache=False): a number, a truth value or None
             if kind in ("custom_obj", "token", "constant_input"):
                 raise InputError(f"an input of kind {kind!r}: tileplan plans tensor programs only",
                                  _where(f"signature.input_specs[{i}]", path))
@@ -225,6 +227,19 @@ def check_program(doc: dict[str, Any], path: str) -> None:
                                      _where(f"signature.input_specs[{i}].{key}", path))
     module["metadata"] = {}
     doc["guards_code"] = []
+
+
+def _plain_constant(body: Any) -> bool:
+    """A constant input the program was exported with that is a plain value: an
+    identifier's name and a bool, an int, a float or None (`{"as_bool": false}`)."""
+    if not isinstance(body, dict) or set(body) != {"name", "value"} or not isinstance(body["name"], str):
+        return False
+    value = body["value"]
+    if not isinstance(value, dict) or len(value) != 1 or not body["name"].isidentifier():
+        return False
+    (key, v), = value.items()
+    return (key == "as_none" or (key == "as_bool" and isinstance(v, bool))
+            or (key in ("as_int", "as_float") and isinstance(v, (int, float)) and not isinstance(v, bool)))
 
 
 def _names_in(node: Any, place: str, path: str) -> None:

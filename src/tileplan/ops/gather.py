@@ -1,6 +1,8 @@
-"""Lookups: `gather` (embedding lookup, `index_select`, ONNX Gather along any axis)
-and `gather_elements` (`torch.gather`, ONNX GatherElements: the output has the
-indices' shape).
+"""Lookups: `gather` (embedding lookup, `index_select`, ONNX Gather along any axis),
+`gather_elements` (`torch.gather`, ONNX GatherElements: the output has the indices'
+shape), `index` (advanced indexing, `x[i, j]`) and `gather_nd` (ONNX GatherND: each
+row of the last index dimension picks a slice; CLIP's text pooling, Falcon's
+attention through the dynamo exporter).
 
 Poplar's multi-slice: the table stays where it rests (tileplan never re-lays out a
 table for a lookup), each tile holding part of it looks up the indices that land
@@ -90,6 +92,22 @@ def plan_index(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     return OpPlan(wanted=none, rest=none, output=spread_layout(k, op.output_precision))
 
 
+def gather_nd_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    """ONNX's rule: indices [..., k] pick slices of data after its `batch_dims`
+    leading dimensions: the output is indices[:-1] + data[batch_dims + k:]. Worked
+    example: data [2, 7, 32], indices [2, 1], batch_dims 1 -> [2] + [32] = [2, 32]."""
+    data, indices = ins
+    b = int(attrs["batch_dims"])
+    k = indices[-1] if indices else 0
+    if b < 0 or not 1 <= k <= len(data) - b or len(indices) < b + 1 or tuple(indices[:b]) != tuple(data[:b]):
+        raise ModelError(f"gather_nd of {list(data)} by indices {list(indices)} with batch_dims {b}: expected "
+                         "indices [..., k] with k <= the data's rank - batch_dims and the batch dimensions alike")
+    out = (*indices[:-1], *data[b + k:])
+    return out or (1,)
+
+
+register("gather_nd", inputs=(2, 2), attrs={"batch_dims": 0}, shape=gather_nd_shape, plan=plan_index,
+         lower=lower_index)
 register("index", inputs=(2, 9), attrs={"axes": REQUIRED}, shape=index_shape, plan=plan_index, lower=lower_index)
 register("gather_elements", inputs=(2, 2), attrs={"axis": 0}, shape=gather_elements_shape, plan=plan_gather,
          lower=lower_gather)

@@ -98,6 +98,7 @@ class Importer:
         self.readers: Counter[str] = Counter()
         self.stated: dict[str, tuple[int, ...]] = {}  # static shapes the file states (value_info, outputs)
         self.stated_for: Counter[str] = Counter()  # shape operands taken from them, by what they are
+        self.assumed: Counter[str] = Counter()  # shape operands neither gives, assumed (a CumSum's axis: the last)
         self.external = ExternalData(os.path.dirname(os.path.abspath(path)))
 
     # Entry ----------------------------------------------------------------------------
@@ -141,13 +142,17 @@ class Importer:
 
     def _notes(self) -> tuple[str, ...]:
         """What the plan should say about how the file was read (once each)."""
-        if not self.stated_for:
+        count = sum(self.stated_for.values()) + sum(self.assumed.values())
+        if not count:
             return ()
-        count = sum(self.stated_for.values())
-        kinds = ", ".join(f"{what} x{n}" for what, n in sorted(self.stated_for.items()))
         missing = f" ({self.external.missing_text()})" if self.external.missing else ""
-        return (f"{count} shape operand{'s' if count > 1 else ''} not in the file{missing} taken from the static "
-                f"shapes it states (value_info): {kinds}",)
+        parts = []
+        if self.stated_for:
+            kinds = ", ".join(f"{what} x{n}" for what, n in sorted(self.stated_for.items()))
+            parts.append(f"taken from the static shapes it states (value_info): {kinds}")
+        if self.assumed:
+            parts.append("assumed: " + ", ".join(f"{what} x{n}" for what, n in sorted(self.assumed.items())))
+        return (f"{count} shape operand{'s' if count > 1 else ''} not in the file{missing}; " + "; ".join(parts),)
 
     def _unknown(self, op_type: str, node: Any) -> None:
         count, first = self.unknown.get(op_type, (0, module_of(node) or node.name or node.output[0]))

@@ -240,8 +240,18 @@ def _map_pad(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
 
 def _map_cumsum(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
                 module: str | None) -> list[str | None]:
-    axis = imp.int_list(ins[1], "CumSum axis")[0]
-    return [imp.emit("cumsum", [imp.read(ins[0], module)], {"axis": axis}, module, fallback(node))]
+    axes = imp.ints(ins[1])
+    if axes is None:  # the output's shape does not say: the last axis (position ids along the sequence)
+        imp.assumed["CumSum axis the last"] += 1
+        axes = [-1]
+    return [imp.emit("cumsum", [imp.read(ins[0], module)], {"axis": axes[0]}, module, fallback(node))]
+
+
+def _map_gather_nd(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+                   module: str | None) -> list[str | None]:
+    data, idx = imp.read(ins[0], module, "weight"), imp.read(ins[1], module, "indices")
+    return [imp.emit("gather_nd", [data, idx], {"batch_dims": int(attrs.get("batch_dims", 0))}, module,
+                     fallback(node), dtype=imp.b.dtypes[data])]
 
 
 def _map_gather_elements(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
@@ -280,5 +290,6 @@ VIEW_MAPPERS: dict[str, Mapper] = {
     "Reshape": _map_reshape, "Flatten": _map_flatten, "Unsqueeze": _map_unsqueeze, "Squeeze": _map_squeeze,
     "Transpose": _map_transpose, "Slice": _map_slice, "Split": _map_split, "Concat": _map_concat,
     "Expand": _map_expand, "Tile": _map_tile, "Gather": _map_gather, "Pad": _map_pad, "CumSum": _map_cumsum,
-    "GatherElements": _map_gather_elements, "ConstantOfShape": _map_constant_of_shape, "Range": _map_range,
+    "GatherElements": _map_gather_elements, "GatherND": _map_gather_nd, "ConstantOfShape": _map_constant_of_shape,
+    "Range": _map_range,
 }
