@@ -115,3 +115,49 @@ def test_the_new_operators_own_their_facts():
         assert "cratch" in (entry.lower.__doc__ or "")
     op = Operation(0, 0, "gather_nd", "op", ("a", "b"), "out", (1,), F16, (("batch_dims", 0),))
     assert infer_dtype(op, ["float", "int"]) == "float"
+
+
+# a mixture of experts (Mixtral's routing and experts) ----------------------------------
+
+def test_topk_and_sort_keep_the_best_of_each_row_with_their_indices():
+    # [1, 8, 16] F16, top 2 of the last axis -> [1, 8, 2]: rows as for softmax, 3 rows a
+    # tile over 4 partitions; (min(4, 16) + 1) x 3 rows x 2 kept x (2 B + 4 B of index) = 180
+    _, fragment = contract.lower("topk", [((1, 8, 16), F16)], {"k": 2})
+    assert contract.steps(fragment) == [("TopK", {"standard": 5 * 3 * 2 * 6}, True)]
+    assert shape_of("topk", [(1, 8, 16)], {"k": 2}) == (1, 8, 2)
+    # a sort keeps the whole axis: k = 16, (4 + 1) x 3 x 16 x 6 = 1440
+    _, fragment = contract.lower("sort", [((1, 8, 16), F16)])
+    assert contract.steps(fragment) == [("TopK", {"standard": 5 * 3 * 16 * 6}, True)]
+    op = Operation(0, 0, "topk", "op", ("a",), "out", (1,), F16, (("indices", True), ("k", 2)))
+    assert infer_dtype(op, ["float"]) == "int"
+
+
+def test_histogram_reduces_into_its_bins():
+    # [16] I32 counted into 4 bins: 8-byte blocks of 2 I32, so 4 elements a tile and the
+    # 4 bins in 2 blocks, 2 a tile; partials min(4 bins, 4) = 4, stage min(16, 4 tiles)
+    # x 2 = 8: (4 + 8) x 4 B = 48
+    _, fragment = contract.lower("histogram", [((16,), I32)], {"bins": 4}, precision=I32)
+    assert contract.steps(fragment) == [("Reduce", {"standard": 48}, True)]
+    assert fragment.steps[0].text == "Reduce { op: Histogram, exchange: true }"
+
+
+def test_scatter_writes_its_values_in_place_of_the_data():
+    # data [16] I32 (4 a tile), 16 indices and 16 values: indices received whole, 16 x 4
+    # B, and the values a tile writes, min(16, 4) x 4 B: 80; in place when the data dies
+    ins = [((16,), I32), ((16,), I32), ((16,), I32)]
+    _, fragment = contract.lower("scatter", ins, {"axes": (0,)}, precision=I32, dies=True)
+    assert contract.steps(fragment) == [("Scatter", {"standard": 16 * 4 + 4 * 4}, True)]
+    assert fragment.values[-1].storage is not None
+
+
+def test_grouped_matmul_receives_the_rows_and_their_experts_weights():
+    # rows [16, 32] F16 sorted by expert, weights [2, 32, 8], offsets [2] -> [16, 8]:
+    # 128 elements spread, e = 32 a tile; a run of 32 of rows of N = 8 touches
+    # r = min(16, 4 + 1) = 5 rows of at most min(2, 5) = 2 experts and c = min(8, 32) = 8
+    # columns: 5 x 32 x 2 + 2 x 32 x 8 x 2 + 2 x 4 + 32 x 4 = 320 + 1024 + 8 + 128 = 1480
+    ins = [((16, 32), F16), ((2, 32, 8), F16), ((2,), I32)]
+    _, fragment = contract.lower("grouped_matmul", ins)
+    assert contract.steps(fragment) == [("GroupedGemm", {"standard": 1480}, True)]
+    assert REGISTRY["grouped_matmul"].weight_inputs == (1,)  # the experts' weights take --weights
+    with pytest.raises(ModelError, match="experts' weights"):
+        shape_of("grouped_matmul", [(16, 32), (2, 16, 8), (2,)], {})

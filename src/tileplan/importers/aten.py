@@ -260,6 +260,49 @@ def _vector_norm(im: Importer, node: Any) -> str:
                  "norm", dtype="float")
 
 
+@aten("aten.topk.default")
+def _topk(im: Importer, node: Any) -> tuple[str, str]:
+    x, k = im.arg(0), int(im.arg(1))
+    attrs = {"k": k, "axis": int(im.kwarg("dim", 2, -1)), "largest": bool(im.kwarg("largest", 3, True))}
+    return (im.op("topk", [x], {**attrs, "indices": False}, "topk", dtype=im.b.dtypes[x]),
+            im.op("topk", [x], {**attrs, "indices": True}, "topk_indices", dtype="int"))
+
+
+@aten("aten.sort.default", "aten.sort.stable")
+def _sort(im: Importer, node: Any) -> tuple[str, str]:
+    x = im.arg(0)
+    stable = str(node.target) == "aten.sort.stable"
+    attrs = {"axis": int(im.kwarg("dim", None if stable else 1, -1)),
+             "descending": bool(im.kwarg("descending", None if stable else 2, False))}
+    return (im.op("sort", [x], {**attrs, "indices": False}, "sort", dtype=im.b.dtypes[x]),
+            im.op("sort", [x], {**attrs, "indices": True}, "sort_indices", dtype="int"))
+
+
+@aten("aten.histc.default")
+def _histc(im: Importer, node: Any) -> str:
+    attrs = {"bins": int(im.kwarg("bins", 1, 100)), "min": float(im.kwarg("min", 2, 0)),
+             "max": float(im.kwarg("max", 3, 0))}
+    return im.op("histogram", [im.arg(0)], attrs, "histc", dtype=im.out_dtype())
+
+
+@aten("aten.index_put.default", "aten.index_put_.default")
+def _index_put(im: Importer, node: Any) -> str:
+    x, indices, values = im.arg(0), im.arg(1), im.arg(2)
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    attrs = {"axes": tuple(d for d, _ in given), "accumulate": bool(im.kwarg("accumulate", 3, False))}
+    return im.op("scatter", [x, *(i for _, i in given), values], attrs, "index_put", dtype=im.out_dtype())
+
+
+@aten("transformers.grouped_mm_fallback.default", "aten._grouped_mm.default")
+def _grouped_mm(im: Importer, node: Any) -> str:
+    """A mixture of experts' products (transformers' `grouped_mm`): rows sorted by
+    expert times each expert's weights, with the experts' row offsets."""
+    x, w, offsets = im.arg(0), im.arg(1), im.kwarg("offs", 2)
+    if not isinstance(offsets, str):
+        raise ModelError("a grouped matmul without its offsets tensor is not supported")
+    return im.op("grouped_matmul", [x, w, offsets], what="experts")
+
+
 @aten("aten.cumsum.default")
 def _cumsum(im: Importer, node: Any) -> str:
     return im.op("cumsum", [im.arg(0)], {"axis": int(im.arg(1))}, dtype=im.out_dtype())
@@ -470,7 +513,8 @@ def _adaptive(im: Importer, node: Any) -> str:
       "aten.zeros_like.default", "aten.ones_like.default", "aten.arange.start_step", "aten.arange.default",
       "aten.arange.start", "aten.scalar_tensor.default", "aten.empty.memory_format", "aten.empty_like.default",
       "aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default", "aten.new_empty.default",
-      "aten.empty_strided.default", "aten.rand.default", "aten.randn.default", "aten.tril.default",
+      "aten.empty_strided.default", "aten.empty_permuted.default", "aten.rand.default", "aten.randn.default",
+      "aten.tril.default",
       "aten.triu.default")
 def _fill(im: Importer, node: Any) -> str:
     target = str(node.target)

@@ -79,6 +79,9 @@ class StepKind(Enum):
     TILE = "Tile"
     GROUP_NORM = "GroupNorm"
     RESIZE = "Resize"
+    TOP_K = "TopK"
+    SCATTER = "Scatter"
+    GROUPED_GEMM = "GroupedGemm"
 
     @property
     def program(self) -> bool:
