@@ -235,17 +235,44 @@ def result(graph: Any, expected: int, smallest: int = 1) -> str:
     return f"plans, with {held:,} of {expected:,} parameters"
 
 
+def export(model: Any, inputs: dict[str, torch.Tensor]) -> Any:
+    """torch.export of the model on its inputs (the first positional, the others by
+    name; `use_cache=False` where the forward takes it, as `from_torch` passes it)."""
+    from tileplan.importers.torch_export import takes
+
+    first, *rest = inputs
+    kwargs: dict[str, Any] = {k: inputs[k] for k in rest}
+    if takes(model, "use_cache"):
+        kwargs["use_cache"] = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.export.export(model, (inputs[first],), kwargs=kwargs, strict=False)
+
+
+def used_parameters(ep: Any) -> int:
+    """The parameter elements an exported program reads (a mask token a forward never
+    uses, DINOv2's, wav2vec2's, is no part of the plan)."""
+    read = {n.name for n in ep.graph.nodes if n.op == "placeholder" and n.users}
+    state = ep.state_dict
+    return sum(state[s.target].numel() for s in ep.graph_signature.input_specs
+               if s.kind.name == "PARAMETER" and s.arg.name in read)
+
+
 def run_torch(case: Case) -> str:
     """The torch.export cell: the model built on the meta device, exported, planned."""
-    from tileplan.importers.torch_export import from_torch
+    from tileplan.importers.torch_export import from_exported
 
     model, inputs = build(case, "meta")
-    first, *rest = inputs
     try:
-        graph = from_torch(model, (inputs[first],), case.name, kwargs={k: inputs[k] for k in rest})
+        ep = export(model, inputs)
+    except Exception as e:  # torch's failure, not tileplan's
+        return f"export fails ({type(e).__name__})"
+    expected = used_parameters(ep)
+    try:
+        graph = from_exported(ep, case.name)
     except TileplanError as e:
         return f"does not plan: {one_line(e)}"
-    return result(graph, sum(p.numel() for p in model.parameters()))
+    return result(graph, expected)
 
 
 class Outputs(torch.nn.Module):
@@ -266,7 +293,13 @@ def export_onnx(case: Case, exporter: str, folder: Path) -> str:
     """The case exported by `exporter` and saved graph-only (the data file deleted)."""
     import onnx
 
+    from tileplan.importers.torch_export import takes
+
     model, inputs = build(case, "cpu")
+    if exporter == "legacy" and case.family.startswith("decoder") and takes(model, "attention_mask"):
+        # the legacy exporter cannot export transformers' check for packed sequences
+        # (`aten::diff`) a decoder runs without a mask: give it an all-ones mask
+        inputs = {**inputs, "attention_mask": torch.ones_like(inputs["input_ids"])}
     wrapped = Outputs(model, list(inputs))
     raw, path = folder / f"{case.name}.{exporter}.raw.onnx", folder / f"{case.name}.{exporter}.onnx"
     with warnings.catch_warnings(), torch.no_grad():
@@ -326,25 +359,20 @@ def run_onnx(case: Case, exporter: str, folder: Path) -> str:
 
 def run_pt2(case: Case, folder: Path) -> str:
     """The .pt2 cell: exported on the meta device, saved, read back by tileplan's reader."""
-    from tileplan.importers.torch_export import load_exported, takes
+    from tileplan.importers.torch_export import load_exported
 
     model, inputs = build(case, "meta")
-    first, *rest = inputs
     path = folder / f"{case.name}.pt2"
-    kwargs: dict[str, Any] = {k: inputs[k] for k in rest}
-    if takes(model, "use_cache"):
-        kwargs["use_cache"] = False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            torch.export.save(torch.export.export(model, (inputs[first],), kwargs=kwargs, strict=False), str(path))
-        except Exception as e:
-            return f"export fails ({type(e).__name__})"
+    try:
+        ep = export(model, inputs)
+        torch.export.save(ep, str(path))
+    except Exception as e:
+        return f"export fails ({type(e).__name__})"
     try:
         graph = load_exported(str(path))
     except TileplanError as e:
         return f"does not plan: {one_line(e).replace(str(folder) + os.sep, '')}"
-    return result(graph, sum(p.numel() for p in model.parameters()))
+    return result(graph, used_parameters(ep))
 
 
 def read_doc(path: Path = DOC) -> dict[str, dict[str, str]]:

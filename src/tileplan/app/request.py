@@ -99,7 +99,7 @@ class PlanRequest:
                    "gemm_output_packing": [c.value.lower() for c in GemmOutputPacking]}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
-                raise InputError(f"{option(key)} must be one of {', '.join(allowed)}, "
+                raise InputError(f"{option(key).strip('-=')} must be one of {', '.join(allowed)}, "
                                  f"found {getattr(self, key)!r}")
 
     def resolved(self) -> "PlanRequest":

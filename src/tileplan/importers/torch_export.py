@@ -85,8 +85,9 @@ def load_exported(path: str) -> Graph:
     """Import a saved ExportedProgram (`torch.export.save`, a `.pt2` file), read by
     `importers.pt2` without unpickling or calling anything from the file."""
     _torch()
-    try:  # a Hugging Face model's outputs are pytree nodes transformers registers on import
+    try:  # a Hugging Face model's outputs are pytree nodes transformers registers on import, and
         import transformers.modeling_outputs  # noqa: F401
+        import transformers.integrations.moe  # noqa: F401  (its grouped matmul an operator)
     except ImportError:  # pragma: no cover
         pass
     from tileplan.importers.pt2 import load_program

@@ -108,12 +108,16 @@ def _slices_of(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any]) 
 def _map_slice(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
                module: str | None) -> list[str | None]:
     s = list(imp.shape(ins[0]))
+    cuts = _slices_of(imp, node, ins, attrs)
+    if any(not len(r) for _, r in cuts):  # no elements (a rotary pass-through of none): a Concat drops it
+        for axis, r in cuts:
+            s[axis] = len(r)
+        imp.known[node.output[0]] = np.zeros(s, dtype=np.float32)
+        return [None]
     out = imp.read(ins[0], module)
-    for axis, r in _slices_of(imp, node, ins, attrs):
+    for axis, r in cuts:
         if len(r) == s[axis]:
             continue
-        if not len(r):
-            raise ModelError(f"Slice [{r.start}:{r.stop}:{r.step}] of axis {axis} ({s[axis]}) is empty")
         out = imp.emit("slice", [out], {"axis": axis, "start": r.start, "end": r.stop, "step": r.step}, module,
                        fallback(node))
         s[axis] = len(r)
