@@ -296,10 +296,13 @@ def export_onnx(case: Case, exporter: str, folder: Path) -> str:
     from tileplan.importers.torch_export import takes
 
     model, inputs = build(case, "cpu")
-    if exporter == "legacy" and case.family.startswith("decoder") and takes(model, "attention_mask"):
+    if exporter == "legacy":
         # the legacy exporter cannot export transformers' check for packed sequences
         # (`aten::diff`) a decoder runs without a mask: give it an all-ones mask
-        inputs = {**inputs, "attention_mask": torch.ones_like(inputs["input_ids"])}
+        if case.family.startswith("decoder") and takes(model, "attention_mask"):
+            inputs = {**inputs, "attention_mask": torch.ones_like(inputs["input_ids"])}
+        if "decoder_input_ids" in inputs and case.name == "Whisper" and takes(model, "decoder_attention_mask"):
+            inputs = {**inputs, "decoder_attention_mask": torch.ones_like(inputs["decoder_input_ids"])}
     wrapped = Outputs(model, list(inputs))
     raw, path = folder / f"{case.name}.{exporter}.raw.onnx", folder / f"{case.name}.{exporter}.onnx"
     with warnings.catch_warnings(), torch.no_grad():

@@ -183,3 +183,19 @@ def test_a_fixed_batch_file_plans_with_the_default_command(tmp_path: Path, capsy
     report = json.loads(tileplan.plan(path).to_json())
     batch = next(r for r in report["what_if"]["rows"] if r["knob"] == "batch")
     assert "asked 2 (batch=)" in batch["error"]
+
+
+def test_a_symbolic_dimension_without_a_value_names_the_flag_or_the_keyword(tmp_path: Path, capsys) -> None:
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    path = _save(_model(nodes, [_vi("x", ["batch", "tokens", "width"])], [_vi("y", None)], []), tmp_path / "s.onnx")
+    assert main(["plan", path, "--no-what-if", "-o", str(tmp_path / "s.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "dimension 1 ('tokens') is symbolic and has no value: pass --sequence-length " \
+                                   "... (or export with static shapes)" in err
+    with pytest.raises(ModelError, match=r"dimension 1 \('tokens'\) is symbolic and has no value: pass "
+                                         r"sequence_length=\.\.\. \(or export"):
+        tileplan.plan(path, what_if=False)
+    with pytest.raises(ModelError, match=r"dimension 2 \('width'\) is symbolic and has no value: export with "
+                                         r"static shapes \(only the batch and the sequence take batch= and "
+                                         r"sequence_length=\)"):
+        tileplan.plan(path, sequence_length=4, what_if=False)

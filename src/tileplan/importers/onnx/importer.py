@@ -212,6 +212,10 @@ class Importer:
                     continue
                 label = d.dim_param or f"dimension {k}"
                 value = self._symbolic(k, label)
+                if value is None and k > 1:
+                    raise ModelError(f"dimension {k} ({label!r}) is symbolic and has no value: export with static "
+                                     f"shapes (only the batch and the sequence take {option('batch')} and "
+                                     f"{option('sequence_length')})", where)
                 if value is None:
                     raise ModelError(f"dimension {k} ({label!r}) is symbolic and has no value: pass "
                                      f"{option(knob, '...')} (or export with static shapes)", where)
