@@ -353,6 +353,7 @@ def deserialize(doc: dict[str, Any], path: str) -> Any:
             state[fqn] = tensor
         else:
             constants[fqn] = tensor
+    _plain_outputs(doc)
     try:
         program = _dict_to_dataclass(schema.ExportedProgram, doc)
         return ExportedProgramDeserializer().deserialize(program, state, constants, None)
@@ -362,6 +363,33 @@ def deserialize(doc: dict[str, Any], path: str) -> Any:
         first = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
         raise InputError(f"torch cannot read this program: {type(e).__name__}: {json.dumps(first)[1:-1]}",
                          path) from None
+
+
+#: the containers a program's output structure may name (any other is read as a tuple)
+_CONTAINERS = frozenset({"builtins.tuple", "builtins.list", "builtins.dict", None})
+
+
+def _plain_outputs(doc: dict[str, Any]) -> None:
+    """The output structure of each module call (a tree of containers) with every
+    container of a class read as a tuple of its children: a model's output class
+    (DETR's `DetrModelOutput`) is registered only when its module is imported, which
+    the file does not decide; the plan needs the output tensors, not their class."""
+    for entry in doc["graph_module"].get("module_call_graph", []):
+        signature = entry.get("signature") if isinstance(entry, dict) else None
+        if not isinstance(signature, dict) or not isinstance(signature.get("out_spec"), str):
+            continue
+        spec = signature["out_spec"]
+        try:
+            tree = json.loads(spec)
+        except ValueError:
+            continue
+        stack = [tree[1]] if isinstance(tree, list) and len(tree) == 2 and isinstance(tree[1], dict) else []
+        while stack:
+            node = stack.pop()
+            if node.get("type") not in _CONTAINERS:
+                node["type"], node["context"] = "builtins.tuple", "null"
+            stack.extend(c for c in node.get("children_spec") or () if isinstance(c, dict))
+        signature["out_spec"] = json.dumps(tree)
 
 
 def load_program(path: str) -> Any:
