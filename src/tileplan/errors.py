@@ -44,3 +44,19 @@ class TilingError(TileplanError):
 
 class ModelError(InputError):
     """A model that is not well formed: impossible shapes, unknown operations."""
+
+
+#: the interface errors speak: "python" (keywords, `sequence_length=`: the API, any
+#: caller) or "cli" (flags, `--sequence-length`: `tileplan.cli.main` sets it while a
+#: command runs)
+INTERFACE = "python"
+
+
+def option(key: str, value: str | None = None) -> str:
+    """A knob as the interface the user came through spells it: `--sequence-length` on
+    the command line, `sequence_length=` in Python; with `value`, `--batch 4` or
+    `batch=4`."""
+    if INTERFACE == "cli":
+        flag = f"--{key.replace('_', '-')}"
+        return flag if value is None else f"{flag} {value}"
+    return f"{key}=" if value is None else f"{key}={value}"

@@ -69,25 +69,31 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
          policy: str = "default", attention_products: str = "automatic", gemm_output_packing: str = "native",
          available_memory_proportion: float | str = 0.6, batch: int | None = None,
          sequence_length: int | None = None, image_size: int | None = None, layers: int | None = None,
-         what_if: bool = True) -> PlanResult:
+         kv_cache: int | None = None, what_if: bool = True) -> PlanResult:
     """Plan `model` on `machine` (see the module docstring). Precisions default as
     `tileplan plan`'s do (`app.request.default_precisions`): the model's own, the
     seed's for a built-in tower. `what_if`: re-plan with each knob turned, as
-    `tileplan plan` does (a model named by its path or name)."""
+    `tileplan plan` does (a model named by its path or name). `kv_cache`: plan one
+    decoding step of a decoder with a key/value cache of that many positions per
+    layer, always live (a module's step reads `input_ids` of the shape of
+    `example_inputs[0]` when given, else [1, 1]; a config.json's takes `batch` and
+    `sequence_length` new tokens)."""
     proportion = str(available_memory_proportion)
     if isinstance(model, (str, Path)):
         request = PlanRequest(model=str(model), layers=layers, weights=weights, activations=activations,
                               partials=partials, policy=policy, machine=machine,
                               attention_products=attention_products, gemm_output_packing=gemm_output_packing,
                               batch=batch, sequence_length=sequence_length, image_size=image_size,
-                              available_memory_proportion=proportion).resolved()
+                              kv_cache=kv_cache, available_memory_proportion=proportion).resolved()
         planned = request.plan()
         report = build_report(planned)
         return PlanResult(with_what_if(report, request, planned) if what_if else report)
     if any(x is not None for x in (batch, sequence_length, image_size, layers)):
-        raise InputError("batch, sequence_length, image_size and layers apply to models named by path; a module's "
-                         "shapes come from its example inputs (use sequence_length= with a path)")
-    graph = _graph(model, example_inputs)
+        raise InputError("batch=, sequence_length=, image_size= and layers= apply to models named by path; a "
+                         "module's shapes come from its example_inputs= (or pass a config.json's path)")
+    if kv_cache is not None and not 1 <= kv_cache <= 1 << 20:
+        raise InputError(f"kv_cache= must be in [1, 2^20], found {kv_cache}")
+    graph = _graph(model, example_inputs, kv_cache)
     weights, activations = default_precisions(machine, graph.float_precision or "F16", weights, activations)
     options = PlanRequest(attention_products=attention_products, gemm_output_packing=gemm_output_packing,
                           partials=partials, available_memory_proportion=proportion).options
@@ -95,16 +101,25 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
     return PlanResult(build_report(plan_program(program, find_machine(machine), layout_policy(policy), options)))
 
 
-def _graph(model: Any, example_inputs: Sequence[Any] | None) -> Graph:
+def _graph(model: Any, example_inputs: Sequence[Any] | None, kv_cache: int | None = None) -> Graph:
     if isinstance(model, Graph):
+        if kv_cache is not None:
+            raise InputError("kv_cache= needs a torch.nn.Module (a transformers decoder) or a config.json's path")
         return model
     with library_output_captured():
-        return _import_object(model, example_inputs)
+        return _import_object(model, example_inputs, kv_cache)
 
 
-def _import_object(model: Any, example_inputs: Sequence[Any] | None) -> Graph:
+def _import_object(model: Any, example_inputs: Sequence[Any] | None, kv_cache: int | None = None) -> Graph:
     from tileplan.importers.torch_export import _torch, from_exported, from_torch
     torch = _torch()
+    if kv_cache is not None:
+        if not isinstance(model, torch.nn.Module):
+            raise InputError("kv_cache= needs a torch.nn.Module (a transformers decoder) or a config.json's path")
+        from tileplan.importers.decode import decode_step
+        first = example_inputs[0] if example_inputs else None
+        batch, tokens = tuple(first.shape) if isinstance(first, torch.Tensor) and first.dim() == 2 else (1, 1)
+        return decode_step(model, kv_cache, batch, tokens)
     if isinstance(model, torch.export.ExportedProgram):
         return from_exported(model)
     if isinstance(model, torch.nn.Module):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tileplan.errors import InputError
+from tileplan.errors import InputError, TileplanError, option
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
 from tileplan.app.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
@@ -68,6 +68,9 @@ class PlanRequest:
     batch: int | None = None
     sequence_length: int | None = None
     image_size: int | None = None
+    #: one decoding step of a decoder with a cache of this many positions per layer
+    #: (`sequence_length` new tokens a sequence, default 1)
+    kv_cache: int | None = None
     #: several IPUs: a count, "auto" (the fewest that fit), with `layers_per_ipu`
     #: optimum-graphcore's list ("3,7,7,7", -1 wildcards)
     ipus: str | None = None
@@ -77,26 +80,26 @@ class PlanRequest:
 
     def __post_init__(self) -> None:
         if self.layers is not None and not 1 <= self.layers <= MAX_LAYERS:
-            raise InputError(f"--layers must be in [1, {MAX_LAYERS}], found {self.layers}")
-        for key in ("batch", "sequence_length", "image_size"):
+            raise InputError(f"{option('layers')} must be in [1, {MAX_LAYERS}], found {self.layers}")
+        for key in ("batch", "sequence_length", "image_size", "kv_cache"):
             value = getattr(self, key)
             if value is not None and not 1 <= value <= 1 << 20:
-                raise InputError(f"--{key.replace('_', '-')} must be in [1, 2^20], found {value}")
+                raise InputError(f"{option(key)} must be in [1, 2^20], found {value}")
         if self.ipus is not None and self.ipus != "auto" and not (self.ipus.isdigit() and
                                                                  1 <= int(self.ipus) <= MAX_IPUS):
-            raise InputError(f"--ipus must be a count in [1, {MAX_IPUS}] or auto, found {self.ipus!r}")
+            raise InputError(f"{option('ipus')} must be a count in [1, {MAX_IPUS}] or auto, found {self.ipus!r}")
         if self.layers_per_ipu is not None:
             self.split_spec()
         self.proportions()
         for key in ("activations", "partials"):
             value = getattr(self, key)
             if value is not None and value not in ("f16", "f32"):
-                raise InputError(f"--{key} must be f16 or f32, found {value!r}")
+                raise InputError(f"{option(key)} must be f16 or f32, found {value!r}")
         choices = {"attention_products": [c.value.lower() for c in AttentionProducts],
                    "gemm_output_packing": [c.value.lower() for c in GemmOutputPacking]}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
-                raise InputError(f"{key.replace('_', '-')} must be one of {', '.join(allowed)}, "
+                raise InputError(f"{option(key).strip('-=')} must be one of {', '.join(allowed)}, "
                                  f"found {getattr(self, key)!r}")
 
     def resolved(self) -> "PlanRequest":
@@ -114,7 +117,8 @@ class PlanRequest:
 
     def graph(self) -> Graph:
         """The imported model's graph (imported once per process: `sources.import_graph`)."""
-        return import_graph(self.model, self.batch, self.sequence_length, self.image_size, self.layers)
+        return import_graph(self.model, self.batch, self.sequence_length, self.image_size, self.layers,
+                            self.kv_cache)
 
     @property
     def imported(self) -> bool:
@@ -154,15 +158,16 @@ class PlanRequest:
         except ValueError:
             values = []
         if not values or not all(0 < v <= 1 for v in values):
-            raise InputError(f"--available-memory-proportion {self.available_memory_proportion!r}: expected a "
-                             "proportion in (0, 1], or one per IPU separated by commas (e.g. 0.15,0.25)")
+            raise InputError(f"{option('available_memory_proportion')} {self.available_memory_proportion!r}: "
+                             "expected a proportion in (0, 1], or one per IPU separated by commas (e.g. 0.15,0.25)")
         return values
 
     def options_for(self, ipu: int = 0) -> Options:
         """The options of IPU `ipu`'s plan (its own available memory proportion)."""
         values = self.proportions()
         if len(values) > 1 and ipu >= len(values):
-            raise InputError(f"--available-memory-proportion lists {len(values)} IPUs; the plan has IPU {ipu}")
+            raise InputError(f"{option('available_memory_proportion')} lists {len(values)} IPUs; the plan has "
+                             f"IPU {ipu}")
         return Options(GemmOutputPacking(self.gemm_output_packing.capitalize()),
                        AttentionProducts(self.attention_products.capitalize()),
                        values[ipu] if len(values) > 1 else values[0],
@@ -176,27 +181,33 @@ class PlanRequest:
         if self.weights is None or self.activations is None:
             return self.resolved().program()
         if kind_of(self.model) == "synthetic":
-            given = [k for k in ("layers", "batch", "sequence_length", "image_size") if getattr(self, k) is not None]
+            given = [k for k in ("layers", "batch", "sequence_length", "image_size", "kv_cache")
+                     if getattr(self, k) is not None]
             if given or self.unroll or not self.map_head:
-                knob = given[0].replace("_", "-") if given else "unroll" if self.unroll else "no-map-head"
-                raise InputError(f"--{knob} is not a knob of synthetic:N (its size is N, the timeline values)",
+                knob = given[0] if given else "unroll" if self.unroll else "map_head"
+                raise InputError(f"{option(knob)} is not a knob of synthetic:N (its size is N, the timeline values)",
                                  self.model)
             weights = from_option(self.weights)
             cfg = config_for_timeline(timeline_count(self.model), weights)
             return synthetic.build_synthetic(cfg, weights)
         if self.imported:
             if self.unroll or not self.map_head:
-                raise InputError("--unroll and --no-map-head are for the built-in towers", self.model)
-            shapes = {k: getattr(self, k) for k in ("batch", "sequence_length", "image_size", "layers")
+                raise InputError(f"{option('unroll')} and {option('no_map_head')} are for the built-in towers",
+                                 self.model)
+            shapes = {k: getattr(self, k) for k in ("batch", "sequence_length", "image_size", "layers", "kv_cache")
                       if getattr(self, k) is not None}
             graph = self.graph()
             if graph.architecture is not None:
                 shapes["architecture"] = graph.architecture
+            if graph.notes:
+                shapes["note"] = "; ".join(graph.notes)
             return graph.to_program(from_option(self.weights), from_option(self.activations),
                                     options={"source": self.model, **shapes})
+        if self.kv_cache is not None:
+            raise InputError(f"{option('kv_cache')} is for decoders; a built-in tower is an encoder", self.model)
         if self.sequence_length is not None:
-            raise InputError("--sequence-length is for text models; a built-in tower's tokens come from its image "
-                             "size (--image-size)", self.model)
+            raise InputError(f"{option('sequence_length')} is for text models; a built-in tower's tokens come from "
+                             f"its image size ({option('image_size')})", self.model)
         return siglip.build_vit(self.config, from_option(self.weights), unroll=self.unroll,
                                 activations=from_option(self.activations))
 
@@ -218,8 +229,8 @@ class PlanRequest:
         try:
             return [int(x) for x in (self.layers_per_ipu or "").split(",")]
         except ValueError:
-            raise InputError(f"--layers-per-ipu {self.layers_per_ipu!r}: expected integers separated by commas, "
-                             "e.g. 3,7,7,7 or -1,-1") from None
+            raise InputError(f"{option('layers_per_ipu')} {self.layers_per_ipu!r}: expected integers separated by "
+                             "commas, e.g. 3,7,7,7 or -1,-1") from None
 
     def pipeline(self) -> Pipeline | None:
         """The plans over several IPUs: as `layers_per_ipu` says, split evenly over
@@ -253,9 +264,13 @@ class PlanRequest:
             parts.append(f"--layers {self.layers}")
         resolved = self.resolved()
         parts.append(f"--weights {resolved.weights}")
-        if resolved.activations != replace(self, activations=None).resolved().activations:
+        try:
+            own = replace(self, activations=None).resolved().activations
+        except TileplanError:  # a request that cannot be planned (a what-if row saying why) states it
+            own = None
+        if resolved.activations != own:
             parts.append(f"--activations {resolved.activations}")
-        for key in ("partials", "batch", "sequence_length", "image_size", "ipus", "layers_per_ipu"):
+        for key in ("partials", "batch", "sequence_length", "image_size", "kv_cache", "ipus", "layers_per_ipu"):
             if getattr(self, key) is not None:
                 parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
         if self.available_memory_proportion != DEFAULT_PROPORTION:

@@ -16,7 +16,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from tileplan.errors import InputError, ModelError
+from tileplan.errors import InputError, ModelError, option
 from tileplan.importers.graph import Graph
 from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json
 from tileplan.runtime import library_output_captured
@@ -131,7 +131,7 @@ def _kind_of(model: str, key: tuple[str, int]) -> str:
 
 
 def import_graph(model: str, batch: int | None = None, sequence_length: int | None = None,
-                 image_size: int | None = None, layers: int | None = None) -> Graph:
+                 image_size: int | None = None, layers: int | None = None, kv_cache: int | None = None) -> Graph:
     path = locate(model)
     try:
         stamp = os.stat(path).st_mtime_ns
@@ -140,18 +140,21 @@ def import_graph(model: str, batch: int | None = None, sequence_length: int | No
     except ValueError:  # a NUL in the path
         raise InputError("a path must not contain a NUL character", repr(model)) from None
     with library_output_captured():
-        graph = _import(path, (os.path.abspath(path), stamp), batch, sequence_length, image_size, layers)
+        graph = _import(path, (os.path.abspath(path), stamp), batch, sequence_length, image_size, layers, kv_cache)
     return graph if path == model else replace(graph, name=display_name(model))
 
 
 @lru_cache(maxsize=8)
 def _import(model: str, key: tuple[str, int], batch: int | None, sequence_length: int | None, image_size: int | None,
-            layers: int | None) -> Graph:
+            layers: int | None, kv_cache: int | None = None) -> Graph:
     kind = kind_of(model)
+    if kv_cache is not None and kind != "hf-config":
+        raise InputError(f"{option('kv_cache')} plans a decoding step of a decoder built from its config.json (or of a "
+                         "module, from Python); this model's file has its own inputs", model)
     if kind == "onnx":
         if image_size is not None or layers is not None:
-            raise InputError("an ONNX file has fixed image size and layers; only --batch and --sequence-length "
-                             "set its symbolic dimensions", model)
+            raise InputError(f"an ONNX file has fixed image size and layers; only {option('batch')} and "
+                             f"{option('sequence_length')} set its symbolic dimensions", model)
         from tileplan.importers.onnx import from_onnx
         return from_onnx(model, batch=batch, sequence_length=sequence_length)
     if kind == "exported":
@@ -161,12 +164,12 @@ def _import(model: str, key: tuple[str, int], batch: int | None, sequence_length
         from tileplan.importers.torch_export import load_exported
         return load_exported(model)
     if kind == "hf-config":
-        return from_hf_config(model, batch, sequence_length, image_size, layers)
+        return from_hf_config(model, batch, sequence_length, image_size, layers, kv_cache)
     raise AssertionError(kind)
 
 
 def from_hf_config(path: str, batch: int | None, sequence_length: int | None, image_size: int | None,
-                   layers: int | None) -> Graph:
+                   layers: int | None, kv_cache: int | None = None) -> Graph:
     """Any architecture transformers builds from its config: random weights on the meta
     device (nothing downloaded, nothing in memory), exported with example inputs of
     the model's main input (`input_ids` [batch, sequence], `pixel_values` [batch,
@@ -193,7 +196,7 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
     cfg.use_cache = False
     if layers is not None:
         if not hasattr(cfg, "num_hidden_layers"):
-            raise InputError("--layers: this configuration has no num_hidden_layers", path)
+            raise InputError(f"{option('layers')}: this configuration has no num_hidden_layers", path)
         cfg.num_hidden_layers = layers
     for key in ("num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size", "num_attention_heads"):
         value = getattr(cfg, key, None)
@@ -210,11 +213,31 @@ def from_hf_config(path: str, batch: int | None, sequence_length: int | None, im
         raise ModelError(f"transformers cannot build the model: {type(e).__name__}: {_first_line(e)}",
                          path) from None
     batch = batch or 1
-    example = _example_input(model, cfg, batch, sequence_length, image_size, path)
     name = doc.get("_name_or_path")
-    graph = from_torch(model, (example,), display_name(name) if isinstance(name, str) and name else
-                       config_name(path, kind))
+    label = display_name(name) if isinstance(name, str) and name else config_name(path, kind)
+    if kv_cache is not None:  # one decoding step of sequence_length tokens (default 1) after kv_cache positions
+        from tileplan.importers.decode import decode_step
+        graph = decode_step(model, kv_cache, batch, sequence_length or 1, label)
+        return replace(graph, architecture=architecture)
+    example = _example_input(model, cfg, batch, sequence_length, image_size, path)
+    graph = from_torch(model, (example,), label)
     return replace(graph, architecture=architecture)
+
+
+def max_positions(model: str) -> int | None:
+    """The most positions a config.json's model takes (`max_position_embeddings`,
+    `n_positions`, ...; its text configuration's for a composite model), if it says."""
+    try:
+        doc = read_json(locate(model), MAX_CONFIG_BYTES)
+    except InputError:
+        return None
+    for section in (doc, doc.get("text_config") if isinstance(doc, dict) else None):
+        if isinstance(section, dict):
+            for key in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx"):
+                value = section.get(key)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    return value
+    return None
 
 
 #: keys of a configuration (at any depth: a composite model's text_config, vision_config...)

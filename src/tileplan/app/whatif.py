@@ -7,7 +7,9 @@ default, and 1.0), the output packing; then the largest batch that fits on one I
 and on two, and for a built-in tower the most encoder layers that fit (by bisection
 up to twice the planned count). Each row is a full plan; its figures are the exact
 verdict (worst tile) and its `command` re-derives them. `with_what_if` attaches the
-table to a report, for `tileplan plan` and the Python API alike.
+table to a report, for `tileplan plan` and the Python API alike. A row that cannot be planned
+(a batch the file fixes, a knob this model does not have) never fails the plan: it
+says why in its row (`WhatIfRow.error`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from tileplan.errors import TileplanError
 from tileplan.lowering.policy import policy
 from tileplan.model.machine import machine
 from tileplan.app.request import MAX_LAYERS, PlanRequest
+from tileplan.app.sources import max_positions
 from tileplan.planner.outcome import Outcome, outcome
 from tileplan.planner.plan import Plan, plan_program
 from tileplan.report.model import Report
@@ -27,10 +30,27 @@ from tileplan.report.whatif import WHAT_IF_LIMIT, what_if_section, what_if_skipp
 
 @dataclass(frozen=True, slots=True)
 class WhatIfRow:
+    """One re-plan: its knob, value and request, and what it came to (`outcome`), or
+    why it could not be planned (`error`, one line; `outcome` None)."""
+
     knob: str
     value: str
     request: PlanRequest
-    outcome: Outcome
+    outcome: Outcome | None
+    error: str | None = None
+
+
+def attempt(knob: str, value: str, request: PlanRequest, run: Callable[[PlanRequest], Plan]) -> WhatIfRow:
+    """The row of `request` re-planned, or the row saying why it could not be."""
+    try:
+        return WhatIfRow(knob, value, request, outcome(run(request)))
+    except TileplanError as e:
+        return WhatIfRow(knob, value, request, None, one_line(e))
+
+
+def one_line(e: TileplanError) -> str:
+    """An error as a what-if row states it: its message on one line."""
+    return " ".join(str(e).split())
 
 
 def variations(base: PlanRequest) -> list[tuple[str, str, PlanRequest]]:
@@ -107,17 +127,28 @@ def largest(fits: Callable[[int], bool], start: int, cap: int = MAX_BATCH) -> in
 
 def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) -> list[WhatIfRow]:
     """The largest batch that fits on one IPU, and on two (the best split of the layers
-    over two IPUs, `--ipus 2 --layers-per-ipu` as `fewest_ipus` chooses it)."""
+    over two IPUs, `--ipus 2 --layers-per-ipu` as `fewest_ipus` chooses it). A batch
+    that cannot be planned (an input whose batch the file fixes) ends the search: the
+    row says why."""
     from tileplan.planner.pipeline import Pipeline, fewest_ipus
     plans: dict[int, Plan] = {}
+    errors: dict[int, str] = {}
 
     def one(batch: int) -> bool:
-        plans[batch] = run(base.with_(batch=batch))
+        try:
+            plans[batch] = run(base.with_(batch=batch))
+        except TileplanError as e:
+            errors[batch] = one_line(e)
+            return False
         return plans[batch].verdict.fits
 
     rows = []
     start = base.batch or 1
     best = largest(one, start)
+    failed = min((b for b in errors if b > best), default=None)
+    if failed is not None and (best or failed == 1):
+        rows.append(WhatIfRow("batch", str(failed), base.with_(batch=failed), None, errors[failed]))
+        return rows  # the batch is not a knob of this model: no search over two IPUs either
     if best:
         rows.append(WhatIfRow("batch", f"{best} (the largest that fits)", base.with_(batch=best),
                               outcome(plans[best])))
@@ -132,9 +163,12 @@ def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) ->
 
     def two(batch: int) -> bool:
         request = base.with_(batch=batch)
-        pipe = fewest_ipus(request.program(), lambda p: plan_program(p, machine(request.machine),
-                                                                       policy(request.policy), request.options),
-                           max_ipus=2)
+        try:
+            pipe = fewest_ipus(request.program(), lambda p: plan_program(p, machine(request.machine),
+                                                                           policy(request.policy), request.options),
+                               max_ipus=2)
+        except TileplanError:
+            pipe = None
         pipelines[batch] = pipe
         return pipe is not None and len(pipe.plans) <= 2
     best2 = largest(two, max(best, 1))
@@ -147,18 +181,57 @@ def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) ->
     return rows
 
 
+def longest_cache_row(base: PlanRequest, run: Callable[[PlanRequest], Plan]) -> WhatIfRow:
+    """The longest key/value cache (positions per layer) that fits, up to the most
+    positions the model takes (or `MAX_CACHE`): doubling from the planned length, then
+    bisection (a longer cache costs more memory)."""
+    assert base.kv_cache is not None
+    plans: dict[int, Plan] = {}
+    errors: dict[int, str] = {}
+
+    def fits(length: int) -> bool:
+        try:
+            plans[length] = run(base.with_(kv_cache=length))
+        except TileplanError as e:
+            errors[length] = one_line(e)
+            return False
+        return plans[length].verdict.fits
+
+    cap = max_positions(base.model) or MAX_CACHE
+    best = largest(fits, min(base.kv_cache, cap), cap)
+    failed = min((n for n in errors if n > best), default=None)
+    if failed is not None:
+        return WhatIfRow("kv_cache", str(failed), base.with_(kv_cache=failed), None, errors[failed])
+    if best:
+        limit = ": the model's most positions" if best == cap and cap != MAX_CACHE else ""
+        return WhatIfRow("kv_cache", f"{best} (the longest cache that fits{limit})", base.with_(kv_cache=best),
+                         outcome(plans[best]))
+    return attempt("kv_cache", "1 (none fit)", base.with_(kv_cache=1), run)
+
+
+#: the longest cache the search tries when the model does not say its most positions
+MAX_CACHE = 1 << 20
+
+
 def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = None,
             progress: Callable[[str], None] | None = None) -> list[WhatIfRow]:
+    """Each knob re-planned (see the module docstring); rows that cannot be planned say
+    why, and never stop the others."""
+    base = base.resolved()  # the precisions decided once: each row's command states them
     run = planner or (lambda r: r.plan())
     rows = []
     for knob, value, request in variations(base):
         if progress:
             progress(f"what-if {knob} = {value}")
-        rows.append(WhatIfRow(knob, value, request, outcome(run(request))))
+        rows.append(attempt(knob, value, request, run))
     if not base.pipelined and base.batch_varies:
         if progress:
             progress("what-if batch")
         rows.extend(largest_batch_rows(base, run))
+    if base.kv_cache is not None:
+        if progress:
+            progress("what-if kv_cache")
+        rows.append(longest_cache_row(base, run))
     if base.imported:  # an imported model's layers are its own: no layer count to vary
         return rows
     if progress:
@@ -168,8 +241,7 @@ def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = N
         layers, p = best
         rows.append(WhatIfRow("layers", f"{layers} (the most that fit)", base.with_(layers=layers), outcome(p)))
     else:
-        one = base.with_(layers=1)
-        rows.append(WhatIfRow("layers", "1 (none fit)", one, outcome(run(one))))
+        rows.append(attempt("layers", "1 (none fit)", base.with_(layers=1), run))
     return rows
 
 
@@ -182,4 +254,5 @@ def with_what_if(report: Report, request: PlanRequest, plan: Plan, *, limit: int
         return report.with_sections(what_if_skipped(len(report.values), limit))
     rows = what_if(request, progress=progress)
     return report.with_sections(what_if_section(outcome(plan), request.command(),
-                                                [(r.knob, r.value, r.outcome, r.request.command()) for r in rows]))
+                                                [(r.knob, r.value, r.outcome, r.request.command(), r.error)
+                                                 for r in rows]))

@@ -19,6 +19,7 @@ import importlib
 from types import ModuleType
 
 from tileplan.version import __version__
+from tileplan import errors
 from tileplan.errors import TileplanError
 from tileplan.ioutil import escape_controls
 
@@ -132,6 +133,7 @@ def _error(message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = None
     _text_streams()
+    spoken, errors.INTERFACE = errors.INTERFACE, "cli"  # errors name the command line's flags
     try:
         words = list(sys.argv[1:] if argv is None else argv)
         args = build_parser(_verb(words)).parse_args(words)
@@ -155,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         _error(f"cannot write to standard output: {e.strerror}")
         return 2
+    finally:
+        errors.INTERFACE = spoken
 
 
 def entry() -> None:

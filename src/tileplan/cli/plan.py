@@ -19,7 +19,7 @@ from tileplan import runtime
 from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.cli.progress import Progress
 from tileplan.errors import InputError
-from tileplan.ioutil import check_target, write_atomic
+from tileplan.ioutil import check_target, escape_controls, write_atomic
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
 from tileplan.builtins import siglip
@@ -45,6 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, help="batch size of an imported model's inputs (default 1)")
     p.add_argument("--sequence-length", type=int, help="sequence length of a text model's inputs (default 128)")
     p.add_argument("--image-size", type=int, help="image size of a vision model built from a config.json")
+    p.add_argument("--kv-cache", type=int, metavar="L",
+                   help="plan one decoding step of a decoder (a config.json's) with a key/value cache of L positions "
+                        "per layer, always live; --sequence-length sets the step's new tokens (default 1)")
     p.add_argument("--ipus", help="plan a pipeline over N IPUs (inference), layers split evenly, or 'auto': the "
                                   "fewest IPUs that fit, split for the most margin")
     p.add_argument("--available-memory-proportion", default="0.6", metavar="P[,P,...]",
@@ -96,7 +99,8 @@ def request_from(args: argparse.Namespace) -> PlanRequest:
                        unroll=args.unroll, policy=args.policy, machine=args.machine,
                        attention_products=args.attention_products,
                        gemm_output_packing=args.gemm_output_packing, batch=args.batch,
-                       sequence_length=args.sequence_length, image_size=args.image_size, ipus=args.ipus,
+                       sequence_length=args.sequence_length, image_size=args.image_size, kv_cache=args.kv_cache,
+                       ipus=args.ipus,
                        layers_per_ipu=args.layers_per_ipu,
                        available_memory_proportion=args.available_memory_proportion)
 
@@ -146,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
     args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not report.fits_budget else 0
     print(f"wrote {output}: scope {report.scope}, {len(report.values)} values, {len(report.steps)} steps "
           f"({request.command()})")
+    program = report.sections.program
+    note = program.get("note") if program is not None else None
+    if isinstance(note, str):
+        print(f"note: {escape_controls(note)}")
     for line in render_headline(build_headline(report)):
         print(line)
     skipped = report.sections.what_if_skipped

@@ -11,6 +11,7 @@ with the others the importer does not know.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Callable
 
 from tileplan.errors import ModelError
@@ -198,6 +199,16 @@ def _batch_norm(im: Importer, node: Any) -> tuple[str, None, None]:
     return im.op("batchnorm", [x, w, b, mean, var], {"eps": float(im.arg(6, 1e-5))}, "batchnorm"), None, None
 
 
+@aten("aten.native_group_norm.default")
+def _group_norm(im: Importer, node: Any) -> tuple[str, None, None]:
+    x, w, b = im.arg(0), im.arg(1), im.arg(2)
+    groups, eps = int(im.arg(6)), float(im.arg(7, 1e-5))
+    if w is None and b is not None:
+        raise ModelError("group norm with a bias but no weight is not supported")
+    ins = [x] + [t for t in (w, b) if t is not None]
+    return im.op("groupnorm", ins, {"groups": groups, "eps": eps}, "groupnorm"), None, None
+
+
 @aten("aten._softmax.default", "aten._log_softmax.default")
 def _softmax(im: Importer, node: Any) -> str:
     kind = "log_softmax" if "log" in str(node.target) else "softmax"
@@ -231,6 +242,65 @@ for _name, _kind in {"sum.dim_IntList": "reduce_sum", "sum.default": "reduce_sum
                      "argmax.default": "argmax", "argmin.default": "argmin", "prod.dim_int": "reduce_prod",
                      "var.correction": "reduce_var", "var.dim": "reduce_var"}.items():
     ATEN[f"aten.{_name}"] = _reduce(_kind)
+
+
+@aten("aten.linalg_vector_norm.default")
+def _vector_norm(im: Importer, node: Any) -> str:
+    """`torch.linalg.vector_norm` (weight norm's `_weight_norm_interface` decomposes to
+    it, ConvNeXt-V2's GRN calls it): ord 2 `reduce_l2`, ord 1 `reduce_l1`."""
+    order = float(im.kwarg("ord", 1, 2))
+    kinds = {2.0: "reduce_l2", 1.0: "reduce_l1"}
+    if order not in kinds:
+        raise ModelError(f"vector norm of order {order}: tileplan plans orders 1 and 2")
+    dims = im.kwarg("dim", 2)
+    if isinstance(dims, int):
+        dims = (dims,)
+    axes = None if not dims else tuple(int(d) for d in dims)
+    return im.op(kinds[order], [im.arg(0)], {"axes": axes, "keepdims": bool(im.kwarg("keepdim", 3, False))},
+                 "norm", dtype="float")
+
+
+@aten("aten.topk.default")
+def _topk(im: Importer, node: Any) -> tuple[str, str]:
+    x, k = im.arg(0), int(im.arg(1))
+    attrs = {"k": k, "axis": int(im.kwarg("dim", 2, -1)), "largest": bool(im.kwarg("largest", 3, True))}
+    return (im.op("topk", [x], {**attrs, "indices": False}, "topk", dtype=im.b.dtypes[x]),
+            im.op("topk", [x], {**attrs, "indices": True}, "topk_indices", dtype="int"))
+
+
+@aten("aten.sort.default", "aten.sort.stable")
+def _sort(im: Importer, node: Any) -> tuple[str, str]:
+    x = im.arg(0)
+    stable = str(node.target) == "aten.sort.stable"
+    attrs = {"axis": int(im.kwarg("dim", None if stable else 1, -1)),
+             "descending": bool(im.kwarg("descending", None if stable else 2, False))}
+    return (im.op("sort", [x], {**attrs, "indices": False}, "sort", dtype=im.b.dtypes[x]),
+            im.op("sort", [x], {**attrs, "indices": True}, "sort_indices", dtype="int"))
+
+
+@aten("aten.histc.default")
+def _histc(im: Importer, node: Any) -> str:
+    attrs = {"bins": int(im.kwarg("bins", 1, 100)), "min": float(im.kwarg("min", 2, 0)),
+             "max": float(im.kwarg("max", 3, 0))}
+    return im.op("histogram", [im.arg(0)], attrs, "histc", dtype=im.out_dtype())
+
+
+@aten("aten.index_put.default", "aten.index_put_.default")
+def _index_put(im: Importer, node: Any) -> str:
+    x, indices, values = im.arg(0), im.arg(1), im.arg(2)
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    attrs = {"axes": tuple(d for d, _ in given), "accumulate": bool(im.kwarg("accumulate", 3, False))}
+    return im.op("scatter", [x, *(i for _, i in given), values], attrs, "index_put", dtype=im.out_dtype())
+
+
+@aten("transformers.grouped_mm_fallback.default", "aten._grouped_mm.default")
+def _grouped_mm(im: Importer, node: Any) -> str:
+    """A mixture of experts' products (transformers' `grouped_mm`): rows sorted by
+    expert times each expert's weights, with the experts' row offsets."""
+    x, w, offsets = im.arg(0), im.arg(1), im.kwarg("offs", 2)
+    if not isinstance(offsets, str):
+        raise ModelError("a grouped matmul without its offsets tensor is not supported")
+    return im.op("grouped_matmul", [x, w, offsets], what="experts")
 
 
 @aten("aten.cumsum.default")
@@ -336,9 +406,30 @@ def _select(im: Importer, node: Any) -> str:
     return im.reshape(y, im.out_shape())
 
 
+@aten("aten.as_strided.default", "aten.as_strided_copy.default")
+def _as_strided(im: Importer, node: Any) -> str:
+    """A strided view of as many elements as its input is a reshape (the same bytes,
+    perhaps in another order: Swin's pooled output); of fewer, a slice of the
+    flattened input; of more (overlapping windows) it is refused."""
+    x = im.arg(0)
+    shape = im.out_shape()
+    have, want = math.prod(im.shape(x)), math.prod(shape)
+    if want == have:
+        return im.reshape(x, shape)
+    if want > have:
+        raise ModelError(f"as_strided of {list(im.shape(x))} to {list(shape)} reads elements more than once "
+                         "(overlapping windows): not supported")
+    flat = im.reshape(x, (have,))
+    part = im.op("slice", [flat], {"axis": 0, "start": int(im.kwarg("storage_offset", 3, 0) or 0) % have,
+                                   "end": None, "step": 1}, "as_strided")
+    if math.prod(im.shape(part)) > want:
+        part = im.op("slice", [part], {"axis": 0, "start": 0, "end": want, "step": 1}, "as_strided")
+    return im.reshape(part, shape)
+
+
 @aten("aten.cat.default", "aten.concat.default")
 def _cat(im: Importer, node: Any) -> str:
-    xs = [x for x in im.arg(0) if x is not None]
+    xs = [x for x in im.arg(0) if isinstance(x, str)]  # empty tensors (None or EMPTY) add nothing
     dim = int(im.arg(1, 0))
     if len(xs) == 1:
         return xs[0]
@@ -400,6 +491,16 @@ def _pool(im: Importer, node: Any) -> Any:
     return (y, None) if "with_indices" in str(node.target) else y
 
 
+@aten("aten.upsample_nearest1d.vec", "aten.upsample_nearest2d.vec", "aten.upsample_nearest3d.vec",
+      "aten._upsample_nearest_exact1d.vec", "aten._upsample_nearest_exact2d.vec", "aten.upsample_linear1d.vec",
+      "aten.upsample_bilinear2d.vec", "aten.upsample_trilinear3d.vec", "aten.upsample_bicubic2d.vec",
+      "aten._upsample_bilinear2d_aa.vec", "aten.upsample_nearest2d.default", "aten.upsample_bilinear2d.default")
+def _upsample(im: Importer, node: Any) -> str:
+    target = str(node.target)
+    mode = "nearest" if "nearest" in target else "cubic" if "bicubic" in target else "linear"
+    return im.op("resize", [im.arg(0)], {"size": im.out_shape()[2:], "mode": mode}, "resize")
+
+
 @aten("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool1d.default",
       "aten.adaptive_avg_pool1d.default")
 def _adaptive(im: Importer, node: Any) -> str:
@@ -412,7 +513,8 @@ def _adaptive(im: Importer, node: Any) -> str:
       "aten.zeros_like.default", "aten.ones_like.default", "aten.arange.start_step", "aten.arange.default",
       "aten.arange.start", "aten.scalar_tensor.default", "aten.empty.memory_format", "aten.empty_like.default",
       "aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default", "aten.new_empty.default",
-      "aten.empty_strided.default", "aten.rand.default", "aten.randn.default", "aten.tril.default",
+      "aten.empty_strided.default", "aten.empty_permuted.default", "aten.rand.default", "aten.randn.default",
+      "aten.tril.default",
       "aten.triu.default")
 def _fill(im: Importer, node: Any) -> str:
     target = str(node.target)

@@ -26,6 +26,7 @@ from tileplan.importers.repeats import Block, Repeat, find_repeats
 from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, RepeatBlock, Tensor, family_member
 from tileplan.model.precision import F16, F32, Precision
 from tileplan.ops import REGISTRY, infer_dtype, infer_shape
+from tileplan.ops.base import broadcast_shapes
 from tileplan.ops.elementwise import BINARY
 
 DTYPES = ("float", "int", "bool")
@@ -81,6 +82,9 @@ class Graph:
     #: the class the model was built as, in words, when an importer chose it (a
     #: config.json's `architectures`: `BertForQuestionAnswering`); None otherwise
     architecture: str | None = None
+    #: what the plan should say about how the model was read, once each (an ONNX file's
+    #: shape operands taken from its value_info); the report's `program.note`
+    notes: tuple[str, ...] = ()
 
     def to_program(self, weights: Precision, activations: Precision = F16,
                    options: Mapping[str, object] | None = None, repeat: bool = True) -> Program:
@@ -402,14 +406,25 @@ def fold_parameter_transposes(graph: Graph) -> Graph:
 
 
 def fold_expands(graph: Graph) -> Graph:
-    """An `expand` read only by broadcasting operators is read unexpanded."""
+    """An `expand` read only by broadcasting operators is read unexpanded, when each
+    of them makes the same shape without it (an expand that alone gives a `where` its
+    shape stays)."""
     readers: dict[str, list[GraphOp]] = {}
     for o in graph.ops:
         for i in o.inputs:
             readers.setdefault(i, []).append(o)
+    shapes = {t.name: t.shape for t in graph.tensors} | {o.output: o.shape for o in graph.ops}
+
+    def unchanged(r: GraphOp, expand: GraphOp) -> bool:
+        ins = [shapes[expand.inputs[0]] if i == expand.output else shapes[i] for i in r.inputs]
+        try:
+            return broadcast_shapes(*ins) == r.shape
+        except ModelError:
+            return False
+
     names = {o.output: o.inputs[0] for o in graph.ops
              if o.kind == "expand" and o.output not in graph.outputs and readers.get(o.output)
-             and all(r.kind in BROADCASTING for r in readers[o.output])}
+             and all(r.kind in BROADCASTING and unchanged(r, o) for r in readers[o.output])}
     if not names:
         return graph
     ops = _rename((o for o in graph.ops if o.output not in names), names)

@@ -53,7 +53,9 @@ MAX_SMALL_MEMBER = 4096
 MAX_NAME = 1024
 
 _ATEN_TARGET = re.compile(r"torch\.ops\.aten\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
-_ALLOWED_TARGETS = frozenset({"_operator.getitem"})
+#: besides ATen: tuple reads, and transformers' grouped matmul of a mixture of experts
+#: (an operator transformers registers when imported; nothing of it is in the file)
+_ALLOWED_TARGETS = frozenset({"_operator.getitem", "torch.ops.transformers.grouped_mm_fallback.default"})
 _FQN = re.compile(r"[A-Za-z0-9_.\-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -213,6 +215,8 @@ def check_program(doc: dict[str, Any], path: str) -> None:
     for i, entry in enumerate(_list(signature.get("input_specs", []), "signature.input_specs", path)):
         spec = _obj(entry, f"signature.input_specs[{i}]", path)
         for kind, value in spec.items():
+            if kind == "constant_input" and _plain_constant(value):
+                continue  # a keyword fixed at export (use_cache=False): a number, a truth value or None
             if kind in ("custom_obj", "token", "constant_input"):
                 raise InputError(f"an input of kind {kind!r}: tileplan plans tensor programs only",
                                  _where(f"signature.input_specs[{i}]", path))
@@ -225,6 +229,19 @@ def check_program(doc: dict[str, Any], path: str) -> None:
                                      _where(f"signature.input_specs[{i}].{key}", path))
     module["metadata"] = {}
     doc["guards_code"] = []
+
+
+def _plain_constant(body: Any) -> bool:
+    """A constant input the program was exported with that is a plain value: an
+    identifier's name and a bool, an int, a float or None (`{"as_bool": false}`)."""
+    if not isinstance(body, dict) or set(body) != {"name", "value"} or not isinstance(body["name"], str):
+        return False
+    value = body["value"]
+    if not isinstance(value, dict) or len(value) != 1 or not body["name"].isidentifier():
+        return False
+    (key, v), = value.items()
+    return (key == "as_none" or (key == "as_bool" and isinstance(v, bool))
+            or (key in ("as_int", "as_float") and isinstance(v, (int, float)) and not isinstance(v, bool)))
 
 
 def _names_in(node: Any, place: str, path: str) -> None:
@@ -336,6 +353,7 @@ def deserialize(doc: dict[str, Any], path: str) -> Any:
             state[fqn] = tensor
         else:
             constants[fqn] = tensor
+    _plain_outputs(doc)
     try:
         program = _dict_to_dataclass(schema.ExportedProgram, doc)
         return ExportedProgramDeserializer().deserialize(program, state, constants, None)
@@ -345,6 +363,33 @@ def deserialize(doc: dict[str, Any], path: str) -> Any:
         first = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
         raise InputError(f"torch cannot read this program: {type(e).__name__}: {json.dumps(first)[1:-1]}",
                          path) from None
+
+
+#: the containers a program's output structure may name (any other is read as a tuple)
+_CONTAINERS = frozenset({"builtins.tuple", "builtins.list", "builtins.dict", None})
+
+
+def _plain_outputs(doc: dict[str, Any]) -> None:
+    """The output structure of each module call (a tree of containers) with every
+    container of a class read as a tuple of its children: a model's output class
+    (DETR's `DetrModelOutput`) is registered only when its module is imported, which
+    the file does not decide; the plan needs the output tensors, not their class."""
+    for entry in doc["graph_module"].get("module_call_graph", []):
+        signature = entry.get("signature") if isinstance(entry, dict) else None
+        if not isinstance(signature, dict) or not isinstance(signature.get("out_spec"), str):
+            continue
+        spec = signature["out_spec"]
+        try:
+            tree = json.loads(spec)
+        except ValueError:
+            continue
+        stack = [tree[1]] if isinstance(tree, list) and len(tree) == 2 and isinstance(tree[1], dict) else []
+        while stack:
+            node = stack.pop()
+            if node.get("type") not in _CONTAINERS:
+                node["type"], node["context"] = "builtins.tuple", "null"
+            stack.extend(c for c in node.get("children_spec") or () if isinstance(c, dict))
+        signature["out_spec"] = json.dumps(tree)
 
 
 def load_program(path: str) -> Any:

@@ -40,34 +40,54 @@ def decompositions() -> Any:
 
 
 def from_torch(module: Any, example_inputs: Sequence[Any], name: str | None = None,
-               kwargs: dict[str, Any] | None = None) -> Graph:
-    """Export `module` (in eval mode) on `example_inputs` and import it."""
+               kwargs: dict[str, Any] | None = None, strip: str = "") -> Graph:
+    """Export `module` (in eval mode) on `example_inputs` and import it. A forward that
+    takes `use_cache` is called with `use_cache=False` unless `kwargs` says otherwise:
+    a decoder would return its cache, which is no tensor torch.export can output (plan
+    a decoding step with its cache with `importers.decode`). `strip`: a prefix taken
+    off every name (a wrapper's attribute)."""
     torch = _torch()
     module.eval()
+    kwargs = dict(kwargs or {})
+    if "use_cache" not in kwargs and takes(module, "use_cache"):
+        kwargs["use_cache"] = False
     try:
         ep = torch.export.export(module, tuple(example_inputs), kwargs=kwargs or None, strict=False)
     except Exception as e:  # torch raises many types; one line names the cause
         raise ModelError(f"torch.export failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
                          name or type(module).__name__) from None
-    return from_exported(ep, name or type(module).__name__)
+    return from_exported(ep, name or type(module).__name__, strip)
 
 
-def from_exported(ep: Any, name: str = "model") -> Graph:
+def takes(module: Any, keyword: str) -> bool:
+    """Whether the module's forward takes the keyword argument `keyword` by name."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        return False
+    p = parameters.get(keyword)
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+
+
+def from_exported(ep: Any, name: str = "model", strip: str = "") -> Graph:
     """Import an ExportedProgram (decomposed here to core ATen, attention kept whole)."""
     try:
         ep = ep.run_decompositions(decompositions())
     except Exception as e:
         raise ModelError(f"decomposing to core ATen failed: {type(e).__name__}: {str(e).splitlines()[0]}",
                          name) from None
-    return Importer(ep, name).run()
+    return Importer(ep, name, strip).run()
 
 
 def load_exported(path: str) -> Graph:
     """Import a saved ExportedProgram (`torch.export.save`, a `.pt2` file), read by
     `importers.pt2` without unpickling or calling anything from the file."""
     _torch()
-    try:  # a Hugging Face model's outputs are pytree nodes transformers registers on import
+    try:  # a Hugging Face model's outputs are pytree nodes transformers registers on import, and
         import transformers.modeling_outputs  # noqa: F401
+        import transformers.integrations.moe  # noqa: F401  (its grouped matmul an operator)
     except ImportError:  # pragma: no cover
         pass
     from tileplan.importers.pt2 import load_program
@@ -96,11 +116,25 @@ def dtype_class(dtype: Any) -> str:
     return "int"
 
 
+class Empty:
+    """A tensor of no elements (a slice past the end: Phi-3's rotary pass-through of
+    zero channels). It holds no memory; a concatenation drops it."""
+
+    def __repr__(self) -> str:
+        return "EMPTY"
+
+
+EMPTY = Empty()
+#: the operators that may read an empty tensor (and drop it)
+READS_EMPTY = frozenset({"aten.cat.default", "aten.concat.default"})
+
+
 class Importer:
     """One walk over an exported program's fx graph: state the ATen handlers share."""
 
-    def __init__(self, ep: Any, name: str) -> None:
+    def __init__(self, ep: Any, name: str, strip: str = "") -> None:
         self.ep = ep
+        self.strip = strip
         self.b = GraphBuilder(name)
         self.env: dict[str, Any] = {}  # fx node name -> tensor name (or tuple of them, or a Python value)
         self.node: Any = None
@@ -112,8 +146,8 @@ class Importer:
         stack = self.node.meta.get("nn_module_stack") if self.node is not None else None
         if not stack:
             return ""
-        path = list(stack.values())[-1][0]
-        return str(path)
+        path = str(list(stack.values())[-1][0])
+        return path[len(self.strip):] if self.strip and path.startswith(self.strip) else path
 
     def name(self, what: str) -> str:
         return f"{self.module}.{what}" if self.module else what
@@ -178,6 +212,9 @@ class Importer:
                 if not isinstance(val, torch.Tensor):
                     self.env[node.name] = val  # a constant Python value
                     continue
+                if val.numel() == 0 and (spec is None or spec.kind.name != "USER_INPUT"):
+                    self.env[node.name] = EMPTY  # a constant of no elements (a cache not yet filled)
+                    continue
                 shape = tuple(val.shape)
                 dtype = dtype_class(val.dtype)
                 kind = getattr(spec, "kind", None)
@@ -185,13 +222,22 @@ class Importer:
                     self.env[node.name] = self.b.input(node.name, shape, dtype)
                     user_inputs.append(node.name)
                 else:
-                    target = getattr(spec, "target", None) or node.name
+                    target = str(getattr(spec, "target", None) or node.name)
+                    if self.strip and target.startswith(self.strip):
+                        target = target[len(self.strip):]
                     buffer = kind is None or kind.name != "PARAMETER"
                     self.env[node.name] = self.b.parameter(str(target), shape, dtype, buffer=buffer)
                 if dtype == "float":
                     self.b.note_precision(self.env[node.name], float_precision(val.dtype))
             elif node.op == "call_function":
                 key = str(node.target) if node.target is not operator.getitem else "getitem"
+                val = node.meta.get("val")
+                if isinstance(val, torch.Tensor) and val.numel() == 0:
+                    self.env[node.name] = EMPTY  # no elements, no memory: a concatenation drops it
+                    continue
+                if key not in READS_EMPTY and any(self.env.get(a.name) is EMPTY for a in node.all_input_nodes):
+                    raise ModelError(f"{key} reads a tensor of no elements: expected only a concatenation to",
+                                     self.name(node.name))
                 fn = ATEN.get(key)
                 if fn is None:
                     count, first = self.unknown.get(key, (0, self.module))

@@ -76,6 +76,12 @@ class StepKind(Enum):
     CONCAT = "Concat"
     PAD = "Pad"
     FILL = "Fill"
+    TILE = "Tile"
+    GROUP_NORM = "GroupNorm"
+    RESIZE = "Resize"
+    TOP_K = "TopK"
+    SCATTER = "Scatter"
+    GROUPED_GEMM = "GroupedGemm"
 
     @property
     def program(self) -> bool:

@@ -1,5 +1,6 @@
-"""Convolutions (`conv`, 1-D and 2-D: strides, padding, dilation, groups, depthwise)
-and pooling (`maxpool`, `avgpool`, `adaptive_avgpool`).
+"""Convolutions (`conv`, 1-D and 2-D: strides, padding, dilation, groups, depthwise),
+pooling (`maxpool`, `avgpool`, `adaptive_avgpool`) and resizing (`resize`: nearest,
+linear or cubic interpolation of the spatial dimensions; upsampling).
 
 A convolution with one group is its implicit GEMM on the AMP (poplin plans a matmul as
 a convolution and the other way round): M = batch x output positions, K = input
@@ -62,11 +63,17 @@ def window_shape(x: Shape, kernel: tuple[int, ...], attrs: Mapping[str, Any], wh
     out = []
     for d in range(n):
         span = x[2 + d] + pads[d] + pads[d + n] - dilations[d] * (kernel[d] - 1) - 1
-        if span < 0 or strides[d] < 1:
+        if attrs.get("ceil_mode") and strides[d] >= 1:
+            # PyTorch's rule: rounded up, but the last window must start inside the input
+            # or its leading pad (EfficientNet pools a 1 x 1 map with a 1280 kernel: 1)
+            q = -(-span // strides[d]) + 1
+            q -= 1 if (q - 1) * strides[d] >= x[2 + d] + pads[d] else 0
+        else:
+            q = span // strides[d] + 1 if span >= 0 and strides[d] >= 1 else 0
+        if q < 1:
             raise ModelError(f"{what}: kernel {list(kernel)} does not fit the input {list(x)} with pads "
                              f"{list(pads)}")
-        q, r = divmod(span, strides[d])
-        out.append(q + 1 + (1 if attrs.get("ceil_mode") and r else 0))
+        out.append(q)
     return tuple(out)
 
 
@@ -251,6 +258,36 @@ def lower_pool(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequen
     return b.done(out)
 
 
+def resize_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    (x,) = ins
+    size = tuple(int(s) for s in attrs["size"])
+    if len(x) < 3 or len(size) != len(x) - 2 or any(s < 1 for s in size):
+        raise ModelError(f"resize of {list(x)} to {list(size)}: expected [N, C, ...] and one size >= 1 per spatial "
+                         "dimension")
+    if attrs["mode"] not in RESIZE_TAPS:
+        raise ModelError(f"resize mode {attrs['mode']!r}: expected {', '.join(RESIZE_TAPS)}")
+    return (x[0], x[1], *size)
+
+
+#: input elements one output element of a resize reads, per spatial dimension
+RESIZE_TAPS = {"nearest": 1, "linear": 2, "cubic": 4}
+
+
+def lower_resize(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                 dies: Sequence[bool]) -> Fragment:
+    """One `Resize` step, output spread. Scratch: a tile with e output elements receives
+    at most min(input, e x taps) input elements, taps = 1 (nearest), 2 (linear) or 4
+    (cubic) per spatial dimension."""
+    b = FragmentBuilder(operands)
+    x = b.operand(0)
+    taps = RESIZE_TAPS[str(op.attr("mode"))] ** (len(op.output_shape) - 2)
+    e = shard_elements(k, plan.output, op.output_shape, op.name)
+    out = write_result(b, op, plan.output)
+    b.step(StepKind.RESIZE, f"Resize {{ mode: {op.attr('mode')}, exchange: true }}", (x,), (out,),
+           {"standard": min(math.prod(b.shape(x)), e * taps) * b.precision(x).bytes}, exchange=True)
+    return b.done(out)
+
+
 CONV_ATTRS = {"strides": None, "pads": None, "dilations": None, "groups": 1}
 POOL_ATTRS = {"kernel": REQUIRED, "strides": None, "pads": None, "dilations": None, "ceil_mode": False}
 register("conv", inputs=(2, 3), attrs=CONV_ATTRS, shape=conv_shape, plan=plan_conv, lower=lower_conv,
@@ -259,3 +296,5 @@ register("maxpool", inputs=(1, 1), attrs=POOL_ATTRS, shape=pool_shape, plan=plan
 register("avgpool", inputs=(1, 1), attrs=POOL_ATTRS, shape=pool_shape, plan=plan_spread, lower=lower_pool)
 register("adaptive_avgpool", inputs=(1, 1), attrs={"output_size": REQUIRED}, shape=adaptive_shape,
          plan=plan_spread, lower=lower_pool)
+register("resize", inputs=(1, 1), attrs={"size": REQUIRED, "mode": "nearest"}, shape=resize_shape, plan=plan_spread,
+         lower=lower_resize)

@@ -1,5 +1,7 @@
 """Matrix products: `matmul` ([..., M, K] x [K, N] on the AMP through the GEMM
-partitioner, or batched [..., M, K] x [..., K, N]).
+partitioner, or batched [..., M, K] x [..., K, N]) and `grouped_matmul` (a mixture
+of experts' products: rows [M, K] sorted by expert, each run of rows times its
+expert's [K, N] of the weights [E, K, N]; transformers' `grouped_mm`).
 
 A product with a 2-D right operand (a Linear layer's weight, a patch embedding as its
 implicit GEMM) is split over the tiles by `tileplan.kernel.gemm`: the left operand
@@ -193,3 +195,41 @@ def lower_batched(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
 
 
 register("matmul", inputs=(2, 2), shape=matmul_shape, plan=plan_matmul, lower=lower_matmul, weight_inputs=(1,))
+
+
+def grouped_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    x, w, offsets = ins
+    if len(x) != 2 or len(w) != 3 or x[1] != w[1] or offsets != (w[0],):
+        raise ModelError(f"grouped_matmul needs rows [M, K], experts' weights [E, K, N] and E offsets, found "
+                         f"{list(x)}, {list(w)} and {list(offsets)}")
+    return (x[0], w[2])
+
+
+def plan_grouped(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    return OpPlan(wanted=(None, None, None), rest=(None, None, None), output=spread_layout(k, op.output_precision))
+
+
+def lower_grouped(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                  dies: Sequence[bool]) -> Fragment:
+    """One `GroupedGemm` step, output spread, like a batched product whose right
+    operand is the expert of each row. A tile's output run of e elements of the
+    [M, N] output touches r = min(M, ceil(e / N) + 1) rows of at most min(E, r)
+    experts and c = min(N, e) columns: it receives r x K elements of the rows, min(E, r)
+    x K x c of the weights and the E offsets (4 B each), and accumulates e partials in
+    F32: scratch r x K x row bytes + min(E, r) x K x c x weight bytes + E x 4 + e x 4 B."""
+    b = FragmentBuilder(operands)
+    x, w, offsets = (b.operand(i) for i in range(3))
+    experts, kk = b.shape(w)[0], b.shape(x)[1]
+    rows, n = op.output_shape
+    e = shard_elements(k, plan.output, op.output_shape, op.name)
+    r, c = min(rows, math.ceil(e / n) + 1), min(n, e)
+    scratch = (r * kk * b.precision(x).bytes + min(experts, r) * kk * c * b.precision(w).bytes
+               + experts * 4 + e * F32_BYTES)
+    out = write_result(b, op, plan.output)
+    b.step(StepKind.GROUPED_GEMM, f"GroupedGemm {{ experts: {experts}, m: {rows}, k: {kk}, n: {n}, exchange: true }}",
+           (x, w, offsets), (out,), {"standard": scratch}, exchange=True)
+    return b.done(out)
+
+
+register("grouped_matmul", inputs=(3, 3), shape=grouped_shape, plan=plan_grouped, lower=lower_grouped,
+         weight_inputs=(1,))

@@ -1,6 +1,9 @@
 """Reductions (`reduce_sum`, `reduce_mean`, `reduce_max`, `reduce_min`, `reduce_prod`,
-`reduce_any`, `reduce_all`, `reduce_var`, `argmax`, `argmin`), `softmax`,
-`log_softmax` and `cumsum`.
+`reduce_any`, `reduce_all`, `reduce_var`, the norms `reduce_l2` (`torch.linalg.vector_norm`,
+ONNX ReduceL2: ConvNeXt-V2's GRN, weight norm) and `reduce_l1`, `reduce_sum_square`,
+`reduce_logsumexp`, `argmax`, `argmin`), `histogram` (`torch.histc`), `softmax`,
+`log_softmax`, `cumsum`, and the selections `topk` and `sort` (each output, the values
+or their indices, one operation: a mixture of experts' routing).
 
 Poplar's reduce: each tile reduces what it holds into partials without exchange, then
 stages of fan-in up to 16 bring the partials to the output (spread linearly); half
@@ -19,12 +22,13 @@ from tileplan.kernel.context import Kernel
 from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, Ref, StepKind
 from tileplan.model.ir import Operation
 from tileplan.ops.base import (
-    F32_BYTES, REDUCE_FAN_IN, InputInfo, OpPlan, Shape, activation_layout, always, axis_of, can_write_in_place,
-    copy_if_needed, flag, register, row_split, same_as, shard_elements, spread_layout, write_result,
+    F32_BYTES, REDUCE_FAN_IN, REQUIRED, InputInfo, OpPlan, Shape, activation_layout, always, axis_of,
+    can_write_in_place, copy_if_needed, flag, register, row_split, same_as, shard_elements, spread_layout, write_result,
 )
 
 REDUCTIONS = {"reduce_sum": "Sum", "reduce_mean": "Mean", "reduce_max": "Max", "reduce_min": "Min",
               "reduce_prod": "Product", "reduce_any": "Any", "reduce_all": "All", "reduce_var": "Variance",
+              "reduce_l2": "L2", "reduce_l1": "L1", "reduce_sum_square": "SumSquare", "reduce_logsumexp": "LogSumExp",
               "argmax": "ArgMax", "argmin": "ArgMin"}
 
 
@@ -43,6 +47,13 @@ def plan_reduce(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(k, op.output_precision))
 
 
+def histogram_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    bins = int(attrs["bins"])
+    if bins < 1:
+        raise ModelError(f"histogram needs bins >= 1, found {bins}")
+    return (bins,)
+
+
 def lower_reduce(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
                  dies: Sequence[bool]) -> Fragment:
     """One `Reduce` step reading the input where it is. Scratch: each tile's partials,
@@ -54,7 +65,8 @@ def lower_reduce(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequ
     partials = min(outputs, shard_elements(k, b.layout(x), b.shape(x), b.label(x, op.name)))
     stage = min(REDUCE_FAN_IN, k.tile_count) * shard_elements(k, plan.output, op.output_shape, op.name)
     out = write_result(b, op, plan.output)
-    b.step(StepKind.REDUCE, f"Reduce {{ op: {REDUCTIONS[op.kind]}, exchange: true }}", (x,), (out,),
+    name = REDUCTIONS.get(op.kind, "Histogram")
+    b.step(StepKind.REDUCE, f"Reduce {{ op: {name}, exchange: true }}", (x,), (out,),
            {"standard": (partials + stage) * F32_BYTES}, exchange=True)
     return b.done(out)
 
@@ -127,6 +139,40 @@ def lower_cumsum(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequ
     return b.done(r.out)
 
 
+def select_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    (x,) = ins
+    axis = axis_of(int(attrs["axis"]), len(x))
+    k = x[axis] if attrs.get("k") is None else int(attrs["k"])
+    if not 1 <= k <= x[axis]:
+        raise ModelError(f"topk of {k} along axis {axis} of {list(x)}: expected 1 <= k <= {x[axis]}")
+    return (*x[:axis], k, *x[axis + 1:])
+
+
+def plan_select(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(k, op.output_precision))
+
+
+def lower_select(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                 dies: Sequence[bool]) -> Fragment:
+    """One `TopK` step (a sort is a top-k of the whole axis) reading the input where it
+    is, the output spread. Each tile keeps the k best of each row it holds, with their
+    indices, and the rows' partitions are merged in a tree of fan-in 16: scratch
+    (min(partitions of a row, 16) + 1) x rows x k x (element bytes + 4 B of index)."""
+    b = FragmentBuilder(operands)
+    x = b.operand(0)
+    axis = axis_of(op.int_attr("axis", -1), len(b.shape(x)))
+    rows, parts = _rows(k, b, op, x, axis)
+    kept = op.output_shape[axis]
+    out = write_result(b, op, plan.output)
+    b.step(StepKind.TOP_K, f"TopK {{ k: {kept}, exchange: true }}", (x,), (out,),
+           {"standard": (min(parts, REDUCE_FAN_IN) + 1) * rows * kept * (b.precision(x).bytes + 4)}, exchange=True)
+    return b.done(out)
+
+
+def _index_or_value(classes: list[str], attrs: Mapping[str, Any]) -> str:
+    return "int" if attrs["indices"] else (classes[0] if classes else "float")
+
+
 def _check_keepdims(attrs: Mapping[str, Any]) -> None:
     if not isinstance(attrs["keepdims"], bool):
         raise ModelError(f"keepdims must be true or false, found {attrs['keepdims']!r}")
@@ -145,3 +191,9 @@ register("softmax", inputs=(1, 1), attrs={"axis": -1}, shape=softmax_shape, plan
 register("log_softmax", inputs=(1, 1), attrs={"axis": -1}, shape=softmax_shape, plan=plan_softmax,
          lower=lower_softmax)
 register("cumsum", inputs=(1, 1), attrs={"axis": -1}, shape=softmax_shape, plan=plan_softmax, lower=lower_cumsum)
+register("histogram", inputs=(1, 1), attrs={"bins": REQUIRED, "min": 0.0, "max": 0.0}, shape=histogram_shape,
+         plan=plan_reduce, lower=lower_reduce, dtype=same_as(0))
+register("topk", inputs=(1, 1), attrs={"k": REQUIRED, "axis": -1, "largest": True, "indices": False},
+         shape=select_shape, plan=plan_select, lower=lower_select, dtype=_index_or_value)
+register("sort", inputs=(1, 1), attrs={"k": None, "axis": -1, "descending": False, "indices": False},
+         shape=select_shape, plan=plan_select, lower=lower_select, dtype=_index_or_value)

@@ -1,5 +1,5 @@
 """Views and data movement: `reshape`, `transpose`, `slice`, `alias` (clone,
-contiguous, identity), `expand`, `concat`, `pad` and `fill`.
+contiguous, identity), `expand`, `tile`, `concat`, `pad` and `fill`.
 
 A view costs nothing when the layout allows it: its output shares the input's storage
 (one `View` step, no exchange, no scratch) with the input's layout carried to the new
@@ -159,6 +159,14 @@ def expand_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return out
 
 
+def tile_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    (x,) = ins
+    reps = tuple(int(r) for r in attrs["repeats"])
+    if len(reps) != len(x) or any(r < 1 for r in reps):
+        raise ModelError(f"tile of {list(x)} by {list(reps)}: expected one repeat >= 1 per dimension")
+    return tuple(n * r for n, r in zip(x, reps))
+
+
 def concat_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     first = ins[0]
     axis = axis_of(int(attrs["axis"]), len(first))
@@ -238,13 +246,15 @@ def lower_view(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequen
     return b.done(out)
 
 
-MOVEMENT = {"expand": StepKind.BROADCAST, "concat": StepKind.CONCAT, "pad": StepKind.PAD, "fill": StepKind.FILL}
+MOVEMENT = {"expand": StepKind.BROADCAST, "tile": StepKind.TILE, "concat": StepKind.CONCAT, "pad": StepKind.PAD,
+            "fill": StepKind.FILL}
 
 
 def lower_movement(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
                    dies: Sequence[bool]) -> Fragment:
-    """One step writing a new spread value from its inputs (`Broadcast`, `Concat`,
-    `Pad`: exchanging) or from nothing (`Fill`). No scratch."""
+    """One step writing a new spread value from its inputs (`Broadcast`, `Tile`,
+    `Concat`, `Pad`: exchanging; each tile receives its output elements straight into
+    the output) or from nothing (`Fill`). No scratch."""
     b = FragmentBuilder(operands)
     reads = tuple(b.operand(i) for i in range(len(operands)))
     out = write_result(b, op, plan.output)
@@ -263,6 +273,7 @@ register("slice", inputs=(1, 1), attrs={"axis": REQUIRED, "start": 0, "end": Non
 register("alias", inputs=(1, 1), shape=lambda ins, attrs: ins[0], plan=plan_as_is, lower=lower_view, view=True)
 register("expand", inputs=(1, 1), attrs={"shape": REQUIRED}, shape=expand_shape, plan=plan_as_is,
          lower=lower_movement)
+register("tile", inputs=(1, 1), attrs={"repeats": REQUIRED}, shape=tile_shape, plan=plan_as_is, lower=lower_movement)
 register("concat", inputs=(1, 64), attrs={"axis": REQUIRED}, shape=concat_shape, plan=plan_as_is,
          lower=lower_movement)
 register("pad", inputs=(1, 1), attrs={"pads": REQUIRED, "value": 0.0, "mode": "constant"}, shape=pad_shape,

@@ -14,6 +14,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tileplan.ioutil import escape_controls
 from tileplan.render import human_bytes
 from tileplan.report.diff import Diff, PlacementSide
 from tileplan.report.views import TileSplit
@@ -458,8 +459,11 @@ def _live_lines(h: Headline) -> list[str]:
             lines.append(f"  {v.bytes:>8} B  {v.label} [{shape}] {v.precision} (value {v.id})")
     if h.what_if:
         lines.append("what if (each row re-planned; its command re-derives it):")
-        rows = [[w.knob, w.value, _verdict_word(w.fits, w.scope), _num(w.peak), _num(w.margin)] for w in h.what_if]
+        rows = [[w.knob, w.value, "not planned" if w.error is not None else _verdict_word(w.fits, w.scope),
+                 _num(w.peak), _num(w.margin)] for w in h.what_if]
         lines += ["  " + line for line in format_table(["knob", "value", "verdict", "peak B", "margin B"], rows)]
+        lines += [escape_controls(f"  {w.knob} {w.value} not planned: {w.error}") for w in h.what_if
+                  if w.error is not None]
     return lines
 
 

@@ -176,7 +176,9 @@ _OUTCOME_INTS = ("peak", "budget", "margin", "tile", "step", "interleaved_peak")
 
 def check_what_if(extra: dict[str, Any], baseline: dict[str, Any], add: Add) -> None:
     """`what_if`: `baseline` (this plan's own outcome: re-derived here, all but its
-    `command`) and `rows` (other plans: typed, `margin` = `budget` - `peak`)."""
+    `command`) and `rows` (other plans: typed, `margin` = `budget` - `peak`; a row that
+    could not be planned holds `knob`, `value`, `command` and a string `error`, and no
+    outcome)."""
     if "what_if" not in extra:
         return
     w = extra["what_if"]
@@ -188,6 +190,9 @@ def check_what_if(extra: dict[str, Any], baseline: dict[str, Any], add: Add) -> 
     for place, r, labels in entries:
         if not isinstance(r, dict):
             add("disagree", place, f"expected an object, found {show(r)}")
+            continue
+        if labels and "error" in r:
+            _check_unplanned(place, r, add)
             continue
         for key in (*labels, "scope", "command"):
             if not isinstance(r.get(key), str):
@@ -205,3 +210,13 @@ def check_what_if(extra: dict[str, Any], baseline: dict[str, Any], add: Add) -> 
         reported = w["baseline"].get(key)
         if reported != baseline[key] or type(reported) is not type(baseline[key]):
             add("disagree", f"what_if.baseline.{key}", f"reports {show(reported)}; re-derived {show(baseline[key])}")
+
+
+def _check_unplanned(place: str, r: dict[str, Any], add: Add) -> None:
+    """A what-if row that could not be planned: its knob, value, command and why, all
+    strings, and none of a plan's figures."""
+    for key in ("knob", "value", "command", "error"):
+        if not isinstance(r.get(key), str):
+            add("disagree", f"{place}.{key}", f"expected a string, found {show(r.get(key))}")
+    for key in sorted(set(r) - {"knob", "value", "command", "error"}):
+        add("disagree", f"{place}.{key}", f"given, but the row was not planned (it has an error): found {show(r[key])}")

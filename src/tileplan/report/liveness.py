@@ -112,7 +112,8 @@ class TileView:
 
 @dataclass(frozen=True, slots=True)
 class WhatIfRow:
-    """One re-plan: the knob turned and its value (both empty for the plan as it is)."""
+    """One re-plan: the knob turned and its value (both empty for the plan as it is);
+    `error`: why it could not be planned (then `fits` is False and the figures None)."""
 
     knob: str
     value: str
@@ -121,10 +122,11 @@ class WhatIfRow:
     peak: int | None
     margin: int | None
     command: str
+    error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"knob": self.knob, "value": self.value, "fits": self.fits, "scope": self.scope, "peak": self.peak,
-                "margin": self.margin, "command": self.command}
+                "margin": self.margin, "command": self.command, "error": self.error}
 
 
 class LiveRuns(Mapping[int, tuple[int, ...]]):
@@ -464,7 +466,7 @@ def what_if_rows(report: Report) -> tuple[WhatIfRow, ...] | None:
     if wi is None:
         return None
     rows = [WhatIfRow(r.knob or "", r.value or "", bool(r.fits), r.scope or "program", r.peak, r.margin,
-                      r.command or "") for r in wi.rows]
+                      r.command or "", r.error) for r in wi.rows]
     if wi.baseline is not None:
         b = wi.baseline
         rows.insert(0, WhatIfRow("as planned", "", bool(b.fits), b.scope or "program", b.peak, b.margin,

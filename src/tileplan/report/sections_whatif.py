@@ -27,7 +27,9 @@ class Baseline(Section):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WhatIfRow(Section):
     """The plan re-planned with one knob turned: what it came to and the command that
-    re-derives it (a tile and a step of that other plan)."""
+    re-derives it (a tile and a step of that other plan). A row that could not be
+    planned (a batch the file fixes, a knob this model does not have) holds its knob,
+    value and command and, in `error`, why (one line); none of the outcome's fields."""
 
     knob: str | None = None
     value: str | None = None
@@ -40,6 +42,26 @@ class WhatIfRow(Section):
     step: Count | None = json_field(None, null=True)
     interleaved_peak: Count | None = json_field(None, null=True)
     command: str | None = None
+    error: str | None = json_field(None, omit=True)
+
+    #: the fields an unplanned row writes
+    UNPLANNED: ClassVar[tuple[str, ...]] = ("knob", "value", "command", "error")
+
+    def to_json(self) -> dict[str, Any]:
+        out = Section.to_json(self)
+        if self.error is not None:
+            return {k: out[k] for k in self.UNPLANNED}
+        return out
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        planned = cls.fields_schema()
+        del planned["properties"]["error"]
+        properties = {k: v for k, v in planned["properties"].items() if k in cls.UNPLANNED}
+        properties["error"] = {"type": "string", "description": "why this row could not be planned (one line)"}
+        unplanned = {"type": "object", "required": list(cls.UNPLANNED), "properties": properties,
+                     "additionalProperties": False}
+        return {"oneOf": [planned, unplanned]}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

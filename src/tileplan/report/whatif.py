@@ -31,14 +31,20 @@ def outcome_json(o: Outcome) -> dict[str, Any]:
     return out
 
 
-def row_section(knob: str, value: str, o: Outcome, command: str) -> WhatIfRowSection:
+def row_section(knob: str, value: str, o: Outcome | None, command: str, error: str | None = None) -> WhatIfRowSection:
+    """A what-if row: what its plan came to, or (`o` None) why it could not be planned."""
+    if o is None:
+        assert error is not None, "an unplanned row says why"
+        return WhatIfRowSection(knob=knob, value=value, command=command, error=error)
     return WhatIfRowSection(knob=knob, value=value, fits=o.fits, scope=o.scope, peak=o.peak, budget=o.budget,
                             margin=o.margin, tile=o.tile, step=o.step, interleaved_peak=o.interleaved_peak,
                             command=command)
 
 
-def what_if_section(baseline: Outcome, command: str, rows: Sequence[tuple[str, str, Outcome, str]]) -> WhatIf:
-    """The what-if table: the baseline and each (knob, value, outcome, command) row."""
+def what_if_section(baseline: Outcome, command: str,
+                    rows: Sequence[tuple[str, str, Outcome | None, str, str | None]]) -> WhatIf:
+    """The what-if table: the baseline and each (knob, value, outcome, command, error)
+    row (outcome None and error set for a row that could not be planned)."""
     return WhatIf(baseline=outcome_section(baseline, command), rows=tuple(row_section(*r) for r in rows), note=NOTE)
 
 

@@ -4,10 +4,17 @@ compute at import time (`fold`) and mapping the rest node by node (`mappers`).
 
 Both exporters' output is read: the dynamo exporter (opset 18+, value_info, node
 metadata naming modules) and the legacy one (opset 17: no value_info, `Constant`
-nodes, shape arithmetic as Shape/Gather/Concat/ConstantOfShape/... chains). Shapes
-are never taken from the file's value_info: every runtime tensor's shape comes from
-the registry's rules, and every value computable from constants and shapes is kept as
-a NumPy array (`known`) and folded away: shape arithmetic costs no device memory.
+nodes, shape arithmetic as Shape/Gather/Concat/ConstantOfShape/... chains). Every
+runtime tensor's shape comes from the registry's rules, and every value computable
+from constants and shapes is kept as a NumPy array (`known`) and folded away: shape
+arithmetic costs no device memory. Files as they come:
+- with their external data beside them, the small integer initializers it holds
+  (shape operands: at most `KNOWN_LIMIT` elements, in a file inside the model's
+  folder) are read as known values; floating initializers (weights) never are;
+- without it, a shape operand whose value is not known (a Reshape's target, an
+  Unsqueeze's axes) is taken from the static shape the file states for the
+  operation's output (`value_info`), and the graph says so once (`Graph.notes`: the
+  report's `program.notes`); only when neither gives a shape is it an error.
 
 What becomes what:
 - initializers are parameters (by name, dims and type; their bytes are never read,
@@ -43,13 +50,15 @@ from typing import Any
 
 import numpy as np
 
-from tileplan.errors import ModelError
+from tileplan.errors import ModelError, option
 from tileplan.importers.graph import Graph, GraphBuilder, GraphOp, unsupported
+from tileplan.importers.onnx.common import Unsupported
 from tileplan.importers.onnx.fold import FOLD_LIMIT, FOLDERS, KNOWN_LIMIT, NotFolded
 from tileplan.importers.onnx.load import (
-    attributes, check_single_assignment, elem_class, load_model, module_of, np_class, onnx_precision,
+    ExternalData, attributes, check_single_assignment, elem_class, load_model, module_of, np_class, onnx_precision,
+    stated_shapes,
 )
-from tileplan.importers.onnx.mappers import MAPPERS, Unsupported
+from tileplan.importers.onnx.mappers import MAPPERS
 from tileplan.model.ir import MAX_ELEMENTS
 from tileplan.ops import REGISTRY
 from tileplan.ops.elementwise import BINARY, UNARY
@@ -87,6 +96,10 @@ class Importer:
         self.unknown: dict[str, tuple[int, str]] = {}
         self.poisoned: set[str] = set()
         self.readers: Counter[str] = Counter()
+        self.stated: dict[str, tuple[int, ...]] = {}  # static shapes the file states (value_info, outputs)
+        self.stated_for: Counter[str] = Counter()  # shape operands taken from them, by what they are
+        self.assumed: Counter[str] = Counter()  # shape operands neither gives, assumed (a CumSum's axis: the last)
+        self.external = ExternalData(os.path.dirname(os.path.abspath(path)))
 
     # Entry ----------------------------------------------------------------------------
 
@@ -95,6 +108,7 @@ class Importer:
         check_single_assignment(g, self.path)
         for node in g.node:
             self.readers.update(i for i in node.input if i)
+        self.stated = stated_shapes(g)
         self._initializers(g)
         self._inputs(g)
         for node in g.node:
@@ -121,9 +135,24 @@ class Importer:
                 raise ModelError("graph output is never computed", f"{self.path}: {out.name}")
             self.b.output(self.names[out.name])
         try:
-            return place_views_beside_readers(elementwise_before_views(self.b.build()))
+            graph = place_views_beside_readers(elementwise_before_views(self.b.build()))
         except ModelError as e:
             raise e.at(self.path, ": ") from None
+        return replace(graph, notes=self._notes())
+
+    def _notes(self) -> tuple[str, ...]:
+        """What the plan should say about how the file was read (once each)."""
+        count = sum(self.stated_for.values()) + sum(self.assumed.values())
+        if not count:
+            return ()
+        missing = f" ({self.external.missing_text()})" if self.external.missing else ""
+        parts = []
+        if self.stated_for:
+            kinds = ", ".join(f"{what} x{n}" for what, n in sorted(self.stated_for.items()))
+            parts.append(f"taken from the static shapes it states (value_info): {kinds}")
+        if self.assumed:
+            parts.append("assumed: " + ", ".join(f"{what} x{n}" for what, n in sorted(self.assumed.items())))
+        return (f"{count} shape operand{'s' if count > 1 else ''} not in the file{missing}; " + "; ".join(parts),)
 
     def _unknown(self, op_type: str, node: Any) -> None:
         count, first = self.unknown.get(op_type, (0, module_of(node) or node.name or node.output[0]))
@@ -142,13 +171,19 @@ class Importer:
                                  f"{self.path}: {t.name}")
             cls = elem_class(t.data_type, f"{self.path}: {t.name}")
             external = t.data_location == 1 or any(e.key == "location" for e in t.external_data)
-            if not external and math.prod(dims) <= KNOWN_LIMIT:
-                try:
-                    self.known[t.name] = numpy_helper.to_array(t)
+            if math.prod(dims) <= KNOWN_LIMIT:
+                value = None
+                if not external:
+                    try:
+                        value = numpy_helper.to_array(t)
+                    except (ValueError, TypeError):
+                        pass
+                elif cls == "int":  # a shape operand in the external data, when it is there; never a weight
+                    value = self.external.ints(t, dims)
+                if value is not None:
+                    self.known[t.name] = value
                     self.from_initializer.add(t.name)
                     continue
-                except (ValueError, TypeError):
-                    pass
             self.params[t.name] = (dims, cls)
             self.elem_types[t.name] = t.data_type
 
@@ -162,20 +197,28 @@ class Importer:
                 raise ModelError("input is not a tensor: expected tensor inputs", where)
             dims = []
             for k, d in enumerate(tt.shape.dim):
-                if d.HasField("dim_value") and d.dim_value > 0:
+                knob = "sequence_length" if k == 1 else "batch"
+                if d.HasField("dim_value"):
                     fixed = int(d.dim_value)
+                    if fixed < 1:
+                        raise ModelError(f"dimension {k} is {fixed} in the file: expected a size >= 1, or a "
+                                         "symbolic name (a dynamic axis)", where)
                     asked = self.batch if k == 0 else self.sequence_length if k == 1 else None
                     if asked is not None and asked != fixed:
-                        raise ModelError(f"dimension {k} is fixed at {fixed} in the file, asked {asked}: re-export "
-                                         "with dynamic axes, or drop the option", where)
+                        raise ModelError(f"dimension {k} is fixed at {fixed} in the file, asked {asked} "
+                                         f"({option(knob)}): re-export with dynamic axes to plan another size",
+                                         where)
                     dims.append(fixed)
                     continue
                 label = d.dim_param or f"dimension {k}"
                 value = self._symbolic(k, label)
+                if value is None and k > 1:
+                    raise ModelError(f"dimension {k} ({label!r}) is symbolic and has no value: export with static "
+                                     f"shapes (only the batch and the sequence take {option('batch')} and "
+                                     f"{option('sequence_length')})", where)
                 if value is None:
                     raise ModelError(f"dimension {k} ({label!r}) is symbolic and has no value: pass "
-                                     f"{'sequence_length' if k == 1 else 'batch'}=... (or export with static "
-                                     "shapes)", where)
+                                     f"{option(knob, '...')} (or export with static shapes)", where)
                 dims.append(value)
             if self.readers[inp.name]:
                 self.names[inp.name] = self.b.input(inp.name, dims, elem_class(tt.elem_type, where))
@@ -253,6 +296,33 @@ class Importer:
             raise ModelError(f"{what} is computed at run time: expected a constant (tileplan plans static shapes)")
         return [int(v) for v in np.asarray(self.known[name]).reshape(-1)]
 
+    def ints(self, name: str) -> list[int] | None:
+        """The integers a known value holds, else None (computed at run time, or an
+        initializer whose external data is absent)."""
+        if name not in self.known:
+            return None
+        return [int(v) for v in np.asarray(self.known[name]).reshape(-1)]
+
+    def stated_shape(self, node: Any, what: str, output: int = 0) -> tuple[int, ...]:
+        """The static shape the file states for the node's `output`-th output, used when
+        its shape operand `what` is not known (counted for `Graph.notes`); one line
+        naming both when the file states none."""
+        name = node.output[output]
+        shape = self.stated.get(name)
+        if shape is None:
+            absent = f" ({self.external.missing_text()})" if self.external.missing else ""
+            raise ModelError(f"{what} is not in the file{absent} or computed at run time, and the file states no "
+                             f"static shape for {name!r} (value_info): export with static shapes, or keep the "
+                             "external data beside the model")
+        self.stated_for[what] += 1
+        return shape
+
+    def one_number(self, name: str) -> bool:
+        """A constant or initializer of one element (its value known or not)."""
+        if name in self.known:
+            return bool(self.known[name].size == 1)
+        return name in self.params and math.prod(self.params[name][0]) == 1
+
     # Nodes ----------------------------------------------------------------------------
 
     def _node(self, node: Any) -> None:
@@ -276,6 +346,8 @@ class Importer:
                 values = FOLDERS[op]([self.known[i] if i else None for i in ins], attrs)
             except NotFolded:
                 values = None
+            except (ValueError, TypeError, IndexError, ArithmeticError) as e:  # NumPy's word on bad constants
+                raise ModelError(f"{op} of constants: {' '.join(str(e).split())[:200]}") from None
             if values is not None:
                 for o, v in zip(node.output, values):
                     if o:

@@ -6,6 +6,9 @@ and the element class of a tensor type. Nothing here computes or plans.
 from __future__ import annotations
 
 import ast
+import math
+import os
+import stat
 from typing import Any
 
 import numpy as np
@@ -113,3 +116,87 @@ def module_of(node: Any) -> str | None:
     if name.startswith("/") and name.count("/") >= 2:
         return ".".join(p for p in name.strip("/").split("/")[:-1] if p) or None
     return None
+
+
+def stated_shapes(graph: Any) -> dict[str, tuple[int, ...]]:
+    """The static shapes the file states for its values (`value_info`, which the dynamo
+    exporter writes for every value, and the graph's outputs): only those whose every
+    dimension is a fixed size >= 1 (rank 0 allowed)."""
+    out: dict[str, tuple[int, ...]] = {}
+    for info in (*graph.value_info, *graph.output):
+        if not info.type.HasField("tensor_type") or not info.type.tensor_type.HasField("shape"):
+            continue
+        dims = info.type.tensor_type.shape.dim
+        if all(d.HasField("dim_value") and d.dim_value > 0 for d in dims):
+            out[info.name] = tuple(int(d.dim_value) for d in dims)
+    return out
+
+
+#: the most bytes read from a model's external data in all (its small integer initializers)
+MAX_EXTERNAL_BYTES = 64 << 20
+
+
+class ExternalData:
+    """The small integer initializers a model keeps in external data files, read when
+    those files are beside it: only a regular file inside the model's folder (no
+    absolute path, no `..`, no symlink out of it), only the tensor's own bytes (at its
+    offset, of its length), at most `MAX_EXTERNAL_BYTES` in all. Floating tensors
+    (weights) are never read. `missing`: the data files named but absent."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = os.path.realpath(folder)
+        self.missing: set[str] = set()
+        self.read = 0
+
+    def missing_text(self) -> str:
+        names = sorted(self.missing)
+        listed = ", ".join(repr(n[:80]) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        return f"its external data {listed} {'is' if len(names) == 1 else 'are'} absent"
+
+    def ints(self, tensor: Any, dims: tuple[int, ...]) -> np.ndarray | None:
+        """The values of an integer initializer held in external data, or None when
+        they cannot be read within these rules (then they are not known)."""
+        from onnx import helper
+
+        info = {e.key: e.value for e in tensor.external_data}
+        location = info.get("location", "")
+        try:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).newbyteorder("<")
+            offset, length = int(info.get("offset", 0)), info.get("length")
+        except (ValueError, TypeError, KeyError):
+            return None
+        size = math.prod(dims) * dtype.itemsize
+        if length is not None and int(length) != size or offset < 0 or self.read + size > MAX_EXTERNAL_BYTES:
+            return None
+        path = self._inside(location)
+        if path is None:
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            self.missing.add(location)
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            data = os.pread(fd, size, offset)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if len(data) != size:
+            return None
+        self.read += size
+        return np.frombuffer(data, dtype=dtype).reshape(dims).astype(dtype.newbyteorder("="))
+
+    def _inside(self, location: str) -> str | None:
+        """The path of a data file named `location`, when it lies inside the folder."""
+        if not location or "\0" in location or os.path.isabs(location) or location.startswith(("/", "\\")):
+            return None
+        parts = location.replace("\\", "/").split("/")
+        if any(p in ("..", "") for p in parts):
+            return None
+        path = os.path.realpath(os.path.join(self.folder, *parts))
+        if os.path.commonpath([path, self.folder]) != self.folder:
+            return None
+        return path
