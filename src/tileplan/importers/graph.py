@@ -26,6 +26,7 @@ from tileplan.importers.repeats import Block, Repeat, find_repeats
 from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, RepeatBlock, Tensor, family_member
 from tileplan.model.precision import F16, F32, Precision
 from tileplan.ops import REGISTRY, infer_dtype, infer_shape
+from tileplan.ops.base import broadcast_shapes
 from tileplan.ops.elementwise import BINARY
 
 DTYPES = ("float", "int", "bool")
@@ -393,14 +394,24 @@ def fold_parameter_transposes(graph: Graph) -> Graph:
 
 
 def fold_expands(graph: Graph) -> Graph:
-    """An `expand` read only by broadcasting operators is read unexpanded."""
+    """An `expand` read only by broadcasting operators is read unexpanded, where the
+    reader's other operands still broadcast to its shape (`where(mask.expand(...), 0,
+    -inf)` keeps its expand: nothing else has the output's shape)."""
     readers: dict[str, list[GraphOp]] = {}
     for o in graph.ops:
         for i in o.inputs:
             readers.setdefault(i, []).append(o)
+    shape = {t.name: t.shape for t in graph.tensors} | {o.output: o.shape for o in graph.ops}
+
+    def unexpanded(reader: GraphOp, name: str, source: str) -> bool:
+        try:
+            return broadcast_shapes(*(shape[source if i == name else i] for i in reader.inputs)) == reader.shape
+        except ModelError:
+            return False
+
     names = {o.output: o.inputs[0] for o in graph.ops
              if o.kind == "expand" and o.output not in graph.outputs and readers.get(o.output)
-             and all(r.kind in BROADCASTING for r in readers[o.output])}
+             and all(r.kind in BROADCASTING and unexpanded(r, o.output, o.inputs[0]) for r in readers[o.output])}
     if not names:
         return graph
     ops = _rename((o for o in graph.ops if o.output not in names), names)

@@ -305,3 +305,129 @@ def plan_text(kind: str, cp: ConvPartition, multiply: str, accumulate: str) -> s
             f"field_split: {field}, in_split: {cp.in_split}, out_split: {cp.out_split}, "
             f"group_split: {cp.group_split}, serial: {cp.serial} {cp.serial_dim}, combine: {cp.combine}, "
             f"temporary: {cp.temp_bytes}, exchange: true }}")
+
+
+# Fully connected layers in training: one joint plan for three passes -----------------
+
+@dataclass(frozen=True, slots=True)
+class JointPlan:
+    """poplin's joint plan of a fully connected layer in training, x [M, K] @ W [K, N]
+    (lib/poplin/ConvPlan.cpp `isJointPlan`, lib/poplin/ConvModel.cpp `constructModel`
+    and `addBwdEstimates`/`addWuEstimates`; TRAINING-NOTES.md section 3.1): the
+    forward pass (batch M, K in, N out), the backward pass dX = dY W^T (batch M, N in,
+    K out) and the weight update dW = X^T dY (batch K, M in, N out) all use the forward
+    pass's partition of W, so no weight moves between passes. Hence the forward pass
+    never splits M over tiles (poplin: `outChanSplit.parallel = 1` on its swapped
+    operands, "each weight is used on exactly one tile") nor its input channels
+    serially (`inChanSplit.serial = 1`). Each pass's temporary bytes are bounded by the
+    cap on its own; the plan's are the most of the three (`maxTempBytesPerTile`) and
+    its cycles their sum."""
+
+    forward: ConvPartition
+    backward: ConvPartition
+    update: ConvPartition
+
+    @property
+    def temp_bytes(self) -> int:
+        return max(self.forward.temp_bytes, self.backward.temp_bytes, self.update.temp_bytes)
+
+    @property
+    def within_cap(self) -> bool:
+        return self.forward.within_cap
+
+
+def plan_joint_fc(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, multiply_bytes: int,
+                  partial_bytes: int, tile_bytes: int, proportion: float | None, name: str = "matmul") -> JointPlan:
+    """The joint plan of x [m, k] @ W [k, n] (see `JointPlan`); memoized.
+
+    Candidates: K over `in_split` and N over `out_split` tiles (their product the tile
+    count; M never split), N optionally serial. Per tile and serial iteration, with
+    k_t = ceil(K / in_split), n_t = ceil(N / out_split / serial), channels rounded up
+    to the AMP's grains (ig input, og output channels):
+    forward: inputs M x k_t (received), weights k_t x n_t (resting there), partials
+    M x n_t; backward: inputs M x n_t (dY received), weights n_t x k_t (W where it
+    rests), partials M x k_t, plus with a serial split the output accumulated across
+    iterations (a serial input-channel split in this pass); update: inputs k_t x M (X
+    received), weights M x n_t (dY received), partials k_t x n_t (dW where W rests).
+    Worked example, BERT-Large's FFN up-projection at sequence 384 (M 384, K 1024, N
+    4096, F16, F32 partials, 1472 tiles, grains 16 in and 8 out): in_split 23 x
+    out_split 64 gives k_t 45 -> 48 and n_t 64: forward (384 x 48 + 48 x 64) x 2 B +
+    384 x 64 x 4 B = 141,312 B, backward (384 x 64 + 64 x 48) x 2 + 384 x 48 x 4 =
+    129,024 B, update (45 x 384 + 384 x 64) x 2 + 45 x 64 x 4 = 95,232 B: 141,312 B
+    under the 383,385 B of proportion 0.6."""
+    try:
+        return _joint(m, k, n, tile_count, geometry, multiply_bytes, partial_bytes, tile_bytes, proportion)
+    except ConvPlanningError as e:
+        raise ConvPlanningError(e.detail, name) from None
+
+
+def _pass_costs(batch: np.ndarray | int, in_t: np.ndarray, out_t: np.ndarray, in_split: np.ndarray,
+                serial: int, serial_in: bool, received_weights: bool, ig: int, og: int, mb: int, pb: int) -> tuple:
+    """One pass of a fully connected layer per tile and serial iteration (see
+    `plan_joint_fc`): (inputs, weights, partials, temporary bytes, cycles), arrays
+    over the candidates. `serial_in`: the serial split runs over this pass's input
+    channels (its output then accumulates across iterations in place)."""
+    in_p, out_p = _ceil(in_t, ig) * ig, _ceil(out_t, og) * og
+    inputs = np.asarray(batch) * in_p
+    weights = in_p * out_p
+    partials = np.asarray(batch) * out_p
+    temp = (inputs + weights) * mb + partials * pb
+    if serial_in and serial > 1:
+        temp = temp + partials * pb
+    compute = partials * in_p // max(1, ig * og // 2)
+    received = inputs * mb + (weights * mb if received_weights else 0)
+    reduce = np.where(in_split > 1, partials * pb * (in_split - 1) // in_split, 0)
+    accumulate = partials * serial if serial_in and serial > 1 else 0
+    cycles = (serial * (compute + received // EXCHANGE_BYTES_PER_CYCLE + ITERATION_CYCLES) + accumulate
+              + reduce // EXCHANGE_BYTES_PER_CYCLE)
+    return inputs, weights, partials, temp, cycles
+
+
+@lru_cache(maxsize=4096)
+def _joint(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, mb: int, pb: int, tile_bytes: int,
+           proportion: float | None) -> JointPlan:
+    ig, og = geometry.input_channels, geometry.output_channels
+    splits = _divisor_splits(tile_count, 2)  # (in_split over K, out_split over N)
+    useful = (splits[:, 0] <= max(2 * k, 1)) & (splits[:, 1] <= max(2 * n, 1))
+    if useful.any():
+        splits = splits[useful]
+    in_s, out_s = splits[:, 0], splits[:, 1]
+    k_t = _ceil(k, in_s)
+    ones = np.ones(len(splits), dtype=np.int64)
+    rows = []
+    for serial in SERIAL_SPLITS:
+        if serial > 1 and serial * og > n:
+            continue
+        n_t = _ceil(_ceil(n, out_s), serial)
+        fwd = _pass_costs(m, k_t, n_t, in_s, serial, False, False, ig, og, mb, pb)
+        bwd = _pass_costs(m, n_t, k_t, out_s, serial, True, False, ig, og, mb, pb)
+        wu = _pass_costs(k_t, m * ones, n_t, ones, serial, False, True, ig, og, mb, pb)
+        rows.append((serial, n_t, fwd, bwd, wu))
+    temps = np.concatenate([np.maximum(np.maximum(f[3], b[3]), w[3]) for _, _, f, b, w in rows])
+    cycles = np.concatenate([f[4] + b[4] + w[4] for _, _, f, b, w in rows])
+    cap = None if proportion is None else int(proportion * tile_bytes)
+    bound = cap
+    while True:
+        ok = np.ones(len(temps), dtype=bool) if bound is None else temps <= bound
+        if ok.any():
+            idx = np.flatnonzero(ok)
+            chosen = int(idx[np.lexsort((temps[idx], cycles[idx]))[0]])
+            break
+        assert bound is not None, "the unbounded search keeps every candidate"
+        bound = bound * 2 if bound * 2 < 2 * tile_bytes else None
+    block, row = divmod(chosen, len(splits))
+    serial, n_t, fwd, bwd, wu = rows[block]
+    a, b = int(in_s[row]), int(out_s[row])
+    within = cap is None or int(temps[chosen]) <= cap
+
+    def partition(shape: ConvShape, batch_split: int, in_split: int, out_split: int, dim: str, costs: tuple,
+                  output: int) -> ConvPartition:
+        inputs, weights, partials, temp, cyc = (int(np.asarray(c)[row]) if np.ndim(c) else int(c) for c in costs)
+        return ConvPartition(shape, batch_split, (1,), in_split, out_split, 1, serial, dim, 1, inputs, weights,
+                             partials, output, temp, cyc, within)
+
+    kt, nt = int(k_t[row]), int(n_t[row])
+    return JointPlan(
+        forward=partition(ConvShape.matmul(m, k, n), 1, a, b, "out", fwd, m * nt * serial),
+        backward=partition(ConvShape.matmul(m, n, k), 1, b, a, "in", bwd, m * kt),
+        update=partition(ConvShape.matmul(k, m, n), a, 1, b, "out", wu, kt * nt * serial))

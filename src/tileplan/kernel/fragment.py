@@ -76,6 +76,8 @@ class StepKind(Enum):
     CONCAT = "Concat"
     PAD = "Pad"
     FILL = "Fill"
+    SCATTER = "Scatter"  # a dense tensor zeroed and added into at indices (gradients of lookups)
+    OPTIMIZER = "Optimizer"  # training: gradient accumulation and the weight update
 
     @property
     def program(self) -> bool:

@@ -116,16 +116,31 @@ def lower_matmul(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequ
     return b.done(result)
 
 
+def joint_fc_plan(k: Kernel, op: Operation, x: Shape, w: Shape, multiply: Precision) -> convplan.JointPlan:
+    """poplin's joint plan of the fully connected layer x [.., M, K] @ w [K, N] in
+    training (`convplan.plan_joint_fc`), which its forward product and both gradient
+    products (`tileplan.ops.gradients`) share."""
+    geometry = k.amp(multiply)
+    return convplan.plan_joint_fc(math.prod(x[:-1]), x[-1], w[-1], k.tile_count, geometry, multiply.bytes,
+                                  Precision(geometry.accumulate).bytes, k.machine.tile_bytes,
+                                  k.options.available_memory_proportion, op.name)
+
+
 def plan_poplibs(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     """poplin's plan of [.., M, K] x [K, N] (M all the left operand's rows): the
     weights created in the plan's layout when the rows are not split (each tile holds
-    its block, nothing broadcast), else spread by the policy; the output spread."""
+    its block, nothing broadcast), else spread by the policy; the output spread. With
+    `joint` (a fully connected layer in training) the forward pass of poplin's joint
+    plan, which never splits M: the weights always rest in its layout."""
     x, w = ins
     geometry = k.amp(w.precision)
     accumulate = Precision(geometry.accumulate)
-    shape = convplan.ConvShape.matmul(math.prod(x.shape[:-1]), x.shape[-1], w.shape[-1])
-    cp = convplan.plan_conv(shape, k.tile_count, geometry, w.precision.bytes, accumulate.bytes,
-                            k.machine.tile_bytes, k.options.available_memory_proportion, op.name)
+    if op.attr("joint"):  # a fully connected layer in training: poplin's joint plan (ops/gradients.py)
+        cp = joint_fc_plan(k, op, x.shape, w.shape, w.precision).forward
+    else:
+        shape = convplan.ConvShape.matmul(math.prod(x.shape[:-1]), x.shape[-1], w.shape[-1])
+        cp = convplan.plan_conv(shape, k.tile_count, geometry, w.precision.bytes, accumulate.bytes,
+                                k.machine.tile_bytes, k.options.available_memory_proportion, op.name)
     created = None
     if not cp.broadcasts_weights:
         created = gemm.weight_layout(convplan.gemm_partition(cp, geometry, whole=True), k.prefix)
@@ -189,4 +204,5 @@ def lower_batched(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     return b.done(out)
 
 
-register("matmul", inputs=(2, 2), shape=matmul_shape, plan=plan_matmul, lower=lower_matmul, weight_inputs=(1,))
+register("matmul", inputs=(2, 2), attrs={"joint": False}, shape=matmul_shape, plan=plan_matmul, lower=lower_matmul,
+         weight_inputs=(1,))

@@ -101,7 +101,8 @@ def build_report(plan: Plan) -> Report:
                               plan.exchange_bytes, plan.exact)
     if plan.exact is not None:
         sections.append(exact_section(plan.exact, p.total))
-        verdict = verdict.with_peak_tile(peak_tile_section(plan.values, plan.steps, plan.shards, plan.exact))
+        verdict = verdict.with_peak_tile(peak_tile_section(plan.values, plan.steps, plan.shards, plan.exact,
+                                                           options.get("mode") == "training"))
     sections.append(verdict)
     if plan.rejected_operation is not None:
         index, name, reason = plan.rejected_operation
