@@ -24,7 +24,11 @@ from tileplan.model.machine import machine as find_machine
 from tileplan.model.precision import from_option
 from tileplan.planner.plan import plan_program
 from tileplan.app.request import PlanRequest, default_precisions
+from tileplan.app.training import TrainingOptions, joint_from_module, layer_count
 from tileplan.app.whatif import with_what_if
+from tileplan.importers.training import JointProgram, ipu_program
+from tileplan.kernel.options import Options
+from tileplan.planner.plan import Plan
 from tileplan.report.build import build_report
 from tileplan.report.format import Report, auto_version, report_bytes
 from tileplan.report.views import verdict_line
@@ -69,30 +73,55 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
          policy: str = "default", attention_products: str = "automatic", gemm_output_packing: str = "native",
          available_memory_proportion: float | str = 0.6, batch: int | None = None,
          sequence_length: int | None = None, image_size: int | None = None, layers: int | None = None,
-         what_if: bool = True) -> PlanResult:
+         what_if: bool = True, train: bool | TrainingOptions = False) -> PlanResult:
     """Plan `model` on `machine` (see the module docstring). Precisions default as
     `tileplan plan`'s do (`app.request.default_precisions`): the model's own, the
     seed's for a built-in tower. `what_if`: re-plan with each knob turned, as
-    `tileplan plan` does (a model named by its path or name)."""
+    `tileplan plan` does (a model named by its path or name). `train`: plan training
+    (`tileplan plan --train`; a `TrainingOptions` for its flags): a config.json's
+    head's loss, or a module's own (it must return its loss on `example_inputs`); F16
+    unless asked otherwise; on one IPU."""
     proportion = str(available_memory_proportion)
+    training = (train if isinstance(train, TrainingOptions) else TrainingOptions()) if train else None
     if isinstance(model, (str, Path)):
         request = PlanRequest(model=str(model), layers=layers, weights=weights, activations=activations,
                               partials=partials, policy=policy, machine=machine,
                               attention_products=attention_products, gemm_output_packing=gemm_output_packing,
                               batch=batch, sequence_length=sequence_length, image_size=image_size,
-                              available_memory_proportion=proportion).resolved()
+                              available_memory_proportion=proportion, training=training).resolved()
         planned = request.plan()
         report = build_report(planned)
         return PlanResult(with_what_if(report, request, planned) if what_if else report)
     if any(x is not None for x in (batch, sequence_length, image_size, layers)):
         raise InputError("batch, sequence_length, image_size and layers apply to models named by path; a module's "
                          "shapes come from its example inputs (use sequence_length= with a path)")
+    if training is not None:
+        return PlanResult(build_report(_train_module(model, example_inputs, training, machine, weights, activations,
+                                                     policy, PlanRequest(
+                                                         attention_products=attention_products,
+                                                         gemm_output_packing=gemm_output_packing, partials=partials,
+                                                         available_memory_proportion=proportion).options)))
     graph = _graph(model, example_inputs)
     weights, activations = default_precisions(machine, graph.float_precision or "F16", weights, activations)
     options = PlanRequest(attention_products=attention_products, gemm_output_packing=gemm_output_packing,
                           partials=partials, available_memory_proportion=proportion).options
     program = graph.to_program(from_option(weights), from_option(activations))
     return PlanResult(build_report(plan_program(program, find_machine(machine), layout_policy(policy), options)))
+
+
+def _train_module(model: Any, example_inputs: Sequence[Any] | None, training: TrainingOptions, machine: str,
+                  weights: str | None, activations: str | None, policy: str, options: Options) -> Plan:
+    """The training plan of a `torch.nn.Module` returning its loss on `example_inputs`."""
+    from tileplan.importers.torch_export import _torch
+    if not isinstance(model, _torch().nn.Module) or example_inputs is None:
+        raise InputError("train=True plans a torch.nn.Module with example_inputs=(x, ...), or a config.json by path")
+    joint = joint_from_module(model, tuple(example_inputs))
+    weights = weights or activations or "f16"
+    program = JointProgram.of(joint, from_option(weights), from_option(activations or weights))
+    setup = training.setup(1)
+    counts = (layer_count(program),)
+    return plan_program(ipu_program(program, setup, counts, 0), find_machine(machine), layout_policy(policy),
+                        options)
 
 
 def _graph(model: Any, example_inputs: Sequence[Any] | None) -> Graph:

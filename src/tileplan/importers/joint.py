@@ -308,7 +308,8 @@ def _addmm(im: Any, node: Any) -> str:
 
 @joint("aten.bmm.default")
 def _bmm(im: Any, node: Any) -> str:
-    return im.op("matmul", [im.arg(0), im.arg(1)])
+    """Attention's products and their gradients: poplin's grouped matmul (`grouped`)."""
+    return im.op("matmul", [im.arg(0), im.arg(1)], {"grouped": True})
 
 
 @joint("aten.native_dropout.default")

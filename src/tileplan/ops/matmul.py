@@ -18,6 +18,10 @@ not split the rows, each tile already holds its block; else they are spread and 
 tile receives its block), the partials accumulated on the tile; the step's scratch is
 what poplin counts as the product's temporary memory (received inputs and weights
 in standard memory, partials in interleaved) and the output is spread over the tiles.
+Two attributes say what a training program's products are: `joint`, a fully connected
+layer planned with its gradients (poplin's joint plan, `tileplan.ops.gradients`), and
+`grouped`, a batched product of activations (attention's, and their gradients) planned
+as poplin's grouped matmul, both operands received.
 """
 
 from __future__ import annotations
@@ -51,6 +55,9 @@ def _is_gemm(ins: list[InputInfo]) -> bool:
 
 def plan_matmul(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     if not _is_gemm(ins):
+        a, b = ins
+        if op.attr("grouped") and k.poplibs and a.shape[:-2] == b.shape[:-2]:
+            return plan_grouped(k, op, ins)
         return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(k, op.output_precision),
                       detail="batched")
     if k.poplibs:
@@ -148,6 +155,19 @@ def plan_poplibs(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
                   detail=cp, temporary=cp.temp_bytes)
 
 
+def plan_grouped(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    """A batched product of two activations [G.., M, K] x [G.., K, N] as poplin plans a
+    grouped matmul (`grouped`; training's attention products): a 1-D convolution of G
+    groups (`convplan.plan_conv`), both operands received per tile, the output spread."""
+    a, b = ins
+    geometry = k.amp(b.precision)
+    shape = convplan.ConvShape.matmul(a.shape[-2], a.shape[-1], b.shape[-1], math.prod(a.shape[:-2]))
+    cp = convplan.plan_conv(shape, k.tile_count, geometry, b.precision.bytes, Precision(geometry.accumulate).bytes,
+                            k.machine.tile_bytes, k.options.available_memory_proportion, op.name)
+    return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(k, op.output_precision), detail=cp,
+                  temporary=cp.temp_bytes)
+
+
 def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
                   dies: Sequence[bool]) -> Fragment:
     """`Convert` x to the weights' precision when it differs (in place when narrower,
@@ -204,5 +224,5 @@ def lower_batched(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     return b.done(out)
 
 
-register("matmul", inputs=(2, 2), attrs={"joint": False}, shape=matmul_shape, plan=plan_matmul, lower=lower_matmul,
+register("matmul", inputs=(2, 2), attrs={"joint": False, "grouped": False}, shape=matmul_shape, plan=plan_matmul, lower=lower_matmul,
          weight_inputs=(1,))

@@ -25,6 +25,7 @@ from typing import Any
 from tileplan.report.model import Report
 from tileplan.report.sections import PlacedTile
 from tileplan.report.summary import program_fields
+from tileplan.report.classes import CLASSES
 from tileplan.report.views import (
     NON_TENSOR_CLASSES,
     RegionPeak,
@@ -32,6 +33,7 @@ from tileplan.report.views import (
     group_label,
     judged_on,
     operations,
+    training_classes,
     region_peaks,
     value_rows,
     verdict_line,
@@ -337,6 +339,9 @@ class Diff:
     non_tensor: NonTensorDiff | None = None  # None: neither report has the section
     placement: PlacementDiff | None = None  # None: neither report has a placement or placement_skipped section
     pipeline: PipelineDiff | None = None  # None: neither report is one IPU of a pipeline
+    #: a training report's worst tile by class, A and B: (class, always live, A bytes,
+    #: B bytes; None where that report has no such row, or is not a training report)
+    training: tuple[tuple[str, bool, int | None, int | None], ...] | None = None
 
     def of_kind(self, kind: str) -> tuple[ValueChange, ...]:
         return tuple(v for v in self.values if v.kind == kind)
@@ -360,6 +365,9 @@ class Diff:
             "non_tensor": None if self.non_tensor is None else self.non_tensor.to_json(),
             "placement": None if self.placement is None else self.placement.to_json(),
             "pipeline": None if self.pipeline is None else self.pipeline.to_json(),
+            "training": None if self.training is None else [
+                {"class": name, "always_live": live, "a": a, "b": b, "delta": _delta(a, b)}
+                for name, live, a, b in self.training],
         }
 
 
@@ -446,4 +454,16 @@ def diff_reports(a: Report, b: Report) -> Diff:
     return Diff(program=program, a_verdict=verdict_line(a), b_verdict=verdict_line(b), a_fits=a.fits_budget,
                 b_fits=b.fits_budget, a_scope=a.scope, b_scope=b.scope, peaks=peaks, a_steps=len(a.steps),
                 b_steps=len(b.steps), values=tuple(changes), resized_groups=tuple(folded), unchanged=unchanged,
-                worst_tiles=worst, non_tensor=non_tensor, placement=placement, pipeline=pipeline)
+                worst_tiles=worst, non_tensor=non_tensor, placement=placement, pipeline=pipeline,
+                training=_training(a, b))
+
+
+def _training(a: Report, b: Report) -> tuple[tuple[str, bool, int | None, int | None], ...] | None:
+    """Each class (always live apart) on each report's worst tile at its peak."""
+    ta, tb = training_classes(a), training_classes(b)
+    if ta is None and tb is None:
+        return None
+    rows_a = {(n, live): x for n, live, x, _ in (ta.rows if ta is not None else ())}
+    rows_b = {(n, live): x for n, live, x, _ in (tb.rows if tb is not None else ())}
+    keys = sorted(set(rows_a) | set(rows_b), key=lambda k: (not k[1], CLASSES.index(k[0]) if k[0] in CLASSES else 99))
+    return tuple((n, live, rows_a.get((n, live)), rows_b.get((n, live))) for n, live in keys)
