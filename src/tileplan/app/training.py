@@ -152,9 +152,8 @@ def serialize_embeddings(model: Any, factor: int) -> None:
     class SerializedEmbedding(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            with torch.device("meta"):
-                self.splits = torch.nn.ModuleDict({f"split{k}": torch.nn.Embedding(b - a, width)
-                                                   for k, (a, b) in enumerate(bounds)})
+            self.splits = torch.nn.ModuleDict({f"split{k}": torch.nn.Embedding(b - a, width)
+                                               for k, (a, b) in enumerate(bounds)})
 
         def forward(self, ids: Any) -> Any:
             out = None
@@ -218,12 +217,28 @@ def _joint(path: str, stamp: tuple[str, int], batch: int, sequence_length: int |
     main = getattr(model, "main_input_name", "input_ids")
     tokens = example.shape[1] if main == "input_ids" else 1
     labels = loss_inputs(model, main, batch, tokens)
-    if factor > 1:
-        serialize_embeddings(model, factor)
     name = doc.get("_name_or_path")
     name = display_name(name) if isinstance(name, str) and name else sources.config_name(path, kind)
     inputs = {main: (tuple(example.shape), example.dtype), **labels}
-    return joint_graph(model, inputs, name), name, architecture
+    untie = doc.get("tie_word_embeddings") is False
+
+    def prepare(m: Any) -> None:
+        if untie:  # transformers may tie what the config.json says is not tied (MT5Config always ties)
+            untie_head(m)
+        if factor > 1:
+            serialize_embeddings(m, factor)
+
+    return joint_graph(model, inputs, name, prepare=prepare), name, architecture
+
+
+def untie_head(model: Any) -> None:
+    """A head with its own weight, as the config.json says (`tie_word_embeddings`
+    false: mT5's 250112 x 512 head is not its embedding)."""
+    import torch
+
+    head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
+    if head is not None and embedding is not None and getattr(head, "weight", None) is embedding.weight:
+        head.weight = torch.nn.Parameter(torch.empty_like(embedding.weight))
 
 
 def import_joint(model: str, batch: int | None, sequence_length: int | None, image_size: int | None,

@@ -51,11 +51,12 @@ class JointGraph:
 
 
 def joint_graph(model: Any, inputs: dict[str, tuple[tuple[int, ...], Any]], name: str,
-                positional: bool = False) -> JointGraph:
+                positional: bool = False, prepare: Callable[[Any], None] | None = None) -> JointGraph:
     """The joint graph of `model` (built on the meta device, or holding real weights:
     either way only shapes are kept; in training mode) called with `inputs` (name ->
     (shape, torch dtype)) as keywords, or in order with `positional`, which must make
-    it return a loss (a tensor, or `.loss` of its output)."""
+    it return a loss (a tensor, or `.loss` of its output). `prepare` changes the model
+    once its parameters are fake tensors (modules it makes then are fake too)."""
     torch = _torch()
     from torch._functorch.aot_autograd import aot_export_joint_with_descriptors
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -80,7 +81,13 @@ def joint_graph(model: Any, inputs: dict[str, tuple[tuple[int, ...], Any]], name
     try:
         with FakeTensorMode(allow_non_fake_inputs=True):
             on_meta = any(p.is_meta for p in model.parameters())
-            wrapped = Loss((model.to_empty(device="cpu") if on_meta else model).train())
+            if on_meta:
+                model = model.to_empty(device="cpu")
+                if hasattr(model, "tie_weights"):  # to_empty gives each module its own tensor: tie them again
+                    model.tie_weights()
+            if prepare is not None:
+                prepare(model)
+            wrapped = Loss(model.train())
             args = tuple(torch.zeros(*shape, dtype=dtype) for shape, dtype in inputs.values())
             ep = torch.export.export(wrapped, args, strict=False)
             with contextlib.ExitStack() as stack:
@@ -192,6 +199,13 @@ class JointImporter(Importer):
                 self.env[node.name] = t
                 if dtype == "float":
                     self.b.note_precision(t, float_precision(val.dtype))
+            elif node.op == "get_attr":  # a constant the trace lifted (a scalar tensor, a mask)
+                val = getattr(self.gm, str(node.target), None)
+                if isinstance(val, torch.Tensor):
+                    self.env[node.name] = self.b.parameter(f"constant {node.target}", tuple(val.shape) or (1,),
+                                                           dtype_class(val.dtype), buffer=True)
+                else:
+                    self.env[node.name] = val
             elif node.op == "call_function":
                 self._call(node)
             elif node.op == "output":
@@ -397,3 +411,48 @@ def _select_backward(im: Any, node: Any) -> str:
     begins, ends = [0] * len(sizes), [0] * len(sizes)
     begins[dim], ends[dim] = index, extent - index - 1
     return im.op("pad", [x], {"pads": (*begins, *ends)}, what="select_grad")
+
+
+# Tensors made from others (a decoder's inputs shifted from its labels) -------------------
+
+@joint("aten.fill.Tensor", "aten.fill.Scalar")
+def _fill_like(im: Any, node: Any) -> str:
+    return im.op("fill", [], {"shape": im.out_shape(), "value": 0.0}, what="fill", dtype=im.out_dtype())
+
+
+@joint("aten.masked_fill.Scalar")
+def _masked_fill(im: Any, node: Any) -> str:
+    x, mask, value = im.arg(0), im.arg(1), im.arg(2)
+    keep = im.op("not", [mask], what="not")
+    return im.op("where", [keep, x], {"scalar": float(value)}, what="masked_fill", dtype=im.out_dtype())
+
+
+def _scattered(im: Any, x: str, src: str, dim: int, start: int) -> str:
+    """`x` with `src` written along `dim` from `start`: a new tensor of x's shape (src
+    padded to it, then combined)."""
+    shape = im.shape(x)
+    begins, ends = [0] * len(shape), [0] * len(shape)
+    begins[dim], ends[dim] = start, shape[dim] - start - im.shape(src)[dim]
+    padded = im.op("pad", [src], {"pads": (*begins, *ends)}, what="scatter_pad")
+    return im.op("add", [x, padded], what="scatter", dtype=im.out_dtype())
+
+
+@joint("aten.slice_scatter.default")
+def _slice_scatter(im: Any, node: Any) -> str:
+    x, src = im.arg(0), im.arg(1)
+    dim = int(im.arg(2, 0)) % len(im.shape(x))
+    start = im.arg(3, 0)
+    start = 0 if start is None else int(start) % max(1, im.shape(x)[dim] + 1)
+    if int(im.arg(5, 1)) != 1:
+        raise ModelError("a strided slice_scatter is not supported")
+    return _scattered(im, x, src, dim, start)
+
+
+@joint("aten.select_scatter.default")
+def _select_scatter(im: Any, node: Any) -> str:
+    x, src = im.arg(0), im.arg(1)
+    dim = int(im.arg(2)) % len(im.shape(x))
+    index = int(im.arg(3)) % im.shape(x)[dim]
+    shape = list(im.shape(src))
+    shape.insert(dim, 1)
+    return _scattered(im, x, im.reshape(src, shape), dim, index)

@@ -128,7 +128,7 @@ class StagePlan:
         forward = [o for o in ops if o.output not in joint.backward]
         pre_reads = {i for o in forward if self.section[o.output] == PRE for i in o.inputs}
         post_reads = {i for o in forward if self.section[o.output] == POST for i in o.inputs}
-        parameters = {t.name for t in joint.program.tensors if t.role == "parameter"}
+        parameters = {p for p, _ in joint.gradients}  # trained: a constant both read is no tie
         self.tied = n > 1 and bool(pre_reads & post_reads & parameters)
         depth_count = n + 1 if self.tied else n
         self.stages = [Stage(s, s if s < n else 0, 2 * (depth_count - 1 - s) + 1 if s < depth_count - 1 else 0)
@@ -226,7 +226,8 @@ class StagePlan:
         """The model's inputs a stage on `ipu` that is not the last reads again in its
         backward pass (token ids, when the embeddings are recomputed)."""
         inputs = {t.name for t in self.joint.program.tensors if t.role == "input"}
-        return {x for x, stage in self._needed(ipu).items() if x in inputs and self.stages[stage].depth > 0}
+        return {x for x, stage in self._needed(ipu).items() if x in inputs and self._forward_stage(x, ipu) == stage
+                and self.stages[stage].depth > 0}
 
     def options(self, ipu: int, setup: TrainingSetup) -> dict[str, object]:
         stages = [s for s in self.stages if s.ipu == ipu]
