@@ -237,8 +237,9 @@ def untie_head(model: Any) -> None:
     import torch
 
     head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
-    if head is not None and embedding is not None and getattr(head, "weight", None) is embedding.weight:
-        head.weight = torch.nn.Parameter(torch.empty_like(embedding.weight))
+    weight: Any = getattr(embedding, "weight", None)
+    if head is not None and weight is not None and getattr(head, "weight", None) is weight:
+        head.weight = torch.nn.Parameter(torch.empty_like(weight))
 
 
 def import_joint(model: str, batch: int | None, sequence_length: int | None, image_size: int | None,

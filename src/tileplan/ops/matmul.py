@@ -224,5 +224,5 @@ def lower_batched(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     return b.done(out)
 
 
-register("matmul", inputs=(2, 2), attrs={"joint": False, "grouped": False}, shape=matmul_shape, plan=plan_matmul, lower=lower_matmul,
-         weight_inputs=(1,))
+register("matmul", inputs=(2, 2), attrs={"joint": False, "grouped": False}, shape=matmul_shape, plan=plan_matmul,
+         lower=lower_matmul, weight_inputs=(1,))
