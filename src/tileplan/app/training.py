@@ -237,9 +237,9 @@ def untie_head(model: Any) -> None:
     import torch
 
     head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
-    weight: Any = getattr(embedding, "weight", None)
-    if head is not None and weight is not None and getattr(head, "weight", None) is weight:
-        head.weight = torch.nn.Parameter(weight.new_empty(weight.shape))
+    if head is None or embedding is None or getattr(head, "weight", None) is not getattr(embedding, "weight", None):
+        return
+    head.weight = torch.nn.Parameter(torch.empty_like(embedding.weight))
 
 
 def import_joint(model: str, batch: int | None, sequence_length: int | None, image_size: int | None,
