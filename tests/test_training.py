@@ -159,19 +159,19 @@ def test_the_ipu_config_sets_the_defaults_and_lists_what_is_not_modelled(qa, tmp
     path.write_text(json.dumps({
         "layers_per_ipu": [1, 3], "matmul_proportion": [0.2, 0.25], "recompute_checkpoint_every_layer": True,
         "optimizer_state_offchip": True, "gradient_accumulation_steps": 8, "seed": 42,
-        "projection_serialization_factor": 2, "inference_layers_per_ipu": [4]}))
+        "explicit_ir_inference": False, "inference_layers_per_ipu": [4]}))
     config_read = read_ipu_config(str(path), training=True)
     assert config_read.defaults == {"layers_per_ipu": "1,3", "available_memory_proportion": "0.2,0.25",
                                     "recompute": "every-layer", "optimizer_state_offchip": True,
                                     "gradient_accumulation": 8, "partials": "f16"}
-    assert set(config_read.unmodelled) == {"seed", "projection_serialization_factor", "inference_layers_per_ipu"}
+    assert set(config_read.unmodelled) == {"seed", "explicit_ir_inference", "inference_layers_per_ipu"}
     inference = read_ipu_config(str(path), training=False)
     assert inference.defaults["layers_per_ipu"] == "4" and "optimizer_state_offchip" in inference.unmodelled
     # a flag given wins over the file
     assert main(["plan", qa, "--train", "--sequence-length", "16", "--no-what-if", "-o", str(tmp_path / "c.json"),
                  "--ipu-config", str(path), "--gradient-accumulation", "16"]) == 0
     out = capsys.readouterr().out
-    assert "seed not modelled" in out and "projection_serialization_factor not modelled" in out
+    assert "seed not modelled" in out and "explicit_ir_inference not modelled" in out
     first = report(tmp_path / "c.ipu0.json")["program"]
     assert (first["gradient_accumulation"], first["recompute"], first["optimizer_state_offchip"]) == \
         (16, "every-layer", True)

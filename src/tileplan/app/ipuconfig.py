@@ -17,7 +17,8 @@ IPUConfig does. Every other field is listed back (`IpuConfig.unmodelled`, printe
 | `enable_half_partials` | `--partials f16` (true) or `f32` |
 | `recompute_checkpoint_every_layer` | `--recompute every-layer` (true) |
 | `embedding_serialization_factor` | `--embedding-serialization-factor` |
-| `serialized_embedding_splits_per_ipu` | `--embedding-serialization-factor` (their sum, on the first IPU) |
+| `serialized_embedding_splits_per_ipu` | `--serialized-embedding-splits-per-ipu` |
+| `projection_serialization_factor` | `--projection-serialization-factor` |
 | `optimizer_state_offchip` | `--optimizer-state-offchip` |
 | `replicated_tensor_sharding` | `--replicated-tensor-sharding` |
 | `replication_factor` | `--replication-factor` |
@@ -38,14 +39,15 @@ MODELLED = {
     "layers_per_ipu": "layers_per_ipu", "ipus_per_replica": "ipus", "matmul_proportion": "available_memory_proportion",
     "enable_half_partials": "partials", "recompute_checkpoint_every_layer": "recompute",
     "embedding_serialization_factor": "embedding_serialization_factor",
-    "serialized_embedding_splits_per_ipu": "embedding_serialization_factor",
+    "serialized_embedding_splits_per_ipu": "serialized_embedding_splits_per_ipu",
+    "projection_serialization_factor": "projection_serialization_factor",
     "optimizer_state_offchip": "optimizer_state_offchip", "replicated_tensor_sharding": "replicated_tensor_sharding",
     "replication_factor": "replication_factor", "gradient_accumulation_steps": "gradient_accumulation",
 }
 #: fields used only in training (inference plans one replica, no optimizer)
 TRAINING_ONLY = ("recompute_checkpoint_every_layer", "optimizer_state_offchip", "replicated_tensor_sharding",
                  "replication_factor", "gradient_accumulation_steps", "embedding_serialization_factor",
-                 "serialized_embedding_splits_per_ipu")
+                 "serialized_embedding_splits_per_ipu", "projection_serialization_factor")
 #: what IPUConfig defaults the modelled fields to when a file leaves them out
 DEFAULTS: dict[str, object] = {"matmul_proportion": 0.2, "enable_half_partials": True}
 #: fields of an IPUConfig that hold no per-tile memory tileplan could model, and why
@@ -135,10 +137,11 @@ def read_ipu_config(path: str, training: bool) -> IpuConfig:
         if base == "layers_per_ipu":
             defaults[option] = ",".join(map(str, _ints(value, base, path, least=-1)))
         elif base == "serialized_embedding_splits_per_ipu":
-            defaults.setdefault(option, sum(_ints(value, base, path)) or 1)
+            defaults[option] = ",".join(map(str, _ints(value, base, path)))
         elif base in ("ipus_per_replica",):
             defaults[option] = str(_int(value, base, path))
-        elif base in ("replication_factor", "gradient_accumulation_steps", "embedding_serialization_factor"):
+        elif base in ("replication_factor", "gradient_accumulation_steps", "embedding_serialization_factor",
+                      "projection_serialization_factor"):
             defaults[option] = _int(value, base, path)
         elif base == "matmul_proportion":
             defaults[option] = _proportion(value, base, path)

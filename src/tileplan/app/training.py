@@ -66,6 +66,11 @@ class TrainingOptions:
     replication_factor: int = 1
     replicated_tensor_sharding: bool = False
     embedding_serialization_factor: int = 1
+    #: optimum-graphcore's `serialized_embedding_splits_per_ipu` ("4,4,0,0": the
+    #: embedding in 8 splits, 4 on IPU 0 and 4 on IPU 1; sets the serialisation factor)
+    serialized_embedding_splits_per_ipu: str | None = None
+    #: optimum-graphcore's `projection_serialization_factor`: an untied head in F products
+    projection_serialization_factor: int = 1
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -75,10 +80,32 @@ class TrainingOptions:
                              f"{self.optimizer_preset!r}")
         if self.recompute is not None and self.recompute not in RECOMPUTE:
             raise InputError(f"--recompute must be one of {', '.join(RECOMPUTE)}, found {self.recompute!r}")
-        for key in ("gradient_accumulation", "replication_factor", "embedding_serialization_factor"):
+        for key in ("gradient_accumulation", "replication_factor", "embedding_serialization_factor",
+                    "projection_serialization_factor"):
             value = getattr(self, key)
             if value is not None and not 1 <= value <= 1 << 20:
                 raise InputError(f"--{key.replace('_', '-')} must be in [1, 2^20], found {value}")
+        self.embedding_splits()
+
+    def embedding_splits(self) -> tuple[int, ...] | None:
+        """`serialized_embedding_splits_per_ipu` as counts (None when not given)."""
+        if self.serialized_embedding_splits_per_ipu is None:
+            return None
+        try:
+            counts = tuple(int(x) for x in self.serialized_embedding_splits_per_ipu.split(","))
+        except ValueError:
+            counts = ()
+        if not counts or min(counts) < 0 or sum(counts) < 1:
+            raise InputError(f"--serialized-embedding-splits-per-ipu {self.serialized_embedding_splits_per_ipu!r}: "
+                             "expected split counts >= 0 per IPU separated by commas, at least one split, e.g. "
+                             "4,4,0,0")
+        return counts
+
+    @property
+    def embedding_factor(self) -> int:
+        """The embedding's serialisation: the splits' count, or the factor."""
+        splits = self.embedding_splits()
+        return sum(splits) if splits is not None else self.embedding_serialization_factor
 
     def setup(self, stages: int = 1) -> TrainingSetup:
         """The setup of a pipeline of `stages` IPUs (1: not pipelined)."""
@@ -94,14 +121,16 @@ class TrainingOptions:
             second_order=F32, gradient_accumulation=accumulation,
             recompute=self.recompute or ("pipeline" if stages > 1 else "none"),
             optimizer_state_offchip=self.optimizer_state_offchip, replication_factor=self.replication_factor,
-            replicated_tensor_sharding=self.replicated_tensor_sharding)
+            replicated_tensor_sharding=self.replicated_tensor_sharding,
+            embedding_splits_per_ipu=self.embedding_splits() if stages > 1 else None)
 
     def command(self) -> list[str]:
         """The `tileplan plan` flags that ask for exactly this."""
         parts = ["--train"]
         defaults = TrainingOptions()
         for key in ("optimizer", "optimizer_preset", "gradient_accumulation", "recompute", "replication_factor",
-                    "embedding_serialization_factor"):
+                    "embedding_serialization_factor", "serialized_embedding_splits_per_ipu",
+                    "projection_serialization_factor"):
             value = getattr(self, key)
             if value is not None and value != getattr(defaults, key):
                 parts.append(f"--{key.replace('_', '-')} {value}")
@@ -181,7 +210,7 @@ def serialize_embeddings(model: Any, factor: int) -> None:
 
 @lru_cache(maxsize=4)
 def _joint(path: str, stamp: tuple[str, int], batch: int, sequence_length: int | None, image_size: int | None,
-           layers: int | None, factor: int) -> tuple[JointGraph, str, str]:
+           layers: int | None, factor: int, projection: int) -> tuple[JointGraph, str, str]:
     from tileplan.app import sources
 
     try:
@@ -227,8 +256,37 @@ def _joint(path: str, stamp: tuple[str, int], batch: int, sequence_length: int |
             untie_head(m)
         if factor > 1:
             serialize_embeddings(m, factor)
+        if projection > 1:
+            serialize_projection(m, projection)
 
     return joint_graph(model, inputs, name, prepare=prepare), name, architecture
+
+
+def serialize_projection(model: Any, factor: int) -> None:
+    """optimum-graphcore's `projection_serialization_factor` for a head with its own
+    weight: `factor` products of consecutive output columns, each with its own weight,
+    concatenated (`SplitProjection`), so each part's gradient and update come in turn."""
+    import torch
+
+    head = model.get_output_embeddings()
+    if not isinstance(head, torch.nn.Linear):
+        raise InputError(f"--projection-serialization-factor: {type(model).__name__}'s head is not an nn.Linear")
+    if head.weight is getattr(model.get_input_embeddings(), "weight", None):
+        return  # tied: the embedding's serialisation serialises it
+    rows, width = head.weight.shape
+    size = -(-rows // factor)
+    bounds = [(k * size, min(rows, (k + 1) * size)) for k in range(factor) if k * size < rows]
+
+    class SplitProjection(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.parts = torch.nn.ModuleDict({f"part{k}": torch.nn.Linear(width, b - a, bias=head.bias is not None)
+                                              for k, (a, b) in enumerate(bounds)})
+
+        def forward(self, x: Any) -> Any:
+            return torch.cat([part(x) for part in self.parts.values()], dim=-1)
+
+    model.set_output_embeddings(SplitProjection())
 
 
 def untie_head(model: Any) -> None:
@@ -243,7 +301,7 @@ def untie_head(model: Any) -> None:
 
 
 def import_joint(model: str, batch: int | None, sequence_length: int | None, image_size: int | None,
-                 layers: int | None, factor: int = 1) -> tuple[JointGraph, str, str]:
+                 layers: int | None, factor: int = 1, projection: int = 1) -> tuple[JointGraph, str, str]:
     """The joint graph of the model a config.json names, with its head's loss (once per
     process for each file, its modification time and the shapes); with its name and
     the class it was built as."""
@@ -259,7 +317,7 @@ def import_joint(model: str, batch: int | None, sequence_length: int | None, ima
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", model) from None
     with library_output_captured():
-        return _joint(path, stamp, batch or 1, sequence_length, image_size, layers, factor)
+        return _joint(path, stamp, batch or 1, sequence_length, image_size, layers, factor, projection)
 
 
 def joint_from_module(module: Any, example_inputs: tuple[Any, ...], name: str | None = None) -> JointGraph:
@@ -280,12 +338,17 @@ def joint_program(request: Any) -> JointProgram:
     precisions decided), its options the report's `program` entries."""
     options = request.training
     joint, _, architecture = import_joint(request.model, request.batch, request.sequence_length,
-                                          request.image_size, request.layers, options.embedding_serialization_factor)
+                                          request.image_size, request.layers, options.embedding_factor,
+                                          options.projection_serialization_factor)
     extra: dict[str, object] = {"source": request.model, "architecture": architecture,
                                 **{k: getattr(request, k) for k in ("batch", "sequence_length", "image_size", "layers")
                                    if getattr(request, k) is not None}}
-    if options.embedding_serialization_factor > 1:
-        extra["embedding_serialization_factor"] = options.embedding_serialization_factor
+    if options.embedding_factor > 1:
+        extra["embedding_serialization_factor"] = options.embedding_factor
+    if options.serialized_embedding_splits_per_ipu is not None:
+        extra["serialized_embedding_splits_per_ipu"] = options.serialized_embedding_splits_per_ipu
+    if options.projection_serialization_factor > 1:
+        extra["projection_serialization_factor"] = options.projection_serialization_factor
     extra["optimizer_preset"] = options.optimizer_preset
     return JointProgram.of(joint, from_option(request.weights), from_option(request.activations), extra)
 

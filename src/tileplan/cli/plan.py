@@ -99,6 +99,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     train.add_argument("--embedding-serialization-factor", type=int, default=None, metavar="F",
                        help="split the input embedding (and a head tied to it) into F tables, as "
                             "optimum-graphcore's embedding_serialization_factor")
+    train.add_argument("--serialized-embedding-splits-per-ipu", metavar="N,N,...", default=None,
+                       help="the embedding in sum(N) splits, N_i of them on IPU i (optimum-graphcore's "
+                            "serialized_embedding_splits_per_ipu)")
+    train.add_argument("--projection-serialization-factor", type=int, default=None, metavar="F",
+                       help="a head with its own weight (not tied) as F products, as optimum-graphcore's "
+                            "projection_serialization_factor")
     train.add_argument("--ipu-config", metavar="FILE.json",
                        help="optimum-graphcore's IPUConfig: its fields as the defaults of these flags (the "
                             "inference_ fields without --train); fields tileplan does not model are listed")
@@ -122,7 +128,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 #: the training flags (`--train` needs to be given with any of them)
 TRAINING_FLAGS = ("optimizer", "optimizer_preset", "gradient_accumulation", "recompute", "optimizer_state_offchip",
-                  "replication_factor", "replicated_tensor_sharding", "embedding_serialization_factor")
+                  "replication_factor", "replicated_tensor_sharding", "embedding_serialization_factor",
+                  "serialized_embedding_splits_per_ipu", "projection_serialization_factor")
 
 
 def request_from(args: argparse.Namespace) -> PlanRequest:
@@ -263,7 +270,12 @@ def ipu_config(pipeline: Pipeline, request: PlanRequest) -> dict:
                    replicated_tensor_sharding=setup.replicated_tensor_sharding,
                    optimizer_state_offchip=setup.optimizer_state_offchip,
                    recompute_checkpoint_every_layer=setup.recompute == "every-layer",
-                   embedding_serialization_factor=request.training.embedding_serialization_factor)
+                   projection_serialization_factor=request.training.projection_serialization_factor)
+        splits = request.training.embedding_splits()
+        if splits is not None:
+            out["serialized_embedding_splits_per_ipu"] = list(splits)
+        else:
+            out["embedding_serialization_factor"] = request.training.embedding_serialization_factor
     return out
 
 

@@ -68,6 +68,9 @@ class TrainingSetup:
     optimizer_state_offchip: bool = False
     replication_factor: int = 1
     replicated_tensor_sharding: bool = False
+    #: the IPU of each split of a serialised embedding, as optimum-graphcore's
+    #: `serialized_embedding_splits_per_ipu` (None: every split on IPU 0)
+    embedding_splits_per_ipu: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:

@@ -11,10 +11,15 @@ module's section (the section of the backward operation before it when its modul
 ran no forward operation).
 
 Stages (PopTorch's pipelined execution, TRAINING-NOTES.md section 2.1): with
-`layers_per_ipu` [n_0, ..., n_{N-1}], IPU i runs its n_i layers, IPU 0 also `pre`,
-the last IPU `post`; but a head reading a parameter the embeddings read (a tied
-embedding: BERT's masked-LM head, GPT-2's LM head) runs on IPU 0 as one more stage,
-as Graphcore's BERT and GPT-2 place it. With S forward stages, stage s's values are
+`layers_per_ipu` [n_0, ..., n_{N-1}], IPU i runs its n_i layers, IPU 0 also `pre`
+(each split of a serialised embedding on the IPU `serialized_embedding_splits_per_ipu`
+gives it), the last IPU `post`; but a head reading a parameter the embeddings read (a
+tied embedding: BERT's masked-LM head, GPT-2's LM head) runs on IPU 0, as Graphcore's
+BERT and GPT-2 place it. An operation of a module enclosing others (the model's own
+forward: masks, the loss) runs where the one before it does. As PopTorch's
+`AutoStage.AutoIncrement`, a new forward stage begins wherever the IPU changes along
+the forward pass (a tied head is one more stage on IPU 0; T5's decoder, looking up the
+shared embedding, goes back to its IPUs). With S forward stages, stage s's values are
 held for 2(S - 1 - s) + 1 micro-batches between its forward and backward passes (its
 stash depth; the last stage, whose backward follows its forward, has none).
 
@@ -42,6 +47,8 @@ if TYPE_CHECKING:
 #: (`bert.encoder.layer`, 5)
 _LAYER = re.compile(r"^(?P<prefix>(?:[^.]+\.)*?[^.]+)\.(?P<index>\d+)(?=\.|$)")
 PRE, POST = -1, 1 << 30
+#: a split of a serialised embedding (`...word_embeddings.splits.split3`)
+_SPLIT = re.compile(r"\.splits\.split(\d+)(?=\.|$)")
 
 
 def _key(module: str | None) -> tuple[str, int] | None:
@@ -116,7 +123,8 @@ class StagePlan:
     """Where each operation of a joint program runs and what each IPU stashes and
     recomputes (see the module docstring)."""
 
-    def __init__(self, joint: JointProgram, recompute: str, counts: tuple[int, ...]) -> None:
+    def __init__(self, joint: JointProgram, recompute: str, counts: tuple[int, ...],
+                 embedding_splits: tuple[int, ...] | None = None) -> None:
         self.joint = joint
         ops = joint.program.operations()
         self.ops = ops
@@ -124,28 +132,81 @@ class StagePlan:
         self.counts = counts
         n = len(counts)
         self.section = sections(ops, joint.backward, self.layers)
-        ipu_of_layer = [i for i, c in enumerate(counts) for _ in range(c)]
         forward = [o for o in ops if o.output not in joint.backward]
         pre_reads = {i for o in forward if self.section[o.output] == PRE for i in o.inputs}
         post_reads = {i for o in forward if self.section[o.output] == POST for i in o.inputs}
         parameters = {p for p, _ in joint.gradients}  # trained: a constant both read is no tie
         self.tied = n > 1 and bool(pre_reads & post_reads & parameters)
-        depth_count = n + 1 if self.tied else n
-        self.stages = [Stage(s, s if s < n else 0, 2 * (depth_count - 1 - s) + 1 if s < depth_count - 1 else 0)
-                       for s in range(depth_count)]
-
-        def stage(p: int) -> int:
-            if p == PRE:
-                return 0
-            if p == POST:
-                return depth_count - 1
-            return ipu_of_layer[p]
-
-        self.stage_of = {o.output: stage(self.section[o.output]) for o in ops}
+        anchors = self._anchors(forward, counts, 0 if self.tied else n - 1, embedding_splits)
+        # PopTorch's AutoStage.AutoIncrement: a new stage wherever the IPU changes
+        stage_ipus: list[int] = []
+        self.stage_of = {}
+        for o in forward:
+            ipu = anchors.get(o.output, stage_ipus[-1] if stage_ipus else 0)
+            if not stage_ipus or stage_ipus[-1] != ipu:
+                stage_ipus.append(ipu)
+            self.stage_of[o.output] = len(stage_ipus) - 1
+        count = len(stage_ipus)
+        self.stages = [Stage(k, ipu, 2 * (count - 1 - k) + 1 if k < count - 1 else 0)
+                       for k, ipu in enumerate(stage_ipus)]
+        self._backward_stages(ops, forward)
+        used = {s.ipu for s in self.stages}
+        idle = [i for i in range(n) if i not in used]
+        if idle:
+            raise InputError(f"IPU {idle[0]} would run nothing: --layers-per-ipu {list(counts)} gives it no layer, "
+                             "and neither the embeddings nor the head")
         self.recompute = recompute
         self.checkpoints = self._checkpoints(forward) if recompute == "every-layer" else set()
         self._recomputed = {o.output for o in forward if recompute != "none" and self.section[o.output] != POST
                             and o.output not in self.checkpoints}
+
+    def _anchors(self, forward: Sequence[Operation], counts: tuple[int, ...], head: int,
+                 embedding_splits: tuple[int, ...] | None) -> dict[str, int]:
+        """The IPU a forward operation is placed on, as `poptorch.BeginBlock` places
+        modules: a layer's on its IPU, the embeddings' on IPU 0 (each split of a
+        serialised embedding on the IPU `embedding_splits` gives it), the head's on
+        `head`. An operation of a module enclosing layers or splits (the model's own
+        forward, an encoder's, a serialised embedding's sums) has none: it runs where
+        the operation before it does."""
+        ipu_of_layer = [i for i, c in enumerate(counts) for _ in range(c)]
+        split_ipu = [i for i, c in enumerate(embedding_splits or ()) for _ in range(c)]
+        modules = {o.module or "" for o in forward}
+        leaves = [m for m in modules if _key(m) is not None or _SPLIT.search(m)]
+        containers = {m for m in modules if m == "" or any(x.startswith(m + ".") for x in leaves)}
+        out = {}
+        for o in forward:
+            module = o.module or ""
+            split = _SPLIT.search(module)
+            if split is not None and split_ipu:
+                out[o.output] = split_ipu[min(int(split.group(1)), len(split_ipu) - 1)]
+            elif module in containers:
+                continue
+            else:
+                p = self.section[o.output]
+                out[o.output] = 0 if p == PRE else head if p == POST else ipu_of_layer[p]
+        return out
+
+    def _backward_stages(self, ops: Sequence[Operation], forward: Sequence[Operation]) -> None:
+        """A backward operation's stage: its forward module's (the latest of its stages
+        not after the backward operation before it, for a module run in several: a
+        shared embedding), or, for an enclosing module's or one that ran no forward
+        operation, the stage of the backward operation before it."""
+        stages: dict[str, list[int]] = {}
+        for o in forward:
+            stages.setdefault(o.module or "", []).append(self.stage_of[o.output])
+        modules = set(stages)
+        leaves = [m for m in modules if _key(m) is not None or _SPLIT.search(m)]
+        containers = {m for m in modules if m == "" or any(x.startswith(m + ".") for x in leaves)}
+        last = len(self.stages) - 1
+        for o in ops:
+            if o.output not in self.joint.backward:
+                continue
+            module = o.module or ""
+            candidates = sorted(set(stages.get(module, ())))
+            if candidates and module not in containers:
+                before = [c for c in candidates if c <= last]
+                last = before[-1] if before else candidates[0]
+            self.stage_of[o.output] = last
 
     @staticmethod
     def of(joint: JointProgram, setup: TrainingSetup, counts: tuple[int, ...] | None) -> "StagePlan":
@@ -154,7 +215,11 @@ class StagePlan:
             counts = (layers,)
         if sum(counts) != layers or any(c < 0 for c in counts):
             raise InputError(f"--layers-per-ipu {list(counts)} places {sum(counts)} layers; the model has {layers}")
-        return StagePlan(joint, setup.recompute, counts)
+        splits = setup.embedding_splits_per_ipu
+        if splits is not None and len(splits) != len(counts):
+            raise InputError(f"--serialized-embedding-splits-per-ipu lists {len(splits)} IPUs, --layers-per-ipu "
+                             f"{len(counts)}")
+        return StagePlan(joint, setup.recompute, counts, splits)
 
     @property
     def ipus(self) -> int:

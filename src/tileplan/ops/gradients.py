@@ -104,12 +104,11 @@ def _converted(b: FragmentBuilder, x: Ref, multiply: Precision, dies: bool) -> R
 def lower_grad_input(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
                      dies: Sequence[bool]) -> Fragment:
     """dX [..., M, K] = dY [..., M, N] W^T: one `Matmul { pass: backward }` step, the
-    backward pass of the joint plan (`ConvPartition` of batch M, N in, K out). Scratch
-    per tile: the dY block `input_elements` received and, unless W rests where the
-    forward pass created it, the W block `weight_elements`, both in the multiply
+    backward pass of the joint plan (`convplan.plan_joint_fc`). Scratch per tile and
+    serial iteration: the dY block `input_elements` received and, unless W rests where
+    the forward pass created it, the W block `weight_elements`, both in the multiply
     precision, in standard memory; the partials `partial_elements` in the accumulate
-    precision, with a serial split over N also the dX block accumulated across the
-    iterations (`output_elements`), in interleaved memory. dX is spread."""
+    precision, in interleaved memory. dX is spread."""
     cp = plan.detail
     assert isinstance(cp, convplan.ConvPartition), cp
     b = FragmentBuilder(operands)
@@ -120,8 +119,6 @@ def lower_grad_input(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[
     in_place = plan.rest[1] is not None and all(b.layout(w) == plan.rest[1] for w in weights)
     standard = cp.input_elements * multiply.bytes + (0 if in_place else cp.weight_elements * multiply.bytes)
     interleaved = cp.partial_elements * accumulate.bytes
-    if cp.serial > 1:
-        interleaved += cp.output_elements * accumulate.bytes
     out = write_result(b, op, plan.output)
     b.step(StepKind.MATMUL, _pass_text("backward", cp, multiply, accumulate), (dy, *weights), (out,),
            {"standard": standard, "interleaved": interleaved}, exchange=True)
@@ -131,11 +128,11 @@ def lower_grad_input(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[
 def lower_grad_weight(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
                       dies: Sequence[bool]) -> Fragment:
     """dW [K, N] = X^T dY: one `Matmul { pass: update }` step, the weight-update pass of
-    the joint plan (`ConvPartition` of batch K, M in, N out), dW written where the
-    forward pass created W. Scratch per tile: the X block `input_elements` and the dY
-    block `weight_elements`, both received, in the multiply precision, in standard
-    memory; the partials `partial_elements` in the accumulate precision, in interleaved
-    memory."""
+    the joint plan (`convplan.plan_joint_fc`), dW written where the forward pass
+    created W. Scratch per tile and serial iteration: the X and dY blocks
+    (`input_elements`, both received) in the multiply precision, in standard memory;
+    the partials `partial_elements` (with a serial split, dW accumulated across the
+    iterations too) in the accumulate precision, in interleaved memory."""
     cp = plan.detail
     assert isinstance(cp, convplan.ConvPartition), cp
     b = FragmentBuilder(operands)

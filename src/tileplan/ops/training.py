@@ -95,8 +95,9 @@ def lower_update(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequ
     chip, loaded (attribute `offchip`: one precision per state tensor, each a shard of
     ceil(W's elements on the tile / shards) elements; labels `<state> loaded`), and,
     for Adam and LAMB, the updater term x (W's shape and precision, in the gradient's
-    layout: the operation's output). Scratch, per tile, W's largest shard e: with an
-    FP16 gradient and FP32 state, the gradient cast to F32 (e x 4 B); with replicas
+    layout: the operation's output). Scratch, per tile, W's largest shard e: for Adam
+    and LAMB with an FP16 gradient and both moments FP32, the gradient cast to F32 (e x
+    4 B; PopART's `gradCast`, not made when a moment is FP16); with replicas
     (`replicas` > 1), the gradient's reduction across them (e x gradient bytes: the
     AllReduce, or ReduceScatter and AllGather with sharding). An optimizer without an
     updater term writes W in place: its output is a view of W."""
@@ -117,7 +118,8 @@ def lower_update(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequ
                             label=f"{label} loaded"))
     scratch = 0
     state_precisions = [b.precision(s) for s in state] + [b.precision(v) for v in loaded]
-    if b.precision(g).bytes < 4 and any(p.bytes == 4 for p in state_precisions):
+    if kind in UPDATER_TERM and b.precision(g).bytes < 4 and state_precisions and \
+            all(p.bytes == 4 for p in state_precisions):  # PopART's gradCast (adamdecompose.cpp)
         scratch += e * 4
     if int(op.int_attr("replicas", 1)) > 1:
         scratch += e * b.precision(g).bytes
