@@ -35,11 +35,16 @@ NOTEBOOK = "graphcore/examples tutorials/tutorials/pytorch/finetuning_bert/Fine-
 
 @dataclass(frozen=True)
 class Case:
+    """A published configuration: the model's config.json, the `tileplan plan --train`
+    flags that say how it was trained, where it is published, what was published, and
+    whether it ran (`runs`: it should fit; False: published as out of memory)."""
+
     name: str
     config: dict
     flags: tuple[str, ...]
     source: str
     published: str
+    runs: bool = True
 
 
 CASES = (
@@ -84,7 +89,22 @@ CASES = (
           "--optimizer-preset", "optimum", "--gradient-accumulation", "128"),
          "huggingface/optimum-graphcore notebooks/mt5_translation.ipynb, tests/utils.py (Graphcore/mt5-small-ipu)",
          "trains (4 IPUs: embedding in 4 + 4 splits, head in 4 parts, optimizer state off chip)"),
+    Case("mt5-small-unserialised", {**MT5_SMALL, "architectures": ["MT5ForConditionalGeneration"]},
+         ("--sequence-length", "128", "--batch", "1", "--layers-per-ipu", "0,8,8,0", "--optimizer", "adamw",
+          "--optimizer-preset", "optimum", "--gradient-accumulation", "128", "--ipu-config", "{defaults}"),
+         "huggingface/optimum-graphcore notebooks/mt5_translation.ipynb (IPUConfig(layers_per_ipu=[0, 8, 8, 0]))",
+         "out of memory on IPU 0 and IPU 3 (the notebook's PopVision summary)", runs=False),
+    Case("bert-large-squad-384-one-replica", {**BERT_LARGE, "architectures": ["BertForQuestionAnswering"]},
+         ("--sequence-length", "384", "--batch", "4", "--layers-per-ipu", "2,3,3,3,3,3,3,4",
+          "--available-memory-proportion", "0.08,0.25,0.32,0.32,0.36,0.38,0.4,0.32", "--partials", "f16",
+          "--recompute", "every-layer", "--optimizer", "lamb", "--optimizer-preset", "optimum",
+          "--gradient-accumulation", "32"),
+         "graphcore/examples nlp/bert/pytorch/configs_squad.yml squad_large_384 with replication_factor 1",
+         "does not fit: \"NB This requires replication_factor=2 to fit\" (state on chip, sharded over 2)", runs=False),
 )
+#: IPUConfig's own defaults, for a case published as `IPUConfig(...)` with only some fields
+IPU_CONFIG_DEFAULTS = {"matmul_proportion": 0.2, "enable_half_partials": True, "optimizer_state_offchip": False,
+                       "replicated_tensor_sharding": False, "recompute_checkpoint_every_layer": False}
 
 
 @dataclass(frozen=True)
@@ -104,10 +124,13 @@ def plan(case: Case, folder: Path) -> Answer:
     (folder / case.name).mkdir(parents=True, exist_ok=True)
     config = folder / case.name / "config.json"
     config.write_text(json.dumps(case.config))
+    defaults = folder / case.name / "ipu_config.json"
+    defaults.write_text(json.dumps(IPU_CONFIG_DEFAULTS))
+    flags = [str(defaults) if flag == "{defaults}" else flag for flag in case.flags]
     out = folder / f"{case.name}.json"
     c0, w0 = time.process_time(), time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
-        code = main(["plan", str(config), "--train", "--no-what-if", "-f", "-o", str(out), *case.flags])
+        code = main(["plan", str(config), "--train", "--no-what-if", "-f", "-o", str(out), *flags])
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     if code != 0:
         return Answer(False, f"error (exit {code})", cpu, wall)
@@ -132,14 +155,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="*", default=[c.name for c in CASES])
     args = parser.parse_args()
-    print("| case | source | published | tileplan | CPU s | wall s |")
-    print("|---|---|---|---|---|---|")
+    print("| case | source | published | tileplan | agrees | CPU s | wall s |")
+    print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for case in CASES:
             if case.name not in args.cases:
                 continue
             answer = plan(case, Path(tmp))
-            print(f"| {case.name} | {case.source} | {case.published} | {answer.text} | {answer.cpu:.1f} | "
+            agrees = "yes" if answer.fits == case.runs else "no"
+            print(f"| {case.name} | {case.source} | {case.published} | {answer.text} | {agrees} | {answer.cpu:.1f} | "
                   f"{answer.wall:.1f} |", flush=True)
 
 
