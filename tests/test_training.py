@@ -71,6 +71,10 @@ def test_a_qa_head_trains_on_one_ipu_with_adamw_state_always_live(qa, tmp_path, 
     assert "always live by class: weights" in out
     assert main(["summary", str(tmp_path / "r.json")]) == 0
     assert "Training memory on tile" in capsys.readouterr().out
+    assert main(["html", str(tmp_path / "r.json")]) == 0
+    assert 'id="training-table"' in (tmp_path / "r.html").read_text()
+    assert main(["diff", str(tmp_path / "r.json"), str(tmp_path / "r.json")]) == 0
+    assert "Training memory on the worst tile at its peak, by class" in capsys.readouterr().out
 
 
 def test_accumulation_sharding_and_offchip_state(qa, tmp_path):

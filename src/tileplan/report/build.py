@@ -69,7 +69,7 @@ def build_report(plan: Plan) -> Report:
             exceeded=tuple(CapExceeded(operation=i, name=name, temporary_bytes=b) for i, name, b in plan.over_cap),
             note=CAP_TEXT))
     if plan.steps:
-        nt = plan.non_tensor()
+        nt = plan.non_tensor(outlined=options.get("mode") == "training")
         sections.append(NonTensor(
             vertex_code=nt.vertex_code, vertex_state=nt.vertex_state, exchange_code=nt.exchange_code,
             control_code=nt.control_code, stack=nt.stack, total=nt.total, reserve=m.support_reserve_bytes,

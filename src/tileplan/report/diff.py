@@ -365,9 +365,9 @@ class Diff:
             "non_tensor": None if self.non_tensor is None else self.non_tensor.to_json(),
             "placement": None if self.placement is None else self.placement.to_json(),
             "pipeline": None if self.pipeline is None else self.pipeline.to_json(),
-            "training": None if self.training is None else [
+            **({} if self.training is None else {"training": [  # training reports only
                 {"class": name, "always_live": live, "a": a, "b": b, "delta": _delta(a, b)}
-                for name, live, a, b in self.training],
+                for name, live, a, b in self.training]}),
         }
 
 

@@ -271,10 +271,12 @@ class Extras:
     training: TrainingClasses | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"non_tensor": None if self.non_tensor is None else dict(self.non_tensor),
-                "non_tensor_total": self.non_tensor_total, "reserve": self.reserve, "over_reserve": self.over_reserve,
-                "placement": self.placement, "pipeline": self.pipeline,
-                "training": None if self.training is None else self.training.to_json()}
+        out = {"non_tensor": None if self.non_tensor is None else dict(self.non_tensor),
+               "non_tensor_total": self.non_tensor_total, "reserve": self.reserve, "over_reserve": self.over_reserve,
+               "placement": self.placement, "pipeline": self.pipeline}
+        if self.training is not None:  # a training report's only
+            out["training"] = self.training.to_json()
+        return out
 
 
 @dataclass(frozen=True, slots=True)
