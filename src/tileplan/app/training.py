@@ -3,7 +3,8 @@
 `TrainingOptions` is what a user asks (`--optimizer`, `--optimizer-preset`,
 `--gradient-accumulation`, `--recompute`, `--optimizer-state-offchip`,
 `--replication-factor`, `--replicated-tensor-sharding`,
-`--embedding-serialization-factor`), its defaults decided here once for the CLI and
+`--embedding-serialization-factor`, `--serialized-embedding-splits-per-ipu`,
+`--projection-serialization-factor`), its defaults decided here once for the CLI and
 the API alike (`setup`): PopTorch's (FP32 accumulator and moments; pipeline
 recomputation with several IPUs, none on one; gradient accumulation 2N - 1 with N
 stages, the least PopART accepts, none on one IPU) or, with the `optimum` preset,
@@ -335,7 +336,20 @@ def joint_from_module(module: Any, example_inputs: tuple[Any, ...], name: str | 
 
 def joint_program(request: Any) -> JointProgram:
     """The joint program of a request (a `PlanRequest` with `training` and its
-    precisions decided), its options the report's `program` entries."""
+    precisions decided), its options the report's `program` entries; made once per
+    request and model file version (each IPU of a pipeline, each position `--ipus
+    auto` tries, reads it)."""
+    from tileplan.app.sources import locate
+
+    try:
+        stamp = os.stat(locate(request.model)).st_mtime_ns
+    except (OSError, ValueError):
+        stamp = 0
+    return _joint_program(request, stamp)
+
+
+@lru_cache(maxsize=8)
+def _joint_program(request: Any, stamp: int) -> JointProgram:
     options = request.training
     joint, _, architecture = import_joint(request.model, request.batch, request.sequence_length,
                                           request.image_size, request.layers, options.embedding_factor,
