@@ -205,3 +205,20 @@ def test_sending_and_receiving_exchange_without_scratch():
     assert steps(fragment) == [("Copy", {}, True)] and fragment.values[-1].kind is ValueKind.VIEW
     _, fragment = lower("receive", [], {"shape": (1, 8, 16)})
     assert steps(fragment) == [("Copy", {}, True)] and fragment.values[-1].shape == (1, 8, 16)
+
+
+def test_a_convolutions_gradients_are_its_implicit_products():
+    # One tile: nothing splits. dW [3, 2, 3, 3] of X [1, 2, 4, 4] and dY [1, 3, 2, 2]: the
+    # product (2 x 9 = 18) x (1 x 4 = 4) x 3. Per tile: 18 rows of 4 -> 16 (the input grain)
+    # = 288 and a 16 x 3 -> 8 (the output grain) block = 128, F16; partials 18 x 8 = 144 in
+    # F32: (288 + 128) x 2 = 832 B standard, 144 x 4 = 576 B interleaved.
+    from test_op_contract import TILE1
+    _, fragment = lower("conv_grad_weight", [((1, 2, 4, 4), F16), ((1, 3, 2, 2), F16)],
+                        {"kernel": (3, 3), "groups": 1}, machine=TILE1)
+    assert steps(fragment) == [("Conv", {"standard": 832, "interleaved": 576}, True)]
+    assert fragment.values[-1].shape == (3, 2, 3, 3)
+    # dX [1, 2, 4, 4] of dY and W [3, 2, 3, 3]: (1 x 16) x (3 x 9 = 27 -> 32) x (2 -> 8):
+    # 16 x 32 = 512 and 32 x 8 = 256 (F16), partials 16 x 8 = 128 (F32)
+    _, fragment = lower("conv_grad_input", [((1, 3, 2, 2), F16), ((3, 2, 3, 3), F16)],
+                        {"input_shape": (1, 2, 4, 4), "groups": 1}, machine=TILE1)
+    assert steps(fragment) == [("Conv", {"standard": (512 + 256) * 2, "interleaved": 128 * 4}, True)]

@@ -271,7 +271,7 @@ def test_dtype_rules(kind: str, classes: list[str], dtype: str):
 
 def test_weight_inputs_commutativity_and_views_are_the_operators_own():
     weights = {kind for kind, d in REGISTRY.items() if d.weight_inputs}
-    assert weights == {"matmul", "conv", "matmul_grad_input"}  # the last: training's dX = dY W^T
+    assert weights == {"matmul", "conv", "matmul_grad_input", "conv_grad_input"}  # training's dX = dY W^T
     assert REGISTRY["matmul"].weight_inputs == REGISTRY["conv"].weight_inputs == (1,)
     commutative = {kind for kind, d in REGISTRY.items() if d.commutative}
     assert commutative == {"add", "mul", "eq", "ne", "and", "or", "xor", "maximum", "minimum"}

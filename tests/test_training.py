@@ -241,3 +241,12 @@ input_channels = 8
 output_channels = 8
 accumulate = "F32"
 """
+
+
+def test_a_vision_transformer_trains_through_its_patch_convolution(tmp_path):
+    vit = config(tmp_path, "vit", "ViTForImageClassification", model_type="vit", hidden_size=32,
+                 intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, image_size=16, patch_size=8,
+                 num_labels=4)
+    assert main(["plan", vit, "--train", "--no-what-if", "-o", str(tmp_path / "vit.json")]) == 0
+    names = {v["name"] for v in values(report(tmp_path / "vit.json"))}
+    assert "vit.embeddings.patch_embeddings.projection.weight [gradient]" in names  # conv_grad_weight

@@ -309,10 +309,12 @@ def import_joint(model: str, batch: int | None, sequence_length: int | None, ima
     from tileplan.app.sources import kind_of, locate
 
     path = locate(model)
-    if kind_of(path) != "hf-config":
-        raise InputError("training plans a model built from its Hugging Face config.json (or a torch.nn.Module "
-                         "through tileplan.plan(..., train=True)): an ONNX file or a saved export has no backward "
-                         "pass", model)
+    kind = kind_of(path)
+    if kind != "hf-config":
+        what = {"onnx": "an ONNX file", "exported": "a saved export", "synthetic": "a synthetic chain"}.get(
+            kind, "a built-in tower")
+        raise InputError(f"training plans a model built from its Hugging Face config.json (or a torch.nn.Module "
+                         f"through tileplan.plan(..., train=True)); {what} has no backward pass to plan", model)
     try:
         stamp = (os.path.abspath(path), os.stat(path).st_mtime_ns)
     except OSError as e:

@@ -456,3 +456,20 @@ def _select_scatter(im: Any, node: Any) -> str:
     shape = list(im.shape(src))
     shape.insert(dim, 1)
     return _scattered(im, x, im.reshape(src, shape), dim, index)
+
+
+@joint("aten.convolution_backward.default")
+def _convolution_backward(im: Any, node: Any) -> tuple[str | None, str | None, str | None]:
+    """dX, dW and the bias's gradient, as the output mask asks."""
+    dy, x, w = im.arg(0), im.arg(1), im.arg(2)
+    transposed, groups, mask = im.arg(7), int(im.arg(9)), im.arg(10)
+    if transposed:
+        raise ModelError("the gradient of a transposed convolution is not supported")
+    shape = im.shape(w)
+    dx = im.op("conv_grad_input", [dy, w], {"input_shape": im.shape(x), "groups": groups}, what="conv_grad_input") \
+        if mask[0] else None
+    dw = im.op("conv_grad_weight", [x, dy], {"kernel": shape[2:], "groups": groups}, what="conv_grad_weight") \
+        if mask[1] else None
+    axes = (0, *range(2, len(im.shape(dy))))
+    db = im.op("reduce_sum", [dy], {"axes": axes, "keepdims": False}, what="conv_grad_bias") if mask[2] else None
+    return dx, dw, db

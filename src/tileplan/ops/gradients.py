@@ -11,6 +11,9 @@ each against a hand computation.
   (`tileplan.kernel.convplan.plan_joint_fc`, shared with its forward `matmul` marked
   `joint`): W is read where the forward pass created it, and dW is made in the same
   layout, so the weight update and the gradient accumulator read it in place.
+* `conv_grad_weight` and `conv_grad_input`: a convolution's gradients as poplin plans
+  their implicit products (its weight-update and backward passes), read where the
+  operands are.
 * `layernorm_grad` and `layernorm_grad_weight`: PopART's GroupNormGradOpx, which
   whitens the forward input again (a full-size temporary) and reduces in F32.
 * `softmax_grad` (softmax and log-softmax, from the forward output, as PopART's
@@ -39,7 +42,7 @@ from tileplan.model.ir import Operation
 from tileplan.model.layout import Layout
 from tileplan.model.precision import Precision
 from tileplan.ops.base import (
-    F32_BYTES, REDUCE_FAN_IN, InputInfo, OpPlan, Shape, activation_layout, always, can_write_in_place,
+    F32_BYTES, REDUCE_FAN_IN, REQUIRED, InputInfo, OpPlan, Shape, activation_layout, always, can_write_in_place,
     copy_if_needed, flag, place, register, row_split, shard_elements, spread_layout, write_result,
 )
 from tileplan.ops.elementwise import _lower as lower_elementwise
@@ -144,6 +147,87 @@ def lower_grad_weight(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence
     b.step(StepKind.MATMUL, _pass_text("update", cp, multiply, accumulate), (x, dy), (out,),
            {"standard": (cp.input_elements + cp.weight_elements) * multiply.bytes,
             "interleaved": cp.partial_elements * accumulate.bytes}, exchange=True)
+    return b.done(out)
+
+
+# Convolutions ---------------------------------------------------------------------------
+
+def conv_grad_weight_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    x, dy = ins
+    kernel, groups = tuple(int(k) for k in attrs["kernel"]), int(attrs["groups"])
+    if len(x) != len(dy) or len(x) - 2 != len(kernel) or x[0] != dy[0] or x[1] % groups or dy[1] % groups:
+        raise ModelError(f"conv_grad_weight needs X [N, C, ...] and dY [N, O, ...] of {groups} groups and a kernel "
+                         f"of their spatial rank, found {list(x)}, {list(dy)} and {list(kernel)}")
+    return (dy[1], x[1] // groups, *kernel)
+
+
+def conv_grad_input_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    dy, w = ins
+    shape = tuple(int(d) for d in attrs["input_shape"])
+    if len(dy) != len(w) or len(shape) != len(dy) or dy[1] != w[0] or shape[0] != dy[0]:
+        raise ModelError(f"conv_grad_input needs dY [N, O, ...], W [O, C/g, ...] and the input's shape, found "
+                         f"{list(dy)}, {list(w)} and {list(shape)}")
+    return shape
+
+
+def _conv_gemm(k: Kernel, op: Operation, m: int, kk: int, n: int, groups: int, multiply: Precision
+               ) -> convplan.ConvPartition:
+    """A convolution's gradient as poplin plans its implicit product [groups, m, kk] x
+    [groups, kk, n] (a 1-D convolution of groups)."""
+    geometry = k.amp(multiply)
+    return convplan.plan_conv(convplan.ConvShape.matmul(m, kk, n, groups), k.tile_count, geometry, multiply.bytes,
+                              Precision(geometry.accumulate).bytes, k.machine.tile_bytes,
+                              k.options.available_memory_proportion, op.name)
+
+
+def plan_conv_grad_weight(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    """dW [O, C/g, *kernel] = X^T dY as the implicit product ((C/g) prod(kernel)) x (N
+    prod(output field)) x (O/g) of g groups, dW laid out as a weight no operation lays
+    out rests (`compact_layout`)."""
+    x, dy = ins
+    groups = op.int_attr("groups", 1)
+    kernel = math.prod(op.output_shape[2:])
+    cp = _conv_gemm(k, op, x.shape[1] // groups * kernel, dy.shape[0] * math.prod(dy.shape[2:]),
+                    dy.shape[1] // groups, groups, op.output_precision)
+    out = compact_layout(math.prod(op.output_shape), op.output_precision.bytes, k.tile_count, k.prefix)
+    return OpPlan(wanted=(None, None), rest=(None, None), output=out, detail=cp, temporary=cp.temp_bytes)
+
+
+def plan_conv_grad_input(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    """dX [N, C, *field] as the implicit product (N prod(field)) x ((O/g)
+    prod(kernel)) x (C/g) of g groups; dX spread."""
+    dy, w = ins
+    groups = op.int_attr("groups", 1)
+    cp = _conv_gemm(k, op, op.output_shape[0] * math.prod(op.output_shape[2:]),
+                    w.shape[0] // groups * math.prod(w.shape[2:]), w.shape[1], groups, w.precision)
+    return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(k, op.output_precision), detail=cp,
+                  temporary=cp.temp_bytes)
+
+
+def lower_conv_grad(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+                    dies: Sequence[bool]) -> Fragment:
+    """A convolution's gradient: one `Conv { pass: update }` (dW) or `Conv { pass:
+    backward }` (dX) step, operands read where they are and received block by block.
+    Scratch per tile and serial iteration (`ConvPartition` of the implicit product):
+    the two operand blocks (`input_elements`, `weight_elements`) in the multiply
+    precision, standard; the partials `partial_elements` in the accumulate precision
+    (with a serial input-channel split also the output accumulated, `output_elements`),
+    interleaved."""
+    cp = plan.detail
+    assert isinstance(cp, convplan.ConvPartition), cp
+    b = FragmentBuilder(operands)
+    multiply = b.precision(b.operand(1)) if op.kind == "conv_grad_input" else op.output_precision
+    accumulate = Precision(k.amp(multiply).accumulate)
+    a, c = (_converted(b, b.operand(i), multiply, dies[i]) for i in (0, 1))
+    interleaved = cp.partial_elements * accumulate.bytes
+    if cp.serial_dim == "in" and cp.serial > 1:
+        interleaved += cp.output_elements * accumulate.bytes
+    out = write_result(b, op, plan.output)
+    which = "update" if op.kind == "conv_grad_weight" else "backward"
+    text = convplan.plan_text("Conv", cp, multiply.to_text(), accumulate.to_text())
+    b.step(StepKind.CONV, f"Conv {{ pass: {which}, " + text[len("Conv { "):], (a, c), (out,),
+           {"standard": (cp.input_elements + cp.weight_elements) * multiply.bytes, "interleaved": interleaved},
+           exchange=True)
     return b.done(out)
 
 
@@ -368,6 +452,10 @@ register("matmul_grad_input", inputs=(2, 2), shape=grad_input_shape, plan=plan_g
          weight_inputs=(1,))
 register("matmul_grad_weight", inputs=(2, 2), shape=grad_weight_shape, plan=plan_grad_weight,
          lower=lower_grad_weight)
+register("conv_grad_weight", inputs=(2, 2), attrs={"kernel": REQUIRED, "groups": 1}, shape=conv_grad_weight_shape,
+         plan=plan_conv_grad_weight, lower=lower_conv_grad)
+register("conv_grad_input", inputs=(2, 2), attrs={"input_shape": REQUIRED, "groups": 1}, shape=conv_grad_input_shape,
+         plan=plan_conv_grad_input, lower=lower_conv_grad, weight_inputs=(1,))
 register("layernorm_grad", inputs=(2, 3), shape=layernorm_grad_shape, plan=plan_layernorm_grad,
          lower=lower_layernorm_grad)
 register("layernorm_grad_weight", inputs=(2, 2), shape=layernorm_weight_shape, plan=plan_reduced,
