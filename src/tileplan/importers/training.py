@@ -221,6 +221,9 @@ def build_ipu_program(joint: JointProgram, setup: TrainingSetup, plan: StagePlan
     producer = {o.output: o for o in ops}
     where = {o.output: plan.ipu_of(o) for o in ops}
     here = [o for o in ops if where[o.output] == ipu]
+    if not here:
+        raise InputError(f"IPU {ipu} would run nothing: --layers-per-ipu {list(plan.counts)} gives it no layer, and "
+                         "neither the embeddings nor the head")
     backward = joint.backward
     grads = {g: p for p, g in joint.gradients if g in where and where[g] == ipu}
     renamed = gradient_names(ops, joint.gradients, backward)

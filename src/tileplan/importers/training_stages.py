@@ -150,11 +150,6 @@ class StagePlan:
         self.stages = [Stage(k, ipu, 2 * (count - 1 - k) + 1 if k < count - 1 else 0)
                        for k, ipu in enumerate(stage_ipus)]
         self._backward_stages(ops, forward)
-        used = {s.ipu for s in self.stages}
-        idle = [i for i in range(n) if i not in used]
-        if idle:
-            raise InputError(f"IPU {idle[0]} would run nothing: --layers-per-ipu {list(counts)} gives it no layer, "
-                             "and neither the embeddings nor the head")
         self.recompute = recompute
         self.checkpoints = self._checkpoints(forward) if recompute == "every-layer" else set()
         self._recomputed = {o.output for o in forward if recompute != "none" and self.section[o.output] != POST

@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable
 
+from tileplan.errors import InputError
 from tileplan.model.ir import Program
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline, margin
 from tileplan.planner.plan import Plan
@@ -48,7 +49,10 @@ def _best(layers: int, n: int, program: IpuProgram, plan: Callable[[Program], Pl
         rest = layers - count
         others = [rest // (n - 1) + (1 if k < rest % (n - 1) else 0) for k in range(n - 1)]
         counts = tuple(others[:ipu]) + (count,) + tuple(others[ipu:])
-        return margin(plan(program(counts, ipu)))
+        try:
+            return margin(plan(program(counts, ipu)))
+        except InputError:  # the IPU would run nothing (no layer, and the head is on IPU 0)
+            return None
 
     def fits(ipu: int, count: int) -> bool:
         m = at(ipu, count)
