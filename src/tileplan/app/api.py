@@ -24,7 +24,7 @@ from tileplan.model.machine import machine as find_machine
 from tileplan.model.precision import from_option
 from tileplan.planner.plan import plan_program
 from tileplan.app.request import PlanRequest, default_precisions
-from tileplan.app.training import TrainingOptions, joint_from_module, layer_count
+from tileplan.app.training import TrainingOptions, joint_from_module
 from tileplan.app.whatif import with_what_if
 from tileplan.importers.training import JointProgram, ipu_program
 from tileplan.kernel.options import Options
@@ -118,10 +118,8 @@ def _train_module(model: Any, example_inputs: Sequence[Any] | None, training: Tr
     joint = joint_from_module(model, tuple(example_inputs))
     weights = weights or activations or "f16"
     program = JointProgram.of(joint, from_option(weights), from_option(activations or weights))
-    setup = training.setup(1)
-    counts = (layer_count(program),)
-    return plan_program(ipu_program(program, setup, counts, 0), find_machine(machine), layout_policy(policy),
-                        options)
+    return plan_program(ipu_program(program, training.setup(1), None, 0), find_machine(machine),
+                        layout_policy(policy), options)
 
 
 def _graph(model: Any, example_inputs: Sequence[Any] | None) -> Graph:

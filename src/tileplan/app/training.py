@@ -375,7 +375,7 @@ def training_program(request: Any, counts: tuple[int, ...] | None = None, ipu: i
     joint = joint_program(request)
     setup = request.training.setup(stages)
     if counts is None:
-        return ipu_program(joint, setup, (layer_count(joint),), 0)
+        return ipu_program(joint, setup, None, 0)
     return ipu_program(joint, setup, counts, ipu)
 
 

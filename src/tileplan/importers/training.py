@@ -359,6 +359,7 @@ def training_programs(joint: JointProgram, setup: TrainingSetup, counts: tuple[i
     return tuple(build_ipu_program(joint, setup, plan, ipu) for ipu in range(plan.ipus))
 
 
-def ipu_program(joint: JointProgram, setup: TrainingSetup, counts: tuple[int, ...], ipu: int) -> Program:
-    """The program of IPU `ipu` when the layers are split `counts`."""
+def ipu_program(joint: JointProgram, setup: TrainingSetup, counts: tuple[int, ...] | None, ipu: int) -> Program:
+    """The program of IPU `ipu` when the layers are split `counts` (None: one IPU, not
+    a pipeline)."""
     return build_ipu_program(joint, setup, StagePlan.of(joint, setup, counts), ipu)

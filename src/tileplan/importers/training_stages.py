@@ -151,6 +151,8 @@ class StagePlan:
                        for k, ipu in enumerate(stage_ipus)]
         self._backward_stages(ops, forward)
         self.recompute = recompute
+        #: a pipeline's plan (its programs carry `pipeline`), not one IPU's alone
+        self.pipelined = n > 1
         self.checkpoints = self._checkpoints(forward) if recompute == "every-layer" else set()
         self._recomputed = {o.output for o in forward if recompute != "none" and self.section[o.output] != POST
                             and o.output not in self.checkpoints}
@@ -205,16 +207,22 @@ class StagePlan:
 
     @staticmethod
     def of(joint: JointProgram, setup: TrainingSetup, counts: tuple[int, ...] | None) -> "StagePlan":
+        """The plan of `counts` layers per IPU, a pipeline (its reports say which IPU
+        each is, even of one); None: every layer on one IPU, not pipelined."""
         layers = len(find_layers(joint.program.operations(), joint.backward))
+        given = counts
         if counts is None:
             counts = (layers,)
+        pipelined = given is not None
         if sum(counts) != layers or any(c < 0 for c in counts):
             raise InputError(f"--layers-per-ipu {list(counts)} places {sum(counts)} layers; the model has {layers}")
         splits = setup.embedding_splits_per_ipu
         if splits is not None and len(splits) != len(counts):
             raise InputError(f"--serialized-embedding-splits-per-ipu lists {len(splits)} IPUs, --layers-per-ipu "
                              f"{len(counts)}")
-        return StagePlan(joint, setup.recompute, counts, splits)
+        plan = StagePlan(joint, setup.recompute, counts, splits)
+        plan.pipelined = pipelined
+        return plan
 
     @property
     def ipus(self) -> int:
@@ -294,7 +302,7 @@ class StagePlan:
         out: dict[str, object] = {**self.joint.program.options, **setup.options(),
                                   "stages": ",".join(str(s.index) for s in stages),
                                   "stash_depths": ",".join(str(s.depth) for s in stages)}
-        if self.ipus > 1:
+        if self.pipelined:
             first = sum(self.counts[:ipu])
             out["pipeline"] = {"ipu": ipu, "ipus": self.ipus, "layers_per_ipu": list(self.counts),
                                "layers": [first, first + self.counts[ipu]]}
