@@ -444,11 +444,13 @@ def test_dtype_rules(kind: str, classes: list[str], dtype: str):
 
 def test_weight_inputs_commutativity_and_views_are_the_operators_own():
     weights = {kind for kind, d in REGISTRY.items() if d.weight_inputs}
-    assert weights == {"matmul", "conv", "grouped_matmul"}
-    assert all(REGISTRY[kind].weight_inputs == (1,) for kind in weights)
+    assert weights == {"matmul", "conv", "grouped_matmul", "matmul_grad_input", "conv_grad_input"}  # dX = dY W^T
+    assert REGISTRY["matmul"].weight_inputs == REGISTRY["conv"].weight_inputs == (1,)
     commutative = {kind for kind, d in REGISTRY.items() if d.commutative}
     assert commutative == {"add", "mul", "eq", "ne", "and", "or", "xor", "maximum", "minimum"}
-    assert {kind for kind, d in REGISTRY.items() if d.view} == {"reshape", "transpose", "slice", "alias"}
+    # restore and send: a pipeline's stash slot read in place, a tensor sent to another IPU
+    assert {kind for kind, d in REGISTRY.items() if d.view} == {"reshape", "transpose", "slice", "alias", "restore",
+                                                                "send"}
 
 
 def test_every_lowering_states_its_scratch_and_every_step_kind_is_a_text_head():

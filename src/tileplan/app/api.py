@@ -24,7 +24,11 @@ from tileplan.model.machine import machine as find_machine
 from tileplan.model.precision import from_option
 from tileplan.planner.plan import plan_program
 from tileplan.app.request import PlanRequest, default_precisions
+from tileplan.app.training import TrainingOptions, joint_from_module
 from tileplan.app.whatif import with_what_if
+from tileplan.importers.training import JointProgram, ipu_program
+from tileplan.kernel.options import Options
+from tileplan.planner.plan import Plan
 from tileplan.report.build import build_report
 from tileplan.report.format import Report, auto_version, report_bytes
 from tileplan.report.views import verdict_line
@@ -69,7 +73,8 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
          policy: str = "default", attention_products: str = "automatic", gemm_output_packing: str = "native",
          available_memory_proportion: float | str = 0.6, batch: int | None = None,
          sequence_length: int | None = None, image_size: int | None = None, layers: int | None = None,
-         kv_cache: int | None = None, what_if: bool = True) -> PlanResult:
+         kv_cache: int | None = None, what_if: bool = True, train: bool | TrainingOptions = False
+         ) -> PlanResult:
     """Plan `model` on `machine` (see the module docstring). Precisions default as
     `tileplan plan`'s do (`app.request.default_precisions`): the model's own, the
     seed's for a built-in tower. `what_if`: re-plan with each knob turned, as
@@ -77,14 +82,17 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
     decoding step of a decoder with a key/value cache of that many positions per
     layer, always live (a module's step reads `input_ids` of the shape of
     `example_inputs[0]` when given, else [1, 1]; a config.json's takes `batch` and
-    `sequence_length` new tokens)."""
+    `sequence_length` new tokens). `train`: plan training (`tileplan plan --train`; a
+    `TrainingOptions` for its flags): a config.json's head's loss, or a module's own (it
+    must return its loss on `example_inputs`); F16 unless asked otherwise; on one IPU."""
     proportion = str(available_memory_proportion)
+    training = (train if isinstance(train, TrainingOptions) else TrainingOptions()) if train else None
     if isinstance(model, (str, Path)):
         request = PlanRequest(model=str(model), layers=layers, weights=weights, activations=activations,
                               partials=partials, policy=policy, machine=machine,
                               attention_products=attention_products, gemm_output_packing=gemm_output_packing,
                               batch=batch, sequence_length=sequence_length, image_size=image_size,
-                              kv_cache=kv_cache, available_memory_proportion=proportion).resolved()
+                              kv_cache=kv_cache, available_memory_proportion=proportion, training=training).resolved()
         planned = request.plan()
         report = build_report(planned)
         return PlanResult(with_what_if(report, request, planned) if what_if else report)
@@ -93,12 +101,31 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
                          "module's shapes come from its example_inputs= (or pass a config.json's path)")
     if kv_cache is not None and not 1 <= kv_cache <= 1 << 20:
         raise InputError(f"kv_cache= must be in [1, 2^20], found {kv_cache}")
+    if training is not None:
+        return PlanResult(build_report(_train_module(model, example_inputs, training, machine, weights, activations,
+                                                     policy, PlanRequest(
+                                                         attention_products=attention_products,
+                                                         gemm_output_packing=gemm_output_packing, partials=partials,
+                                                         available_memory_proportion=proportion).options)))
     graph = _graph(model, example_inputs, kv_cache)
     weights, activations = default_precisions(machine, graph.float_precision or "F16", weights, activations)
     options = PlanRequest(attention_products=attention_products, gemm_output_packing=gemm_output_packing,
                           partials=partials, available_memory_proportion=proportion).options
     program = graph.to_program(from_option(weights), from_option(activations))
     return PlanResult(build_report(plan_program(program, find_machine(machine), layout_policy(policy), options)))
+
+
+def _train_module(model: Any, example_inputs: Sequence[Any] | None, training: TrainingOptions, machine: str,
+                  weights: str | None, activations: str | None, policy: str, options: Options) -> Plan:
+    """The training plan of a `torch.nn.Module` returning its loss on `example_inputs`."""
+    from tileplan.importers.torch_export import _torch
+    if not isinstance(model, _torch().nn.Module) or example_inputs is None:
+        raise InputError("train=True plans a torch.nn.Module with example_inputs=(x, ...), or a config.json by path")
+    joint = joint_from_module(model, tuple(example_inputs))
+    weights = weights or activations or "f16"
+    program = JointProgram.of(joint, from_option(weights), from_option(activations or weights))
+    return plan_program(ipu_program(program, training.setup(1), None, 0), find_machine(machine),
+                        layout_policy(policy), options)
 
 
 def _graph(model: Any, example_inputs: Sequence[Any] | None, kv_cache: int | None = None) -> Graph:

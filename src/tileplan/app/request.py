@@ -25,6 +25,7 @@ from tileplan.model.stages import layer_count
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline, expand_layers_per_ipu, fewest_ipus, plan_pipeline
 from tileplan.planner.plan import Plan, plan_program
 from tileplan.builtins.synthetic import config_for_timeline, timeline_count
+from tileplan.app.training import TrainingOptions, training_pipeline, training_program
 
 
 #: PopLibs' and PopTorch's default availableMemoryProportion
@@ -77,6 +78,9 @@ class PlanRequest:
     layers_per_ipu: str | None = None
     #: Poplar's availableMemoryProportion: one value, or one per IPU ("0.15,0.25,0.25,0.25")
     available_memory_proportion: str = DEFAULT_PROPORTION
+    #: training (`--train`): the joint forward and backward program, its optimizer and
+    #: pipeline (`tileplan.app.training`); None: inference
+    training: TrainingOptions | None = None
 
     def __post_init__(self) -> None:
         if self.layers is not None and not 1 <= self.layers <= MAX_LAYERS:
@@ -111,6 +115,9 @@ class PlanRequest:
         as the AMP accumulates unless asked."""
         if self.weights is not None and self.activations is not None:
             return self
+        if self.training is not None:  # optimum-graphcore's trainer runs the model .half() unless --fp32
+            return replace(self, weights=self.weights or self.activations or "f16",
+                           activations=self.activations or self.weights or "f16")
         own = self.graph().float_precision if self.imported and kind_of(self.model) != "synthetic" else None
         weights, activations = default_precisions(self.machine, own, self.weights, self.activations)
         return replace(self, weights=weights, activations=activations)
@@ -180,6 +187,10 @@ class PlanRequest:
     def program(self) -> Program:
         if self.weights is None or self.activations is None:
             return self.resolved().program()
+        if self.training is not None:
+            if self.policy != "default" or self.unroll or not self.map_head:
+                raise InputError("training plans with the default policy, without --unroll or --no-map-head")
+            return training_program(self)
         if kind_of(self.model) == "synthetic":
             given = [k for k in ("layers", "batch", "sequence_length", "image_size", "kv_cache")
                      if getattr(self, k) is not None]
@@ -237,7 +248,7 @@ class PlanRequest:
         `ipus`, or (`ipus` auto) the fewest IPUs that fit; None when auto finds none."""
         if self.weights is None or self.activations is None:
             return self.resolved().pipeline()
-        program = self.program()
+        program = self.program() if self.training is None else None
         target, layout = machine(self.machine), policy(self.policy)
 
         def run(stage: Program) -> Plan:
@@ -245,6 +256,11 @@ class PlanRequest:
             ipu = stage_of.get("ipu", 0) if isinstance(stage_of, dict) else 0
             return plan_program(stage, target, layout, self.options_for(ipu))
 
+        if self.training is not None:
+            ipus = None if self.ipus in (None, "auto") else int(self.ipus)
+            return training_pipeline(self, self.split_spec() if self.layers_per_ipu is not None else None, ipus,
+                                     self.ipus == "auto", run)
+        assert program is not None
         if self.ipus == "auto" and self.layers_per_ipu is None:
             return fewest_ipus(program, run)
         ipus = None if self.ipus in (None, "auto") else int(self.ipus)
@@ -283,4 +299,6 @@ class PlanRequest:
         for key in ("policy", "machine", "attention_products", "gemm_output_packing"):
             if getattr(self, key) != getattr(defaults, key):
                 parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
+        if self.training is not None:
+            parts.extend(self.training.command())
         return " ".join(parts)

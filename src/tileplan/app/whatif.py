@@ -14,7 +14,7 @@ says why in its row (`WhatIfRow.error`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from tileplan.errors import TileplanError
@@ -211,6 +211,66 @@ def longest_cache_row(base: PlanRequest, run: Callable[[PlanRequest], Plan]) -> 
 
 #: the longest cache the search tries when the model does not say its most positions
 MAX_CACHE = 1 << 20
+def training_variations(base: PlanRequest) -> list[tuple[str, str, PlanRequest]]:
+    """(knob, value, request) for each change a training configuration would try next:
+    the optimizer state off chip, recomputation of every layer, optimum-graphcore's
+    half-precision optimizer state, half partials, the memory proportion."""
+    base = base.resolved()
+    options = base.training
+    assert options is not None
+    out = []
+    if not options.optimizer_state_offchip:
+        out.append(("optimizer_state_offchip", "true", base.with_(training=replace(options,
+                                                                                   optimizer_state_offchip=True))))
+    if options.recompute != "every-layer":
+        out.append(("recompute", "every-layer", base.with_(training=replace(options, recompute="every-layer"))))
+    if options.optimizer_preset != "optimum":
+        out.append(("optimizer_preset", "optimum", base.with_(training=replace(options, optimizer_preset="optimum"))))
+    if base.partials != "f16":
+        out.append(("partials", "f16", base.with_(partials="f16")))
+    if "," not in base.available_memory_proportion:
+        for value in ("0.2", "1.0"):
+            if float(value) != float(base.available_memory_proportion):
+                out.append(("available_memory_proportion", value, base.with_(available_memory_proportion=value)))
+    return out
+
+
+def training_what_if(base: PlanRequest, run: Callable[[PlanRequest], Plan],
+                     progress: Callable[[str], None] | None = None) -> list[WhatIfRow]:
+    """A training plan's what-if: each change of `training_variations`, the largest
+    micro-batch that fits on one IPU, and the fewest IPUs this configuration fits on
+    (`--ipus auto`, the tightest IPU's outcome)."""
+    rows = []
+    for knob, value, request in training_variations(base):
+        if progress:
+            progress(f"what-if {knob} = {value}")
+        rows.append(WhatIfRow(knob, value, request, outcome(run(request))))
+    if base.batch_varies:
+        if progress:
+            progress("what-if batch")
+        plans: dict[int, Plan] = {}
+
+        def one(batch: int) -> bool:
+            plans[batch] = run(base.with_(batch=batch))
+            return plans[batch].verdict.fits
+
+        best = largest(one, base.batch or 1)
+        shown = best or 1
+        rows.append(WhatIfRow("batch", f"{best} (the largest micro-batch that fits)" if best else "1 (none fit)",
+                              base.with_(batch=shown), outcome(plans[shown])))
+    if progress:
+        progress("what-if ipus")
+    auto = base.with_(ipus="auto", layers_per_ipu=None)
+    try:
+        pipe = auto.pipeline()
+    except TileplanError:
+        pipe = None
+    if pipe is not None:
+        split = ",".join(map(str, pipe.layers_per_ipu))
+        tight = min(pipe.plans, key=lambda p: outcome(p).margin or 0)
+        rows.append(WhatIfRow("ipus", f"{len(pipe.layers_per_ipu)} (the fewest that fit; layers per IPU {split})",
+                              base.with_(ipus=str(len(pipe.layers_per_ipu)), layers_per_ipu=split), outcome(tight)))
+    return rows
 
 
 def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = None,
@@ -219,6 +279,8 @@ def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = N
     why, and never stop the others."""
     base = base.resolved()  # the precisions decided once: each row's command states them
     run = planner or (lambda r: r.plan())
+    if base.training is not None:
+        return training_what_if(base, run, progress)
     rows = []
     for knob, value, request in variations(base):
         if progress:

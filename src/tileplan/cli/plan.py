@@ -25,7 +25,10 @@ from tileplan.lowering.policy import POLICIES
 from tileplan.builtins import siglip
 from tileplan.model.machine import PRESETS
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline
-from tileplan.app.request import PlanRequest
+from tileplan.app.ipuconfig import read_ipu_config
+from tileplan.app.request import DEFAULT_PROPORTION, PlanRequest
+from tileplan.app.training import PRESETS as OPTIMIZER_PRESETS, TrainingOptions
+from tileplan.importers.training import OPTIMIZERS, RECOMPUTE
 from tileplan.app.sweep import KNOBS, expand, run_sweep
 from tileplan.render.terminal import render_headline, render_stage, render_sweep
 from tileplan.report.build import build_report
@@ -50,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "per layer, always live; --sequence-length sets the step's new tokens (default 1)")
     p.add_argument("--ipus", help="plan a pipeline over N IPUs (inference), layers split evenly, or 'auto': the "
                                   "fewest IPUs that fit, split for the most margin")
-    p.add_argument("--available-memory-proportion", default="0.6", metavar="P[,P,...]",
+    p.add_argument("--available-memory-proportion", default=None, metavar="P[,P,...]",
                    help="Poplar's cap on one matmul's or convolution's temporary bytes per tile, as a proportion of "
                         "the tile (default 0.6, PopLibs' and PopTorch's; one per IPU with several)")
     p.add_argument("--layers-per-ipu", metavar="N,N,...",
@@ -75,6 +78,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="materialized, streamed or automatic (default)")
     p.add_argument("--gemm-output-packing", default="native", choices=[c.value.lower() for c in GemmOutputPacking],
                    help="native (partials on 32 KiB elements, default) or packed")
+    train = p.add_argument_group("training (docs: README, Planning training)")
+    train.add_argument("--train", action="store_true",
+                       help="plan training: the joint forward and backward program with the loss of the head "
+                            "config.json's architectures names, the optimizer state and the weight update")
+    train.add_argument("--optimizer", choices=OPTIMIZERS, default=None, help="the optimizer (default adamw)")
+    train.add_argument("--optimizer-preset", choices=OPTIMIZER_PRESETS, default=None,
+                       help="the optimizer state's precisions: poptorch (its defaults: FP32 accumulator and "
+                            "moments; the default) or optimum (optimum-graphcore's trainer: FP16 accumulator and "
+                            "first moment, FP32 second)")
+    train.add_argument("--gradient-accumulation", type=int, default=None, metavar="N",
+                       help="micro-batches accumulated per weight update (default 1 on one IPU, 2N-1 over N)")
+    train.add_argument("--recompute", choices=RECOMPUTE, default=None,
+                       help="recompute the forward pass in the backward one: none, pipeline (from each IPU's "
+                            "inputs) or every-layer (from each layer's output too); default none on one IPU, "
+                            "pipeline over several (PopTorch's)")
+    train.add_argument("--optimizer-state-offchip", action=argparse.BooleanOptionalAction, default=None,
+                       help="keep the optimizer state in off-chip memory, loaded for the weight update only")
+    train.add_argument("--replication-factor", type=int, default=None, metavar="R",
+                       help="replicas of the pipeline (data parallel; default 1)")
+    train.add_argument("--replicated-tensor-sharding", action=argparse.BooleanOptionalAction, default=None,
+                       help="split the optimizer state over the replicas")
+    train.add_argument("--embedding-serialization-factor", type=int, default=None, metavar="F",
+                       help="split the input embedding (and a head tied to it) into F tables, as "
+                            "optimum-graphcore's embedding_serialization_factor")
+    train.add_argument("--serialized-embedding-splits-per-ipu", metavar="N,N,...", default=None,
+                       help="the embedding in sum(N) splits, N_i of them on IPU i (optimum-graphcore's "
+                            "serialized_embedding_splits_per_ipu)")
+    train.add_argument("--projection-serialization-factor", type=int, default=None, metavar="F",
+                       help="a head with its own weight (not tied) as F products, as optimum-graphcore's "
+                            "projection_serialization_factor")
+    train.add_argument("--ipu-config", metavar="FILE.json",
+                       help="optimum-graphcore's IPUConfig: its fields as the defaults of these flags (the "
+                            "inference_ fields without --train); fields tileplan does not model are listed")
     p.add_argument("--no-what-if", action="store_true", help="skip the what-if re-plans")
     p.add_argument("--what-if", dest="force_what_if", action="store_true",
                    help=f"run the what-if re-plans even for a program of more than {WHAT_IF_LIMIT:,} values "
@@ -93,16 +129,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-f", "--force", action="store_true", help="overwrite an existing report")
 
 
+#: the training flags (`--train` needs to be given with any of them)
+TRAINING_FLAGS = ("optimizer", "optimizer_preset", "gradient_accumulation", "recompute", "optimizer_state_offchip",
+                  "replication_factor", "replicated_tensor_sharding", "embedding_serialization_factor",
+                  "serialized_embedding_splits_per_ipu", "projection_serialization_factor")
+
+
 def request_from(args: argparse.Namespace) -> PlanRequest:
+    """The request the flags ask for: a flag given wins, then `--ipu-config`'s field,
+    then the default."""
+    config = read_ipu_config(args.ipu_config, args.train) if getattr(args, "ipu_config", None) else None
+    given = {k: v for k, v in vars(args).items() if v is not None}
+    merged = {**(config.defaults if config is not None else {}), **given}
+    args.ipu_config_read = config
+    if not args.train:
+        asked = [k for k in TRAINING_FLAGS if k in given]
+        if asked:
+            raise InputError(f"--{asked[0].replace('_', '-')} is a training option: add --train")
+    training = None
+    if args.train:
+        training = TrainingOptions(**{k: merged[k] for k in TRAINING_FLAGS if merged.get(k) is not None})
     return PlanRequest(model=args.model, layers=args.layers, weights=args.weights, activations=args.activations,
-                       partials=args.partials, map_head=not args.no_map_head,
+                       partials=merged.get("partials"), map_head=not args.no_map_head,
                        unroll=args.unroll, policy=args.policy, machine=args.machine,
                        attention_products=args.attention_products,
                        gemm_output_packing=args.gemm_output_packing, batch=args.batch,
                        sequence_length=args.sequence_length, image_size=args.image_size, kv_cache=args.kv_cache,
-                       ipus=args.ipus,
-                       layers_per_ipu=args.layers_per_ipu,
-                       available_memory_proportion=args.available_memory_proportion)
+                       ipus=merged.get("ipus"), layers_per_ipu=merged.get("layers_per_ipu"),
+                       available_memory_proportion=merged.get("available_memory_proportion") or DEFAULT_PROPORTION,
+                       training=training)
 
 
 def _output(args: argparse.Namespace, request: PlanRequest, suffix: str) -> Path:
@@ -133,6 +188,9 @@ def report_version(args: argparse.Namespace, report: Report) -> int:
 def run(args: argparse.Namespace) -> int:
     runtime.VERBOSE = args.verbose
     request = request_from(args)
+    if args.ipu_config_read is not None:
+        for line in args.ipu_config_read.lines():
+            print(line)
     if args.sweep:
         return run_sweep_command(args, request)
     if request.pipelined:
@@ -192,7 +250,8 @@ def run_pipeline_command(args: argparse.Namespace, request: PlanRequest) -> int:
     write_atomic(fragment, json.dumps(ipu_config(pipeline, request), indent=2, sort_keys=True) + "\n")
     counts = list(pipeline.layers_per_ipu)
     verdict = "fits" if pipeline.fits else "does not fit"
-    print(f"{len(counts)} IPUs, layers_per_ipu {counts}: {verdict} (inference pipeline; {request.command()})")
+    mode = "inference" if request.training is None else "training"
+    print(f"{len(counts)} IPUs, layers_per_ipu {counts}: {verdict} ({mode} pipeline; {request.command()})")
     if len(counts) & (len(counts) - 1):
         print(f"  PopTorch rounds a replica up to {1 << (len(counts) - 1).bit_length()} IPUs (autoRoundNumIPUs)")
     print(f"wrote {', '.join(map(str, paths))} and {fragment}")
@@ -207,8 +266,24 @@ def ipu_config(pipeline: Pipeline, request: PlanRequest) -> dict:
     each IPU, the IPU count and the matmul proportion the plans assumed."""
     values = request.proportions()
     proportion: float | list[float] = values[0] if len(values) == 1 else values
-    return {"ipus_per_replica": len(pipeline.layers_per_ipu), "layers_per_ipu": list(pipeline.layers_per_ipu),
-            "matmul_proportion": proportion}
+    out: dict[str, object] = {"ipus_per_replica": len(pipeline.layers_per_ipu),
+                              "layers_per_ipu": list(pipeline.layers_per_ipu), "matmul_proportion": proportion}
+    if request.partials is not None:
+        out["enable_half_partials"] = request.partials == "f16"
+    if request.training is not None:  # what the plans assumed, under IPUConfig's names
+        setup = request.training.setup(len(pipeline.layers_per_ipu))
+        out.update(gradient_accumulation_steps=setup.gradient_accumulation,
+                   replication_factor=setup.replication_factor,
+                   replicated_tensor_sharding=setup.replicated_tensor_sharding,
+                   optimizer_state_offchip=setup.optimizer_state_offchip,
+                   recompute_checkpoint_every_layer=setup.recompute == "every-layer",
+                   projection_serialization_factor=request.training.projection_serialization_factor)
+        splits = request.training.embedding_splits()
+        if splits is not None:
+            out["serialized_embedding_splits_per_ipu"] = list(splits)
+        else:
+            out["embedding_serialization_factor"] = request.training.embedding_serialization_factor
+    return out
 
 
 def run_sweep_command(args: argparse.Namespace, base: PlanRequest) -> int:

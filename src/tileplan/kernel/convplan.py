@@ -420,3 +420,120 @@ def plan_text(kind: str, cp: ConvPartition, multiply: str, accumulate: str) -> s
             f"field_split: {field}, in_split: {cp.in_split}, out_split: {cp.out_split}, "
             f"group_split: {cp.group_split}, serial: {cp.serial} {cp.serial_dim}, combine: {cp.combine}, "
             f"expand: {expand}, temporary: {cp.temp_bytes}, exchange: true }}")
+
+
+# Fully connected layers in training: one joint plan for three passes -----------------
+
+@dataclass(frozen=True, slots=True)
+class JointPlan:
+    """poplin's joint plan of a fully connected layer in training, x [M, K] @ W [K, N]
+    (lib/poplin/ConvPlan.cpp `isJointPlan`, lib/poplin/ConvModel.cpp `constructModel`
+    and `addBwdEstimates`/`addWuEstimates`; TRAINING-NOTES.md section 3.1): the
+    forward pass, the backward pass dX = dY W^T and the weight update dW = X^T dY all
+    use the forward pass's partition of W, so no weight moves between passes. A joint
+    plan swaps the operands (`getSwapOperandCandidates`: "the joint planning logic
+    assumes swapped operands"; `swapOperands` exchanges the batch and the output
+    channels), so the convolution's output channels are the rows M, which the forward
+    pass never splits over tiles (`outChanSplit.parallel = 1`: "each weight is used on
+    exactly one tile") and may split serially; its input channels K are never split
+    serially (`inChanSplit.serial = 1`). Each pass's temporary bytes are bounded by the
+    cap on its own; the plan's are the most of the three (`maxTempBytesPerTile`) and
+    its cycles their sum. `ConvPartition`s here read: `in_split` K, `out_split` N,
+    `serial` over M (`serial_dim` "batch"), elements per tile and iteration."""
+
+    forward: ConvPartition
+    backward: ConvPartition
+    update: ConvPartition
+
+    @property
+    def temp_bytes(self) -> int:
+        return max(self.forward.temp_bytes, self.backward.temp_bytes, self.update.temp_bytes)
+
+
+def plan_joint_fc(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, multiply_bytes: int,
+                  partial_bytes: int, tile_bytes: int, proportion: float | None, name: str = "matmul") -> JointPlan:
+    """The joint plan of x [m, k] @ W [k, n] (see `JointPlan`); memoized.
+
+    Candidates: K over a tiles, N over b (a x b the tile count), M in s serial
+    iterations. Per tile and iteration, with k_t = ceil(K / a), n_t = ceil(N / b), m_t =
+    ceil(M / s), the AMP's input grain ig and output grain og applied as the swapped
+    convolution of each pass applies them:
+    forward (batch N, K in, M out): x block k_t^ig x m_t^og received, W block n_t x
+    k_t^ig where it rests, partials n_t x m_t^og, reduced over the a partitions of K;
+    backward dX (batch K, N in, M out): dY block n_t^ig x m_t^og received, W block k_t x
+    n_t^ig where it rests, partials k_t x m_t^og, reduced over the b partitions of N;
+    update dW (batch N, M in, K out): dY block n_t x m_t^ig and X block m_t^ig x k_t^og
+    received, partials n_t x k_t^og where W rests, plus with s > 1 dW accumulated across
+    iterations (n_t x k_t partials).
+    Worked example, BERT-Large's FFN up-projection at sequence 384 (M 384, K 1024, N
+    4096, F16, F32 partials, 1472 tiles, grains 16 in and 8 out): a = 16 and b = 92
+    give k_t 64 and n_t 45 (48 in grains), s = 1: forward (64 x 384 + 45 x 64) x 2 B +
+    45 x 384 x 4 B = 124,032 B, backward (48 x 384 + 64 x 48) x 2 + 64 x 384 x 4 =
+    141,312 B, update (45 x 384 + 384 x 64) x 2 + 45 x 64 x 4 = 95,232 B: 141,312 B,
+    under the 383,385 B of proportion 0.6."""
+    try:
+        return _joint(m, k, n, tile_count, geometry, multiply_bytes, partial_bytes, tile_bytes, proportion)
+    except ConvPlanningError as e:
+        raise ConvPlanningError(e.detail, name) from None
+
+
+def _grain(x: np.ndarray | int, grain: int) -> np.ndarray:
+    return _ceil(x, grain) * grain
+
+
+@lru_cache(maxsize=4096)
+def _joint(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, mb: int, pb: int, tile_bytes: int,
+           proportion: float | None) -> JointPlan:
+    ig, og = geometry.input_channels, geometry.output_channels
+    splits = _divisor_splits(tile_count, 2)  # (a over K, b over N)
+    useful = (splits[:, 0] <= max(2 * k, 1)) & (splits[:, 1] <= max(2 * n, 1))
+    if useful.any():
+        splits = splits[useful]
+    a, b = splits[:, 0], splits[:, 1]
+    k_t, n_t = _ceil(k, a), _ceil(n, b)
+    rows = []
+    for serial in SERIAL_SPLITS:
+        if serial > 1 and serial * og > m:
+            continue
+        m_t = -(-m // serial)
+        m_in, m_out = _grain(m_t, ig), _grain(m_t, og)
+        k_in, k_out, n_in = _grain(k_t, ig), _grain(k_t, og), _grain(n_t, ig)
+        passes = []
+        # (received, resting, partials, extra partials, reduced over, macs)
+        for received, resting, partials, extra, reduce_over, macs in (
+                (k_in * m_out, n_t * k_in, n_t * m_out, 0, a, n_t * k_in * m_out),
+                (n_in * m_out, k_t * n_in, k_t * m_out, 0, b, k_t * n_in * m_out),
+                (n_t * m_in + m_in * k_out, 0, n_t * k_out, n_t * k_t if serial > 1 else 0, 1, n_t * m_in * k_out)):
+            temp = (received + resting) * mb + (partials + extra) * pb
+            reduce = np.where(reduce_over > 1, partials * pb * (reduce_over - 1) // reduce_over, 0)
+            cycles = (serial * (macs // max(1, ig * og // 2) + received * mb // EXCHANGE_BYTES_PER_CYCLE
+                                + ITERATION_CYCLES) + serial * reduce // EXCHANGE_BYTES_PER_CYCLE)
+            passes.append((received, resting, partials + extra, temp, cycles))
+        rows.append((serial, m_t, passes))
+    temps = np.concatenate([np.maximum(np.maximum(p[0][3], p[1][3]), p[2][3]) for _, _, p in rows])
+    cycles = np.concatenate([p[0][4] + p[1][4] + p[2][4] for _, _, p in rows])
+    cap = None if proportion is None else int(proportion * tile_bytes)
+    bound = cap
+    while True:
+        ok = np.ones(len(temps), dtype=bool) if bound is None else temps <= bound
+        if ok.any():
+            idx = np.flatnonzero(ok)
+            chosen = int(idx[np.lexsort((temps[idx], cycles[idx]))[0]])
+            break
+        assert bound is not None, "the unbounded search keeps every candidate"
+        bound = bound * 2 if bound * 2 < 2 * tile_bytes else None
+    block, row = divmod(chosen, len(splits))
+    serial, m_t, passes = rows[block]
+    within = cap is None or int(temps[chosen]) <= cap
+    ks, ns = int(a[row]), int(b[row])
+    kt, nt = int(k_t[row]), int(n_t[row])
+
+    def pass_of(shape: ConvShape, index: int, output: int) -> ConvPartition:
+        received, resting, partials, temp, cyc = (int(np.asarray(c)[row]) if np.ndim(c) else int(c)
+                                                  for c in passes[index])
+        return ConvPartition(shape, 1, (1,), ks, ns, 1, serial, "batch", 1, received, resting, partials, output,
+                             temp, cyc, within)
+
+    return JointPlan(forward=pass_of(ConvShape.matmul(m, k, n), 0, m_t * nt),
+                     backward=pass_of(ConvShape.matmul(m, n, k), 1, m_t * kt),
+                     update=pass_of(ConvShape.matmul(k, m, n), 2, kt * nt))

@@ -82,6 +82,7 @@ class StepKind(Enum):
     TOP_K = "TopK"
     SCATTER = "Scatter"
     GROUPED_GEMM = "GroupedGemm"
+    OPTIMIZER = "Optimizer"  # training: gradient accumulation and the weight update
 
     @property
     def program(self) -> bool:

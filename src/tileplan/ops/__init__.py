@@ -3,7 +3,9 @@ weight inputs, commutativity, view-ness, a pure plan and a pure lowering togethe
 one module per family. Importing this package registers them all; `REGISTRY` maps
 each operator's name to its `OpDef`."""
 
-from tileplan.ops import attention, conv, elementwise, gather, matmul, norm, reduce, views  # noqa: F401
+from tileplan.ops import (  # noqa: F401
+    attention, conv, elementwise, gather, gradients, matmul, norm, reduce, training, views,
+)
 from tileplan.ops.base import REGISTRY, InputInfo, OpDef, OpPlan, infer_dtype, infer_shape
 from tileplan.ops.validate import check_program
 

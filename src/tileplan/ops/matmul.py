@@ -20,6 +20,10 @@ not split the rows, each tile already holds its block; else they are spread and 
 tile receives its block), the partials accumulated on the tile; the step's scratch is
 what poplin counts as the product's temporary memory (received inputs and weights
 in standard memory, partials in interleaved) and the output is spread over the tiles.
+Two attributes say what a training program's products are: `joint`, a fully connected
+layer planned with its gradients (poplin's joint plan, `tileplan.ops.gradients`), and
+`grouped`, a batched product of activations (attention's, and their gradients) planned
+as poplin's grouped matmul, both operands received.
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ def _is_gemm(ins: list[InputInfo]) -> bool:
 
 def plan_matmul(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     if not _is_gemm(ins):
+        a, b = ins
+        if op.attr("grouped") and k.poplibs and a.shape[:-2] == b.shape[:-2]:
+            return plan_grouped(k, op, ins)
         return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(k, op.output_precision),
                       detail="batched")
     if k.poplibs:
@@ -118,21 +125,49 @@ def lower_matmul(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequ
     return b.done(result)
 
 
+def joint_fc_plan(k: Kernel, op: Operation, x: Shape, w: Shape, multiply: Precision) -> convplan.JointPlan:
+    """poplin's joint plan of the fully connected layer x [.., M, K] @ w [K, N] in
+    training (`convplan.plan_joint_fc`), which its forward product and both gradient
+    products (`tileplan.ops.gradients`) share."""
+    geometry = k.amp(multiply)
+    return convplan.plan_joint_fc(math.prod(x[:-1]), x[-1], w[-1], k.tile_count, geometry, multiply.bytes,
+                                  Precision(geometry.accumulate).bytes, k.machine.tile_bytes,
+                                  k.options.available_memory_proportion, op.name)
+
+
 def plan_poplibs(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     """poplin's plan of [.., M, K] x [K, N] (M all the left operand's rows): the
     weights created in the plan's layout when the rows are not split (each tile holds
-    its block, nothing broadcast), else spread by the policy; the output spread."""
+    its block, nothing broadcast), else spread by the policy; the output spread. With
+    `joint` (a fully connected layer in training) the forward pass of poplin's joint
+    plan, which never splits M: the weights always rest in its layout."""
     x, w = ins
     geometry = k.amp(w.precision)
     accumulate = Precision(geometry.accumulate)
-    shape = convplan.ConvShape.matmul(math.prod(x.shape[:-1]), x.shape[-1], w.shape[-1])
-    cp = convplan.plan_conv(shape, k.tile_count, geometry, w.precision.bytes, accumulate.bytes,
-                            k.machine.tile_bytes, k.options.available_memory_proportion, op.name)
+    if op.attr("joint"):  # a fully connected layer in training: poplin's joint plan (ops/gradients.py)
+        cp = joint_fc_plan(k, op, x.shape, w.shape, w.precision).forward
+    else:
+        shape = convplan.ConvShape.matmul(math.prod(x.shape[:-1]), x.shape[-1], w.shape[-1])
+        cp = convplan.plan_conv(shape, k.tile_count, geometry, w.precision.bytes, accumulate.bytes,
+                                k.machine.tile_bytes, k.options.available_memory_proportion, op.name)
     created = None
     if not cp.broadcasts_weights:
         created = gemm.weight_layout(convplan.gemm_partition(cp, geometry, whole=True), k.prefix)
     return OpPlan(wanted=(None, None), rest=(None, created), output=spread_layout(k, op.output_precision),
                   detail=cp, temporary=cp.temp_bytes)
+
+
+def plan_grouped(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+    """A batched product of two activations [G.., M, K] x [G.., K, N] as poplin plans a
+    grouped matmul (`grouped`; training's attention products): a 1-D convolution of G
+    groups (`convplan.plan_conv`), both operands received per tile, the output spread."""
+    a, b = ins
+    geometry = k.amp(b.precision)
+    shape = convplan.ConvShape.matmul(a.shape[-2], a.shape[-1], b.shape[-1], math.prod(a.shape[:-2]))
+    cp = convplan.plan_conv(shape, k.tile_count, geometry, b.precision.bytes, Precision(geometry.accumulate).bytes,
+                            k.machine.tile_bytes, k.options.available_memory_proportion, op.name)
+    return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(k, op.output_precision), detail=cp,
+                  temporary=cp.temp_bytes)
 
 
 def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
@@ -194,10 +229,11 @@ def lower_batched(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     return b.done(out)
 
 
-register("matmul", inputs=(2, 2), shape=matmul_shape, plan=plan_matmul, lower=lower_matmul, weight_inputs=(1,))
+register("matmul", inputs=(2, 2), attrs={"joint": False, "grouped": False}, shape=matmul_shape, plan=plan_matmul,
+         lower=lower_matmul, weight_inputs=(1,))
 
 
-def grouped_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+def experts_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     x, w, offsets = ins
     if len(x) != 2 or len(w) != 3 or x[1] != w[1] or offsets != (w[0],):
         raise ModelError(f"grouped_matmul needs rows [M, K], experts' weights [E, K, N] and E offsets, found "
@@ -205,11 +241,11 @@ def grouped_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (x[0], w[2])
 
 
-def plan_grouped(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_experts(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     return OpPlan(wanted=(None, None, None), rest=(None, None, None), output=spread_layout(k, op.output_precision))
 
 
-def lower_grouped(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_experts(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
                   dies: Sequence[bool]) -> Fragment:
     """One `GroupedGemm` step, output spread, like a batched product whose right
     operand is the expert of each row. A tile's output run of e elements of the
@@ -231,5 +267,5 @@ def lower_grouped(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     return b.done(out)
 
 
-register("grouped_matmul", inputs=(3, 3), shape=grouped_shape, plan=plan_grouped, lower=lower_grouped,
+register("grouped_matmul", inputs=(3, 3), shape=experts_shape, plan=plan_experts, lower=lower_experts,
          weight_inputs=(1,))

@@ -68,9 +68,13 @@ class Plan:
         """What the exchange rows cost on every tile."""
         return self.exchange_rows * self.machine.exchange_row_bytes
 
-    def non_tensor(self) -> NonTensor:
-        """The estimate of the memory that is not tensors (`tileplan.planner.nontensor`)."""
+    def non_tensor(self, outlined: bool = False) -> NonTensor:
+        """The estimate of the memory that is not tensors (`tileplan.planner.nontensor`);
+        `outlined`: each distinct operation counts once (a training program, whose
+        layers PopART outlines: one program and its vertices serve every layer)."""
         uses = np.bincount(self.steps.operation, minlength=len(self.steps.operation_texts)).tolist()
+        if outlined:
+            uses = [min(1, n) for n in uses]
         return estimate_non_tensor(self.steps.operation_texts, self.operation_kinds, self.operation_exchanges, uses)
 
 

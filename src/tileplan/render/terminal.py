@@ -21,7 +21,7 @@ from tileplan.report.views import TileSplit
 from tileplan.report.headline import Headline
 from tileplan.report.sections import Pipeline, Sweep
 from tileplan.report.summary import Summary
-from tileplan.report.views import RegionPeak, precision_display
+from tileplan.report.views import RegionPeak, TrainingClasses, precision_display
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 CHART_HEIGHT = 8
@@ -148,6 +148,16 @@ def of_budget(r: RegionPeak) -> str:
     return f"overflows {human_bytes(r.overflow)}" if r.overflow else percent_text(r.percent)
 
 
+def training_table(t: TrainingClasses, style: Style = Style()) -> list[str]:
+    """A training report's worst tile at its peak by class, always live apart."""
+    rows = [[name, "always live" if live else "not always live", human_bytes(b), str(n)] for name, live, b, n in t.rows]
+    rows.append(["always live", "", human_bytes(t.always_live), ""])
+    rows.append(["not always live", "", human_bytes(t.not_always_live), ""])
+    where = f"tile {t.tile} at step {t.step}" if t.tile is not None else "the worst tile"
+    return table(f"Training memory on {where}, by class (bytes)", ["class", "", "bytes", "values"], rows,
+                 [False, False, True, True], style)
+
+
 def render_summary(s: Summary, style: Style = Style()) -> str:
     """The summary as text, the verdict line first (one line, for logs and grep)."""
     out = [style(s.verdict, "bold green" if s.fits else "bold red")]
@@ -174,6 +184,8 @@ def render_summary(s: Summary, style: Style = Style()) -> str:
     x = s.extras
     if x is not None and x.pipeline:
         out += [style(x.pipeline, "bold"), ""]
+    if x is not None and x.training is not None:
+        out += training_table(x.training, style) + [""]
     if x is not None and x.placement:
         out += [f"Placement: {x.placement}", ""]
     if x is not None and x.non_tensor is not None:
@@ -259,6 +271,7 @@ def render_diff(d: Diff, top: int = 20, a_path: str = "", b_path: str = "", styl
         rows = [[label, cell(d.a_split, always), cell(d.b_split, always)]
                 for label, always in (("always live", True), ("not always live", False))]
         out += table("The worst tile at its peak (bytes per tile)", ["", "A", "B"], rows, [False, True, True], style)
+    out += _render_training(d, style)
     out += _render_non_tensor(d, style)
     out += _render_placement(d, style)
     out.append("")
@@ -306,6 +319,17 @@ def _where(tile: int | None, step: int | None) -> str:
     if step is None:
         return "unknown"
     return f"step {step} (estimate)" if tile is None else f"tile {tile} at step {step}"
+
+
+def _render_training(d: Diff, style: Style) -> list[str]:
+    """A training report's worst tile by class, A -> B ("-": no such bytes there)."""
+    if d.training is None:
+        return []
+    rows = [[name, "always live" if live else "not always live", "-" if a is None else human_bytes(a),
+             "-" if b is None else human_bytes(b), _change(None if a is None or b is None else b - a, "-")]
+            for name, live, a, b in d.training]
+    return ["", *table("Training memory on the worst tile at its peak, by class (bytes)",
+                       ["class", "", "A", "B", "change"], rows, [False, False, True, True, True], style)]
 
 
 def _render_non_tensor(d: Diff, style: Style) -> list[str]:
@@ -407,6 +431,11 @@ def _figure_lines(h: Headline) -> list[str]:
         lines.append(f"  on tile {s.tile}: {s.resident} B always live (parameters, buffers, constants), "
                      f"{s.step_dependent} B not always live (activations, operands, scratch), {s.exchange} B "
                      "exchange rows")
+    if h.training is not None:
+        for live in (True, False):
+            parts = [f"{name} {b} B" for name, always, b, _ in h.training.rows if always == live]
+            if parts:
+                lines.append(f"  {'always live' if live else 'not always live'} by class: {', '.join(parts)}")
     if h.standard is not None:
         r = h.standard
         lines.append(f"  standard     {_num(r.peak):>8} B on tile {r.tile} at step {r.step} ({_num(r.budget)} B "

@@ -69,7 +69,7 @@ def build_report(plan: Plan) -> Report:
             exceeded=tuple(CapExceeded(operation=i, name=name, temporary_bytes=b) for i, name, b in plan.over_cap),
             note=CAP_TEXT))
     if plan.steps:
-        nt = plan.non_tensor()
+        nt = plan.non_tensor(outlined=options.get("mode") == "training")
         sections.append(NonTensor(
             vertex_code=nt.vertex_code, vertex_state=nt.vertex_state, exchange_code=nt.exchange_code,
             control_code=nt.control_code, stack=nt.stack, total=nt.total, reserve=m.support_reserve_bytes,
@@ -101,7 +101,8 @@ def build_report(plan: Plan) -> Report:
                               plan.exchange_bytes, plan.exact)
     if plan.exact is not None:
         sections.append(exact_section(plan.exact, p.total))
-        verdict = verdict.with_peak_tile(peak_tile_section(plan.values, plan.steps, plan.shards, plan.exact))
+        verdict = verdict.with_peak_tile(peak_tile_section(plan.values, plan.steps, plan.shards, plan.exact,
+                                                           options.get("mode") == "training"))
     sections.append(verdict)
     if plan.rejected_operation is not None:
         index, name, reason = plan.rejected_operation

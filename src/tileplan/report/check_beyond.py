@@ -77,8 +77,12 @@ def check_placement(report: Report, result: CheckResult, g: Groups) -> None:
 
 def non_tensor(report: Report, result: CheckResult, cols: StepColumns) -> NonTensor:
     """The `non_tensor` section re-derived from the steps' operation texts (each
-    distinct text judged once); its note is taken as written (prose)."""
+    distinct text judged once; in a training report also counted once, as PopART
+    outlines the layers); its note is taken as written (prose)."""
     uses = np.bincount(cols.operation, minlength=len(cols.texts)).tolist() if cols.n else [0] * len(cols.texts)
+    program = report.extra.get("program")
+    if isinstance(program, dict) and program.get("mode") == "training":  # outlined: each distinct text once
+        uses = [min(1, n) for n in uses]
     texts = [(op, n) for op, n in zip(cols.texts, uses) if n]
     program = [(op, n) for op, n in texts if not op.startswith("View ")]
     compute = [(op, n) for op, n in program if not op.startswith("Copy ")]

@@ -30,6 +30,7 @@ from tileplan.report.sections import (
     ExactPeak,
     ExactPeaks,
     Histogram,
+    PeakClass,
     PeakGroup,
     PeakTile,
     PeakValue,
@@ -250,13 +251,37 @@ def exact_section(account: TileAccount, estimate_total: int | None, model: str) 
     )
 
 
+#: the classes of a training report's values, in order (docs/report-format.md, "Classes
+#: of a training report"), and the name marks that decide them
+CLASS_ORDER = ("weights", "gradients and accumulators", "optimizer state", "stash", "activations and temporaries")
+CLASS_MARKS = (("[stash]", "stash"), ("[optimizer", "optimizer state"), ("[gradient", "gradients and accumulators"))
+
+
+def training_classes(ranked: Sequence[tuple[Value, int]], scratch: int) -> tuple[PeakClass, ...]:
+    """`peak_tile.classes`: the bytes of each class on the tile, always live (role
+    parameter) apart, the step's scratch with the activations and temporaries."""
+    sums: dict[tuple[bool, str], list[int]] = {}
+    for v, b in ranked:
+        name = next((c for mark, c in CLASS_MARKS if mark in v.name),
+                    "weights" if v.role == "parameter" else "activations and temporaries")
+        entry = sums.setdefault((v.role == "parameter", name), [0, 0])
+        entry[0] += b
+        entry[1] += 1
+    if scratch:
+        sums.setdefault((False, "activations and temporaries"), [0, 0])[0] += scratch
+    rows = sorted(sums.items(), key=lambda kv: (not kv[0][0], CLASS_ORDER.index(kv[0][1])))
+    return tuple(PeakClass(name=name, always_live=live, bytes=b, values=n)  # type: ignore[arg-type]
+                 for (live, name), (b, n) in rows)
+
+
 def peak_tile_section(step: Step, live: Sequence[int], account: TileAccount, tiles: TileBytes,
-                      precision: Callable[[int, Value], str]) -> PeakTile:
+                      precision: Callable[[int, Value], str], training: bool = False) -> PeakTile:
     """`verdict.peak_tile`: the worst tile at the exact total peak and what is live
     there (`live`: the positions of the values live at that step), a storage group once
     (under its member with the most bytes on that tile, the lowest id on ties), largest
-    first, ties by id. `precision(i, value)`: the display text of the i-th value's
-    precision (its form is the views' business, not re-derived)."""
+    first, ties by id, and in a training report the bytes of each class there.
+    `precision(i, value)`: the display text of the i-th value's precision (its form is
+    the views' business, not re-derived)."""
     _, tile, _ = account.peak("total")
     best: dict[int, tuple[Value, int, int]] = {}
     for p in sorted(live, key=lambda p: tiles.values[p].id):
@@ -280,4 +305,7 @@ def peak_tile_section(step: Step, live: Sequence[int], account: TileAccount, til
         values_shown=min(TOP_VALUES, len(ranked_values)),
         values_live=len(ranked_values),
         groups=tuple(PeakGroup(group=g, bytes=b, values=c) for g, (b, c) in ranked),
+        classes=training_classes([(v, b) for v, b, _ in ranked_values],
+                                 step.scratch.get("standard", 0) + step.scratch.get("interleaved", 0))
+        if training else None,
     )

@@ -211,7 +211,9 @@ def peak_tile(report: Report, result: CheckResult, account: TileAccount, tiles: 
         reported = stated[i].precision if i < len(stated) else ""
         return reported or v.precision.to_text()
 
-    return peak_tile_section(at, runs.pos[cover].tolist(), account, tiles, precision)
+    program = report.extra.get("program")
+    training = isinstance(program, dict) and program.get("mode") == "training"
+    return peak_tile_section(at, runs.pos[cover].tolist(), account, tiles, precision, training)
 
 
 def baseline(report: Report, fits: bool, peaks: Peaks, effective: int | None, exchange: int,

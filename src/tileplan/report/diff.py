@@ -25,6 +25,7 @@ from typing import Any
 from tileplan.report.model import Report
 from tileplan.report.sections import PlacedTile
 from tileplan.report.summary import program_fields
+from tileplan.report.classes import CLASSES
 from tileplan.report.views import (
     TileSplit, worst_tile_split,
     NON_TENSOR_CLASSES,
@@ -33,6 +34,7 @@ from tileplan.report.views import (
     group_label,
     judged_on,
     operations,
+    training_classes,
     region_peaks,
     value_rows,
     verdict_line,
@@ -341,6 +343,9 @@ class Diff:
     #: each report's exact worst tile at its peak, always live and not always live
     a_split: TileSplit | None = None
     b_split: TileSplit | None = None
+    #: a training report's worst tile by class, A and B: (class, always live, A bytes,
+    #: B bytes; None where that report has no such row, or is not a training report)
+    training: tuple[tuple[str, bool, int | None, int | None], ...] | None = None
 
     def of_kind(self, kind: str) -> tuple[ValueChange, ...]:
         return tuple(v for v in self.values if v.kind == kind)
@@ -367,6 +372,9 @@ class Diff:
             "always_live": {side: None if t is None else {"tile": t.tile, "always_live": t.resident,
                                                           "not_always_live": t.step_dependent}
                             for side, t in (("a", self.a_split), ("b", self.b_split))},
+            **({} if self.training is None else {"training": [  # training reports only
+                {"class": name, "always_live": live, "a": a, "b": b, "delta": _delta(a, b)}
+                for name, live, a, b in self.training]}),
         }
 
 
@@ -454,4 +462,15 @@ def diff_reports(a: Report, b: Report) -> Diff:
                 b_fits=b.fits_budget, a_scope=a.scope, b_scope=b.scope, peaks=peaks, a_steps=len(a.steps),
                 b_steps=len(b.steps), values=tuple(changes), resized_groups=tuple(folded), unchanged=unchanged,
                 worst_tiles=worst, non_tensor=non_tensor, placement=placement, pipeline=pipeline,
-                a_split=worst_tile_split(a), b_split=worst_tile_split(b))
+                a_split=worst_tile_split(a), b_split=worst_tile_split(b), training=_training(a, b))
+
+
+def _training(a: Report, b: Report) -> tuple[tuple[str, bool, int | None, int | None], ...] | None:
+    """Each class (always live apart) on each report's worst tile at its peak."""
+    ta, tb = training_classes(a), training_classes(b)
+    if ta is None and tb is None:
+        return None
+    rows_a = {(n, live): x for n, live, x, _ in (ta.rows if ta is not None else ())}
+    rows_b = {(n, live): x for n, live, x, _ in (tb.rows if tb is not None else ())}
+    keys = sorted(set(rows_a) | set(rows_b), key=lambda k: (not k[1], CLASSES.index(k[0]) if k[0] in CLASSES else 99))
+    return tuple((n, live, rows_a.get((n, live)), rows_b.get((n, live))) for n, live in keys)

@@ -9,6 +9,7 @@ import numpy as np
 from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Step, Value
 from tileplan.planner.exact import ExactAccounting, tile_values
+from tileplan.report.classes import class_rows
 from tileplan.report.sections import (
     EXACT_COLUMNS,
     Exact,
@@ -67,11 +68,13 @@ def histogram(tile_peak: np.ndarray) -> Histogram:
 
 
 def peak_tile_section(values: Sequence[Value], steps: Sequence[Step], shards: Mapping[int, Shards],
-                      exact: ExactAccounting) -> PeakTile:
-    """The worst tile at the peak step: its live values with their bytes there."""
+                      exact: ExactAccounting, training: bool = False) -> PeakTile:
+    """The worst tile at the peak step: its live values with their bytes there (and
+    with `training`, their classes: `tileplan.report.classes`)."""
     _, tile, step = exact.peak("total")
     s = steps[step]
     live = tile_values(values, shards, s, tile)
+    scratch = s.scratch.get("standard", 0) + s.scratch.get("interleaved", 0)
     return PeakTile(
         tile=tile, step=step, operation=s.operation, source=s.source,
         scratch=Scratch(standard=s.scratch.get("standard", 0), interleaved=s.scratch.get("interleaved", 0)),
@@ -81,6 +84,7 @@ def peak_tile_section(values: Sequence[Value], steps: Sequence[Step], shards: Ma
         values_shown=min(TOP_VALUES, len(live)),
         values_live=len(live),
         groups=top_groups(live),
+        classes=class_rows(live, scratch) if training else None,
     )
 
 

@@ -21,7 +21,8 @@ from tileplan.report.sections import (
     RegionFigure,
 )
 from tileplan.report.views import (
-    TileSplit, group_label, operation_brief, operations, precision_display, verdict_line, worst_tile_split,
+    TileSplit, TrainingClasses, group_label, operation_brief, operations, precision_display, training_classes,
+    verdict_line, worst_tile_split,
 )
 
 TOP_GROUPS = 10
@@ -93,6 +94,8 @@ class Headline:
     live_groups: tuple[LiveGroup, ...] = ()
     live_values: tuple[LiveValue, ...] = ()
     what_if: tuple[WhatIfRow, ...] | None = None
+    #: a training report's worst tile by class
+    training: TrainingClasses | None = None
 
 
 def build_headline(report: Report) -> Headline:
@@ -135,4 +138,5 @@ def build_headline(report: Report) -> Headline:
         placed=placed, placement_verdict=placement.verdict if placement is not None else None,
         placement_skipped=skipped.reason if skipped is not None else None,
         non_tensor=sections.non_tensor, over_cap=over_cap, over_budget=v.over_budget if v is not None else None,
-        peak_tile=peak_tile, live_groups=groups, live_values=values, what_if=what_if_rows(report))
+        peak_tile=peak_tile, live_groups=groups, live_values=values, what_if=what_if_rows(report),
+        training=training_classes(report))

@@ -312,8 +312,21 @@ class PeakGroup(Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PeakClass(Section):
+    """Bytes on the worst tile at the peak of one class of values (docs/report-format.md,
+    "Classes of a training report"): always live or not, and how many values (a step's
+    scratch counts in activations and temporaries, as no value)."""
+
+    name: Literal["weights", "gradients and accumulators", "optimizer state", "stash", "activations and temporaries"]
+    always_live: bool
+    bytes: Count
+    values: Count
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PeakTile(Section):
-    """The worst tile at the total peak and what is live there."""
+    """The worst tile at the total peak and what is live there; `classes` in a training
+    report only."""
 
     tile: TileIndex | None = None
     step: StepIndex | None = None
@@ -324,6 +337,7 @@ class PeakTile(Section):
     values_shown: Count | None = None
     values_live: Count | None = None
     groups: tuple[PeakGroup, ...] = ()
+    classes: tuple[PeakClass, ...] | None = json_field(None, omit=True, most=16)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

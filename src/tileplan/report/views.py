@@ -245,11 +245,50 @@ class Extras:
     over_reserve: int | None
     placement: str | None
     pipeline: str | None
+    #: a training report's bytes by class on the worst tile at its peak (`peak_tile.classes`):
+    #: the tile, the step and (class, always live, bytes, values) rows
+    training: TrainingClasses | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"non_tensor": None if self.non_tensor is None else dict(self.non_tensor),
-                "non_tensor_total": self.non_tensor_total, "reserve": self.reserve, "over_reserve": self.over_reserve,
-                "placement": self.placement, "pipeline": self.pipeline}
+        out = {"non_tensor": None if self.non_tensor is None else dict(self.non_tensor),
+               "non_tensor_total": self.non_tensor_total, "reserve": self.reserve, "over_reserve": self.over_reserve,
+               "placement": self.placement, "pipeline": self.pipeline}
+        if self.training is not None:  # a training report's only
+            out["training"] = self.training.to_json()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingClasses:
+    """A training report's worst tile at its peak, by class (weights, gradients and
+    accumulators, optimizer state, stash, activations and temporaries), always-live
+    rows first, with their subtotals."""
+
+    tile: int | None
+    step: int | None
+    rows: tuple[tuple[str, bool, int, int], ...]
+
+    @property
+    def always_live(self) -> int:
+        return sum(b for _, live, b, _ in self.rows if live)
+
+    @property
+    def not_always_live(self) -> int:
+        return sum(b for _, live, b, _ in self.rows if not live)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tile": self.tile, "step": self.step, "always_live": self.always_live,
+                "not_always_live": self.not_always_live,
+                "classes": [{"name": n, "always_live": a, "bytes": b, "values": v} for n, a, b, v in self.rows]}
+
+
+def training_classes(report: Report) -> TrainingClasses | None:
+    verdict = report.sections.verdict
+    peak = verdict.peak_tile if verdict is not None else None
+    if peak is None or peak.classes is None:
+        return None
+    return TrainingClasses(peak.tile, peak.step, tuple((c.name, c.always_live, c.bytes, c.values)
+                                                      for c in peak.classes))
 
 
 def extras(report: Report) -> Extras:
@@ -276,9 +315,11 @@ def extras(report: Report) -> Extras:
     if stage is not None and stage.ipu is not None and stage.ipus is not None and stage.layers is not None \
             and stage.layers_per_ipu is not None:
         first_layer, end = stage.layers
-        pipeline = (f"IPU {stage.ipu} of {stage.ipus} (inference pipeline): layers {first_layer} to {end - 1}; "
+        program = sections.program
+        mode = "training" if program is not None and program.get("mode") == "training" else "inference"
+        pipeline = (f"IPU {stage.ipu} of {stage.ipus} ({mode} pipeline): layers {first_layer} to {end - 1}; "
                     f"layers_per_ipu {list(stage.layers_per_ipu)}")
-    return Extras(classes, total, reserve, over, placement, pipeline)
+    return Extras(classes, total, reserve, over, placement, pipeline, training_classes(report))
 
 
 # Columns ----------------------------------------------------------------------------

@@ -1,0 +1,171 @@
+"""Published training configurations (shared/FIDELITY.md) planned by tileplan: prints
+a table of each case, its source, what was published and tileplan's answer.
+
+    .venv/bin/python benchmarks/fidelity_training.py [--cases NAME ...]
+
+Each case writes the architecture's `config.json` (the published model's sizes) to a
+temporary folder and runs `tileplan plan CONFIG --train` with the published
+configuration's options (one report per IPU); tileplan's answer is "fits" when every
+IPU fits, else the IPUs that do not, with the worst tile's bytes. CPU seconds beside
+wall (this machine is shared). `tests/test_fidelity_training.py` pins the verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+BERT_LARGE = {"model_type": "bert", "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+              "intermediate_size": 4096, "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2}
+BERT_BASE = {"model_type": "bert", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+             "intermediate_size": 3072, "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2}
+GPT2 = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257, "n_positions": 1024,
+        "bos_token_id": 50256, "eos_token_id": 50256}
+MT5_SMALL = {"model_type": "mt5", "d_model": 512, "d_ff": 1024, "d_kv": 64, "num_heads": 6, "num_layers": 8,
+             "num_decoder_layers": 8, "vocab_size": 250112, "feed_forward_proj": "gated-gelu",
+             "tie_word_embeddings": False, "decoder_start_token_id": 0, "pad_token_id": 0, "eos_token_id": 1}
+NOTEBOOK = "graphcore/examples tutorials/tutorials/pytorch/finetuning_bert/Fine-tuning-BERT.ipynb"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A published configuration: the model's config.json, the `tileplan plan --train`
+    flags that say how it was trained, where it is published, what was published, and
+    whether it ran (`runs`: it should fit; False: published as out of memory)."""
+
+    name: str
+    config: dict
+    flags: tuple[str, ...]
+    source: str
+    published: str
+    runs: bool = True
+
+
+CASES = (
+    Case("bert-large-squad-4", {**BERT_LARGE, "architectures": ["BertForQuestionAnswering"]},
+         ("--sequence-length", "384", "--batch", "1", "--layers-per-ipu", "3,7,7,7",
+          "--available-memory-proportion", "0.15,0.18,0.2,0.25", "--partials", "f16", "--recompute", "every-layer",
+          "--optimizer-state-offchip", "--optimizer", "adamw", "--optimizer-preset", "optimum",
+          "--gradient-accumulation", "256"),
+         NOTEBOOK, "trains (BERT-Large SQuAD, seq 384, micro-batch 1, 4 IPUs)"),
+    Case("bert-large-squad-16", {**BERT_LARGE, "architectures": ["BertForQuestionAnswering"]},
+         ("--sequence-length", "384", "--batch", "2", "--layers-per-ipu", "2,3,3,3,3,3,3,4",
+          "--available-memory-proportion", "0.08,0.28,0.32,0.32,0.36,0.38,0.4,0.1", "--partials", "f16",
+          "--recompute", "every-layer", "--replication-factor", "2", "--replicated-tensor-sharding",
+          "--optimizer", "adamw", "--optimizer-preset", "optimum", "--gradient-accumulation", "64"),
+         NOTEBOOK, "trains (micro-batch 2, 8 IPUs x 2 replicas, state on chip sharded)"),
+    Case("bert-large-pretrain-128", {**BERT_LARGE, "architectures": ["BertForPreTraining"]},
+         ("--sequence-length", "128", "--batch", "8", "--layers-per-ipu", "3,7,7,7",
+          "--available-memory-proportion", "0.15,0.25,0.25,0.25", "--partials", "f16", "--recompute", "every-layer",
+          "--embedding-serialization-factor", "2", "--optimizer-state-offchip", "--replication-factor", "4",
+          "--replicated-tensor-sharding", "--optimizer", "lamb", "--optimizer-preset", "optimum",
+          "--gradient-accumulation", "2048"),
+         "graphcore/examples nlp/bert/pytorch/configs_pretraining.yml pretrain_large_128", "trains (4 IPUs x 4)"),
+    Case("bert-base-pretrain-128", {**BERT_BASE, "architectures": ["BertForPreTraining"]},
+         ("--sequence-length", "128", "--batch", "32", "--layers-per-ipu", "0,4,4,4",
+          "--available-memory-proportion", "0.25", "--partials", "f16", "--recompute", "every-layer",
+          "--optimizer-state-offchip", "--replication-factor", "4", "--replicated-tensor-sharding",
+          "--optimizer", "lamb", "--optimizer-preset", "optimum", "--gradient-accumulation", "512"),
+         "graphcore/examples nlp/bert/pytorch/configs_pretraining.yml pretrain_base_128", "trains (4 IPUs x 4)"),
+    Case("gpt2-small-train", {**GPT2, "architectures": ["GPT2LMHeadModel"]},
+         ("--sequence-length", "1024", "--batch", "1", "--layers-per-ipu", "0,4,4,4",
+          "--available-memory-proportion", "0.15", "--partials", "f16", "--recompute", "every-layer",
+          "--embedding-serialization-factor", "4", "--optimizer-state-offchip", "--replication-factor", "4",
+          "--replicated-tensor-sharding", "--optimizer", "adamw", "--optimizer-preset", "optimum",
+          "--gradient-accumulation", "2048"),
+         "graphcore/examples nlp/gpt2/pytorch/benchmarks.yml pytorch_gpt2_small_train_gen_pod16",
+         "runs (with custom ops: logits remapped, attention serialised over the sequence)"),
+    Case("mt5-small-translation", {**MT5_SMALL, "architectures": ["MT5ForConditionalGeneration"]},
+         ("--sequence-length", "128", "--batch", "1", "--layers-per-ipu", "0,0,16,0",
+          "--available-memory-proportion", "0.25", "--partials", "f16", "--recompute", "every-layer",
+          "--serialized-embedding-splits-per-ipu", "4,4,0,0", "--projection-serialization-factor", "4",
+          "--optimizer-state-offchip", "--optimizer", "adamw",
+          "--optimizer-preset", "optimum", "--gradient-accumulation", "128"),
+         "huggingface/optimum-graphcore notebooks/mt5_translation.ipynb, tests/utils.py (Graphcore/mt5-small-ipu)",
+         "trains (4 IPUs: embedding in 4 + 4 splits, head in 4 parts, optimizer state off chip)"),
+    Case("mt5-small-unserialised", {**MT5_SMALL, "architectures": ["MT5ForConditionalGeneration"]},
+         ("--sequence-length", "128", "--batch", "1", "--layers-per-ipu", "0,8,8,0", "--optimizer", "adamw",
+          "--optimizer-preset", "optimum", "--gradient-accumulation", "128", "--ipu-config", "{defaults}"),
+         "huggingface/optimum-graphcore notebooks/mt5_translation.ipynb (IPUConfig(layers_per_ipu=[0, 8, 8, 0]))",
+         "out of memory on IPU 0 and IPU 3 (the notebook's PopVision summary)", runs=False),
+    Case("bert-large-squad-384-one-replica", {**BERT_LARGE, "architectures": ["BertForQuestionAnswering"]},
+         ("--sequence-length", "384", "--batch", "4", "--layers-per-ipu", "2,3,3,3,3,3,3,4",
+          "--available-memory-proportion", "0.08,0.25,0.32,0.32,0.36,0.38,0.4,0.32", "--partials", "f16",
+          "--recompute", "every-layer", "--optimizer", "lamb", "--optimizer-preset", "optimum",
+          "--gradient-accumulation", "32"),
+         "graphcore/examples nlp/bert/pytorch/configs_squad.yml squad_large_384 with replication_factor 1",
+         "does not fit: \"NB This requires replication_factor=2 to fit\" (state on chip, sharded over 2)", runs=False),
+)
+#: IPUConfig's own defaults, for a case published as `IPUConfig(...)` with only some fields
+IPU_CONFIG_DEFAULTS = {"matmul_proportion": 0.2, "enable_half_partials": True, "optimizer_state_offchip": False,
+                       "replicated_tensor_sharding": False, "recompute_checkpoint_every_layer": False}
+
+
+@dataclass(frozen=True)
+class Answer:
+    fits: bool
+    text: str
+    cpu: float
+    wall: float
+
+
+def plan(case: Case, folder: Path) -> Answer:
+    """tileplan's answer for `case` (its reports written in `folder`)."""
+    from tileplan.cli.main import main
+    from tileplan.report.format import read_report
+    from tileplan.report.views import verdict_line
+
+    (folder / case.name).mkdir(parents=True, exist_ok=True)
+    config = folder / case.name / "config.json"
+    config.write_text(json.dumps(case.config))
+    defaults = folder / case.name / "ipu_config.json"
+    defaults.write_text(json.dumps(IPU_CONFIG_DEFAULTS))
+    flags = [str(defaults) if flag == "{defaults}" else flag for flag in case.flags]
+    out = folder / f"{case.name}.json"
+    c0, w0 = time.process_time(), time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["plan", str(config), "--train", "--no-what-if", "-f", "-o", str(out), *flags])
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    if code != 0:
+        return Answer(False, f"error (exit {code})", cpu, wall)
+    paths = sorted(folder.glob(f"{case.name}.ipu*.json"), key=lambda p: p.name)
+    paths = [p for p in paths if "ipu_config" not in p.name] or [out]
+    reports = [read_report(str(p)) for p in paths]
+    over = [(k, r) for k, r in enumerate(reports) if not r.fits_budget]
+    if not over:
+        worst = min(r.budget_bytes - _peak(r) for r in reports)
+        return Answer(True, f"fits on {len(reports)} IPUs (smallest margin {worst:,} B)", cpu, wall)
+    lines = "; ".join(f"IPU {k}: {verdict_line(r)}" for k, r in over)
+    return Answer(False, f"does not fit: {lines}", cpu, wall)
+
+
+def _peak(report) -> int:
+    verdict = report.sections.verdict
+    total = verdict.region("total") if verdict is not None else None
+    return total.peak if total is not None and total.peak is not None else report.budget_bytes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="*", default=[c.name for c in CASES])
+    args = parser.parse_args()
+    print("| case | source | published | tileplan | agrees | CPU s | wall s |")
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in CASES:
+            if case.name not in args.cases:
+                continue
+            answer = plan(case, Path(tmp))
+            agrees = "yes" if answer.fits == case.runs else "no"
+            print(f"| {case.name} | {case.source} | {case.published} | {answer.text} | {agrees} | {answer.cpu:.1f} | "
+                  f"{answer.wall:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+"""The published training configurations of shared/FIDELITY.md (and two published as
+out of memory), planned as published (`benchmarks/fidelity_training.py` holds the
+cases and prints the table in README's "Planning training"): tileplan's verdict
+agrees with what ran and what did not."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "fidelity_training.py"
+_SPEC = importlib.util.spec_from_file_location("fidelity_training", _PATH)
+assert _SPEC is not None and _SPEC.loader is not None
+fidelity = sys.modules.setdefault("fidelity_training", importlib.util.module_from_spec(_SPEC))
+_SPEC.loader.exec_module(fidelity)
+
+
+@pytest.mark.parametrize("case", fidelity.CASES, ids=[c.name for c in fidelity.CASES])
+def test_the_published_training_configuration_plans_as_it_ran(case, tmp_path):
+    answer = fidelity.plan(case, tmp_path)
+    assert answer.fits == case.runs, f"{case.published}: {answer.text}"
