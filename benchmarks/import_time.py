@@ -10,7 +10,9 @@ seconds beside wall time (this machine is shared). Cases: `tinyllama` (TinyLlama
 shape: hidden 2048, intermediate 5632, 22 layers, 32 heads, 4 key/value heads, vocab
 32000, sequence 128), `vit-base` (ViTConfig defaults), `bert-base` (BertConfig
 defaults, sequence 128), `so400m-27` (SiglipVisionModel with the so400m config, 27
-layers, against the built-in builder). Target (issue 9): import + plan of the 22-layer
+layers, F16 activations as the built-in tower's, against the built-in builder) and
+`so400m-27-tower` (the same without its head, against the built-in tower without the
+MAP head). Target (issue 9): import + plan of the 22-layer
 decoder under 10 s beyond the export.
 """
 
@@ -20,7 +22,7 @@ import argparse
 import time
 import warnings
 
-CASES = ("tinyllama", "vit-base", "bert-base", "so400m-27")
+CASES = ("tinyllama", "vit-base", "bert-base", "so400m-27", "so400m-27-tower")
 
 
 def build(name: str):
@@ -37,9 +39,10 @@ def build(name: str):
             return ViTModel(ViTConfig()).eval(), torch.zeros(1, 3, 224, 224)
         if name == "bert-base":
             return BertModel(BertConfig()).eval(), torch.zeros(1, 128, dtype=torch.long)
-        if name == "so400m-27":
+        if name in ("so400m-27", "so400m-27-tower"):
             cfg = SiglipVisionConfig(hidden_size=1152, intermediate_size=4304, num_hidden_layers=27,
-                                     num_attention_heads=16, image_size=384, patch_size=14)
+                                     num_attention_heads=16, image_size=384, patch_size=14,
+                                     vision_use_head=name == "so400m-27")
             return SiglipVisionModel(cfg).eval(), torch.zeros(1, 3, 384, 384)
     raise ValueError(name)
 
@@ -59,7 +62,9 @@ def run(name: str) -> None:
     c1, w1 = clock()
     graph = from_exported(ep, name)
     c2, w2 = clock()
-    result = tileplan.plan(graph, weights="f8f143:-4")
+    # the built-in towers plan F16 activations; transformers' model on the meta device is FP32
+    activations = "f16" if name.startswith("so400m") else None
+    result = tileplan.plan(graph, weights="f8f143:-4", activations=activations)
     c3, w3 = clock()
     r = result.report
     params = sum(p.numel() for p in model.parameters())
@@ -67,10 +72,18 @@ def run(name: str) -> None:
           f"plan {c3 - c2:.1f} s CPU ({w3 - w2:.1f} s); {graph.parameter_count:,} parameters "
           f"(named_parameters: {params:,}); {len(r.values):,} values, {len(r.steps):,} steps")
     print(f"  {result.verdict}")
-    if name == "so400m-27":
+    if name.startswith("so400m"):
         from tileplan.builtins import siglip
-        builtin = tileplan.plan(siglip.DEFAULT_MODEL, weights="f8f143:-4", what_if=False)
-        va, vb = r.sections.verdict, builtin.report.sections.verdict
+        from tileplan.kernel.options import Options
+        from tileplan.lowering.policy import policy
+        from tileplan.model.machine import IPU21
+        from tileplan.model.precision import from_option
+        from tileplan.planner.plan import plan_program
+        from tileplan.report.build import build_report
+        tower = siglip.build_vit(siglip.config(siglip.DEFAULT_MODEL, map_head=name == "so400m-27"),
+                                 from_option("f8f143:-4"))
+        builtin = build_report(plan_program(tower, IPU21, policy("default"), Options()))
+        va, vb = r.sections.verdict, builtin.sections.verdict
         for region in ("total", "standard", "interleaved"):
             a = va.region(region).peak if va is not None and va.region(region) is not None else None
             b = vb.region(region).peak if vb is not None and vb.region(region) is not None else None

@@ -25,7 +25,7 @@ from tileplan.kernel.context import Kernel
 from tileplan.kernel.gemm import PlanningError
 from tileplan.kernel.options import Options
 from tileplan.lowering.policy import Policy, Reader
-from tileplan.lowering.replay import Compiled, StepDraft, Timeline, compile_fragment, operands, signature
+from tileplan.lowering.replay import Compiled, StepDraft, Timeline, compile_fragment, lookup, operands, signature
 from tileplan.model.ir import Operation, Program, RepeatBlock, family_member
 from tileplan.model.layout import Layout
 from tileplan.model.machine import Machine
@@ -240,7 +240,7 @@ def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int,
         dies = tuple([last.get(name) == op.index for name in op.inputs])
         plan = plans[op.index]
         key = signature(op, plan, ins, members, dies, declared) if replay else None
-        compiled = memo.get(key) if key is not None else None
+        hashable, compiled = lookup(memo, key) if replay else (False, None)
         if compiled is None:
             try:
                 fragment = REGISTRY[op.kind].lower(k, op, plan, operands(ins, values, declared), dies)
@@ -248,7 +248,7 @@ def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int,
                 out.failed = (op.index, str(e))
                 break
             compiled = compile_fragment(fragment, len(members), k)
-            if key is not None:
+            if hashable:
                 memo[key] = compiled
         steps_before = len(timeline.steps)
         binding[op.output] = (timeline.emit(compiled, op, members, count, reference),)

@@ -123,16 +123,21 @@ def compile_fragment(fragment: Fragment, members: int, kernel: Kernel) -> Compil
 
 
 def signature(op: Operation, plan: object, ins: Sequence[tuple[int, ...]], members: Sequence[Value],
-              dies: tuple[bool, ...], declared: int) -> Hashable | None:
-    """What the lowering of `op` is given (see the module docstring), or None when it
-    cannot be hashed (an attribute that is a list)."""
-    key = (op.kind, op.attrs, op.output_shape, op.output_precision, id(plan), tuple([len(m) for m in ins]), dies,
-           tuple([(m.layout, m.shape, m.precision, m.alignment_bytes, m.storage_group < declared) for m in members]))
+              dies: tuple[bool, ...], declared: int) -> Hashable:
+    """What the lowering of `op` is given (see the module docstring). Hashing it
+    raises TypeError when an attribute cannot be hashed (a list): the caller looks it
+    up once and lowers afresh then (`lookup`)."""
+    return (op.kind, op.attrs, op.output_shape, op.output_precision, id(plan), tuple([len(m) for m in ins]), dies,
+            tuple([(m.layout, m.shape, m.precision, m.alignment_bytes, m.storage_group < declared) for m in members]))
+
+
+def lookup(memo: dict[Hashable, "Compiled"], key: Hashable) -> tuple[bool, "Compiled | None"]:
+    """(whether `key` can be hashed, its compiled fragment if `memo` holds one): one
+    hash per operation, the lookup's own."""
     try:
-        hash(key)
+        return True, memo.get(key)
     except TypeError:
-        return None
-    return key
+        return False, None
 
 
 def operands(ins: Sequence[tuple[int, ...]], values: Sequence[Value], declared: int) -> list[list[Operand]]:
