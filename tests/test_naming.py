@@ -4,10 +4,13 @@ kind of value an operation makes, with the default and the reference's names."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tileplan.kernel.fragment import NewValue, Ref, ValueKind
 from tileplan.kernel.layouts import linear_layout
 from tileplan.lowering.naming import group_of_parts, value_name
+from tileplan.lowering.replay import Timeline
 from tileplan.model.ir import Operation, group_of
 from tileplan.model.layout import Padding
 from tileplan.model.precision import F16, Precision
@@ -43,3 +46,14 @@ def test_a_group_is_the_stems_group_and_the_suffix():
     stem, suffix = value_name(OP, made(ValueKind.RESULT, "partials"), None, False)
     assert group_of_parts(group_of(stem), stem, suffix) == group_of(stem + suffix)
     assert group_of(stem + suffix) == "m.down partials"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=".layer0123{i}hbocks x[]_", max_size=40))
+def test_the_timeline_finds_a_names_group_from_its_head_as_group_of_does(name):
+    """`Timeline.stem_group` keeps the group of each name's part up to its last `.`
+    (the operations of one module share it); for every name it is `group_of`'s."""
+    timeline = Timeline()
+    assert timeline.stem_group(name) == group_of(name)
+    assert timeline.stem_group(name + ".x") == group_of(name + ".x")  # the head now kept
+    assert timeline.stem_group(name + ".y") == group_of(name + ".y")

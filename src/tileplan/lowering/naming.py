@@ -40,16 +40,27 @@ def value_name(op: Operation, made: NewValue, of: str | None, reference: bool) -
     module docstring). A suffix never holds a `.`, so the name's group is the stem's
     group followed by the suffix (`group_of` removes layer indices, which end at a
     `.`)."""
-    kind = made.kind
-    if kind is ValueKind.CONVERTED:
-        assert of is not None
-        return (of, "") if reference else (of, f" [as {short_precision(made.precision)}]")
     if reference:
+        if made.kind is ValueKind.CONVERTED:
+            assert of is not None
+            return of, ""
         return f"operation {op.index} result 0", ""
-    if kind is ValueKind.COPY:
-        assert of is not None
-        return of, f" [copy for operation {op.index}]" if made.label == "copy" else f" [{made.label}]"
-    return op.name, f" {made.label}" if made.label else ""
+    suffix = own_suffix(made)
+    if suffix is not None:
+        return op.name, suffix
+    assert of is not None
+    if made.kind is ValueKind.CONVERTED:
+        return of, f" [as {short_precision(made.precision)}]"
+    return of, f" [copy for operation {op.index}]" if made.label == "copy" else f" [{made.label}]"
+
+
+def own_suffix(made: NewValue) -> str | None:
+    """The suffix of a value named after its own operation (a result or a view), the
+    same for every operation its fragment is emitted for; None for a copy or a
+    conversion, named after what it is of."""
+    if made.kind is ValueKind.COPY or made.kind is ValueKind.CONVERTED:
+        return None
+    return f" {made.label}" if made.label else ""
 
 
 def group_of_parts(stem_group: str, stem: str, suffix: str) -> str:

@@ -24,7 +24,7 @@ from typing import Hashable, NamedTuple, Sequence
 
 from tileplan.kernel.context import Kernel, Sized
 from tileplan.kernel.fragment import Fragment, NewValue, Operand, Ref, StepKind, ValueKind
-from tileplan.lowering.naming import group_of_parts, value_name
+from tileplan.lowering.naming import group_of_parts, own_suffix, value_name
 from tileplan.model.ir import Operation, group_of
 from tileplan.model.layout import Layout
 from tileplan.model.precision import Precision
@@ -60,6 +60,9 @@ class CompiledValue(NamedTuple):
     shards: Shards | None
     reason: str | None
     fields: tuple
+    #: the name's suffix when the value is named after its own operation
+    #: (`tileplan.lowering.naming.own_suffix`), else None
+    own: str | None
 
 
 class CompiledStep(NamedTuple):
@@ -114,7 +117,7 @@ def compile_fragment(fragment: Fragment, members: int, kernel: Kernel) -> Compil
         sized = kernel.size(v.layout, v.shape, v.precision, v.alignment)
         fields = (v.shape, v.precision, v.layout, sg, sized.shard_bytes, sized.aligned_bytes, 1, sized.aligned_bytes,
                   v.alignment, "intermediate")
-        values.append(CompiledValue(v, of, root, sized.shards, sized.reason, fields))
+        values.append(CompiledValue(v, of, root, sized.shards, sized.reason, fields, own_suffix(v)))
     everything = k + n
     steps = tuple(CompiledStep(s.text, tuple(at(r, everything) for r in s.reads),
                                tuple(at(w, everything) for w in s.writes), s.scratch, s.kind, s.exchange)
@@ -155,6 +158,20 @@ class Timeline:
     steps: list[StepDraft] = field(default_factory=list)
     shards: dict[int, Shards] = field(default_factory=dict)
     unsized: dict[int, str] = field(default_factory=dict)
+    #: the group of each name's part up to its last `.` (`stem_group`)
+    heads: dict[str, str] = field(default_factory=dict)
+
+    def stem_group(self, stem: str) -> str:
+        """`group_of(stem)`, from the group of the part up to its last `.`, kept: a
+        layer index ends at a `.` (`tileplan.model.ir.LAYER_INDEX`), so none reaches
+        into the last part, and the operations of a module share that part."""
+        head, dot, tail = stem.rpartition(".")
+        if not dot:
+            return group_of(stem)
+        group = self.heads.get(head)
+        if group is None:
+            group = self.heads[head] = group_of(head + ".")
+        return group + tail
 
     def declare(self, origin: int, name: str, shape: tuple[int, ...], precision: Precision, layout: Layout,
                 sized: Sized, alignment: int | None, role: str) -> int:
@@ -180,23 +197,29 @@ class Timeline:
         names: list[str] = []
         groups: list[str] = []
         origins: list[int] = []
-        stem_groups: dict[str, str] = {}
+        op_group: str | None = None
         new = tuple.__new__
-        for made, of, root, shards, reason, fields in c.values:
-            if of is None:
-                of_name = None
-            elif made.operand is not None:
-                of_name = op.inputs[made.operand]
+        for made, of, root, shards, reason, fields, own in c.values:
+            if own is not None and not reference:
+                stem, suffix = op.name, own
             else:
-                of_name = names[of] if of < k else members[of - k].name
-            stem, suffix = value_name(op, made, of_name, reference)
+                if of is None:
+                    of_name = None
+                elif made.operand is not None:
+                    of_name = op.inputs[made.operand]
+                else:
+                    of_name = names[of] if of < k else members[of - k].name
+                stem, suffix = value_name(op, made, of_name, reference)
             if made.kind is ValueKind.CONVERTED:
                 assert of is not None
                 group, origin = (groups[of], origins[of]) if of < k else (members[of - k].group, members[of - k].origin)
             else:
-                stem_group = stem_groups.get(stem)
-                if stem_group is None:
-                    stem_group = stem_groups[stem] = group_of(stem)
+                if stem is op.name:
+                    if op_group is None:
+                        op_group = self.stem_group(stem)
+                    stem_group = op_group
+                else:
+                    stem_group = self.stem_group(stem)
                 group, origin = intern(group_of_parts(stem_group, stem, suffix)), op.origin
             vid = len(values)
             if shards is None:
