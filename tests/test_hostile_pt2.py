@@ -13,11 +13,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")  # installed by make test (the import extra); never skipped there
-
-from tileplan.cli.main import main  # noqa: E402
-from tileplan.importers import pt2  # noqa: E402
+from tileplan.cli.main import main
+from tileplan.importers import pt2
 
 
 class _Payload:

@@ -176,7 +176,6 @@ def test_a_fixed_batch_file_plans_with_the_default_command(tmp_path: Path, capsy
     assert main(["check", str(out)]) == 0
     assert main(["summary", str(out)]) == 0
     capsys.readouterr()
-    pytest.importorskip("jinja2")
     assert main(["html", str(out), "-o", str(tmp_path / "fixed.html")]) == 0
     assert "not planned: " in (tmp_path / "fixed.html").read_text()
     # the same from Python: the row speaks of the keyword

@@ -185,8 +185,19 @@ def test_the_ipu_config_sets_the_defaults_and_lists_what_is_not_modelled(qa, tmp
         read_ipu_config(str(bad), training=True)
 
 
+def test_an_ipu_configs_unmodelled_fields_are_listed_escaped_and_bounded(tmp_path):
+    """A field's name is the file's text: a newline or NUL in it cannot forge a line,
+    and a file of thousands of unknown fields lists 20 and counts the rest."""
+    path = tmp_path / "ipu_config.json"
+    path.write_text(json.dumps({"evil\nTileplan: error: forged\u0000": 1, **{f"field{i:04d}": i for i in range(500)}}))
+    lines = read_ipu_config(str(path), training=True).lines()
+    assert len(lines) == 21 and lines[-1].endswith(": 481 more fields not modelled")
+    assert all("\n" not in line and "\x00" not in line for line in lines)
+    assert "evil\\nTileplan: error: forged\\x00 not modelled" in lines[0]
+
+
 def test_the_api_plans_a_module_with_its_own_loss():
-    torch = pytest.importorskip("torch")
+    import torch
 
     class Net(torch.nn.Module):
         def __init__(self) -> None:

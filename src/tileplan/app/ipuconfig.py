@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileplan.errors import InputError
-from tileplan.ioutil import MAX_CONFIG_BYTES, read_json
+from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json
 
 #: the fields that set a flag, each with the flag's option name and, where tileplan
 #: models it, IPUConfig's default for a file that leaves it out
@@ -68,8 +68,19 @@ class IpuConfig:
     unmodelled: dict[str, str] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
-        """What `tileplan plan` prints of the fields it does not model."""
-        return [f"{self.path}: {key} not modelled ({why})" for key, why in sorted(self.unmodelled.items())]
+        """What `tileplan plan` prints of the fields it does not model: one line each,
+        names escaped (a field's name is the file's text), at most `LISTED`, then how
+        many more."""
+        path = display_name(self.path)
+        fields = sorted(self.unmodelled.items())
+        out = [f"{path}: {display_name(key)} not modelled ({why})" for key, why in fields[:LISTED]]
+        if len(fields) > LISTED:
+            out.append(f"{path}: {len(fields) - LISTED} more fields not modelled")
+        return out
+
+
+#: the most unmodelled fields `IpuConfig.lines` names
+LISTED = 20
 
 
 def _ints(value: object, key: str, path: str, least: int = 0) -> list[int]:
