@@ -172,3 +172,13 @@ def test_the_readme_lists_the_packages_in_the_layers_order():
     positions = [section.index(f"`{p.split('.')[-1]}/`") for p in LAYERS[1:] if "." in p and
                  (ROOT / p.split(".")[-1]).is_dir()]
     assert positions == sorted(positions), "README's How it plans lists the packages out of order"
+
+
+#: the most lines a module may hold (issue 17: large mixed modules are split)
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_600_lines():
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in ROOT.rglob("*.py")}
+    assert len(sizes) > 100
+    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}

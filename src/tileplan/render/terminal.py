@@ -21,7 +21,8 @@ from tileplan.report.views import TileSplit
 from tileplan.report.headline import Headline
 from tileplan.report.sections import Pipeline, Sweep
 from tileplan.report.summary import Summary
-from tileplan.report.views import RegionPeak, TrainingClasses, precision_display
+from tileplan.report.classes import TrainingClasses
+from tileplan.report.views import RegionPeak, precision_display
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 CHART_HEIGHT = 8

@@ -11,10 +11,14 @@ Always live: role `parameter` (the default policy's rule).
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
 
 from tileplan.model.timeline import Value
 from tileplan.report.sections import PeakClass
+
+if TYPE_CHECKING:
+    from tileplan.report.model import Report
 
 #: the classes in the order reports list them
 CLASSES = ("weights", "gradients and accumulators", "optimizer state", "stash", "activations and temporaries")
@@ -47,3 +51,38 @@ def class_rows(live: Sequence[tuple[Value, int]], scratch: int) -> tuple[PeakCla
     order = {c: k for k, c in enumerate(CLASSES)}
     return tuple(PeakClass(name=c, always_live=a, bytes=b, values=n)  # type: ignore[arg-type]
                  for (a, c), (b, n) in sorted(sums.items(), key=lambda kv: (not kv[0][0], order[kv[0][1]])))
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingClasses:
+    """A training report's worst tile at its peak, by class (weights, gradients and
+    accumulators, optimizer state, stash, activations and temporaries), always-live
+    rows first, with their subtotals."""
+
+    tile: int | None
+    step: int | None
+    rows: tuple[tuple[str, bool, int, int], ...]
+
+    @property
+    def always_live(self) -> int:
+        return sum(b for _, live, b, _ in self.rows if live)
+
+    @property
+    def not_always_live(self) -> int:
+        return sum(b for _, live, b, _ in self.rows if not live)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tile": self.tile, "step": self.step, "always_live": self.always_live,
+                "not_always_live": self.not_always_live,
+                "classes": [{"name": n, "always_live": a, "bytes": b, "values": v} for n, a, b, v in self.rows]}
+
+
+def training_classes(report: Report) -> TrainingClasses | None:
+    """The worst tile at its peak by class, from a training report's verdict (None
+    for an inference report)."""
+    verdict = report.sections.verdict
+    peak = verdict.peak_tile if verdict is not None else None
+    if peak is None or peak.classes is None:
+        return None
+    return TrainingClasses(peak.tile, peak.step, tuple((c.name, c.always_live, c.bytes, c.values)
+                                                      for c in peak.classes))

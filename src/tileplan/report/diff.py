@@ -25,7 +25,7 @@ from typing import Any
 from tileplan.report.model import Report
 from tileplan.report.sections import PlacedTile
 from tileplan.report.summary import program_fields
-from tileplan.report.classes import CLASSES
+from tileplan.report.classes import CLASSES, training_classes
 from tileplan.report.views import (
     TileSplit, worst_tile_split,
     NON_TENSOR_CLASSES,
@@ -34,7 +34,6 @@ from tileplan.report.views import (
     group_label,
     judged_on,
     operations,
-    training_classes,
     region_peaks,
     value_rows,
     verdict_line,

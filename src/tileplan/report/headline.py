@@ -20,9 +20,9 @@ from tileplan.report.sections import (
     PlacedTile,
     RegionFigure,
 )
+from tileplan.report.classes import TrainingClasses, training_classes
 from tileplan.report.views import (
-    TileSplit, TrainingClasses, group_label, operation_brief, operations, precision_display, training_classes,
-    verdict_line, worst_tile_split,
+    TileSplit, group_label, operation_brief, operations, precision_display, verdict_line, worst_tile_split,
 )
 
 TOP_GROUPS = 10

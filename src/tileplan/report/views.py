@@ -18,6 +18,7 @@ from tileplan.model.layout import Layout
 from tileplan.model.precision import Precision
 from tileplan.model.rows import Rows
 from tileplan.model.timeline import REGIONS, StepTable, Value
+from tileplan.report.classes import TrainingClasses, training_classes
 from tileplan.report.fields import U64_MAX
 from tileplan.report.model import Report
 from tileplan.report.sections import Operation, RejectedOperation
@@ -256,39 +257,6 @@ class Extras:
         if self.training is not None:  # a training report's only
             out["training"] = self.training.to_json()
         return out
-
-
-@dataclass(frozen=True, slots=True)
-class TrainingClasses:
-    """A training report's worst tile at its peak, by class (weights, gradients and
-    accumulators, optimizer state, stash, activations and temporaries), always-live
-    rows first, with their subtotals."""
-
-    tile: int | None
-    step: int | None
-    rows: tuple[tuple[str, bool, int, int], ...]
-
-    @property
-    def always_live(self) -> int:
-        return sum(b for _, live, b, _ in self.rows if live)
-
-    @property
-    def not_always_live(self) -> int:
-        return sum(b for _, live, b, _ in self.rows if not live)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"tile": self.tile, "step": self.step, "always_live": self.always_live,
-                "not_always_live": self.not_always_live,
-                "classes": [{"name": n, "always_live": a, "bytes": b, "values": v} for n, a, b, v in self.rows]}
-
-
-def training_classes(report: Report) -> TrainingClasses | None:
-    verdict = report.sections.verdict
-    peak = verdict.peak_tile if verdict is not None else None
-    if peak is None or peak.classes is None:
-        return None
-    return TrainingClasses(peak.tile, peak.step, tuple((c.name, c.always_live, c.bytes, c.values)
-                                                      for c in peak.classes))
 
 
 def extras(report: Report) -> Extras:
