@@ -29,7 +29,8 @@ result is quoted as published; "peak" is the exact worst tile's tensor bytes (wi
 exchange rows) against the 586,960 B tensor budget of a Mk2 tile (638,976 B less the
 memory that is not tensors, 49,152 B reserved, and the reference planner's 2,864 B),
 one figure per IPU; "variables" sums each tile's peak tensor bytes over the IPU's tiles
-(what a profile's variables memory sums), in MB.
+(what a profile's variables memory sums), in MB; where a real compile's profile is
+published, its figure and the difference stand beside it.
 
 """
 
@@ -51,6 +52,9 @@ def row(case: Case, answer: Answer | None, error: str) -> str:
     agree = "agrees" if answer.fits == case.published_fits else "miss:"
     peaks = ", ".join(f"{p:,} (tile {t})" for p, t in zip(answer.peaks, answer.tiles))
     variables = ", ".join(f"{v / 1e6:.1f}" for v in answer.variables)
+    if case.variables is not None:
+        variables += " (profile: " + ", ".join(
+            f"{p / 1e6:.1f}, {100 * (v - p) / p:+.1f} %" for v, p in zip(answer.variables, case.variables)) + ")"
     note = f" {case.miss}" if case.miss else ""
     return (f"| {case.key} | {case.what} | {case.published} | {verdict} | {peaks} | {variables} | "
             f"{agree}{note} | {case.source} |")

@@ -6,8 +6,12 @@ a table of each case, its source, what was published and tileplan's answer.
 Each case writes the architecture's `config.json` (the published model's sizes) to a
 temporary folder and runs `tileplan plan CONFIG --train` with the published
 configuration's options (one report per IPU); tileplan's answer is "fits" when every
-IPU fits, else the IPUs that do not, with the worst tile's bytes. CPU seconds beside
-wall (this machine is shared). `tests/test_fidelity_training.py` pins the verdicts.
+IPU fits, else the IPUs that do not, with the worst tile's bytes. Where a real
+compile's profile is published, its variables summed over the tiles (each tile's
+highest variable bytes over the program, summed: PopLiner's `max_vars_usage`) stand
+beside tileplan's (each tile's peak tensor bytes, summed). CPU seconds beside wall
+(this machine is shared). `tests/test_fidelity_training.py` pins the verdicts, and the
+variables within 30 %.
 """
 
 from __future__ import annotations
@@ -23,6 +27,11 @@ from pathlib import Path
 
 BERT_LARGE = {"model_type": "bert", "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
               "intermediate_size": 4096, "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2}
+#: graphcore/examples nlp/bert/pytorch/configs_squad.yml `demo_tiny_128` (its intermediate
+#: size 4 x hidden: args.py; layer norm eps 0.001: the file's defaults)
+BERT_TINY = {"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 8,
+             "intermediate_size": 256, "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2,
+             "layer_norm_eps": 0.001}
 BERT_BASE = {"model_type": "bert", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
              "intermediate_size": 3072, "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2}
 GPT2 = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257, "n_positions": 1024,
@@ -45,6 +54,9 @@ class Case:
     source: str
     published: str
     runs: bool = True
+    #: a real compile's variables summed over the tiles, per IPU, when its profile is
+    #: published (bytes)
+    variables: tuple[int, ...] | None = None
 
 
 CASES = (
@@ -102,6 +114,19 @@ CASES = (
          "graphcore/examples nlp/bert/pytorch/configs_squad.yml squad_large_384 with replication_factor 1",
          "does not fit: \"NB This requires replication_factor=2 to fit\" (state on chip, sharded over 2)", runs=False),
 )
+PROFILES = (
+    Case("bert-tiny-squad-profile", {**BERT_TINY, "architectures": ["BertForQuestionAnswering"]},
+         ("--sequence-length", "128", "--batch", "1", "--layers-per-ipu", "3",
+          "--available-memory-proportion", "0.6", "--partials", "f16", "--recompute", "every-layer",
+          "--optimizer-state-offchip", "--optimizer", "adamw", "--accum-type", "f16",
+          "--first-order-momentum-accum-type", "f32", "--second-order-momentum-accum-type", "f32",
+          "--gradient-accumulation", "16"),
+         "graphcore/popliner tests/reports/poptorch_demo_tiny_128 (`run_squad.py --config demo_tiny_128 "
+         "--layers-per-ipu 3 --ipus-per-replica 1`; tests/test_profile.py); graphcore/examples "
+         "nlp/bert/pytorch configs_squad.yml, optimization.py (FP16 accumulator, FP32 moments)",
+         "compiles (profile: variables 40,434,347 B summed over the tiles)", variables=(40_434_347,)),
+)
+CASES = CASES + PROFILES
 #: IPUConfig's own defaults, for a case published as `IPUConfig(...)` with only some fields
 IPU_CONFIG_DEFAULTS = {"matmul_proportion": 0.2, "enable_half_partials": True, "optimizer_state_offchip": False,
                        "replicated_tensor_sharding": False, "recompute_checkpoint_every_layer": False}
@@ -113,6 +138,8 @@ class Answer:
     text: str
     cpu: float
     wall: float
+    #: each IPU's tiles' peak tensor bytes, summed
+    variables: tuple[int, ...] = ()
 
 
 def plan(case: Case, folder: Path) -> Answer:
@@ -137,12 +164,23 @@ def plan(case: Case, folder: Path) -> Answer:
     paths = sorted(folder.glob(f"{case.name}.ipu*.json"), key=lambda p: p.name)
     paths = [p for p in paths if "ipu_config" not in p.name] or [out]
     reports = [read_report(str(p)) for p in paths]
+    variables = tuple(_variables(r) for r in reports)
     over = [(k, r) for k, r in enumerate(reports) if not r.fits_budget]
     if not over:
         worst = min(r.budget_bytes - _peak(r) for r in reports)
-        return Answer(True, f"fits on {len(reports)} IPUs (smallest margin {worst:,} B)", cpu, wall)
+        text = f"fits on {len(reports)} IPUs (smallest margin {worst:,} B)"
+        if case.variables is not None:
+            text += "; variables " + ", ".join(
+                f"{v:,} B ({100 * (v - p) / p:+.1f} %)" for v, p in zip(variables, case.variables))
+        return Answer(True, text, cpu, wall, variables)
     lines = "; ".join(f"IPU {k}: {verdict_line(r)}" for k, r in over)
-    return Answer(False, f"does not fit: {lines}", cpu, wall)
+    return Answer(False, f"does not fit: {lines}", cpu, wall, variables)
+
+
+def _variables(report) -> int:
+    """Each tile's peak tensor bytes, summed over the tiles (the exact accounting's)."""
+    exact = report.sections.exact
+    return sum(exact.tiles.peak) if exact is not None and exact.tiles is not None else 0
 
 
 def _peak(report) -> int:

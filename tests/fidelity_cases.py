@@ -45,6 +45,10 @@ class Case:
     build: Callable[[], Answer]
     #: why tileplan's answer differs, when it does (the table shows it)
     miss: str = ""
+    #: a real compile's variables summed over the tiles, per IPU, where its profile is
+    #: published (bytes: each tile's highest variable bytes over the program, summed,
+    #: as PopLiner's `max_vars_usage` sums them)
+    variables: tuple[int, ...] | None = None
 
 
 def _answer(plans: list) -> Answer:
@@ -313,6 +317,13 @@ CASES: tuple[Case, ...] = (
     Case("bert-large-inference-1-ipu", "BERT-Large SQuAD inference, FP16, half partials, sequence 128, micro-batch "
          "4, all 24 layers on one Mk2 IPU", "graphcore/examples nlp/bert/popart configs (squad_large_128_inf.json; "
          "benchmarked at micro-batch 1 to 4)", "runs", True, bert_large_inference_one_ipu(4, 128, "0.6")),
+    Case("bert-large-inference-profile", "BERT-Large SQuAD inference (PopART), FP16, half partials, sequence 128, "
+         "micro-batch 1, all 24 layers on one Mk2 IPU, the default proportion",
+         "graphcore/popliner tests/popart-bert-inf/README.md (`bert.py --config configs/squad_large_128_inf.json "
+         "--compile-only`), tests/test_popart_bert_inf.py (`max_vars_usage`); graphcore/examples "
+         "nlp/bert/popart/configs/squad_large_128_inf.json",
+         "compiles; its profile's variables: 718,514,294 B summed over the tiles", True,
+         bert_large_inference_one_ipu(1, 128, "0.6"), variables=(718_514_294,)),
     Case("bert-large-ner-1-ipu", "BERT-Large NER inference, FP16, half partials, sequence 256, batch 1, proportion "
          "0.2, one Mk2 IPU", "huggingface/optimum-graphcore notebooks (token classification inference)", "runs",
          True, bert_large_inference_one_ipu(1, 256, "0.2")),

@@ -261,3 +261,18 @@ def test_a_vision_transformer_trains_through_its_patch_convolution(tmp_path):
     assert main(["plan", vit, "--train", "--no-what-if", "-o", str(tmp_path / "vit.json")]) == 0
     names = {v["name"] for v in values(report(tmp_path / "vit.json"))}
     assert "vit.embeddings.patch_embeddings.projection.weight [gradient]" in names  # conv_grad_weight
+
+
+def test_poptorchs_state_types_override_the_preset_one_by_one(tmp_path, capsys):
+    """`--accum-type` and the moments' types, as PopTorch's optimizer arguments:
+    Graphcore's BERT examples train with an FP16 accumulator and FP32 moments, which
+    neither preset is."""
+    setup = TrainingOptions(accum_type="f16").setup()
+    assert (setup.accumulator.name, setup.first_order.name, setup.second_order.name) == ("F16", "F32", "F32")
+    setup = TrainingOptions(optimizer_preset="optimum", first_order_momentum_accum_type="f32").setup()
+    assert (setup.accumulator.name, setup.first_order.name, setup.second_order.name) == ("F16", "F32", "F32")
+    assert "--accum-type f16" in " ".join(TrainingOptions(accum_type="f16").command())
+    with pytest.raises(InputError, match="--second-order-momentum-accum-type must be f16 or f32"):
+        TrainingOptions(second_order_momentum_accum_type="bf16")
+    assert main(["plan", "bert-base-uncased", "--accum-type", "f16", "-o", str(tmp_path / "x.json")]) == 2
+    assert "--accum-type is a training option: add --train" in capsys.readouterr().err

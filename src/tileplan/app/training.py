@@ -1,6 +1,7 @@
 """Training requests: `tileplan plan MODEL --train` and `tileplan.plan(..., train=True)`.
 
 `TrainingOptions` is what a user asks (`--optimizer`, `--optimizer-preset`,
+`--accum-type` and the two moments' types (PopTorch's optimizer arguments),
 `--gradient-accumulation`, `--recompute`, `--optimizer-state-offchip`,
 `--replication-factor`, `--replicated-tensor-sharding`,
 `--embedding-serialization-factor`, `--serialized-embedding-splits-per-ipu`,
@@ -8,7 +9,12 @@
 the API alike (`setup`): PopTorch's (FP32 accumulator and moments; pipeline
 recomputation with several IPUs, none on one; gradient accumulation 2N - 1 with N
 stages, the least PopART accepts, none on one IPU) or, with the `optimum` preset,
-optimum-graphcore's trainer's (FP16 accumulator and first moment, FP32 second).
+optimum-graphcore's trainer's (FP16 accumulator and first moment, FP32 second);
+`accum_type`, `first_order_momentum_accum_type` and `second_order_momentum_accum_type`
+override the preset one by one, as PopTorch's `AdamW(..., accum_type=torch.float16,
+first_order_momentum_accum_type=torch.float32, ...)` sets them (Graphcore's BERT
+examples: FP16 accumulator, FP32 moments unless `enable_half_first_order_momentum`;
+graphcore/examples `nlp/bert/pytorch/optimization.py`).
 
 The model comes from a Hugging Face `config.json` (the class its `architectures`
 names, built on the meta device with eager attention, whose materialised scores are
@@ -38,6 +44,10 @@ from tileplan.planner.training import fewest_training_ipus, plan_training_pipeli
 from tileplan.runtime import library_output_captured
 
 PRESETS = ("poptorch", "optimum")
+#: the precisions PopTorch's optimizers take for their accumulator and moments
+STATE_TYPES = ("f16", "f32")
+#: PopTorch's optimizer arguments for the state's precisions (`TrainingOptions`)
+STATE_TYPE_OPTIONS = ("accum_type", "first_order_momentum_accum_type", "second_order_momentum_accum_type")
 #: the labels each task head takes to return its loss, by the end of its class name:
 #: (input name, "batch" [b] or "tokens" [b, s])
 LOSS_INPUTS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
@@ -72,6 +82,11 @@ class TrainingOptions:
     serialized_embedding_splits_per_ipu: str | None = None
     #: optimum-graphcore's `projection_serialization_factor`: an untied head in F products
     projection_serialization_factor: int = 1
+    #: PopTorch's optimizer arguments (f16 or f32): the gradient accumulator's, the first
+    #: and the second moment's precision; None: the preset's
+    accum_type: str | None = None
+    first_order_momentum_accum_type: str | None = None
+    second_order_momentum_accum_type: str | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -86,6 +101,11 @@ class TrainingOptions:
             value = getattr(self, key)
             if value is not None and not 1 <= value <= 1 << 20:
                 raise InputError(f"--{key.replace('_', '-')} must be in [1, 2^20], found {value}")
+        for key in STATE_TYPE_OPTIONS:
+            value = getattr(self, key)
+            if value is not None and value not in STATE_TYPES:
+                raise InputError(f"--{key.replace('_', '-')} must be f16 or f32 (PopTorch's torch.float16 or "
+                                 f"torch.float32), found {value!r}")
         self.embedding_splits()
 
     def embedding_splits(self) -> tuple[int, ...] | None:
@@ -117,9 +137,14 @@ class TrainingOptions:
         elif stages > 1 and accumulation < 2 * stages - 1:
             raise InputError(f"--gradient-accumulation {accumulation}: a pipeline of {stages} IPUs accumulates at "
                              f"least 2 x {stages} - 1 = {2 * stages - 1} micro-batches (PopART's rule)")
+        preset = {"accum_type": F16 if half else F32, "first_order_momentum_accum_type": F16 if half else F32,
+                  "second_order_momentum_accum_type": F32}
+        state = {key: preset[key] if getattr(self, key) is None else from_option(getattr(self, key))
+                 for key in STATE_TYPE_OPTIONS}
         return TrainingSetup(
-            optimizer=self.optimizer, accumulator=F16 if half else F32, first_order=F16 if half else F32,
-            second_order=F32, gradient_accumulation=accumulation,
+            optimizer=self.optimizer, accumulator=state["accum_type"],
+            first_order=state["first_order_momentum_accum_type"],
+            second_order=state["second_order_momentum_accum_type"], gradient_accumulation=accumulation,
             recompute=self.recompute or ("pipeline" if stages > 1 else "none"),
             optimizer_state_offchip=self.optimizer_state_offchip, replication_factor=self.replication_factor,
             replicated_tensor_sharding=self.replicated_tensor_sharding,
@@ -131,7 +156,7 @@ class TrainingOptions:
         defaults = TrainingOptions()
         for key in ("optimizer", "optimizer_preset", "gradient_accumulation", "recompute", "replication_factor",
                     "embedding_serialization_factor", "serialized_embedding_splits_per_ipu",
-                    "projection_serialization_factor"):
+                    "projection_serialization_factor", *STATE_TYPE_OPTIONS):
             value = getattr(self, key)
             if value is not None and value != getattr(defaults, key):
                 parts.append(f"--{key.replace('_', '-')} {value}")

@@ -27,7 +27,7 @@ from tileplan.model.machine import PRESETS
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline
 from tileplan.app.ipuconfig import read_ipu_config
 from tileplan.app.request import DEFAULT_PROPORTION, PlanRequest
-from tileplan.app.training import PRESETS as OPTIMIZER_PRESETS, TrainingOptions
+from tileplan.app.training import PRESETS as OPTIMIZER_PRESETS, STATE_TYPE_OPTIONS, STATE_TYPES, TrainingOptions
 from tileplan.importers.training import OPTIMIZERS, RECOMPUTE
 from tileplan.app.sweep import KNOBS, expand, run_sweep
 from tileplan.render.terminal import render_headline, render_stage, render_sweep
@@ -87,6 +87,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help="the optimizer state's precisions: poptorch (its defaults: FP32 accumulator and "
                             "moments; the default) or optimum (optimum-graphcore's trainer: FP16 accumulator and "
                             "first moment, FP32 second)")
+    for flag, what in (("--accum-type", "the gradient accumulator's"),
+                       ("--first-order-momentum-accum-type", "the first moment's"),
+                       ("--second-order-momentum-accum-type", "the second moment's")):
+        train.add_argument(flag, choices=STATE_TYPES, default=None,
+                           help=f"{what} precision, as PopTorch's optimizer argument of that name "
+                                "(default: the preset's)")
     train.add_argument("--gradient-accumulation", type=int, default=None, metavar="N",
                        help="micro-batches accumulated per weight update (default 1 on one IPU, 2N-1 over N)")
     train.add_argument("--recompute", choices=RECOMPUTE, default=None,
@@ -132,7 +138,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 #: the training flags (`--train` needs to be given with any of them)
 TRAINING_FLAGS = ("optimizer", "optimizer_preset", "gradient_accumulation", "recompute", "optimizer_state_offchip",
                   "replication_factor", "replicated_tensor_sharding", "embedding_serialization_factor",
-                  "serialized_embedding_splits_per_ipu", "projection_serialization_factor")
+                  "serialized_embedding_splits_per_ipu", "projection_serialization_factor", *STATE_TYPE_OPTIONS)
 
 
 def request_from(args: argparse.Namespace) -> PlanRequest:
