@@ -127,10 +127,13 @@ def compile_fragment(fragment: Fragment, members: int, kernel: Kernel) -> Compil
 
 def signature(op: Operation, plan: object, ins: Sequence[tuple[int, ...]], members: Sequence[Value],
               dies: tuple[bool, ...], declared: int) -> Hashable:
-    """What the lowering of `op` is given (see the module docstring). Hashing it
+    """What the lowering of `op` is given (see the module docstring): the operation's
+    kind, attributes, output shape and precision are its plan's (`id(plan)`: plans are
+    kept per (kind, attributes, output, inputs) by `plan_operations` and live as long as
+    the lowering, so one plan object is one such key). Hashing it
     raises TypeError when an attribute cannot be hashed (a list): the caller looks it
     up once and lowers afresh then (`lookup`)."""
-    return (op.kind, op.attrs, op.output_shape, op.output_precision, id(plan), tuple([len(m) for m in ins]), dies,
+    return (id(plan), tuple([len(m) for m in ins]), dies,
             tuple([(m.layout, m.shape, m.precision, m.alignment_bytes, m.storage_group < declared) for m in members]))
 
 
