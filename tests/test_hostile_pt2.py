@@ -221,3 +221,53 @@ def test_the_cli_prints_one_line_on_stderr_whatever_torch_prints(saved, tmp_path
     run = subprocess.run([*exe, "plan", str(good), "--no-what-if", "--verbose", "-o", str(tmp_path / "v.json")],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "Warning" in run.stderr
+
+
+class _NoGrad(torch.nn.Module):
+    """A forward with a `torch.no_grad()` region, as M2M100's and RWKV's position
+    ids are made: torch.export saves it as a `wrap_with_set_grad_enabled` sub-graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        with torch.no_grad():
+            scale = torch.sigmoid(x.sum(-1, keepdim=True)) * 2
+        return self.fc(x * scale)
+
+
+def test_a_no_grad_region_is_inlined_and_plans_as_the_module_does(tmp_path, capsys):
+    from tileplan.importers.torch_export import from_exported, load_exported
+
+    ep = torch.export.export(_NoGrad().eval(), (torch.zeros(2, 8),), strict=False)
+    path = tmp_path / "nograd.pt2"
+    torch.export.save(ep, path)
+    with zipfile.ZipFile(path) as z:
+        text = next(z.read(n) for n in z.namelist() if n.endswith("models/model.json")).decode()
+    assert "wrap_with_set_grad_enabled" in text  # the file holds the region as a sub-graph
+    read = load_exported(str(path))
+    kinds = sorted(o.kind for o in read.ops)
+    assert kinds == sorted(o.kind for o in from_exported(ep).ops) and "sigmoid" in kinds
+    assert read.parameter_count == 8 * 4 + 4
+    code, err = _plan(path, tmp_path, capsys)
+    assert code == 0 and err == []
+    assert main(["check", str(tmp_path / "out.json")]) == 0
+
+
+def test_a_region_nested_too_deep_is_one_line(tmp_path, capsys):
+    ep = torch.export.export(_NoGrad().eval(), (torch.zeros(2, 8),), strict=False)
+    path = tmp_path / "nograd.pt2"
+    torch.export.save(ep, path)
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    doc = _program(members)
+    nodes = doc["graph_module"]["graph"]["nodes"]
+    region = next(n for n in nodes if n["target"].endswith("wrap_with_set_grad_enabled"))
+    inner = region
+    for _ in range(12):  # wrap the region's own graph in itself, deeper than the limit
+        sub = next(a for a in inner["inputs"] if "as_graph" in a["arg"])["arg"]["as_graph"]["graph"]
+        sub["nodes"] = [json.loads(json.dumps(inner))]
+        inner = sub["nodes"][0]
+    code, err = _plan(_write(tmp_path / "deep.pt2", _with_program(members, doc)), tmp_path, capsys)
+    assert code == 2 and len(err) == 1 and "nested more than 8 deep" in err[0]

@@ -16,7 +16,11 @@ tensor metadata. So this module reads the archive itself:
 2. `read_member`: the serialized program (`<root>/models/model.json`) only, its size
    checked before inflating and the inflation itself stopped at `MAX_PROGRAM_BYTES`;
    the sample inputs, weights and constants are never read;
-3. `check_program`: the JSON document is refused unless every node's target is an ATen
+3. `check_program`: a region that runs with gradients or autocast switched
+   (`torch.no_grad()` in a model's forward: the higher-order operators
+   `wrap_with_set_grad_enabled` and `wrap_with_autocast`) is inlined, its sub-graph's
+   nodes in its place (nothing of such a switch holds memory); then the JSON
+   document is refused unless every node's target is an ATen
    operator (`torch.ops.aten.<name>.<overload>`) or `_operator.getitem`, every name
    is a Python identifier, every shape is static (no `expr_str`: a symbolic expression
    would be `sympify`-ed), no custom objects are inputs; metadata is cut to
@@ -56,6 +60,11 @@ _ATEN_TARGET = re.compile(r"torch\.ops\.aten\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][
 #: besides ATen: tuple reads, and transformers' grouped matmul of a mixture of experts
 #: (an operator transformers registers when imported; nothing of it is in the file)
 _ALLOWED_TARGETS = frozenset({"_operator.getitem", "torch.ops.transformers.grouped_mm_fallback.default"})
+#: higher-order operators that run their sub-graph in place with a mode switched: inlined
+_INLINED = frozenset({"torch.ops.higher_order.wrap_with_set_grad_enabled",
+                      "torch.ops.higher_order.wrap_with_autocast"})
+#: the deepest nesting of such regions read
+MAX_INLINE_DEPTH = 8
 _FQN = re.compile(r"[A-Za-z0-9_.\-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -183,6 +192,7 @@ def check_program(doc: dict[str, Any], path: str) -> None:
     _no_expressions(doc, path)
     module = _obj(doc.get("graph_module"), "graph_module", path)
     graph = _obj(module.get("graph"), "graph_module.graph", path)
+    _inline_regions(graph, graph, "graph", path, 0)
     for key in ("tensor_values", "sym_int_values", "sym_bool_values", "sym_float_values", "custom_obj_values"):
         table = graph.get(key, {})
         if not isinstance(table, dict):
@@ -229,6 +239,102 @@ def check_program(doc: dict[str, Any], path: str) -> None:
                                      _where(f"signature.input_specs[{i}].{key}", path))
     module["metadata"] = {}
     doc["guards_code"] = []
+
+
+def _inline_regions(graph: dict[str, Any], top: dict[str, Any], place: str, path: str, depth: int) -> None:
+    """Each node of `graph` that is a mode-switched region (`_INLINED`) replaced by its
+    sub-graph's nodes: their values renamed apart (`<region>_<name>`), the sub-graph's
+    inputs read as the node's arguments, its outputs written as the node's outputs, its
+    tensor metadata moved into `top`'s. Mutates both."""
+    nodes = _list(graph.get("nodes"), f"{place}.nodes", path)
+    if not any(isinstance(n, dict) and n.get("target") in _INLINED for n in nodes):
+        return
+    if depth >= MAX_INLINE_DEPTH:
+        raise InputError(f"regions nested more than {MAX_INLINE_DEPTH} deep", _where(place, path))
+    flat: list[Any] = []
+    for i, entry in enumerate(nodes):
+        if isinstance(entry, dict) and entry.get("target") in _INLINED:
+            flat.extend(_inlined(entry, top, f"{place}.nodes[{i}]", path, depth))
+        else:
+            flat.append(entry)
+    graph["nodes"] = flat
+
+
+def _tensor_names(items: Any, place: str, path: str) -> list[str]:
+    """The tensor names of a list of arguments or outputs (`as_tensor`, `as_tensors`)."""
+    names: list[str] = []
+    for item in _list(items, place, path):
+        body = item.get("arg", item) if isinstance(item, dict) else None
+        if isinstance(body, dict) and isinstance(body.get("as_tensor"), dict):
+            names.append(_name(body["as_tensor"].get("name"), place, path))
+        elif isinstance(body, dict) and isinstance(body.get("as_tensors"), list):
+            names.extend(_name(t.get("name") if isinstance(t, dict) else None, place, path)
+                         for t in body["as_tensors"])
+        else:
+            raise InputError("a region's arguments and results must be tensors", _where(place, path))
+    return names
+
+
+def _inlined(node: dict[str, Any], top: dict[str, Any], place: str, path: str, depth: int) -> list[Any]:
+    """The nodes of the region `node`, renamed into the graph around it."""
+    inputs = _list(node.get("inputs"), f"{place}.inputs", path)
+    at = next((k for k, a in enumerate(inputs)
+               if isinstance(a, dict) and isinstance(a.get("arg"), dict) and "as_graph" in a["arg"]), None)
+    if at is None:
+        raise InputError("a region without its sub-graph", _where(place, path))
+    body = _obj(inputs[at]["arg"]["as_graph"], f"{place}.as_graph", path)
+    region = _name(body.get("name"), f"{place}.as_graph.name", path)
+    sub = _obj(body.get("graph"), f"{place}.as_graph.graph", path)
+    _inline_regions(sub, sub, f"{place}.as_graph.graph", path, depth + 1)
+    for key in ("sym_int_values", "sym_bool_values", "sym_float_values", "custom_obj_values"):
+        if sub.get(key):
+            raise InputError("a region with symbolic values or custom objects", _where(place, path))
+    arguments = _tensor_names(inputs[at + 1:], f"{place}.inputs", path)
+    parameters = _tensor_names(sub.get("inputs"), f"{place}.as_graph.graph.inputs", path)
+    results = _tensor_names(sub.get("outputs"), f"{place}.as_graph.graph.outputs", path)
+    outputs = _tensor_names(node.get("outputs"), f"{place}.outputs", path)
+    if len(arguments) != len(parameters) or len(results) != len(outputs) or set(results) & set(parameters):
+        raise InputError("a region whose arguments or results do not match its sub-graph's (or that returns an "
+                         "argument unchanged)", _where(place, path))
+    table = _obj(top.setdefault("tensor_values", {}), "graph.tensor_values", path)
+    renamed = {**dict(zip(parameters, arguments)), **dict(zip(results, outputs))}
+    values = _obj(sub.get("tensor_values", {}), f"{place}.as_graph.graph.tensor_values", path)
+    for name, meta in values.items():
+        if name in parameters:
+            continue
+        new = renamed.get(name)
+        if new is None:
+            new = f"{region}_{name}"
+            while new in table:
+                new += "_"
+            renamed[name] = new
+        table[new] = meta
+    nodes = _list(sub.get("nodes"), f"{place}.as_graph.graph.nodes", path)
+    for entry in nodes:
+        if isinstance(entry, dict):
+            if isinstance(entry.get("name"), str) and entry["name"]:
+                entry["name"] = f"{region}_{entry['name']}"
+            for item in entry.get("inputs") or ():
+                if isinstance(item, dict):
+                    _rename(item.get("arg"), renamed)
+            _rename(entry.get("outputs"), renamed)
+    return nodes
+
+
+def _rename(item: Any, renamed: dict[str, str]) -> None:
+    """Every value name below `item` (`name` of a tensor, `as_name` of a symbol) as
+    `renamed` maps it."""
+    stack = [item]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            for key, value in x.items():
+                if key in ("name", "as_name") and isinstance(value, str):
+                    x[key] = renamed.get(value, value)
+                else:
+                    stack.append(value)
+        elif isinstance(x, list):
+            stack.extend(x)
 
 
 def _plain_constant(body: Any) -> bool:
