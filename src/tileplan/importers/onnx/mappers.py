@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tileplan.errors import ModelError
+from tileplan.importers.onnx.einsum import map_einsum
 from tileplan.importers.onnx.common import Mapper, Unsupported, broadcast, fallback, known_scalar
 from tileplan.importers.onnx.load import elem_class, np_class
 from tileplan.importers.onnx.views import VIEW_MAPPERS
@@ -371,5 +372,5 @@ MAPPERS: dict[str, Mapper] = {
     "GlobalMaxPool": _map_global_pool, "LayerNormalization": _map_layernorm, "RMSNormalization": _map_rmsnorm,
     "BatchNormalization": _map_batchnorm, "Softmax": _map_softmax, "LogSoftmax": _map_softmax,
     "InstanceNormalization": _map_instancenorm, "GroupNormalization": _map_instancenorm, "Resize": _map_resize,
-    "Upsample": _map_resize, **VIEW_MAPPERS,
+    "Upsample": _map_resize, "Einsum": map_einsum, **VIEW_MAPPERS,
 }
