@@ -191,3 +191,29 @@ def test_with_fp8_weights_an_input_read_by_several_products_is_converted_apart(l
     p = planned(llama[1], "f8f143:-4")
     converted = [v for v in p.values if v.name.endswith("[as F8]")]
     assert converted and all(v.storage_group == v.id for v in converted if "input_layernorm" in v.name)
+
+
+def test_a_module_exported_in_training_mode_plans_as_in_eval_mode():
+    """`model.eval()` forgotten before export: dropout is `native_dropout` and batch
+    norm uses the batch's statistics (`_native_batch_norm_legit_functional`); the
+    plan is the eval-mode module's (the mask and the running statistics' update are
+    not inference memory)."""
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv, self.bn = torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8)
+            self.drop, self.fc = torch.nn.Dropout(0.1), torch.nn.Linear(8 * 6 * 6, 4)
+
+        def forward(self, x):
+            return self.fc(self.drop(torch.relu(self.bn(self.conv(x)))).flatten(1))
+
+    x = torch.zeros(2, 3, 8, 8)
+    plans = {}
+    for mode in ("train", "eval"):
+        model = Net().train(mode == "train")
+        graph = from_torch(model, (x,), "net")
+        assert graph.parameter_count == sum(p.numel() for p in model.parameters())
+        plans[mode] = planned(graph)
+    kinds = {m: sorted(o.kind for o in p.program.operations()) for m, p in plans.items()}
+    assert kinds["train"] == kinds["eval"] and "batchnorm" in kinds["train"]
+    assert plans["train"].exact.peak("total") == plans["eval"].exact.peak("total")

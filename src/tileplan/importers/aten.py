@@ -199,6 +199,27 @@ def _batch_norm(im: Importer, node: Any) -> tuple[str, None, None]:
     return im.op("batchnorm", [x, w, b, mean, var], {"eps": float(im.arg(6, 1e-5))}, "batchnorm"), None, None
 
 
+@aten("aten._native_batch_norm_legit_functional.default", "aten._native_batch_norm_legit.default")
+def _batch_norm_training_mode(im: Importer, node: Any) -> tuple[str | None, ...]:
+    """Batch norm of a module exported in training mode (`model.eval()` forgotten):
+    the batch's statistics normalise the input, per channel as the running statistics
+    do (the same memory); the updated running statistics, buffer mutations of the
+    program, are not planned."""
+    x, w, b, mean, var = (im.arg(i) for i in range(5))
+    if w is None or b is None:
+        raise ModelError("batch norm without affine weight and bias is not supported")
+    out = im.op("batchnorm", [x, w, b, mean, var], {"eps": float(im.arg(7, 1e-5))}, "batchnorm")
+    return (out, None, None, None, None) if "functional" in str(node.target) else (out, None, None)
+
+
+@aten("aten.native_dropout.default")
+def _dropout_training_mode(im: Importer, node: Any) -> tuple[str, None]:
+    """Dropout of a module exported in training mode: its input (an inference plan;
+    Poplar regenerates a dropout mask from the seed and keeps none, TRAINING-NOTES.md);
+    the mask, which only a backward pass reads, is not made."""
+    return im.arg(0), None
+
+
 @aten("aten.native_group_norm.default")
 def _group_norm(im: Importer, node: Any) -> tuple[str, None, None]:
     x, w, b = im.arg(0), im.arg(1), im.arg(2)
