@@ -306,6 +306,66 @@ def _histc(im: Importer, node: Any) -> str:
     return im.op("histogram", [im.arg(0)], attrs, "histc", dtype=im.out_dtype())
 
 
+@aten("aten.clamp.Tensor", "aten.clamp_min.Tensor", "aten.clamp_max.Tensor")
+def _clamp_tensor(im: Importer, node: Any) -> str:
+    """Bounds that are tensors (PhiMoE's router): `maximum` by the lower, `minimum`
+    by the upper, each a broadcast elementwise operation."""
+    target = str(node.target)
+    if "clamp_min" in target:
+        lo, hi = im.kwarg("min", 1), None
+    elif "clamp_max" in target:
+        lo, hi = None, im.kwarg("max", 1)
+    else:
+        lo, hi = im.kwarg("min", 1), im.kwarg("max", 2)
+    x = im.arg(0)
+    for kind, bound in (("maximum", lo), ("minimum", hi)):
+        if isinstance(bound, str):
+            x = im.op(kind, [x, bound], what="clamp")
+        elif bound is not None:
+            x = im.op("clamp", [x], {"min" if kind == "maximum" else "max": float(bound)})
+    return x
+
+
+@aten("aten.scatter.src", "aten.scatter.value", "aten.scatter_add.default", "aten.scatter.reduce",
+      "aten.scatter.value_reduce")
+def _scatter(im: Importer, node: Any) -> str:
+    """`x.scatter(dim, index, src or value)`: values written at `index` along `dim`
+    (a scalar value broadcast to the index's shape first), added with `scatter_add`
+    or a reduction."""
+    x, dim, index, src = im.arg(0), int(im.arg(1)), im.arg(2), im.arg(3)
+    if not isinstance(src, str):
+        src = im.op("fill", [], {"shape": im.shape(index), "value": float(src)}, "scatter_value",
+                    dtype=im.b.dtypes[x])
+    accumulate = "add" in str(node.target) or im.kwarg("reduce", 4) is not None
+    return im.op("scatter", [x, index, src], {"axes": (dim,), "accumulate": accumulate}, "scatter",
+                 dtype=im.out_dtype())
+
+
+@aten("aten.slice_scatter.default")
+def _slice_scatter(im: Importer, node: Any) -> str:
+    """`src` written over a slice of `x` (Funnel's and ViT-MAE's in-place writes,
+    functionalised): the parts of `x` before and after the slice and `src`
+    concatenated along `dim`, a new tensor of `x`'s shape."""
+    x, src = im.arg(0), im.arg(1)
+    shape = im.shape(x)
+    dim = int(im.kwarg("dim", 2, 0)) % len(shape)
+    start, end, step = im.kwarg("start", 3), im.kwarg("end", 4), int(im.kwarg("step", 5, 1))
+    n = shape[dim]
+    start = 0 if start is None else max(0, min(n, int(start) + n if int(start) < 0 else int(start)))
+    end = n if end is None else max(start, min(n, int(end) + n if int(end) < 0 else int(end)))
+    if step != 1:
+        raise ModelError(f"slice_scatter with step {step}: only contiguous slices (step 1) are supported")
+    parts = []
+    if start > 0:
+        parts.append(im.op("slice", [x], {"axis": dim, "start": 0, "end": start, "step": 1}, "slice_scatter"))
+    parts.append(src)
+    if end < n:
+        parts.append(im.op("slice", [x], {"axis": dim, "start": end, "end": n, "step": 1}, "slice_scatter"))
+    if len(parts) == 1:
+        return im.op("alias", [src])
+    return im.op("concat", parts, {"axis": dim}, "slice_scatter")
+
+
 @aten("aten.index_put.default", "aten.index_put_.default")
 def _index_put(im: Importer, node: Any) -> str:
     x, indices, values = im.arg(0), im.arg(1), im.arg(2)
@@ -490,8 +550,17 @@ def _pad(im: Importer, node: Any) -> str:
     begins, ends = [0] * rank, [0] * rank
     for k in range(len(pad) // 2):  # torch pads the last dimension first
         begins[rank - 1 - k], ends[rank - 1 - k] = pad[2 * k], pad[2 * k + 1]
-    if min(begins + ends) < 0:
-        raise ModelError("negative padding (cropping) is not supported")
+    cropped = False
+    for d, (b, e) in enumerate(zip(begins, ends)):  # a negative pad crops (RWKV's time shift): a slice first
+        if b < 0 or e < 0:
+            cropped = True
+            start, end = max(0, -b), im.shape(x)[d] - max(0, -e)
+            if end <= start:
+                raise ModelError(f"padding {pad} crops every element of dimension {d}")
+            x = im.op("slice", [x], {"axis": d, "start": start, "end": end, "step": 1}, "crop")
+    begins, ends = [max(0, b) for b in begins], [max(0, e) for e in ends]
+    if max(begins + ends) == 0:
+        return x if cropped else im.op("alias", [x])
     return im.op("pad", [x], {"pads": (*begins, *ends), "value": float(im.arg(2, 0.0))})
 
 

@@ -236,10 +236,18 @@ def _map_pad(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     full = [0] * (2 * rank)
     for k, a in enumerate(a % rank for a in axes):
         full[a], full[a + rank] = pads[k], pads[k + len(axes)]
-    if any(p < 0 for p in full):
-        raise ModelError(f"Pad with negative pads {full}: expected pads >= 0")
-    return [imp.emit("pad", [imp.read(ins[0], module)], {"pads": tuple(full), "value": value or 0.0, "mode": mode},
-                     module, fallback(node))]
+    x = imp.read(ins[0], module)
+    for d in range(rank):  # a negative pad crops (RWKV's time shift): a slice first
+        b, e = full[d], full[d + rank]
+        if b < 0 or e < 0:
+            start, end = max(0, -b), s[d] - max(0, -e)
+            if end <= start:
+                raise ModelError(f"Pad with pads {full} crops every element of dimension {d}")
+            x = imp.emit("slice", [x], {"axis": d, "start": start, "end": end, "step": 1}, module, fallback(node))
+    full = [max(0, p) for p in full]
+    if max(full, default=0) == 0:
+        return [x if x != imp.read(ins[0], module) else imp.emit("alias", [x], None, module, fallback(node))]
+    return [imp.emit("pad", [x], {"pads": tuple(full), "value": value or 0.0, "mode": mode}, module, fallback(node))]
 
 
 def _map_cumsum(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],

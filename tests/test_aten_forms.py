@@ -1,0 +1,70 @@
+"""ATen forms the wider architecture sweep met (PhiMoE's tensor-bounded clamp,
+Funnel's and ViT-MAE's slice assignments, scatters of a value, RWKV's cropping pad),
+mapped onto the registry's operators. The oracle is torch itself: each module runs
+eagerly on CPU and its outputs' shapes must be the imported graph's."""
+
+from __future__ import annotations
+
+import tempfile
+
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper
+
+from tileplan.importers.onnx import from_onnx
+from tileplan.importers.torch_export import from_torch
+
+
+class ClampByTensors(torch.nn.Module):
+    def forward(self, x, lo):
+        return torch.clamp(x, min=lo, max=lo + 1), torch.clamp_min(x, lo), torch.clamp(x, min=0.5)
+
+
+class SliceAssign(torch.nn.Module):
+    def forward(self, x):
+        z = torch.zeros(2, 10)
+        z[:, 2:6] = x[:, :4]
+        w = torch.ones(2, 10)
+        w[:, :3] = x[:, 5:]
+        return z, w
+
+
+class Scatters(torch.nn.Module):
+    def forward(self, x, idx, src):
+        return x.scatter(1, idx, 0.5), x.scatter(1, idx, src), x.scatter_add(1, idx, src)
+
+
+class Crop(torch.nn.Module):
+    def forward(self, x):
+        f = torch.nn.functional
+        return f.pad(x, (-1, 2)), f.pad(x, (1, -2, -1, 0)), f.pad(x, (0, -3))
+
+
+CASES = [
+    (ClampByTensors(), (torch.zeros(2, 8), torch.zeros(1, 8)), {"maximum", "minimum", "clamp"}),
+    (SliceAssign(), (torch.zeros(2, 8),), {"concat", "slice"}),
+    (Scatters(), (torch.zeros(2, 8), torch.zeros(2, 3, dtype=torch.long), torch.ones(2, 3)), {"scatter", "fill"}),
+    (Crop(), (torch.zeros(2, 8),), {"slice", "pad"}),
+]
+
+
+@pytest.mark.parametrize("module, inputs, kinds", CASES, ids=[type(c[0]).__name__ for c in CASES])
+def test_each_form_plans_the_shapes_torch_computes(module, inputs, kinds):
+    expected = [tuple(t.shape) for t in module(*inputs)]
+    graph = from_torch(module, inputs, "m")
+    shapes = {o.output: o.shape for o in graph.ops} | {t.name: t.shape for t in graph.tensors}
+    assert [shapes[o] for o in graph.outputs] == expected
+    assert kinds <= {o.kind for o in graph.ops}
+
+
+def test_an_onnx_pad_with_negative_pads_crops_first():
+    pads = helper.make_tensor("pads", TensorProto.INT64, [4], [0, -1, 0, 2])  # [begin0, begin1, end0, end1]
+    node = helper.make_node("Pad", ["x", "pads"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 9])], initializer=[pads])
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/pad.onnx"
+        onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+        g = from_onnx(path)
+    assert [(o.kind, o.shape) for o in g.ops] == [("slice", (2, 7)), ("pad", (2, 9))]
