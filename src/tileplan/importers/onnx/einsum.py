@@ -72,8 +72,7 @@ def parse(equation: str, shapes: list[Shape]) -> tuple[list[str], str]:
 
 def map_einsum(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
                module: str | None) -> list[str | None]:
-    equation = attrs["equation"]
-    equation = equation.decode() if isinstance(equation, bytes) else str(equation)
+    equation = str(attrs["equation"])
     if len(ins) not in (1, 2):
         raise ModelError(f"Einsum {equation!r} of {len(ins)} operands: one or two are supported")
     shapes = [imp.shape(i) for i in ins]

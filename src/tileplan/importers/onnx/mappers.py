@@ -361,6 +361,46 @@ def _map_arg(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.emit(ARG_ONNX[node.op_type], [x], a, module, fallback(node), dtype="int")]
 
 
+def _map_scatter(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+                 module: str | None) -> list[str | None]:
+    """ScatterND (data, indices [..., k], updates) and ScatterElements (data,
+    indices, updates along `axis`): the registry's `scatter`, its memory the index
+    tensor received and the updates written (one index tensor: `axes` names the axis
+    it indexes, the first for ScatterND's tuples)."""
+    data, idx, updates = (imp.read(i, module) for i in ins[:3])
+    axis = int(attrs.get("axis", 0)) if node.op_type == "ScatterElements" else 0
+    accumulate = attrs.get("reduction", "none") != "none"
+    return [imp.emit("scatter", [data, idx, updates], {"axes": (axis,), "accumulate": accumulate}, module,
+                     fallback(node), dtype=imp.b.dtypes[data])]
+
+
+def _map_topk(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+              module: str | None) -> list[str | None]:
+    """TopK (X, K): the k best of each row along `axis`, values and their indices."""
+    x = imp.read(ins[0], module)
+    ks = imp.ints(ins[1]) if len(ins) > 1 and ins[1] else [int(attrs["k"])] if "k" in attrs else None
+    axis = int(attrs.get("axis", -1))
+    if ks is None:
+        k = imp.stated_shape(node, "TopK k")[axis]
+    else:
+        k = int(ks[0])
+    a = {"k": k, "axis": axis, "largest": bool(attrs.get("largest", 1))}
+    fb = fallback(node)
+    return [imp.emit("topk", [x], {**a, "indices": False}, module, fb, dtype=imp.b.dtypes[x]),
+            imp.emit("topk", [x], {**a, "indices": True}, module, fb, dtype="int")]
+
+
+def _map_random(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+                module: str | None) -> list[str | None]:
+    """RandomUniform(Like) and RandomNormal(Like): a new tensor of the given (or the
+    input's) shape, its values made on the tiles (`fill`)."""
+    shape = imp.shape(ins[0]) if node.op_type.endswith("Like") else tuple(int(d) for d in attrs["shape"])
+    dtype = elem_class(int(attrs["dtype"]), node.name or node.output[0]) if "dtype" in attrs else (
+        imp.b.dtypes[imp.read(ins[0], module)] if ins else "float")
+    imp.set_shape(node.output[0], shape)
+    return [imp.emit("fill", [], {"shape": tuple(shape) or (1,), "value": 0.0}, module, fallback(node), dtype=dtype)]
+
+
 MAPPERS: dict[str, Mapper] = {
     **{op: _map_binary for op in BINARY_ONNX},
     **{op: _map_unary for op in UNARY_ONNX},
@@ -372,5 +412,7 @@ MAPPERS: dict[str, Mapper] = {
     "GlobalMaxPool": _map_global_pool, "LayerNormalization": _map_layernorm, "RMSNormalization": _map_rmsnorm,
     "BatchNormalization": _map_batchnorm, "Softmax": _map_softmax, "LogSoftmax": _map_softmax,
     "InstanceNormalization": _map_instancenorm, "GroupNormalization": _map_instancenorm, "Resize": _map_resize,
-    "Upsample": _map_resize, "Einsum": map_einsum, **VIEW_MAPPERS,
+    "Upsample": _map_resize, "Einsum": map_einsum, "ScatterND": _map_scatter, "ScatterElements": _map_scatter,
+    "TopK": _map_topk, "RandomUniformLike": _map_random, "RandomNormalLike": _map_random,
+    "RandomUniform": _map_random, "RandomNormal": _map_random, **VIEW_MAPPERS,
 }

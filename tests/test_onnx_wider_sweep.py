@@ -1,7 +1,9 @@
-"""ONNX's Einsum (ProphetNet, XLNet, Funnel, BigBird, CvT export it): each equation
+"""ONNX operators the wider architecture sweep met. Einsum (ProphetNet, XLNet, Funnel,
+BigBird, CvT export it): each equation
 lowered to permutes, reshapes and one matmul, as PyTorch lowers `torch.einsum`
 (`tileplan.importers.onnx.einsum`). The oracle is NumPy's `einsum` on arrays of the
-operands' shapes (the output's shape) and a hand count of the product's M, K and N."""
+operands' shapes (the output's shape) and a hand count of the product's M, K and N.
+Then ScatterND, ScatterElements, TopK and the random generators."""
 
 from __future__ import annotations
 
@@ -73,3 +75,39 @@ def test_sums_and_permutes_need_no_product(tmp_path, equation, shapes):
 def test_what_einsum_cannot_be_is_one_line(tmp_path, equation, shapes, message):
     with pytest.raises(ModelError, match=message):
         from_onnx(_einsum_file(tmp_path, equation, shapes, [1]))
+
+
+def _one_node_file(tmp_path: Path, node, inputs, outputs, inits=()) -> str:
+    graph = helper.make_graph([node], "g", inputs, outputs, initializer=list(inits))
+    path = tmp_path / "n.onnx"
+    onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    return str(path)
+
+
+def _vi(name: str, shape: list[int], elem: int = TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def test_scatters_topk_and_random_map_onto_the_registry(tmp_path):
+    """The ONNX operators RWKV, ViT-MAE and Funnel export beside Einsum: ScatterND and
+    ScatterElements as `scatter` of the data's shape, TopK as its values and indices,
+    RandomUniformLike as a `fill` of the input's shape."""
+    cases = [
+        (helper.make_node("ScatterND", ["d", "i", "u"], ["y"]),
+         [_vi("d", [4, 6]), _vi("i", [2, 1], TensorProto.INT64), _vi("u", [2, 6])], [_vi("y", [4, 6])],
+         [("scatter", (4, 6))]),
+        (helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=1, reduction="add"),
+         [_vi("d", [4, 6]), _vi("i", [4, 2], TensorProto.INT64), _vi("u", [4, 2])], [_vi("y", [4, 6])],
+         [("scatter", (4, 6))]),
+        (helper.make_node("TopK", ["x", "k"], ["v", "j"], axis=1),
+         [_vi("x", [4, 6])], [_vi("v", [4, 3]), _vi("j", [4, 3], TensorProto.INT64)],
+         [("topk", (4, 3)), ("topk", (4, 3))]),
+        (helper.make_node("RandomUniformLike", ["x"], ["y"]), [_vi("x", [4, 6])], [_vi("y", [4, 6])],
+         [("fill", (4, 6))]),
+    ]
+    k = helper.make_tensor("k", TensorProto.INT64, [1], [3])
+    for node, inputs, outputs, expected in cases:
+        graph = from_onnx(_one_node_file(tmp_path, node, inputs, outputs, [k] if node.op_type == "TopK" else []))
+        assert [(o.kind, o.shape) for o in graph.ops] == expected, node.op_type
+    accumulate = dict(from_onnx(_one_node_file(tmp_path, *cases[1][:3])).ops[0].attrs)["accumulate"]
+    assert accumulate is True
