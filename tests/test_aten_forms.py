@@ -68,3 +68,38 @@ def test_an_onnx_pad_with_negative_pads_crops_first():
         onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
         g = from_onnx(path)
     assert [(o.kind, o.shape) for o in g.ops] == [("slice", (2, 7)), ("pad", (2, 9))]
+
+
+class NegativeSlices(torch.nn.Module):
+    """DETR's `y_embed[:, -1:, :]`: a slice from the end is a slice, not the whole."""
+
+    def forward(self, x):
+        return x[:, -1:], x[:, -3:-1], x[:, :-2], x[:, ::2], x[:, -100:]
+
+
+class CopyInto(torch.nn.Module):
+    """RWKV's `output[:, t] = value` in a loop: each copy writes its source."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.value = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        out = torch.zeros(2, 3, 4)
+        for t in range(3):
+            out[:, t] = self.value(x[:, t])
+        return out
+
+
+def test_slices_count_negative_bounds_from_the_end():
+    module, x = NegativeSlices(), torch.zeros(2, 6)
+    graph = from_torch(module, (x,), "m")
+    shapes = {o.output: o.shape for o in graph.ops} | {t.name: t.shape for t in graph.tensors}
+    assert [shapes[o] for o in graph.outputs] == [tuple(t.shape) for t in module(x)]
+
+
+def test_a_copy_into_a_tensor_keeps_what_it_copies():
+    module, x = CopyInto(), torch.zeros(2, 3, 4)
+    graph = from_torch(module, (x,), "m")
+    assert graph.parameter_count == 4 * 4 + 4  # the projection reaches the output
+    assert sum(o.kind == "matmul" for o in graph.ops) == 3

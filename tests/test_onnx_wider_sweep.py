@@ -111,3 +111,19 @@ def test_scatters_topk_and_random_map_onto_the_registry(tmp_path):
         assert [(o.kind, o.shape) for o in graph.ops] == expected, node.op_type
     accumulate = dict(from_onnx(_one_node_file(tmp_path, *cases[1][:3])).ops[0].attrs)["accumulate"]
     assert accumulate is True
+
+
+def test_a_parameter_reshaped_by_the_first_operation_passes_check(tmp_path):
+    """A legacy export whose first node reshapes a large initializer (DPT's position
+    embeddings): the view starts in step 0 with the parameter it aliases, and `check`
+    reads the parameter as the owner of their storage, not as a write in its place."""
+    from onnx import numpy_helper
+
+    w = numpy_helper.from_array(np.zeros((300, 300), np.float32), "w")  # too large to be folded as a constant
+    shape = numpy_helper.from_array(np.array([900, 100], np.int64), "shape")
+    nodes = [helper.make_node("Reshape", ["w", "shape"], ["wr"], name="/emb/Reshape"),
+             helper.make_node("Add", ["x", "wr"], ["y"], name="/emb/Add")]
+    graph = helper.make_graph(nodes, "g", [_vi("x", [900, 100])], [_vi("y", [900, 100])], initializer=[w, shape])
+    onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "r.onnx"))
+    assert main(["plan", str(tmp_path / "r.onnx"), "--no-what-if", "-o", str(tmp_path / "r.json"), "-f"]) == 0
+    assert main(["check", str(tmp_path / "r.json")]) == 0

@@ -36,9 +36,26 @@ def _nothing(im: Importer, node: Any) -> Any:
 
 
 @aten("aten.clone.default", "aten.alias.default", "aten.contiguous.default", "aten.lift_fresh_copy.default",
-      "aten.detach.default", "aten.dropout.default", "aten.copy.default")
+      "aten.detach.default", "aten.dropout.default")
 def _alias(im: Importer, node: Any) -> str:
     return im.arg(0)
+
+
+@aten("aten.copy.default")
+def _copy(im: Importer, node: Any) -> str:
+    """`dst.copy_(src)`, functionalised (`output[:, t] = ...` in RWKV's loop): the
+    result is `src`, cast to `dst`'s element class and broadcast to its shape; `dst`
+    gives only the shape."""
+    dst, src = im.arg(0), im.arg(1)
+    x = src
+    if im.b.dtypes[src] != im.b.dtypes[dst]:
+        x = im.op("cast", [x], what="copy", dtype=im.b.dtypes[dst])
+    shape, have = im.shape(dst), im.shape(src)
+    if have != shape:
+        if len(shape) > len(have):
+            x = im.reshape(x, (1,) * (len(shape) - len(have)) + have)
+        x = im.op("expand", [x], {"shape": shape}, "copy")
+    return x
 
 
 @aten("aten._to_copy.default")

@@ -67,11 +67,13 @@ def _slice(im: Importer, node: Any) -> str:
     dim = int(im.arg(1, 0))
     start, end, step = im.arg(2), im.arg(3), im.arg(4, 1)
     extent = im.shape(x)[dim]
-    start = 0 if start is None else int(start)
-    end = extent if end is None else min(int(end), extent)
-    if (start, end, step) == (0, extent, 1) or (start <= 0 and end >= extent and step == 1):
+    # Python's rule for the bounds: a negative start or end counts from the end
+    # (DETR's `y_embed[:, -1:, :]`), and both are clipped to the extent
+    start, end, step = slice(None if start is None else int(start), None if end is None else int(end),
+                             int(step)).indices(extent)
+    if (start, end, step) == (0, extent, 1):
         return x
-    return im.op("slice", [x], {"axis": dim, "start": start, "end": end, "step": int(step)})
+    return im.op("slice", [x], {"axis": dim, "start": start, "end": max(start, end), "step": step})
 
 
 @aten("aten.select.int")

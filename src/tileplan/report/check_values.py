@@ -162,7 +162,9 @@ def check_live_sets(report: Report, runs: LiveRuns, vc: ValueColumns, g: Groups,
     for k, group in sorted(members.items()):
         # an owner of the storage (root == id) after the first is written in place of
         # a member (an owner or a view aliasing one) whose last step is its first
-        chain = sorted(group, key=lambda m: (firsts[m], lasts[m], values[m].id))
+        # (an owner before the views of it that start in the same step: a view of a
+        # parameter made in step 0 does not make the parameter a write in its place)
+        chain = sorted(group, key=lambda m: (firsts[m], values[m].root != values[m].id, lasts[m], values[m].id))
         ends = {lasts[chain[0]]}
         for j, b in enumerate(chain[1:], start=1):
             vb = values[b]
