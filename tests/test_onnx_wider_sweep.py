@@ -127,3 +127,14 @@ def test_a_parameter_reshaped_by_the_first_operation_passes_check(tmp_path):
     onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "r.onnx"))
     assert main(["plan", str(tmp_path / "r.onnx"), "--no-what-if", "-o", str(tmp_path / "r.json"), "-f"]) == 0
     assert main(["check", str(tmp_path / "r.json")]) == 0
+
+
+def test_after_an_unknown_operator_only_unknown_operators_are_listed(tmp_path):
+    """LED's and Longformer's NonZero: the Shape nodes reading its results are not
+    listed as unknown (the importer reads Shape itself)."""
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Shape", ["nz"], ["s"]),
+             helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)]
+    graph = helper.make_graph(nodes, "g", [_vi("x", [4, 6])], [_vi("y", [2])])
+    onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(tmp_path / "nz.onnx"))
+    with pytest.raises(ModelError, match=r"1 operator tileplan does not know: NonZero x1 \("):
+        from_onnx(str(tmp_path / "nz.onnx"))

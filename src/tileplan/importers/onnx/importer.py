@@ -63,6 +63,8 @@ from tileplan.model.ir import MAX_ELEMENTS
 from tileplan.ops import REGISTRY
 from tileplan.ops.elementwise import BINARY, UNARY
 
+#: operators `Importer._node` reads itself (no mapper or folder)
+READ_HERE = ("Constant", "Shape", "Size")
 ONE_INPUT_ELEMENTWISE = frozenset({*BINARY, *UNARY, "gelu", "clamp"})
 _ANONYMOUS = re.compile(r"^(val_\d+|onnx::.*|_v_\d+|[A-Za-z]+_\d+|\d+)$")
 
@@ -116,7 +118,9 @@ class Importer:
                 self._unknown(f"{node.domain}.{node.op_type}", node)
                 continue
             if any(i in self.poisoned for i in node.input if i):
-                if node.op_type not in MAPPERS and node.op_type not in FOLDERS:
+                # after an unknown operator: list the unknown ones only (Shape and Size,
+                # which `_node` reads, too)
+                if node.op_type not in MAPPERS and node.op_type not in FOLDERS and node.op_type not in READ_HERE:
                     self._unknown(node.op_type, node)
                 self.poisoned.update(o for o in node.output if o)
                 continue
