@@ -103,3 +103,29 @@ def test_a_copy_into_a_tensor_keeps_what_it_copies():
     graph = from_torch(module, (x,), "m")
     assert graph.parameter_count == 4 * 4 + 4  # the projection reaches the output
     assert sum(o.kind == "matmul" for o in graph.ops) == 3
+
+
+class Upsample(torch.nn.Module):
+    """DPT's and segmentation heads' upsampling: transposed convolutions, grouped,
+    with output padding, with and without a bias."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = torch.nn.ConvTranspose2d(8, 6, 4, stride=2, padding=1, groups=2)
+        self.up2 = torch.nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1, bias=False)
+
+    def forward(self, x):
+        return self.up2(torch.relu(self.up(x)))
+
+
+def test_a_transposed_convolution_is_the_data_gradient_of_the_one_it_transposes(tmp_path):
+    module, x = Upsample().eval(), torch.zeros(1, 8, 5, 7)
+    want = tuple(module(x).shape)
+    graph = from_torch(module, (x,), "up")
+    assert graph.parameter_count == sum(p.numel() for p in module.parameters())
+    ops = [(o.kind, o.shape) for o in graph.ops]
+    assert ("conv_grad_input", (1, 6, 10, 14)) in ops and ops[-1] == ("conv_grad_input", want)
+    with torch.no_grad():
+        torch.onnx.export(module, (x,), str(tmp_path / "up.onnx"), dynamo=False, opset_version=17)
+    onnx_graph = from_onnx(str(tmp_path / "up.onnx"))
+    assert [o.shape for o in onnx_graph.ops if o.kind == "conv_grad_input"] == [(1, 6, 10, 14), want]

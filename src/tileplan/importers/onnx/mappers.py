@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tileplan.errors import ModelError
+from tileplan.importers.aten import transposed_conv
 from tileplan.importers.onnx.einsum import map_einsum
 from tileplan.importers.onnx.common import Mapper, Unsupported, broadcast, fallback, known_scalar
 from tileplan.importers.onnx.load import elem_class, np_class
@@ -210,6 +211,38 @@ def _map_conv(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     if len(ins) > 2 and ins[2]:
         operands.append(imp.read(ins[2], module, "bias"))
     return [imp.emit("conv", operands, a, module, fallback(node))]
+
+
+def _map_conv_transpose(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+                        module: str | None) -> list[str | None]:
+    """ConvTranspose: its output's field from ONNX's rule (`output_shape` when given,
+    else stride (in - 1) + output_padding + dilation (k - 1) + 1 - pads, SAME_* auto
+    padding in x stride), then as `tileplan.importers.aten.transposed_conv`."""
+    x = imp.read(ins[0], module)
+    w = imp.read(ins[1], module, "weight")
+    xs, ws = imp.b.shapes[x], imp.b.shapes[w]
+    n = len(ws) - 2
+    groups = int(attrs.get("group", 1))
+    strides = [int(v) for v in attrs.get("strides", [1] * n)]
+    dilations = [int(v) for v in attrs.get("dilations", [1] * n)]
+    pads = [int(v) for v in attrs.get("pads", [0] * (2 * n))]
+    extra = [int(v) for v in attrs.get("output_padding", [0] * n)]
+    auto = str(attrs.get("auto_pad", "NOTSET"))
+    if "output_shape" in attrs:
+        field = [int(v) for v in attrs["output_shape"]][-n:]
+    elif auto in ("SAME_UPPER", "SAME_LOWER"):
+        field = [xs[2 + d] * strides[d] for d in range(n)]
+    else:
+        field = [strides[d] * (xs[2 + d] - 1) + extra[d] + dilations[d] * (ws[2 + d] - 1) + 1 - pads[d] - pads[d + n]
+                 for d in range(n)]
+    if min(field, default=1) < 1:
+        raise ModelError(f"ConvTranspose of {list(xs)} by {list(ws)}: an output field of {field}; expected sizes >= 1")
+    out = (xs[0], ws[1] * groups, *field)
+    bias = imp.read(ins[2], module, "bias") if len(ins) > 2 and ins[2] else None
+    fb = fallback(node)
+    imp.set_shape(node.output[0], out)
+    return [transposed_conv(lambda kind, i, a, what: imp.emit(kind, i, a, module, fb), x, w, bias, out, groups,
+                            lambda t, shape: imp.reshape(t, shape, module, fb))]
 
 
 def _map_pool(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
@@ -412,7 +445,8 @@ MAPPERS: dict[str, Mapper] = {
     "GlobalMaxPool": _map_global_pool, "LayerNormalization": _map_layernorm, "RMSNormalization": _map_rmsnorm,
     "BatchNormalization": _map_batchnorm, "Softmax": _map_softmax, "LogSoftmax": _map_softmax,
     "InstanceNormalization": _map_instancenorm, "GroupNormalization": _map_instancenorm, "Resize": _map_resize,
-    "Upsample": _map_resize, "Einsum": map_einsum, "ScatterND": _map_scatter, "ScatterElements": _map_scatter,
+    "Upsample": _map_resize, "ConvTranspose": _map_conv_transpose, "Einsum": map_einsum,
+    "ScatterND": _map_scatter, "ScatterElements": _map_scatter,
     "TopK": _map_topk, "RandomUniformLike": _map_random, "RandomNormalLike": _map_random,
     "RandomUniform": _map_random, "RandomNormal": _map_random, **VIEW_MAPPERS,
 }
