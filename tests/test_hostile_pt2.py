@@ -271,3 +271,51 @@ def test_a_region_nested_too_deep_is_one_line(tmp_path, capsys):
         inner = sub["nodes"][0]
     code, err = _plan(_write(tmp_path / "deep.pt2", _with_program(members, doc)), tmp_path, capsys)
     assert code == 2 and len(err) == 1 and "nested more than 8 deep" in err[0]
+
+
+class _Asserts(torch.nn.Module):
+    """FlauBERT's and XLM's check on their data: `assert lengths.max().item() <= slen`,
+    a run-time assertion on an unbacked `.item()`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 4)
+
+    def forward(self, ids):
+        lengths = (ids != 2).sum(dim=1).long()
+        # FlauBERT's `assert` (pytest rewrites an assert in a test module: torch._check is the same check)
+        torch._check(lengths.max().item() <= ids.shape[1])
+        return self.emb(ids)
+
+
+def test_a_runtime_assertion_on_the_data_is_dropped_never_evaluated(tmp_path, capsys):
+    from tileplan.importers.torch_export import from_exported, load_exported
+
+    args = (torch.zeros(2, 8, dtype=torch.long),)
+    ep = torch.export.export(_Asserts().eval(), args, strict=False)
+    assert from_exported(ep).parameter_count == 10 * 4  # in process: the assertion erased
+    path = tmp_path / "asserts.pt2"
+    torch.export.save(ep, path)
+    with zipfile.ZipFile(path) as z:
+        text = next(z.read(n) for n in z.namelist() if n.endswith("models/model.json")).decode()
+    assert "_assert_scalar" in text and "expr_str" in text  # the file holds the assertion's expression
+    assert [o.kind for o in load_exported(str(path)).ops] == ["gather"]  # the lookup; the check gone
+    code, err = _plan(path, tmp_path, capsys)
+    assert code == 0 and err == []
+
+
+class _DataShape(torch.nn.Module):
+    def forward(self, x, lengths):
+        n = lengths.max().item()
+        torch._check_is_size(n)
+        torch._check(n <= 8)
+        return torch.zeros(n, 4) + x[0, :4]
+
+
+def test_a_shape_that_depends_on_the_data_is_still_refused(tmp_path, capsys):
+    args = (torch.zeros(2, 8), torch.ones(2, dtype=torch.long))
+    ep = torch.export.export(_DataShape().eval(), args, strict=False)
+    path = tmp_path / "datashape.pt2"
+    torch.export.save(ep, path)
+    code, err = _plan(path, tmp_path, capsys)
+    assert code == 2 and len(err) == 1 and "symbolic (dynamic) shapes" in err[0]

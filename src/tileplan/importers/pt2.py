@@ -16,7 +16,9 @@ tensor metadata. So this module reads the archive itself:
 2. `read_member`: the serialized program (`<root>/models/model.json`) only, its size
    checked before inflating and the inflation itself stopped at `MAX_PROGRAM_BYTES`;
    the sample inputs, weights and constants are never read;
-3. `check_program`: a region that runs with gradients or autocast switched
+3. `check_program`: run-time assertions on computed values (`assert
+   lengths.max().item() <= slen`) are erased with what only they read, before any
+   expression is looked at; a region that runs with gradients or autocast switched
    (`torch.no_grad()` in a model's forward: the higher-order operators
    `wrap_with_set_grad_enabled` and `wrap_with_autocast`) is inlined, its sub-graph's
    nodes in its place (nothing of such a switch holds memory); then the JSON
@@ -189,6 +191,7 @@ def _list(value: Any, place: str, path: str) -> list[Any]:
 def check_program(doc: dict[str, Any], path: str) -> None:
     """Refuse what would run code or what tileplan cannot plan (step 3); cut the
     metadata tileplan does not read. Mutates `doc`."""
+    _drop_runtime_asserts(doc, path)
     _no_expressions(doc, path)
     module = _obj(doc.get("graph_module"), "graph_module", path)
     graph = _obj(module.get("graph"), "graph_module.graph", path)
@@ -239,6 +242,70 @@ def check_program(doc: dict[str, Any], path: str) -> None:
                                      _where(f"signature.input_specs[{i}].{key}", path))
     module["metadata"] = {}
     doc["guards_code"] = []
+
+
+#: run-time assertions on computed values (`torch_export.RUNTIME_ASSERTS`), as targets
+_ASSERT_TARGETS = frozenset({"torch.ops.aten._assert_scalar.default", "torch.ops.aten._assert_async.default",
+                             "torch.ops.aten._assert_async.msg", "torch.ops.aten.sym_constrain_range_for_size.default",
+                             "torch.ops.aten.sym_constrain_range.default"})
+
+
+def _value_names(item: Any) -> set[str]:
+    """The value names (`name` of a tensor, `as_name` of a symbol) below `item`."""
+    names: set[str] = set()
+    stack = [item]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            for key, value in x.items():
+                if key in ("name", "as_name") and isinstance(value, str):
+                    names.add(value)
+                else:
+                    stack.append(value)
+        elif isinstance(x, list):
+            stack.extend(x)
+    return names
+
+
+def _drop_runtime_asserts(doc: dict[str, Any], path: str) -> None:
+    """The run-time assertions of the program (FlauBERT's and XLM's `assert
+    lengths.max().item() <= slen`) erased with what only they read (the comparison,
+    the `.item()`, the reduction) and the symbolic values no node reads any more,
+    before any expression is looked at: the file's expressions are never evaluated,
+    and one still read is refused as before (`_no_expressions`)."""
+    module = _obj(doc.get("graph_module"), "graph_module", path)
+    graph = _obj(module.get("graph"), "graph_module.graph", path)
+    nodes = _list(graph.get("nodes"), "graph.nodes", path)
+    removed = {i for i, n in enumerate(nodes) if isinstance(n, dict) and n.get("target") in _ASSERT_TARGETS}
+    if not removed:
+        return
+    def inputs(n: Any) -> set[str]:
+        items = n.get("inputs") if isinstance(n, dict) else None
+        return _value_names([a.get("arg") for a in items if isinstance(a, dict)] if isinstance(items, list) else [])
+    producer: dict[str, int] = {}
+    readers: dict[str, set[int]] = {}
+    for i, n in enumerate(nodes):
+        for name in _value_names(n.get("outputs") if isinstance(n, dict) else None):
+            producer[name] = i
+        for name in inputs(n):
+            readers.setdefault(name, set()).add(i)
+    kept = _value_names(graph.get("outputs"))
+    stack = list(removed)
+    while stack:
+        for name in inputs(nodes[stack.pop()]):
+            p = producer.get(name)
+            if p is None or p in removed:
+                continue
+            made = _value_names(nodes[p].get("outputs"))
+            if not made & kept and all(readers.get(m, set()) <= removed for m in made):
+                removed.add(p)
+                stack.append(p)
+    graph["nodes"] = [n for i, n in enumerate(nodes) if i not in removed]
+    read = kept | _value_names(graph.get("inputs")) | {m for n in graph["nodes"] for m in inputs(n)}
+    for key in ("sym_int_values", "sym_bool_values", "sym_float_values"):
+        table = graph.get(key)
+        if isinstance(table, dict):
+            graph[key] = {k: v for k, v in table.items() if k in read}
 
 
 def _inline_regions(graph: dict[str, Any], top: dict[str, Any], place: str, path: str, depth: int) -> None:

@@ -78,7 +78,26 @@ def from_exported(ep: Any, name: str = "model", strip: str = "") -> Graph:
     except Exception as e:
         raise ModelError(f"decomposing to core ATen failed: {type(e).__name__}: {str(e).splitlines()[0]}",
                          name) from None
+    drop_runtime_asserts(ep.graph)
     return Importer(ep, name, strip).run()
+
+
+#: the checks a program makes at run time on values it computes (`assert
+#: lengths.max().item() <= slen` in FlauBERT and XLM): nothing of them is memory
+RUNTIME_ASSERTS = frozenset({"aten._assert_scalar.default", "aten._assert_async.default", "aten._assert_async.msg",
+                             "aten.sym_constrain_range_for_size.default", "aten.sym_constrain_range.default"})
+
+
+def drop_runtime_asserts(graph: Any) -> None:
+    """Erase the run-time assertions of `graph` and what only they read (the `.item()`
+    of a reduction and the comparison on it), so that a program which asserts on its
+    data plans; a value the program uses otherwise stays, and is refused as before
+    when it is data-dependent."""
+    asserts = [n for n in graph.nodes if n.op == "call_function" and str(n.target) in RUNTIME_ASSERTS]
+    for node in asserts:
+        graph.erase_node(node)
+    if asserts:
+        graph.eliminate_dead_code()
 
 
 def load_exported(path: str) -> Graph:
