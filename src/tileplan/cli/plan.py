@@ -46,7 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "or a saved torch.export program (.pt2)")
     p.add_argument("--layers", type=int, help="encoder layers (default: the configuration's)")
     p.add_argument("--batch", type=int, help="batch size of an imported model's inputs (default 1)")
-    p.add_argument("--sequence-length", type=int, help="sequence length of a text model's inputs (default 128)")
+    p.add_argument("--sequence-length", type=int,
+                   help="sequence length of a text model's inputs (a config.json's default 128; an ONNX file's "
+                        "symbolic sequence dimension needs it, a fixed one is the file's)")
     p.add_argument("--image-size", type=int, help="image size of a vision model built from a config.json")
     p.add_argument("--kv-cache", type=int, metavar="L",
                    help="plan one decoding step of a decoder (a config.json's) with a key/value cache of L positions "
