@@ -10,9 +10,12 @@ CHROMIUM := /usr/bin/chromium
 
 .PHONY: demo test lint install install-render install-test chromium clean
 
+# tileplan's own modules compiled to bytecode: an editable install is not, and where
+# PYTHONDONTWRITEBYTECODE is set every run would compile them again (0.3 s a command)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -e .
+	$(PY) -m compileall -q src/tileplan
 	touch $@
 
 $(VENV)/.installed-render: $(VENV)/.installed
@@ -32,6 +35,7 @@ chromium:
 	@test -x $(CHROMIUM) || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
 demo: install-render
+	$(PY) -m compileall -q src/tileplan
 	mkdir -p out
 	$(TILEPLAN) plan -o $(REPORT).json -f
 	$(TILEPLAN) check $(REPORT).json
