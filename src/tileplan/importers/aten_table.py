@@ -4,12 +4,11 @@ name mapped to the function that maps it onto registry operators, filled by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-if TYPE_CHECKING:
-    from tileplan.importers.torch_export import Importer
-
-Handler = Callable[["Importer", Any], Any]
+#: (the importer at the node, `tileplan.importers.torch_export.Importer`; the fx node)
+#: -> the builder tensor(s); typed loosely so that the table imports nothing that walks
+Handler = Callable[[Any, Any], Any]
 ATEN: dict[str, Handler] = {}
 
 

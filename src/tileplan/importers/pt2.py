@@ -244,27 +244,36 @@ def check_program(doc: dict[str, Any], path: str) -> None:
     doc["guards_code"] = []
 
 
-#: run-time assertions on computed values (`torch_export.RUNTIME_ASSERTS`), as targets
-_ASSERT_TARGETS = frozenset({"torch.ops.aten._assert_scalar.default", "torch.ops.aten._assert_async.default",
-                             "torch.ops.aten._assert_async.msg", "torch.ops.aten.sym_constrain_range_for_size.default",
-                             "torch.ops.aten.sym_constrain_range.default"})
+#: the checks a program makes at run time on values it computes (`assert
+#: lengths.max().item() <= slen` in FlauBERT and XLM), by ATen name: nothing of them is
+#: memory (`torch_export.drop_runtime_asserts` erases them in process, `_drop_runtime_asserts`
+#: in a file)
+RUNTIME_ASSERTS = frozenset({"aten._assert_scalar.default", "aten._assert_async.default", "aten._assert_async.msg",
+                             "aten.sym_constrain_range_for_size.default", "aten.sym_constrain_range.default"})
+_ASSERT_TARGETS = frozenset(f"torch.ops.{name}" for name in RUNTIME_ASSERTS)
 
 
-def _value_names(item: Any) -> set[str]:
-    """The value names (`name` of a tensor, `as_name` of a symbol) below `item`."""
-    names: set[str] = set()
+def _name_fields(item: Any) -> list[tuple[dict[str, Any], str]]:
+    """Each (object, key) below `item` that holds a value name (`name` of a tensor,
+    `as_name` of a symbol)."""
+    fields: list[tuple[dict[str, Any], str]] = []
     stack = [item]
     while stack:
         x = stack.pop()
         if isinstance(x, dict):
             for key, value in x.items():
                 if key in ("name", "as_name") and isinstance(value, str):
-                    names.add(value)
+                    fields.append((x, key))
                 else:
                     stack.append(value)
         elif isinstance(x, list):
             stack.extend(x)
-    return names
+    return fields
+
+
+def _value_names(item: Any) -> set[str]:
+    """The value names below `item`."""
+    return {owner[key] for owner, key in _name_fields(item)}
 
 
 def _drop_runtime_asserts(doc: dict[str, Any], path: str) -> None:
@@ -389,19 +398,9 @@ def _inlined(node: dict[str, Any], top: dict[str, Any], place: str, path: str, d
 
 
 def _rename(item: Any, renamed: dict[str, str]) -> None:
-    """Every value name below `item` (`name` of a tensor, `as_name` of a symbol) as
-    `renamed` maps it."""
-    stack = [item]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict):
-            for key, value in x.items():
-                if key in ("name", "as_name") and isinstance(value, str):
-                    x[key] = renamed.get(value, value)
-                else:
-                    stack.append(value)
-        elif isinstance(x, list):
-            stack.extend(x)
+    """Every value name below `item` as `renamed` maps it."""
+    for owner, key in _name_fields(item):
+        owner[key] = renamed.get(owner[key], owner[key])
 
 
 def _plain_constant(body: Any) -> bool:

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from tileplan.errors import InputError, ModelError
 from tileplan.importers.aten import ATEN
 from tileplan.importers.graph import Graph, GraphBuilder, unsupported
+from tileplan.importers.pt2 import RUNTIME_ASSERTS
 
 
 def _torch() -> Any:
@@ -80,12 +81,6 @@ def from_exported(ep: Any, name: str = "model", strip: str = "") -> Graph:
                          name) from None
     drop_runtime_asserts(ep.graph)
     return Importer(ep, name, strip).run()
-
-
-#: the checks a program makes at run time on values it computes (`assert
-#: lengths.max().item() <= slen` in FlauBERT and XLM): nothing of them is memory
-RUNTIME_ASSERTS = frozenset({"aten._assert_scalar.default", "aten._assert_async.default", "aten._assert_async.msg",
-                             "aten.sym_constrain_range_for_size.default", "aten.sym_constrain_range.default"})
 
 
 def drop_runtime_asserts(graph: Any) -> None:
