@@ -148,15 +148,25 @@ def _pad(im: Importer, node: Any) -> str:
     begins, ends = [0] * rank, [0] * rank
     for k in range(len(pad) // 2):  # torch pads the last dimension first
         begins[rank - 1 - k], ends[rank - 1 - k] = pad[2 * k], pad[2 * k + 1]
-    cropped = False
-    for d, (b, e) in enumerate(zip(begins, ends)):  # a negative pad crops (RWKV's time shift): a slice first
-        if b < 0 or e < 0:
-            cropped = True
-            start, end = max(0, -b), im.shape(x)[d] - max(0, -e)
-            if end <= start:
-                raise ModelError(f"padding {pad} crops every element of dimension {d}")
-            x = im.op("slice", [x], {"axis": d, "start": start, "end": end, "step": 1}, "crop")
+    crops = crop_slices(im.shape(x), begins, ends, f"padding {pad}")
+    for d, start, end in crops:
+        x = im.op("slice", [x], {"axis": d, "start": start, "end": end, "step": 1}, "crop")
     begins, ends = [max(0, b) for b in begins], [max(0, e) for e in ends]
     if max(begins + ends) == 0:
-        return x if cropped else im.op("alias", [x])
+        return x if crops else im.op("alias", [x])
     return im.op("pad", [x], {"pads": (*begins, *ends), "value": float(im.arg(2, 0.0))})
+
+
+def crop_slices(shape: tuple[int, ...], begins: list[int], ends: list[int], what: str) -> list[tuple[int, int, int]]:
+    """(axis, start, end) of the slice each negative pad asks for (a negative pad
+    crops: RWKV's time shift), to take before padding by the non-negative ones; a
+    one-line error when a dimension would keep nothing. Shared by the ATen and ONNX
+    pads."""
+    out = []
+    for d, (b, e) in enumerate(zip(begins, ends)):
+        if b < 0 or e < 0:
+            start, end = max(0, -b), shape[d] - max(0, -e)
+            if end <= start:
+                raise ModelError(f"{what} crops every element of dimension {d}")
+            out.append((d, start, end))
+    return out

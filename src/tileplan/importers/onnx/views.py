@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tileplan.errors import ModelError
+from tileplan.importers.aten_views import crop_slices
 from tileplan.importers.onnx.common import Mapper, Shape, broadcast, fallback, known_scalar
 from tileplan.importers.onnx.fold import reshape_target, slice_args
 from tileplan.importers.onnx.load import np_class
@@ -237,16 +238,12 @@ def _map_pad(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     for k, a in enumerate(a % rank for a in axes):
         full[a], full[a + rank] = pads[k], pads[k + len(axes)]
     x = imp.read(ins[0], module)
-    for d in range(rank):  # a negative pad crops (RWKV's time shift): a slice first
-        b, e = full[d], full[d + rank]
-        if b < 0 or e < 0:
-            start, end = max(0, -b), s[d] - max(0, -e)
-            if end <= start:
-                raise ModelError(f"Pad with pads {full} crops every element of dimension {d}")
-            x = imp.emit("slice", [x], {"axis": d, "start": start, "end": end, "step": 1}, module, fallback(node))
+    crops = crop_slices(s, full[:rank], full[rank:], f"Pad with pads {full}")
+    for d, start, end in crops:
+        x = imp.emit("slice", [x], {"axis": d, "start": start, "end": end, "step": 1}, module, fallback(node))
     full = [max(0, p) for p in full]
     if max(full, default=0) == 0:
-        return [x if x != imp.read(ins[0], module) else imp.emit("alias", [x], None, module, fallback(node))]
+        return [x if crops else imp.emit("alias", [x], None, module, fallback(node))]
     return [imp.emit("pad", [x], {"pads": tuple(full), "value": value or 0.0, "mode": mode}, module, fallback(node))]
 
 
