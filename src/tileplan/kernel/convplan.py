@@ -182,6 +182,20 @@ def _ceil(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
     return -(-np.asarray(a) // np.asarray(b))
 
 
+def fastest_within(temps: np.ndarray, cycles: np.ndarray, cap: int | None, tile_bytes: int) -> int:
+    """The candidate poplin's `runPlanner` picks (the module docstring, "The choice"):
+    the fewest cycles, then the fewest temporary bytes, among those under `cap`; when
+    none is, the bound doubled while below twice the tile's bytes, then no bound."""
+    bound = cap
+    while True:
+        ok = np.ones(len(temps), dtype=bool) if bound is None else temps <= bound
+        if ok.any():
+            idx = np.flatnonzero(ok)
+            return int(idx[np.lexsort((temps[idx], cycles[idx]))[0]])
+        assert bound is not None, "the unbounded search keeps every candidate"
+        bound = bound * 2 if bound * 2 < 2 * tile_bytes else None
+
+
 def plan_conv(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_bytes: int, partial_bytes: int,
               tile_bytes: int, proportion: float | None, name: str = "conv") -> ConvPartition:
     """The plan poplin would choose (see the module docstring); memoized."""
@@ -218,15 +232,7 @@ def _plan(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_byt
     temps = np.concatenate([t for o in options for t in o.temps])
     cycles = np.concatenate([c for o in options for c in o.cycles])
     cap = None if proportion is None else int(proportion * tile_bytes)
-    bound = cap
-    while True:
-        ok = np.ones(len(temps), dtype=bool) if bound is None else temps <= bound
-        if ok.any():
-            idx = np.flatnonzero(ok)
-            chosen = int(idx[np.lexsort((temps[idx], cycles[idx]))[0]])
-            break
-        assert bound is not None, "the unbounded search keeps every candidate"
-        bound = bound * 2 if bound * 2 < 2 * tile_bytes else None
+    chosen = fastest_within(temps, cycles, cap, tile_bytes)
     for o in options:
         size = sum(len(t) for t in o.temps)
         if chosen < size:
@@ -513,15 +519,7 @@ def _joint(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, mb: i
     temps = np.concatenate([np.maximum(np.maximum(p[0][3], p[1][3]), p[2][3]) for _, _, p in rows])
     cycles = np.concatenate([p[0][4] + p[1][4] + p[2][4] for _, _, p in rows])
     cap = None if proportion is None else int(proportion * tile_bytes)
-    bound = cap
-    while True:
-        ok = np.ones(len(temps), dtype=bool) if bound is None else temps <= bound
-        if ok.any():
-            idx = np.flatnonzero(ok)
-            chosen = int(idx[np.lexsort((temps[idx], cycles[idx]))[0]])
-            break
-        assert bound is not None, "the unbounded search keeps every candidate"
-        bound = bound * 2 if bound * 2 < 2 * tile_bytes else None
+    chosen = fastest_within(temps, cycles, cap, tile_bytes)
     block, row = divmod(chosen, len(splits))
     serial, m_t, passes = rows[block]
     within = cap is None or int(temps[chosen]) <= cap
