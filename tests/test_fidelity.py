@@ -17,7 +17,9 @@ BY_KEY = {c.key: c for c in CASES}
 def test_the_verdict_is_as_the_table_says(key):
     case = BY_KEY[key]
     answer = case.build()
-    if case.miss:
+    if case.not_comparable:  # no verdict on fitting published: tileplan's own answer held
+        assert not answer.fits and not case.miss, key
+    elif case.miss:
         assert answer.fits != case.published_fits, f"{key} now agrees with the published result: drop its miss"
     else:
         assert answer.fits == case.published_fits, f"{key}: tileplan says {'fits' if answer.fits else 'OOM'}"

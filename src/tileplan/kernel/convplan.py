@@ -19,18 +19,22 @@ simple enough to read:
   dimension), input channels `in_t` and output channels `out_t` rounded up to the
   AMP's grains (`input_channels`, `output_channels` of the machine's geometry:
   channel padding is temporary too), groups `group_t`.
-* Temporary bytes (`addConvTempMemoryEstimate`, `addInPlaceEstimate`,
-  `addReduceCycleEstimate`): the input window and the weights block in the multiply
-  precision, the partials in the accumulate precision, plus, with a serial input-
-  channel split, the output block accumulated in place across iterations; with a
-  parallel input-channel split, at least twice the partials (each tile receives as
-  many partial elements as it made, to reduce them: poplin max's the two phases).
+* Temporary bytes, poplin's estimate (`addConvTempMemoryEstimate`,
+  `addInPlaceEstimate`, `addReduceCycleEstimate`, summed and max'd as `addEstimates`
+  does): the input window and the weights block in the multiply precision, the
+  partials in the accumulate precision, plus, with a serial input-channel split, the
+  output block accumulated in place across iterations. A parallel input-channel
+  split's reduction (its first stage receives as many partials as the tile made) is
+  max'd with these, which hold the partials already, so it adds nothing to the
+  estimate; what the step really holds then (`partials_scratch`) can be more.
 * Cycles: the AMP's multiply-accumulates (grains padded) at `input_channels x
   output_channels / 2` a cycle, plus the bytes each tile receives at 4 a cycle (the
-  input window always; the weights block when the batch or field is split, as the
-  weights are then broadcast; with a parallel input-channel split, the partials
-  reduced across it) and `ITERATION_CYCLES`, times the serial iterations; a serial
-  input-channel split adds each iteration's partials to the accumulated ones.
+  input window; the weights block when the batch or field is split, as the weights
+  are then broadcast; with a parallel input-channel split, the partials reduced
+  across it) and `ITERATION_CYCLES`, times the serial iterations; a serial split of
+  the output channels receives the input once, before its loop
+  (`broadcastInputBeforeLoop`), and reduces each iteration's partials in it; a
+  serial input-channel split adds each iteration's partials to the accumulated ones.
 * The choice (`runPlanner`): the fewest cycles with temporary bytes at most the
   bound `availableMemoryProportion x tile bytes`; ties to fewer bytes. When no
   partition fits, the bound is doubled while it stays below twice the tile's bytes
@@ -326,16 +330,21 @@ def _candidates(shape: ConvShape, expanded: tuple[int, ...], combine: int, tile_
             temp = (inputs + weights) * multiply_bytes + partials * partial_bytes + transform
             if dim == "in" and serial > 1:
                 temp = temp + positions * out_t_all * group_t * partial_bytes
-            # a parallel input-channel split reduces the partials across tiles: each tile
-            # receives as many partial elements as it made (`reduceTempBytes`, max'd)
-            temp = np.where(in_s > 1, np.maximum(temp, 2 * partials * partial_bytes), temp)
+            # a parallel input-channel split reduces the partials across tiles: the first
+            # stage receives as many partial elements as the tile made (`reduceTempBytes`),
+            # which poplin max's with the rest, partials included: never more than the rest
             compute = positions * group_t * in_p * out_p * kernel // max(1, ig * og // 2)
-            received = inputs * multiply_bytes + np.where(batch_s * np.prod(field_s, axis=1) > 1,
-                                                          weights * multiply_bytes, 0) + transform
+            weights_received = np.where(batch_s * np.prod(field_s, axis=1) > 1, weights * multiply_bytes, 0)
+            # a serial output-channel split broadcasts the input once, before the loop
+            # (`broadcastInputBeforeLoop`: the same temporary bytes, fewer cycles)
+            before_loop = dim == "out" and serial > 1
+            received = weights_received + transform + (0 if before_loop else inputs * multiply_bytes)
+            once = inputs * multiply_bytes if before_loop else 0
             reduce = np.where(in_s > 1, partials * partial_bytes * (in_s - 1) // in_s, 0)
+            reductions = serial if dim == "out" else 1  # each output slice is reduced in its iteration
             accumulate = partials * serial if dim == "in" and serial > 1 else 0  # adding each iteration's partials
             cycles = (serial * (compute + received // EXCHANGE_BYTES_PER_CYCLE + ITERATION_CYCLES) + accumulate
-                      + reduce // EXCHANGE_BYTES_PER_CYCLE)
+                      + (once + reductions * reduce) // EXCHANGE_BYTES_PER_CYCLE)
             out.blocks.append((dim, serial, inputs, weights, partials))
             out.temps.append(temp)
             out.cycles.append(cycles)
@@ -347,30 +356,42 @@ def _candidates(shape: ConvShape, expanded: tuple[int, ...], combine: int, tile_
 def rearranged_bytes(cp: ConvPartition, layout: "Layout", shape: tuple[int, ...], element_bytes: int,
                      tile_count: int) -> int:
     """The rearranged copy of the input poplin makes before a plan that broadcasts it
-    (`convolutionPreprocess`: `actsRearranged`, when the input is not in the layout the
-    plan expects and the output channels are split, lib/poplin/Convolution.cpp), held
-    for the whole step: each tile's share of the input, when the input rests in a
-    linear mapping (a variable, an elementwise or matmul output: not a convolution's
-    output, which its plan laid out for the next convolution) and the plan splits the
-    output channels over tiles; 0 otherwise (without that split each tile's input block
-    is the rearranged data itself)."""
+    (lib/poplin/Convolution.cpp: `rearrangeActs`, then `convolutionPreprocess` copies
+    the input into `actsRearranged`, laid out as the plan expects), held for the whole
+    step: each tile's share of the input, when the plan splits the output channels over
+    tiles (so each input element goes to several) and poplin rearranges: the input
+    rests in a linear mapping (a variable, an elementwise or matmul output: its
+    detected channel grouping is 1), or it goes to more than 7 tiles
+    (`inViewMaxBroadcastDests`: the output-channel split, tileplan's plans having no
+    kernel split), whatever its layout. 0 otherwise (without that split each tile's
+    input block is the rearranged data itself). poplin's memory estimate does not
+    count this copy (ConvModel.cpp counts a rearrangement only for its transforms), so
+    it is held without moving the plan's choice."""
     linear = bool(layout.tiling.axes) and layout.tiling.axes[0].axis.is_linear
-    if not linear or cp.out_split <= 1:
+    if cp.out_split <= 1 or not (linear or cp.out_split > 7):
         return 0
     return -(-math.prod(shape) // tile_count) * element_bytes
 
 
-def partials_scratch(cp: ConvPartition, operand_bytes: int, partial_bytes: int) -> int:
+def partials_scratch(cp: ConvPartition, operand_bytes: int, input_bytes: int, partial_bytes: int) -> int:
     """The interleaved scratch of a plan's step: its partials, plus with a serial
     input-channel split the output accumulated across iterations, and with a parallel
-    input-channel split the partials received to reduce them where they exceed what
-    the operands' buffers (`operand_bytes`, free by then) leave: the step holds
-    max(operands + partials, twice the partials)."""
+    input-channel split the partials received to reduce them (the first stage of the
+    reduction receives as many as the tile made), where they exceed what the operands'
+    buffers free by then leave. Those are all of `operand_bytes` (the standard
+    scratch), but with a serial output-channel split the input's (`input_bytes`: its
+    window, and its rearranged copy), which poplin broadcasts before the loop and every
+    iteration reads again, so it is live while each iteration's partials are reduced
+    (lib/poplin/Convolution.cpp: the input broadcast before the serial loop, the
+    reduction inside it; ConvModel.cpp `addEstimates` max's `reduceTempBytes` with the
+    conv's temporaries, which the real reduction holds alongside them). The step holds
+    max(operands + partials, held input + twice the partials)."""
     partials = cp.partial_elements * partial_bytes
     if cp.serial_dim == "in" and cp.serial > 1:
         partials += cp.output_elements * partial_bytes
     if cp.in_split > 1:
-        partials += max(0, cp.partial_elements * partial_bytes - operand_bytes)
+        held = input_bytes if cp.serial_dim == "out" and cp.serial > 1 else 0
+        partials += max(0, cp.partial_elements * partial_bytes - (operand_bytes - held))
     return partials
 
 
