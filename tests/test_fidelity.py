@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from fidelity_cases import CASES
+from fidelity_cases import CASES, torchvision_zoo
 
 BY_KEY = {c.key: c for c in CASES}
 
@@ -44,3 +44,10 @@ def test_the_table_in_docs_lists_every_case():
     text = (Path(__file__).parent.parent / "docs" / "fidelity.md").read_text()
     for case in CASES:
         assert f"| {case.key} |" in text, case.key
+
+
+@pytest.mark.parametrize("name", ["resnet18", "resnext50_32x4d", "mnasnet1_0", "mobilenet_v2", "googlenet",
+                                  "inception_v3", "squeezenet1_1"])
+def test_the_torchvision_models_poptorch_tests_fit_on_mk2_too(name):
+    """The table plans them on Mk1 and says they fit on Mk2 too."""
+    assert torchvision_zoo(name, "mk2")().fits
