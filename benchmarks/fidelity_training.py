@@ -40,6 +40,11 @@ MT5_SMALL = {"model_type": "mt5", "d_model": 512, "d_ff": 1024, "d_kv": 64, "num
              "num_decoder_layers": 8, "vocab_size": 250112, "feed_forward_proj": "gated-gelu",
              "tie_word_embeddings": False, "decoder_start_token_id": 0, "pad_token_id": 0, "eos_token_id": 1}
 NOTEBOOK = "graphcore/examples tutorials/tutorials/pytorch/finetuning_bert/Fine-tuning-BERT.ipynb"
+#: Graphcore's BERT examples' optimizer state (nlp/bert/pytorch/optimization.py): an FP16
+#: accumulator, the first moment FP16 only with `enable_half_first_order_momentum` (off in
+#: the pretraining configurations), the second FP32; weight decay marked constant
+GRAPHCORE_BERT_STATE = ("--accum-type", "f16", "--first-order-momentum-accum-type", "f32",
+                        "--second-order-momentum-accum-type", "f32")
 
 
 @dataclass(frozen=True)
@@ -76,14 +81,14 @@ CASES = (
          ("--sequence-length", "128", "--batch", "8", "--layers-per-ipu", "3,7,7,7",
           "--available-memory-proportion", "0.15,0.25,0.25,0.25", "--partials", "f16", "--recompute", "every-layer",
           "--embedding-serialization-factor", "2", "--optimizer-state-offchip", "--replication-factor", "4",
-          "--replicated-tensor-sharding", "--optimizer", "lamb", "--optimizer-preset", "optimum",
+          "--replicated-tensor-sharding", "--optimizer", "lamb", *GRAPHCORE_BERT_STATE, "--weight-decay", "0.01",
           "--gradient-accumulation", "2048"),
          "graphcore/examples nlp/bert/pytorch/configs_pretraining.yml pretrain_large_128", "trains (4 IPUs x 4)"),
     Case("bert-base-pretrain-128", {**BERT_BASE, "architectures": ["BertForPreTraining"]},
          ("--sequence-length", "128", "--batch", "32", "--layers-per-ipu", "0,4,4,4",
           "--available-memory-proportion", "0.25", "--partials", "f16", "--recompute", "every-layer",
           "--optimizer-state-offchip", "--replication-factor", "4", "--replicated-tensor-sharding",
-          "--optimizer", "lamb", "--optimizer-preset", "optimum", "--gradient-accumulation", "512"),
+          "--optimizer", "lamb", *GRAPHCORE_BERT_STATE, "--weight-decay", "0.01", "--gradient-accumulation", "512"),
          "graphcore/examples nlp/bert/pytorch/configs_pretraining.yml pretrain_base_128", "trains (4 IPUs x 4)"),
     Case("gpt2-small-train", {**GPT2, "architectures": ["GPT2LMHeadModel"]},
          ("--sequence-length", "1024", "--batch", "1", "--layers-per-ipu", "0,4,4,4",
@@ -120,10 +125,11 @@ PROFILES = (
           "--available-memory-proportion", "0.6", "--partials", "f16", "--recompute", "every-layer",
           "--optimizer-state-offchip", "--optimizer", "adamw", "--accum-type", "f16",
           "--first-order-momentum-accum-type", "f32", "--second-order-momentum-accum-type", "f32",
-          "--gradient-accumulation", "16"),
+          "--weight-decay", "0", "--gradient-accumulation", "16"),
          "graphcore/popliner tests/reports/poptorch_demo_tiny_128 (`run_squad.py --config demo_tiny_128 "
          "--layers-per-ipu 3 --ipus-per-replica 1`; tests/test_profile.py); graphcore/examples "
-         "nlp/bert/pytorch configs_squad.yml, optimization.py (FP16 accumulator, FP32 moments)",
+         "nlp/bert/pytorch configs_squad.yml, optimization.py (FP16 accumulator, FP32 moments, weight decay 0.0 "
+         "marked constant)",
          "compiles (profile: variables 40,434,347 B summed over the tiles)", variables=(40_434_347,)),
 )
 CASES = CASES + PROFILES

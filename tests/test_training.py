@@ -94,6 +94,26 @@ def test_accumulation_sharding_and_offchip_state(qa, tmp_path):
     assert loaded["role"] == "intermediate" and loaded["precision"] == "F32"
 
 
+
+def test_the_updater_term_takes_the_first_moments_precision_where_no_weight_decay_reaches_the_weight(qa, tmp_path):
+    """PopART connects a weight to its AdamUpdaterOp only for a decay that is variable
+    or above 0 (adamdecompose.cpp); the updater then takes the weight's type, else the
+    first moment's (AdamUpdaterOp::setup). F16 weights, F32 moments."""
+    matrix, bias = "bert.encoder.layer.0.intermediate.dense.weight", "bert.encoder.layer.0.intermediate.dense.bias"
+
+    def updaters(*flags: str) -> tuple[str, str]:
+        doc = plan(qa, tmp_path, *flags, name=f"u{'_'.join(flags)}.json")
+        names = {v["name"]: v for v in values(doc)}
+        return names[f"{matrix} [optimizer update]"]["precision"], names[f"{bias} [optimizer update]"]["precision"]
+
+    assert updaters() == ("F16", "F16")  # PopTorch's own default: a variable decay on every weight
+    assert updaters("--weight-decay", "0") == ("F32", "F32")  # Graphcore's BERT SQuAD: 0, marked constant
+    assert updaters("--weight-decay", "0.01", "--optimizer", "lamb") == ("F16", "F32")  # biases never decay
+    # optimum-graphcore's trainer: decay 0.0 constant, and an F16 first moment
+    assert updaters("--optimizer-preset", "optimum") == ("F16", "F16")
+    with pytest.raises(InputError, match="--weight-decay must be in"):
+        TrainingOptions(weight_decay=-1)
+
 def test_a_pipeline_stashes_each_ipus_inputs_2n_minus_1_minus_i_deep(qa, tmp_path):
     plan(qa, tmp_path, "--layers-per-ipu", "1,1,2", name="p.json")
     depths = []

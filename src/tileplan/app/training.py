@@ -5,11 +5,13 @@
 `--gradient-accumulation`, `--recompute`, `--optimizer-state-offchip`,
 `--replication-factor`, `--replicated-tensor-sharding`,
 `--embedding-serialization-factor`, `--serialized-embedding-splits-per-ipu`,
-`--projection-serialization-factor`), its defaults decided here once for the CLI and
-the API alike (`setup`): PopTorch's (FP32 accumulator and moments; pipeline
+`--projection-serialization-factor`, `--weight-decay`), its defaults decided here once
+for the CLI and the API alike (`setup`): PopTorch's (FP32 accumulator and moments, a
+variable weight decay on every weight; pipeline
 recomputation with several IPUs, none on one; gradient accumulation 2N - 1 with N
 stages, the least PopART accepts, none on one IPU) or, with the `optimum` preset,
-optimum-graphcore's trainer's (FP16 accumulator and first moment, FP32 second);
+optimum-graphcore's trainer's (FP16 accumulator and first moment, FP32 second, its
+weight decay 0.0 marked constant);
 `accum_type`, `first_order_momentum_accum_type` and `second_order_momentum_accum_type`
 override the preset one by one, as PopTorch's `AdamW(..., accum_type=torch.float16,
 first_order_momentum_accum_type=torch.float32, ...)` sets them (Graphcore's BERT
@@ -87,6 +89,10 @@ class TrainingOptions:
     accum_type: str | None = None
     first_order_momentum_accum_type: str | None = None
     second_order_momentum_accum_type: str | None = None
+    #: the weight decay, marked constant and left off biases and norm weights (Graphcore's
+    #: examples, optimum-graphcore's trainer); None: the preset's (PopTorch: its variable
+    #: default on every weight; optimum: its TrainingArguments' 0.0)
+    weight_decay: float | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -106,6 +112,8 @@ class TrainingOptions:
             if value is not None and value not in STATE_TYPES:
                 raise InputError(f"--{key.replace('_', '-')} must be f16 or f32 (PopTorch's torch.float16 or "
                                  f"torch.float32), found {value!r}")
+        if self.weight_decay is not None and not 0 <= self.weight_decay <= 1:
+            raise InputError(f"--weight-decay must be in [0, 1], found {self.weight_decay}")
         self.embedding_splits()
 
     def embedding_splits(self) -> tuple[int, ...] | None:
@@ -148,7 +156,8 @@ class TrainingOptions:
             recompute=self.recompute or ("pipeline" if stages > 1 else "none"),
             optimizer_state_offchip=self.optimizer_state_offchip, replication_factor=self.replication_factor,
             replicated_tensor_sharding=self.replicated_tensor_sharding,
-            embedding_splits_per_ipu=self.embedding_splits() if stages > 1 else None)
+            embedding_splits_per_ipu=self.embedding_splits() if stages > 1 else None,
+            weight_decay=0.0 if self.weight_decay is None and half else self.weight_decay)
 
     def command(self) -> list[str]:
         """The `tileplan plan` flags that ask for exactly this."""
@@ -156,7 +165,7 @@ class TrainingOptions:
         defaults = TrainingOptions()
         for key in ("optimizer", "optimizer_preset", "gradient_accumulation", "recompute", "replication_factor",
                     "embedding_serialization_factor", "serialized_embedding_splits_per_ipu",
-                    "projection_serialization_factor", *STATE_TYPE_OPTIONS):
+                    "projection_serialization_factor", *STATE_TYPE_OPTIONS, "weight_decay"):
             value = getattr(self, key)
             if value is not None and value != getattr(defaults, key):
                 parts.append(f"--{key.replace('_', '-')} {value}")

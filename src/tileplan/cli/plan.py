@@ -95,6 +95,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         train.add_argument(flag, choices=STATE_TYPES, default=None,
                            help=f"{what} precision, as PopTorch's optimizer argument of that name "
                                 "(default: the preset's)")
+    train.add_argument("--weight-decay", type=float, default=None, metavar="W",
+                       help="the weight decay, marked constant and left off biases and norm weights, as "
+                            "Graphcore's examples and optimum-graphcore set it (default: PopTorch's variable "
+                            "decay; optimum: 0.0). With none, Adam's and LAMB's updater term takes the first "
+                            "moment's precision, not the weight's")
     train.add_argument("--gradient-accumulation", type=int, default=None, metavar="N",
                        help="micro-batches accumulated per weight update (default 1 on one IPU, 2N-1 over N)")
     train.add_argument("--recompute", choices=RECOMPUTE, default=None,
@@ -140,7 +145,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 #: the training flags (`--train` needs to be given with any of them)
 TRAINING_FLAGS = ("optimizer", "optimizer_preset", "gradient_accumulation", "recompute", "optimizer_state_offchip",
                   "replication_factor", "replicated_tensor_sharding", "embedding_serialization_factor",
-                  "serialized_embedding_splits_per_ipu", "projection_serialization_factor", *STATE_TYPE_OPTIONS)
+                  "serialized_embedding_splits_per_ipu", "projection_serialization_factor", *STATE_TYPE_OPTIONS,
+                  "weight_decay")
 
 
 def request_from(args: argparse.Namespace) -> PlanRequest:

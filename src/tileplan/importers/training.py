@@ -42,6 +42,7 @@ from tileplan.importers.training_stages import StagePlan
 from tileplan.model.ir import Operation, Program, Tensor
 from tileplan.model.precision import F32, Precision
 from tileplan.ops import infer_shape
+from tileplan.ops.training import UPDATER_TERM
 
 OPTIMIZERS = ("sgd", "sgd-momentum", "adam", "adamw", "lamb")
 RECOMPUTE = ("none", "pipeline", "every-layer")
@@ -71,6 +72,11 @@ class TrainingSetup:
     #: the IPU of each split of a serialised embedding, as optimum-graphcore's
     #: `serialized_embedding_splits_per_ipu` (None: every split on IPU 0)
     embedding_splits_per_ipu: tuple[int, ...] | None = None
+    #: the weight decay marked constant (`variable_attrs.markAsConstant("weight_decay")`,
+    #: as Graphcore's examples and optimum-graphcore's trainer mark it), applied to the
+    #: weights of more than one dimension (their biases and norm weights take none);
+    #: None: PopTorch's default, a variable decay on every weight
+    weight_decay: float | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -89,6 +95,15 @@ class TrainingSetup:
     @property
     def accumulates(self) -> bool:
         return self.gradient_accumulation > 1
+
+    def updater(self, weight: Tensor) -> Precision:
+        """The precision of Adam's and LAMB's updater term for `weight`: PopART makes
+        the weight an input of its AdamUpdaterOp, whose output then takes the weight's
+        type, only for a decay that is variable or above 0 (willow/src/patterns/
+        adamdecompose.cpp); else the output takes the first moment's type
+        (willow/src/op/adamupdater.cpp, `AdamUpdaterOp::setup`)."""
+        decays = self.weight_decay is None or (self.weight_decay > 0 and len(weight.shape) > 1)
+        return weight.precision if decays else self.first_order
 
     @property
     def shards(self) -> int:
@@ -319,7 +334,8 @@ def build_ipu_program(joint: JointProgram, setup: TrainingSetup, plan: StagePlan
         attrs = {"optimizer": setup.optimizer, "shards": setup.shards, "replicas": setup.replication_factor}
         if offchip:
             attrs["offchip"] = tuple(offchip)
-        e.new("optimizer_update", f"{param} [optimizer update]", (param, g, *state), t.precision, attrs)
+        updater = setup.updater(t) if setup.optimizer in UPDATER_TERM else t.precision
+        e.new("optimizer_update", f"{param} [optimizer update]", (param, g, *state), updater, attrs)
 
     for name in sorted(plan.stashed_inputs(ipu)):  # model inputs the backward pass reads again
         stash(name, name)

@@ -10,7 +10,9 @@ its scratch; `tests/test_gradients.py` checks them):
   gradient (or, with accumulation, after the last micro-batch). Its state tensors
   (first and second moment, velocity) rest in the gradient's layout; state kept off
   chip is loaded for the update only; Adam and LAMB make one weight-sized updater
-  term (PopART's AdamUpdaterOp).
+  term (PopART's AdamUpdaterOp), in the weight's precision when the weight decay
+  reaches it, else the first moment's (the operation's output precision, which the
+  importer decides: `TrainingSetup.updater`).
 * `stash(X, S)`, `restore(S)`: a pipeline stage's stash, `depth` copies of X laid
   out as X (`popops::createSliceableTensorFromSlice`), written after the forward pass
   and read back in place (PopART's RestoreInplace) by the backward pass.
@@ -94,7 +96,8 @@ def lower_update(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequ
     updated in place. New values, each live at this step only: the state kept off
     chip, loaded (attribute `offchip`: one precision per state tensor, each a shard of
     ceil(W's elements on the tile / shards) elements; labels `<state> loaded`), and,
-    for Adam and LAMB, the updater term x (W's shape and precision, in the gradient's
+    for Adam and LAMB, the updater term x (W's shape, the operation's output precision:
+    W's, or the first moment's when no weight decay reaches W; in the gradient's
     layout: the operation's output). Scratch, per tile, W's largest shard e: for Adam
     and LAMB with an FP16 gradient and both moments FP32, the gradient cast to F32 (e x
     4 B; PopART's `gradCast`, not made when a moment is FP16); with replicas
