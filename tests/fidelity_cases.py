@@ -294,11 +294,12 @@ def bert_large_inference_two_ipus() -> Answer:
                          partials="f16", sequence_length=384, batch=4, layers_per_ipu="11,13")
 
 
-def bert_large_inference_one_ipu(batch: int, sequence: int, proportion: str) -> Callable[[], Answer]:
+def bert_large_inference_one_ipu(batch: int, sequence: int, proportion: str,
+                                 layers_per_ipu: str | None = None) -> Callable[[], Answer]:
     def build() -> Answer:
         return _plan_request(model=_config(BERT_LARGE), machine="mk2", weights="f16", activations="f16",
                              partials="f16", sequence_length=sequence, batch=batch,
-                             available_memory_proportion=proportion)
+                             available_memory_proportion=proportion, layers_per_ipu=layers_per_ipu)
     return build
 
 
@@ -371,6 +372,12 @@ CASES: tuple[Case, ...] = (
          "nlp/bert/popart/configs/squad_large_128_inf.json",
          "compiles; its profile's variables: 718,514,294 B summed over the tiles", True,
          bert_large_inference_one_ipu(1, 128, "0.6"), variables=(718_514_294,)),
+    Case("bert-large-inference-profile-split", "the same profile split over 2 Mk2 IPUs at layer 12 by PopLiner "
+         "(its reconstruction from the one-IPU profile, operation by operation: not a compile of its own), "
+         "layers_per_ipu [12, 12]", "graphcore/popliner tests/test_popart_bert_inf.py (`GreedySolver.solve(2, "
+         "350000)`: layers to 11, then 12 to 23)", "fits (worst tiles 336,670 and 291,170 B in all); variables "
+         "416,249,974 and 353,891,960 B summed over the tiles", True,
+         bert_large_inference_one_ipu(1, 128, "0.6", "12,12"), variables=(416_249_974, 353_891_960)),
     Case("bert-large-ner-1-ipu", "BERT-Large NER inference, FP16, half partials, sequence 256, batch 1, proportion "
          "0.2, one Mk2 IPU", "huggingface/optimum-graphcore notebooks (token classification inference)", "runs",
          True, bert_large_inference_one_ipu(1, 256, "0.2")),
