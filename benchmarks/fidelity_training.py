@@ -114,8 +114,9 @@ CASES = (
     Case("bert-large-squad-384-one-replica", {**BERT_LARGE, "architectures": ["BertForQuestionAnswering"]},
          ("--sequence-length", "384", "--batch", "4", "--layers-per-ipu", "2,3,3,3,3,3,3,4",
           "--available-memory-proportion", "0.08,0.25,0.32,0.32,0.36,0.38,0.4,0.32", "--partials", "f16",
-          "--recompute", "every-layer", "--optimizer", "lamb", "--optimizer-preset", "optimum",
-          "--gradient-accumulation", "32"),
+          "--recompute", "every-layer", "--optimizer", "adamw", "--accum-type", "f16",
+          "--first-order-momentum-accum-type", "f16", "--second-order-momentum-accum-type", "f32",
+          "--weight-decay", "0.01", "--gradient-accumulation", "32"),
          "graphcore/examples nlp/bert/pytorch/configs_squad.yml squad_large_384 with replication_factor 1",
          "does not fit: \"NB This requires replication_factor=2 to fit\" (state on chip, sharded over 2)", runs=False),
 )

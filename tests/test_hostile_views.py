@@ -124,8 +124,10 @@ def test_summary_counts_the_steps_the_verdict_counts_with_an_interleaved_only_ov
     # the interleaved budget at three quarters of the 2-layer plan's interleaved peak
     # (its matmuls' partials), the standard region large enough for everything else
     interleaved_peak = plan(layers=2).exact.peak("interleaved")[0]
-    small = dataclasses.replace(IPU21, name="small-interleaved", non_interleaved_bytes=600000,
-                                interleaved_bytes=38976, standard_budget_bytes=550848,
+    interleaved = interleaved_peak * 3 // 4 + 1000
+    small = dataclasses.replace(IPU21, name="small-interleaved", non_interleaved_bytes=IPU21.tile_bytes - interleaved,
+                                interleaved_bytes=interleaved,
+                                standard_budget_bytes=IPU21.tile_bytes - interleaved - IPU21.support_reserve_bytes,
                                 interleaved_budget_bytes=interleaved_peak * 3 // 4)
     report = build_report(plan(layers=2, machine=small))
     assert not report.fits_budget

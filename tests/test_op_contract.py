@@ -117,14 +117,14 @@ def test_gemm_copies_operands_that_rest_elsewhere_into_the_amp_layouts():
 
 def test_a_matmul_is_one_step_as_poplin_plans_it():
     # The default policy's lowering. [1, 64, 16] x [16, 8], F16 on 4 tiles, both operands
-    # spread. Partitions of M x K x N over 4 tiles, cycles as convplan counts them (MACs
-    # padded to the grains at 16 x 8 / 2 = 64 a cycle, received bytes at 4 a cycle, 2000
-    # a serial iteration, a K split's partials reduced):
-    #   M/4: 16 rows x 16 x 8 / 64 = 32, receives 16 x 16 + 16 x 8 (the weights are
-    #        broadcast when rows split) F16 = 768 B: 192; 2224 in all
-    #   M/2 x N/2: 64 + 320 + 2000 = 2384; M/2 x K/2: 64 + 320 + reduction 128 + 2000
-    #   = 2512; K/4 (4 channels padded to 16): 128 + 512 + 384 + 2000 = 3024; N/4 (2
-    #   padded to 8): 128 + 512 + 2000 = 2640; K/2 x N/2: 2896
+    # spread. Partitions of M x K x N over 4 tiles, cycles as convplan counts them (each
+    # AMP block of 16 x 8 channels, padded to the grains, 174 cycles and 2 a row; received
+    # bytes at 4 a cycle, 2000 a serial iteration, a K split's partials reduced):
+    #   M/4: one block of 16 rows, 174 + 32 = 206, receives 16 x 16 + 16 x 8 (the weights
+    #        are broadcast when rows split) F16 = 768 B: 192; 2398 in all
+    #   M/2 x N/2: 238 + 320 + 2000 = 2558; M/2 x K/2: 238 + 320 + reduction 128 + 2000
+    #   = 2686; K/4 (4 channels padded to 16): 302 + 512 + 384 + 2000 = 3198; N/4 (2
+    #   padded to 8): 302 + 512 + 2000 = 2814; K/2 x N/2: 3070
     # so M/4. Per tile: the row block 16 x 16, the weight block 16 x 8, partials 16 x 8:
     # temporary (256 + 128) x 2 B + 128 x 4 B = 1280.
     plan, fragment = lower("matmul", [((1, 64, 16), F16), ((16, 8), F16)])

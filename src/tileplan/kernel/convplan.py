@@ -27,8 +27,11 @@ simple enough to read:
   split's reduction (its first stage receives as many partials as the tile made) is
   max'd with these, which hold the partials already, so it adds nothing to the
   estimate; what the step really holds then (`partials_scratch`) can be more.
-* Cycles: the AMP's multiply-accumulates (grains padded) at `input_channels x
-  output_channels / 2` a cycle, plus the bytes each tile receives at 4 a cycle (the
+* Cycles: the AMP's blocks (groups x input-channel grains x output-channel grains x
+  kernel positions), each `BLOCK_CYCLES` plus the geometry's `cycles_per_position` for
+  each output position (PopLibs' own estimate of its AMP vertices: 2 a position for
+  F16's 16 x 8 channels, 64 multiply-accumulates a cycle; 8 for F32's 8 x 8), plus
+  the bytes each tile receives at 4 a cycle (the
   input window; the weights block when the batch or field is split, as the weights
   are then broadcast; with a parallel input-channel split, the partials reduced
   across it) and `ITERATION_CYCLES`, times the serial iterations; a serial split of
@@ -88,6 +91,24 @@ SERIAL_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 #: cycles each serial iteration costs beyond its work: a sync, the exchange's setup and
 #: the vertices' start (poplin's estimate adds such per-iteration terms; tileplan's figure)
 ITERATION_CYCLES = 2000
+#: cycles a tile spends on each AMP block (a group, an input-channel grain, an output-
+#: channel grain and a kernel position) beyond its output positions: PopLibs' estimate
+#: of its 1x1 AMP vertex (lib/poplin/PerformanceEstimation.hpp, the supervisor's outer
+#: loop `getConvPartial1x1SupervisorOuterLoopCycleEstimateHalfFloat` and the workers'
+#: inner loop): the output group's 19, the pass's 7, loading the weights into the 8
+#: conv units, 8 x 32 B at 16 B a cycle: 16, and the six workers' fixed cycles, 6 x (46
+#: - 3 x 8) = 132, for float activations (half ones: 166)
+BLOCK_CYCLES = 174
+
+
+def amp_cycles(geometry: AmpGeometry, positions: np.ndarray | int, in_p: np.ndarray | int, out_p: np.ndarray | int,
+               groups_kernel: np.ndarray | int = 1) -> np.ndarray:
+    """Cycles of the AMP on one tile: `positions` output positions through in_p x
+    out_p channels (padded to the grains) for `groups_kernel` groups x kernel
+    positions: each block BLOCK_CYCLES plus `cycles_per_position` a position."""
+    blocks = (np.asarray(in_p) // geometry.input_channels) * (np.asarray(out_p) // geometry.output_channels) \
+        * np.asarray(groups_kernel)
+    return blocks * (BLOCK_CYCLES + np.asarray(positions) * geometry.cycles_per_position)
 
 
 class ConvPlanningError(TileplanError):
@@ -333,7 +354,7 @@ def _candidates(shape: ConvShape, expanded: tuple[int, ...], combine: int, tile_
             # a parallel input-channel split reduces the partials across tiles: the first
             # stage receives as many partial elements as the tile made (`reduceTempBytes`),
             # which poplin max's with the rest, partials included: never more than the rest
-            compute = positions * group_t * in_p * out_p * kernel // max(1, ig * og // 2)
+            compute = amp_cycles(geometry, positions, in_p, out_p, group_t * kernel)
             weights_received = np.where(batch_s * np.prod(field_s, axis=1) > 1, weights * multiply_bytes, 0)
             # a serial output-channel split broadcasts the input once, before the loop
             # (`broadcastInputBeforeLoop`: the same temporary bytes, fewer cycles)
@@ -493,10 +514,10 @@ def plan_joint_fc(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry
     received, partials n_t x k_t^og where W rests, plus with s > 1 dW accumulated across
     iterations (n_t x k_t partials).
     Worked example, BERT-Large's FFN up-projection at sequence 384 (M 384, K 1024, N
-    4096, F16, F32 partials, 1472 tiles, grains 16 in and 8 out): a = 16 and b = 92
-    give k_t 64 and n_t 45 (48 in grains), s = 1: forward (64 x 384 + 45 x 64) x 2 B +
-    45 x 384 x 4 B = 124,032 B, backward (48 x 384 + 64 x 48) x 2 + 64 x 384 x 4 =
-    141,312 B, update (45 x 384 + 384 x 64) x 2 + 45 x 64 x 4 = 95,232 B: 141,312 B,
+    4096, F16, F32 partials, 1472 tiles, grains 16 in and 8 out): a = 23 and b = 64
+    give k_t 45 (48 in grains) and n_t 64, s = 1: forward (48 x 384 + 64 x 48) x 2 B +
+    64 x 384 x 4 B = 141,312 B, backward (64 x 384 + 45 x 64) x 2 + 45 x 384 x 4 =
+    124,032 B, update (64 x 384 + 384 x 48) x 2 + 64 x 48 x 4 = 98,304 B: 141,312 B,
     under the 383,385 B of proportion 0.6."""
     try:
         return _joint(m, k, n, tile_count, geometry, multiply_bytes, partial_bytes, tile_bytes, proportion)
@@ -526,14 +547,15 @@ def _joint(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, mb: i
         m_in, m_out = _grain(m_t, ig), _grain(m_t, og)
         k_in, k_out, n_in = _grain(k_t, ig), _grain(k_t, og), _grain(n_t, ig)
         passes = []
-        # (received, resting, partials, extra partials, reduced over, macs)
-        for received, resting, partials, extra, reduce_over, macs in (
-                (k_in * m_out, n_t * k_in, n_t * m_out, 0, a, n_t * k_in * m_out),
-                (n_in * m_out, k_t * n_in, k_t * m_out, 0, b, k_t * n_in * m_out),
-                (n_t * m_in + m_in * k_out, 0, n_t * k_out, n_t * k_t if serial > 1 else 0, 1, n_t * m_in * k_out)):
+        # (received, resting, partials, extra partials, reduced over, the AMP's positions,
+        # input and output channels)
+        for received, resting, partials, extra, reduce_over, amp in (
+                (k_in * m_out, n_t * k_in, n_t * m_out, 0, a, (n_t, k_in, m_out)),
+                (n_in * m_out, k_t * n_in, k_t * m_out, 0, b, (k_t, n_in, m_out)),
+                (n_t * m_in + m_in * k_out, 0, n_t * k_out, n_t * k_t if serial > 1 else 0, 1, (n_t, m_in, k_out))):
             temp = (received + resting) * mb + (partials + extra) * pb
             reduce = np.where(reduce_over > 1, partials * pb * (reduce_over - 1) // reduce_over, 0)
-            cycles = (serial * (macs // max(1, ig * og // 2) + received * mb // EXCHANGE_BYTES_PER_CYCLE
+            cycles = (serial * (amp_cycles(geometry, *amp) + received * mb // EXCHANGE_BYTES_PER_CYCLE
                                 + ITERATION_CYCLES) + serial * reduce // EXCHANGE_BYTES_PER_CYCLE)
             passes.append((received, resting, partials + extra, temp, cycles))
         rows.append((serial, m_t, passes))
