@@ -141,3 +141,27 @@ def test_a_7b_decoder_imported_on_the_meta_device_names_the_fewest_ipus(tmp_path
     assert f"{n} IPUs, layers_per_ipu {config['layers_per_ipu']}: fits" in text
     for k in (0, n - 1):  # the embedding's IPU and the last one
         assert main(["check", str(tmp_path / f"l7.ipu{k}.json")]) == 0
+
+
+def test_a_head_tied_to_the_embedding_runs_on_ipu_0(tmp_path):
+    """GPT-2's LM head reads the token embedding: split over 2 IPUs it runs on IPU 0
+    beside the embedding (optimum-graphcore's and Graphcore's own placement), after
+    the last IPU's final norm, whose output IPU 0 receives; the last IPU holds no
+    copy of the embedding and no logits."""
+    from tileplan.app.request import PlanRequest
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 2, "n_positions": 32,
+                                  "vocab_size": 500, "architectures": ["GPT2LMHeadModel"]}))
+    request = PlanRequest(model=str(config), machine="mk2", sequence_length=16, layers_per_ipu="1,1").resolved()
+    pipeline = request.pipeline()
+    assert pipeline is not None
+    first, last = (p.program for p in pipeline.plans)
+    logits = [o for o in first.operations() if o.output_shape[-1] == 500 and o.kind == "matmul"]
+    assert logits and not [o for o in last.operations() if o.output_shape[-1] == 500]
+    embedding = [t.name for t in first.tensors if t.role == "parameter" and t.shape == (500, 64)]
+    assert embedding and not [t for t in last.tensors if t.shape == (500, 64)]
+    received = {t.name for t in first.tensors if t.role == "input"}
+    assert any(name in received for name in last.outputs)  # the final norm's output, sent back to IPU 0
+    for plan in pipeline.plans:
+        assert check_report(from_json_text(to_json_text(build_report(plan)))).consistent

@@ -3,7 +3,8 @@
 The layers of a program are the iterations of its repeat block; `split_program` gives
 stage k the layers [a_k, a_k + counts[k]), stage 0 also what runs before the block
 (embeddings), the last stage what runs after it (the final norm, the head), as
-optimum-graphcore's `layers_per_ipu` places a model. A tensor one stage makes and a
+optimum-graphcore's `layers_per_ipu` places a model; a head tied to the embedding
+(GPT-2's LM head) runs on IPU 0 beside it, after the last stage's final norm. A tensor one stage makes and a
 later one reads crosses the boundary: the maker keeps it to its end (the send
 buffer, a program output of that stage) and the reader declares it as an input (the
 receive buffer, resident from its first step). A parameter stays with the stage that
@@ -40,6 +41,8 @@ def split_program(program: Program, counts: tuple[int, ...]) -> tuple[Program, .
         raise ModelError(f"layers per IPU {list(counts)} must be non-negative and sum to the {block.count} layers")
     n = len(counts)
     pre, post = program.items[:at], program.items[at + 1:]
+    tied = _tied_head(program, pre, post) if n > 1 else len(post)
+    post, head = post[:tied], post[tied:]
     firsts = [sum(counts[:k]) for k in range(n)]
     stage_items: list[list[Operation | RepeatBlock]] = []
     for k, c in enumerate(counts):
@@ -51,6 +54,8 @@ def split_program(program: Program, counts: tuple[int, ...]) -> tuple[Program, .
             items.append(part)
         if k == n - 1:
             items.extend(post)
+        if k == 0:
+            items.extend(head)
         if not items:
             raise ModelError(f"IPU {k} would run nothing: a stage between two others needs at least one layer")
         stage_items.append(items)
@@ -64,8 +69,9 @@ def split_program(program: Program, counts: tuple[int, ...]) -> tuple[Program, .
     reads = [_reads(items) for items in stage_items]
     programs = []
     for k, items in enumerate(stage_items):
-        later = set().union(*(reads[j] - made[j] for j in range(k + 1, n)))  # what later stages receive
-        outputs = [name for name in program.outputs if name in made[k]] if k == n - 1 else []
+        # what the other stages receive: the later ones, and IPU 0 a tied head's input
+        later = set().union(*(reads[j] - made[j] for j in range(n) if j != k))
+        outputs = [name for name in program.outputs if name in made[k]]
         block_later = any(counts[k + 1:]) and counts[k] > 0
         if block_later and block.carried_out is not None:
             outputs.append(block.carried_out)
@@ -83,6 +89,23 @@ def split_program(program: Program, counts: tuple[int, ...]) -> tuple[Program, .
                                                    "layers": [firsts[k], firsts[k] + counts[k]]}}
         programs.append(Program(program.name, tuple(renumbered), tuple(ops), tuple(dict.fromkeys(outputs)), options))
     return tuple(programs)
+
+
+def _tied_head(program: Program, pre: tuple, post: tuple) -> int:
+    """Where a head tied to the embedding starts among the operations after the layers
+    (the first that reads a parameter the operations before the layers read: GPT-2's
+    LM head, BERT's masked-LM decoder), else their count. That head runs on IPU 0, beside
+    the embedding it shares, as optimum-graphcore's pipelined models place it (`LM head`
+    on `ipu_id=0`: optimum/graphcore/models/gpt2/modeling_gpt2.py) and Graphcore's
+    examples do (nlp/gpt2/pytorch/inference_gpt2.py: "LM_head --> IPU 0")."""
+    parameters = {t.name for t in program.tensors if t.role == "parameter"}
+    before = {i for item in pre for op in (item.body if isinstance(item, RepeatBlock) else (item,))
+              for i in op.inputs} & parameters
+    for index, item in enumerate(post):
+        ops = item.body if isinstance(item, RepeatBlock) else (item,)
+        if any(i in before for op in ops for i in op.inputs):
+            return index
+    return len(post)
 
 
 def received_name(carried_out: str, layer: int) -> str:
