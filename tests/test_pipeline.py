@@ -165,3 +165,21 @@ def test_a_head_tied_to_the_embedding_runs_on_ipu_0(tmp_path):
     assert any(name in received for name in last.outputs)  # the final norm's output, sent back to IPU 0
     for plan in pipeline.plans:
         assert check_report(from_json_text(to_json_text(build_report(plan)))).consistent
+
+
+def test_when_no_split_fits_the_first_ipu_alone_says_why(tmp_path, capsys):
+    """`--ipus auto` with an embedding (and the head tied to it) larger than an IPU of 4
+    tiles: no split fits, and IPU 0 planned with no layers shows why."""
+    from pathlib import Path
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 2, "n_positions": 32,
+                                  "vocab_size": 20000, "architectures": ["GPT2LMHeadModel"]}))
+    machine = Path(__file__).parent / "data" / "machines" / "mk2-4tiles.toml"
+    assert main(["plan", str(config), "--machine", str(machine), "--sequence-length", "16", "--ipus", "auto",
+                 "--no-what-if", "-o", str(tmp_path / "g.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("no split over up to 64 IPUs fits")
+    assert lines[1].startswith("  IPU 0 with no layers (the embeddings, and a head tied to them) already does not "
+                               "fit: Out of memory on tile ")
+    assert not list(tmp_path.glob("g*.json"))  # nothing written

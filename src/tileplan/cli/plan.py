@@ -240,6 +240,21 @@ def stage_path(output: Path, ipu: int) -> Path:
     return output.with_name(f"{stem}.ipu{ipu}.json")
 
 
+def _first_ipu_alone(request: PlanRequest) -> str:
+    """Why no split fits, when the first IPU cannot hold even none of the layers: its
+    verdict with the embeddings alone (and a head tied to them), planned; else what
+    each split lacks, in one line."""
+    alone = request.with_(ipus=None, layers_per_ipu="0,-1").pipeline()
+    assert alone is not None, "a given split always plans"
+    first = alone.plans[0]
+    if first.verdict.fits:
+        return ("  every IPU fits some layers, but no split over the IPUs fits them all: give --layers-per-ipu to "
+                "see each IPU's verdict")
+    return (f"  IPU 0 with no layers (the embeddings, and a head tied to them) already does not fit: "
+            f"{verdict_line(build_report(first))}; a lower --available-memory-proportion lowers its products' "
+            "temporaries, narrower --weights its parameters")
+
+
 def run_pipeline_command(args: argparse.Namespace, request: PlanRequest) -> int:
     """Plan over several IPUs: one report per IPU (`MODEL.ipuK.json`, each a whole
     report `tileplan check` re-derives) and the IPUConfig fragment
@@ -253,6 +268,8 @@ def run_pipeline_command(args: argparse.Namespace, request: PlanRequest) -> int:
     progress.done()
     if pipeline is None:
         print(f"no split over up to {MAX_IPUS} IPUs fits ({request.command()})")
+        if request.training is None:
+            print(_first_ipu_alone(request))
         args.decided = EXIT_OVER_BUDGET if args.fail_over_budget else 0
         return args.decided
     paths = [stage_path(output, k) for k in range(len(pipeline.plans))]
