@@ -12,10 +12,17 @@ Handler = Callable[[Any, Any], Any]
 ATEN: dict[str, Handler] = {}
 
 
-def aten(*names: str) -> Callable[[Handler], Handler]:
-    """Register the decorated handler under each of `names`."""
-    def register(fn: Handler) -> Handler:
-        for name in names:
-            ATEN[name] = fn
-        return fn
-    return register
+def registrar(table: dict[str, Handler]) -> Callable[..., Callable[[Handler], Handler]]:
+    """The decorator `@name(*names)` that registers a handler in `table` under each of
+    `names` (`aten` here, `tileplan.importers.joint`'s `joint`)."""
+    def named(*names: str) -> Callable[[Handler], Handler]:
+        def register(fn: Handler) -> Handler:
+            for name in names:
+                table[name] = fn
+            return fn
+        return register
+    return named
+
+
+#: register the decorated handler under each of the ATen names given
+aten = registrar(ATEN)

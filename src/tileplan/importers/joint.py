@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 from tileplan.errors import InputError, ModelError
 from tileplan.importers.aten import ATEN, Handler
+from tileplan.importers.aten_table import registrar
 from tileplan.importers.graph import Graph, unsupported
 from tileplan.importers.torch_export import Importer, _torch, dtype_class, float_precision
 
@@ -277,14 +278,8 @@ class JointImporter(Importer):
 # The backward operators and the products of fully connected layers ------------------------
 
 JOINT: dict[str, Handler] = {}
-
-
-def joint(*names: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        for name in names:
-            JOINT[name] = fn
-        return fn
-    return register
+#: register the decorated handler of a backward operator under each of the names given
+joint = registrar(JOINT)
 
 
 def _im(im: Any) -> JointImporter:

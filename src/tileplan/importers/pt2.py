@@ -41,6 +41,7 @@ import os
 import re
 import stat
 import zipfile
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from tileplan.errors import InputError
@@ -253,22 +254,30 @@ RUNTIME_ASSERTS = frozenset({"aten._assert_scalar.default", "aten._assert_async.
 _ASSERT_TARGETS = frozenset(f"torch.ops.{name}" for name in RUNTIME_ASSERTS)
 
 
-def _name_fields(item: Any) -> list[tuple[dict[str, Any], str]]:
-    """Each (object, key) below `item` that holds a value name (`name` of a tensor,
-    `as_name` of a symbol)."""
-    fields: list[tuple[dict[str, Any], str]] = []
+def _is_name(key: str, value: Any) -> bool:
+    """Whether an object's entry holds a value name (`name` of a tensor, `as_name` of a
+    symbol)."""
+    return key in ("name", "as_name") and isinstance(value, str)
+
+
+def _entries(item: Any) -> Iterator[tuple[dict[str, Any], str, Any]]:
+    """Each (object, key, value) below `item`, depth first without recursion, not
+    descending into a name."""
     stack = [item]
     while stack:
         x = stack.pop()
         if isinstance(x, dict):
             for key, value in x.items():
-                if key in ("name", "as_name") and isinstance(value, str):
-                    fields.append((x, key))
-                else:
+                yield x, key, value
+                if not _is_name(key, value):
                     stack.append(value)
         elif isinstance(x, list):
             stack.extend(x)
-    return fields
+
+
+def _name_fields(item: Any) -> list[tuple[dict[str, Any], str]]:
+    """Each (object, key) below `item` that holds a value name."""
+    return [(x, key) for x, key, value in _entries(item) if _is_name(key, value)]
 
 
 def _value_names(item: Any) -> set[str]:
@@ -418,20 +427,12 @@ def _plain_constant(body: Any) -> bool:
 
 def _names_in(node: Any, place: str, path: str) -> None:
     """Every `name` (and `as_name`) field below `node` is an identifier."""
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for key, value in item.items():
-                if key in ("name", "as_name") and isinstance(value, str):
-                    _name(value, place, path)
-                elif key == "as_graph":
-                    raise InputError("a sub-graph argument (a higher-order operator): tileplan plans flat ATen "
-                                     "programs", _where(place, path))
-                else:
-                    stack.append(value)
-        elif isinstance(item, list):
-            stack.extend(item)
+    for _, key, value in _entries(node):
+        if _is_name(key, value):
+            _name(value, place, path)
+        elif key == "as_graph":
+            raise InputError("a sub-graph argument (a higher-order operator): tileplan plans flat ATen "
+                             "programs", _where(place, path))
 
 
 def _metadata(meta: Any, place: str, path: str) -> dict[str, str]:

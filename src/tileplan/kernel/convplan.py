@@ -31,13 +31,13 @@ simple enough to read:
   kernel positions), each `BLOCK_CYCLES` plus the geometry's `cycles_per_position` for
   each output position (PopLibs' own estimate of its AMP vertices: 2 a position for
   F16's 16 x 8 channels, 64 multiply-accumulates a cycle; 8 for F32's 8 x 8), plus
-  the bytes each tile receives at 4 a cycle (the
-  input window; the weights block when the batch or field is split, as the weights
-  are then broadcast; with a parallel input-channel split, the partials reduced
-  across it) and `ITERATION_CYCLES`, times the serial iterations; a serial split of
-  the output channels receives the input once, before its loop
-  (`broadcastInputBeforeLoop`), and reduces each iteration's partials in it; a
-  serial input-channel split adds each iteration's partials to the accumulated ones.
+  the bytes each tile receives at 4 a cycle (the input window; the weights block when
+  the batch or field is split, as the weights are then broadcast; with a parallel
+  input-channel split, the partials reduced across it) and `ITERATION_CYCLES`, times
+  the serial iterations; a serial split of the output channels receives the input
+  once, before its loop (`broadcastInputBeforeLoop`), and reduces each iteration's
+  partials in it; a serial input-channel split adds each iteration's partials to the
+  accumulated ones.
 * The choice (`runPlanner`): the fewest cycles with temporary bytes at most the
   bound `availableMemoryProportion x tile bytes`; ties to fewer bytes. When no
   partition fits, the bound is doubled while it stays below twice the tile's bytes
@@ -392,6 +392,19 @@ def rearranged_bytes(cp: ConvPartition, layout: "Layout", shape: tuple[int, ...]
     if cp.out_split <= 1 or not (linear or cp.out_split > 7):
         return 0
     return -(-math.prod(shape) // tile_count) * element_bytes
+
+
+def step_scratch(cp: ConvPartition, rearranged: int, weights_received: bool, multiply_bytes: int,
+                 partial_bytes: int) -> dict[str, int]:
+    """What a plan's `Matmul` or `Conv` step holds per tile and serial iteration: in
+    standard memory the input block `input_elements` with the input's rearranged share
+    (`rearranged_bytes`), the weight block `weight_elements` when the tile receives it
+    (`weights_received`: else it reads them where they were created), and the expanded
+    input's share, all in the multiply precision; in interleaved memory
+    `partials_scratch`."""
+    input_bytes = cp.input_elements * multiply_bytes + rearranged
+    standard = input_bytes + (cp.weight_elements * multiply_bytes if weights_received else 0) + cp.transform_bytes
+    return {"standard": standard, "interleaved": partials_scratch(cp, standard, input_bytes, partial_bytes)}
 
 
 def partials_scratch(cp: ConvPartition, operand_bytes: int, input_bytes: int, partial_bytes: int) -> int:

@@ -4,10 +4,10 @@ The layers of a program are the iterations of its repeat block; `split_program` 
 stage k the layers [a_k, a_k + counts[k]), stage 0 also what runs before the block
 (embeddings), the last stage what runs after it (the final norm, the head), as
 optimum-graphcore's `layers_per_ipu` places a model; a head tied to the embedding
-(GPT-2's LM head) runs on IPU 0 beside it, after the last stage's final norm. A tensor one stage makes and a
-later one reads crosses the boundary: the maker keeps it to its end (the send
-buffer, a program output of that stage) and the reader declares it as an input (the
-receive buffer, resident from its first step). A parameter stays with the stage that
+(GPT-2's LM head) runs on IPU 0 beside it, after the last stage's final norm. A
+tensor one stage makes and another reads crosses the boundary: the maker keeps it to
+its end (the send buffer, a program output of that stage) and the reader declares it
+as an input (the receive buffer, resident from its first step). A parameter stays with the stage that
 reads it; one read by two stages (tied weights) is held by both.
 """
 
@@ -99,13 +99,8 @@ def _tied_head(program: Program, pre: tuple, post: tuple) -> int:
     on `ipu_id=0`: optimum/graphcore/models/gpt2/modeling_gpt2.py) and Graphcore's
     examples do (nlp/gpt2/pytorch/inference_gpt2.py: "LM_head --> IPU 0")."""
     parameters = {t.name for t in program.tensors if t.role == "parameter"}
-    before = {i for item in pre for op in (item.body if isinstance(item, RepeatBlock) else (item,))
-              for i in op.inputs} & parameters
-    for index, item in enumerate(post):
-        ops = item.body if isinstance(item, RepeatBlock) else (item,)
-        if any(i in before for op in ops for i in op.inputs):
-            return index
-    return len(post)
+    before = _reads(list(pre)) & parameters
+    return next((index for index, item in enumerate(post) if _reads([item]) & before), len(post))
 
 
 def received_name(carried_out: str, layer: int) -> str:

@@ -190,12 +190,10 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     multiply = b.precision(reads[1])
     accumulate = Precision(k.amp(multiply).accumulate)
     rearranged = convplan.rearranged_bytes(cp, b.layout(reads[0]), b.shape(reads[0]), multiply.bytes, k.tile_count)
-    input_bytes = cp.input_elements * multiply.bytes + rearranged
-    standard = input_bytes + (cp.weight_elements if cp.broadcasts_weights else 0) * multiply.bytes + cp.transform_bytes
-    interleaved = convplan.partials_scratch(cp, standard, input_bytes, accumulate.bytes)
+    scratch = convplan.step_scratch(cp, rearranged, cp.broadcasts_weights, multiply.bytes, accumulate.bytes)
     out = write_result(b, op, plan.output)
     b.step(StepKind.CONV, convplan.plan_text("Conv", cp, multiply.to_text(), accumulate.to_text()), reads, (out,),
-           {"standard": standard, "interleaved": interleaved}, exchange=True)
+           scratch, exchange=True)
     return b.done(out)
 
 

@@ -200,12 +200,10 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     created = plan.rest[1]
     in_place = created is not None and all(b.layout(w) == created for w in weights)
     rearranged = convplan.rearranged_bytes(cp, b.layout(x), b.shape(x), multiply.bytes, k.tile_count)
-    input_bytes = cp.input_elements * multiply.bytes + rearranged
-    standard = input_bytes + (0 if in_place else cp.weight_elements * multiply.bytes) + cp.transform_bytes
-    interleaved = convplan.partials_scratch(cp, standard, input_bytes, accumulate.bytes)
+    scratch = convplan.step_scratch(cp, rearranged, not in_place, multiply.bytes, accumulate.bytes)
     result = write_result(b, op, plan.output)
     b.step(StepKind.MATMUL, convplan.plan_text("Matmul", cp, multiply.to_text(), accumulate.to_text()),
-           (x, *weights), (result,), {"standard": standard, "interleaved": interleaved}, exchange=True)
+           (x, *weights), (result,), scratch, exchange=True)
     return b.done(result)
 
 
