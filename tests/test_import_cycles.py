@@ -31,7 +31,7 @@ ROOT = Path(tileplan.__file__).parent
 KNOWN: set[tuple[str, tuple[str, ...]]] = set()
 #: the packages, top to bottom (README, "How it plans")
 LAYERS = ("tileplan", "tileplan.cli", "tileplan.app", "tileplan.render", "tileplan.report", "tileplan.planner",
-          "tileplan.builtins", "tileplan.lowering", "tileplan.importers", "tileplan.ops", "tileplan.kernel",
+          "tileplan.builtins", "tileplan.lowering", "tileplan.importers", "tileplan.ops", "tileplan.targets", "tileplan.kernel",
           "tileplan.model", "tileplan.placement", "tileplan.ioutil", "tileplan.runtime", "tileplan.version",
           "tileplan.errors")
 #: the packages issue 17 redesigns: no cycle may reach them
