@@ -50,3 +50,23 @@ def test_tile_pages_cover_every_element(shape: list[int]) -> None:
     for d in shape:
         elements *= d
     assert p.count * 32 * 32 >= elements
+
+
+def test_per_bank_bytes_are_tt_metals_bank_size_spread() -> None:
+    from tileplan.targets.tenstorrent.memory import (
+        BufferType, CoreRange, MemoryConfig, MemoryLayout, ShardSpec, TensorSpec, bytes_per_bank,
+    )
+    # the gtest's HS16 tensor: 3x1x1024x1024 bf16 row-major, shards of 192 x 1024 on 16 cores
+    hs16 = TensorSpec((3, 1, 1024, 1024), DataType.BFLOAT16, Layout.ROW_MAJOR,
+                      MemoryConfig(BufferType.L1, MemoryLayout.HEIGHT_SHARDED,
+                                   ShardSpec(CoreRange.grid(4, 4), (192, 1024))))
+    assert hs16.shards() == 16
+    assert bytes_per_bank(hs16.shard_pages(), hs16.pages().page_bytes, 1, 16) == 393_216
+    # I4x2 interleaved in L1: 280 tiles over 56 banks (N300, worker dispatch) and 128 (E150)
+    i4x2 = TensorSpec((4, 2, 160, 224), DataType.BFLOAT16, Layout.TILE, MemoryConfig(BufferType.L1))
+    assert bytes_per_bank(i4x2.pages().count, 2048, 56, 16) == 10_240
+    assert bytes_per_bank(i4x2.pages().count, 2048, 128, 16) == 6_144
+    # tt-mlir #8044: 12,960 bf16 tiles sharded over 48 cores -> 552,960 B a bank
+    assert bytes_per_bank(12_960, 2048, 48, 32) == 552_960
+    assert CoreRange.grid(8, 8).text() == "[0-0 - 7-7]"
+    assert CoreRange.grid(8, 8).text(2025) == "[(x=0,y=0) - (x=7,y=7)]"

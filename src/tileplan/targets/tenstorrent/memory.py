@@ -1,0 +1,185 @@
+"""TTNN memory configurations and the bytes a buffer takes in each bank.
+
+A tensor's buffer lives in one buffer type (DRAM, L1, L1_SMALL, TRACE) and one memory
+layout: INTERLEAVED, its pages dealt round-robin over every bank of that type starting
+at bank 0, or HEIGHT / WIDTH / BLOCK sharded in L1, one shard per core of a core grid
+(tt-metal tech_reports/tensor_layouts/tensor_layouts.md sections 4.1-4.2; ttnn
+`MemoryConfig`, `ShardSpec`).
+
+Every bank reserves the same address range for a buffer (lockstep): the per-bank size is
+tt-metal's `calculate_bank_size_spread` (tt_metal/impl/allocator/allocator.hpp, used by
+`Buffer::aligned_size_per_bank`): `ceil(pages / N) x round_up(page, alignment)`, N the
+banks of an interleaved buffer or the shards of a sharded one.
+
+Worked examples (TENSTORRENT-NOTES.md (h)): a 3x1x1024x1024 bf16 tensor height-sharded
+over 16 cores with shards of 192 x 1024 row-major: 192 pages of 2,048 B a core =
+393,216 B; 4x2x160x224 bf16 TILE interleaved in L1 over 56 banks: 280 tiles ->
+ceil(280 / 56) = 5 pages = 10,240 B a bank.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+from tileplan.errors import InputError
+from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, Pages, padded_height_width, pages, round_up
+
+
+class BufferType(Enum):
+    """Where a buffer lives (tt-metal `BufferType`; the words its messages print)."""
+
+    DRAM = "DRAM"
+    L1 = "L1"
+    L1_SMALL = "L1_SMALL"
+    TRACE = "TRACE"
+
+
+class MemoryLayout(Enum):
+    """ttnn `TensorMemoryLayout`."""
+
+    INTERLEAVED = "interleaved"
+    HEIGHT_SHARDED = "height_sharded"
+    WIDTH_SHARDED = "width_sharded"
+    BLOCK_SHARDED = "block_sharded"
+
+    @property
+    def sharded(self) -> bool:
+        return self is not MemoryLayout.INTERLEAVED
+
+
+class ShardOrientation(Enum):
+    """ttnn `ShardOrientation`: ROW_MAJOR walks the grid's x (columns) first."""
+
+    ROW_MAJOR = "row_major"
+    COL_MAJOR = "col_major"
+
+
+@dataclass(frozen=True, slots=True)
+class CoreRange:
+    """Cores (x, y) with start <= (x, y) <= end, inclusive, as tt-metal's `CoreRange`.
+    Invariant: start <= end in both coordinates."""
+
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.start[0] <= self.end[0] and 0 <= self.start[1] <= self.end[1]):
+            raise InputError(f"core range {self.start}-{self.end}: start must be <= end, both >= 0")
+
+    @classmethod
+    def grid(cls, x: int, y: int) -> "CoreRange":
+        """The x-by-y grid from core (0, 0)."""
+        return cls((0, 0), (x - 1, y - 1))
+
+    @property
+    def width(self) -> int:
+        return self.end[0] - self.start[0] + 1
+
+    @property
+    def height(self) -> int:
+        return self.end[1] - self.start[1] + 1
+
+    @property
+    def cores(self) -> int:
+        return self.width * self.height
+
+    def text(self, style: int = 2026) -> str:
+        """As tt-metal prints it: `[0-0 - 7-7]` in 2026 builds, `[(x=0,y=0) - (x=7,y=7)]`
+        in 2025 builds (program.cpp's messages)."""
+        (x0, y0), (x1, y1) = self.start, self.end
+        if style >= 2026:
+            return f"[{x0}-{y0} - {x1}-{y1}]"
+        return f"[(x={x0},y={y0}) - (x={x1},y={y1})]"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSpec:
+    """One shard's shape [height, width] in elements over the cores of `grid`.
+    Invariant: positive shard dimensions."""
+
+    grid: CoreRange
+    shape: tuple[int, int]
+    orientation: ShardOrientation = ShardOrientation.ROW_MAJOR
+
+    def __post_init__(self) -> None:
+        if len(self.shape) != 2 or min(self.shape) < 1:
+            raise InputError(f"shard shape {list(self.shape)}: expected [height, width], both >= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    """ttnn `MemoryConfig`: a buffer type, a memory layout and, when sharded, its shard
+    spec. Invariant: sharded iff a shard spec is given, and sharding is in L1."""
+
+    buffer_type: BufferType
+    layout: MemoryLayout = MemoryLayout.INTERLEAVED
+    shard: ShardSpec | None = None
+
+    def __post_init__(self) -> None:
+        if self.layout.sharded != (self.shard is not None):
+            raise InputError(f"memory config {self.layout.value}: a shard spec is given iff the layout is sharded")
+        if self.layout.sharded and self.buffer_type is not BufferType.L1:
+            raise InputError(f"a {self.layout.value} tensor lives in L1, found {self.buffer_type.value}")
+
+    def text(self) -> str:
+        """tt-mlir's override form: `dram:interleaved`, `l1:block_sharded`."""
+        return f"{self.buffer_type.value.lower()}:{self.layout.value}"
+
+
+DRAM_INTERLEAVED = MemoryConfig(BufferType.DRAM)
+L1_INTERLEAVED = MemoryConfig(BufferType.L1)
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """A tensor as TTNN holds it: logical shape, data type, layout and memory config.
+    Invariant: block-float types are TILE; a sharded TILE tensor's shard is whole tiles."""
+
+    shape: tuple[int, ...]
+    dtype: DataType
+    layout: Layout
+    memory: MemoryConfig
+
+    def __post_init__(self) -> None:
+        if not self.shape or min(self.shape) < 1:
+            raise InputError(f"tensor shape {list(self.shape)}: every dimension must be >= 1")
+        if self.dtype.block_float and self.layout is not Layout.TILE:
+            raise InputError(f"{self.dtype.value} exists only in TILE layout, found {self.layout.value}")
+        shard = self.memory.shard
+        if shard is not None and self.layout is Layout.TILE and (shard.shape[0] % TILE or shard.shape[1] % TILE):
+            raise InputError(f"a TILE tensor's shard {list(shard.shape)} must be whole 32 x 32 tiles")
+
+    def pages(self) -> Pages:
+        """All the tensor's pages (a sharded row-major tensor's page is one shard row)."""
+        width = self.memory.shard.shape[1] if self.memory.shard is not None else None
+        return pages(self.shape, self.dtype, self.layout, width if self.layout is Layout.ROW_MAJOR else None)
+
+    def shard_pages(self) -> int:
+        """Pages of one shard (every core reserves a whole shard, the last one too)."""
+        shard = self.memory.shard
+        assert shard is not None, self
+        h, w = shard.shape
+        if self.layout is Layout.TILE:
+            return (h // TILE) * (w // TILE)
+        return h
+
+    def shards(self) -> int:
+        """How many shards the tensor has: its padded 2-D view cut into shard blocks."""
+        shard = self.memory.shard
+        assert shard is not None, self
+        h, w = padded_height_width(self.shape, self.layout)
+        return math.ceil(h / shard.shape[0]) * math.ceil(w / shard.shape[1])
+
+
+def aligned_page_bytes(page_bytes: int, alignment: int) -> int:
+    """A page as a bank stores it: rounded up to the buffer type's alignment."""
+    return round_up(page_bytes, alignment)
+
+
+def bytes_per_bank(page_count: int, page_bytes: int, banks: int, alignment: int) -> int:
+    """tt-metal's `calculate_bank_size_spread`: `ceil(pages / banks)` aligned pages."""
+    if banks < 1:
+        raise InputError(f"a buffer spreads over at least one bank, found {banks}")
+    return math.ceil(page_count / banks) * aligned_page_bytes(page_bytes, alignment)
