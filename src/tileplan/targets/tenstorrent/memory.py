@@ -85,6 +85,11 @@ class CoreRange:
     def cores(self) -> int:
         return self.width * self.height
 
+    def intersects(self, other: "CoreRange") -> bool:
+        """Whether the two ranges share a core (tt-metal `CoreRange::intersects`)."""
+        return (self.start[0] <= other.end[0] and other.start[0] <= self.end[0]
+                and self.start[1] <= other.end[1] and other.start[1] <= self.end[1])
+
     def text(self, style: int = 2026) -> str:
         """As tt-metal prints it: `[0-0 - 7-7]` in 2026 builds, `[(x=0,y=0) - (x=7,y=7)]`
         in 2025 builds (program.cpp's messages)."""
