@@ -1,0 +1,162 @@
+"""What changed between tt-metal and tt-mlir builds, read from devices/software.toml.
+
+tt-metal's allocator and messages are not one thing over time: the out-of-memory string
+grew two tails (2025-10 "bank size is only", 2026-02 the allocator statistics), the core
+range print form changed, the trace region was carved per bank and then as a total
+(tt-metal PR #47122, #47766), and tt-mlir's default `l1_small_size` went from 32 KiB to
+64 KiB (tt-mlir PR #5557). Each such knob is a timeline of dated changes in the data
+file, each with its source; `software_at(date, stack)` replays them up to a build's date.
+
+Worked example: a 2026-04-21 build on the tt-mlir stack gets the statistics form of the
+OOM message, `[(x=0,y=0) - (x=7,y=7)]` core ranges, the per-bank trace rule, an
+`l1_small_size` of 65,536 and ETH dispatch.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from tileplan.errors import InputError
+
+
+class Stack(Enum):
+    """Who opens the device: tt-metal's own defaults (ttnn.open_device) or tt-mlir's
+    runtime (and tt-xla through it)."""
+
+    TT_METAL = "tt-metal"
+    TT_MLIR = "tt-mlir"
+
+    @classmethod
+    def parse(cls, text: str) -> "Stack":
+        for stack in cls:
+            if stack.value == text.strip().lower():
+                return stack
+        raise InputError(f"unknown stack {text!r}; expected one of {', '.join(s.value for s in cls)}")
+
+
+class DispatchCoreType(Enum):
+    """tt-metal `DispatchCoreType`: dispatch kernels on ethernet cores (ETH) or on a row
+    or column of worker cores (WORKER), which then hold no L1 bank."""
+
+    WORKER = "worker"
+    ETH = "eth"
+
+    @classmethod
+    def parse(cls, text: str) -> "DispatchCoreType":
+        for kind in cls:
+            if kind.value == text.strip().lower():
+                return kind
+        raise InputError(f"unknown dispatch core type {text!r}; expected one of {', '.join(k.value for k in cls)}")
+
+
+class OomForm(Enum):
+    """The tail of bank_manager.cpp's out-of-memory string."""
+
+    OLDEST = "oldest"  # ends after "where each bank needs to store {} B"
+    ONLY = "only"  # ", but bank size is only {} B"
+    STATS = "stats"  # ", but bank size is {} B (allocated: {} B, free: {} B, largest free block: {} B)"
+
+
+class CoreRangeForm(Enum):
+    """How `CoreRange::str()` prints in program.cpp's messages."""
+
+    XY = "xy"  # [(x=0,y=0) - (x=7,y=7)]
+    DASH = "dash"  # [0-0 - 7-7]
+
+
+class TraceRule(Enum):
+    """How tt-metal's AllocatorImpl::init_one_bank_per_channel carves the trace region
+    out of every DRAM bank (tt_metal/impl/allocator/allocator.cpp)."""
+
+    PER_BANK = "per_bank"  # every bank loses the whole (aligned) trace_region_size
+    TOTAL_DRAM_ALIGNED = "total_dram_aligned"  # PR #47122: ceil(T / banks) up to the DRAM alignment
+    TOTAL_PAGE_ALIGNED = "total_page_aligned"  # PR #47766: ceil(T / banks) up to the largest trace page
+
+
+class TraceAlignment(Enum):
+    """What L1BankingAllocator::generate_config aligns trace_region_size to."""
+
+    DRAM = "dram"
+    DRAM_X_BANKS = "dram_x_banks"
+
+
+@dataclass(frozen=True, slots=True)
+class Software:
+    """tt-metal's behaviour at one build date and one stack's defaults for it.
+
+    Invariants: non-negative default sizes; a trace page maximum of 1,024 B or more."""
+
+    date: str
+    stack: Stack
+    oom_message: OomForm
+    core_range_text: CoreRangeForm
+    trace_rule: TraceRule
+    trace_alignment: TraceAlignment
+    trace_page_max: int
+    dynamic_trace: bool
+    trace_device_word: str
+    l1_small_size: int
+    trace_region_size: int
+    dispatch: DispatchCoreType
+    sources: tuple[tuple[str, str], ...]
+
+    def __post_init__(self) -> None:
+        assert self.l1_small_size >= 0 and self.trace_region_size >= 0, self
+        assert self.trace_page_max >= TRACE_PAGE_MIN, self
+
+    def source(self, what: str) -> str:
+        """Where the value of knob `what` comes from."""
+        return dict(self.sources)[what]
+
+
+#: the smallest trace buffer page (tt-metal trace/dispatch.cpp kExecBufPageMin; PR #47766
+#: kMinTraceBufPageSize)
+TRACE_PAGE_MIN = 1024
+
+_KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "trace_page_max", "dynamic_trace",
+          "trace_device_word")
+_STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
+
+
+@lru_cache(maxsize=1)
+def _changes() -> tuple[dict[str, Any], ...]:
+    text = resources.files("tileplan.targets.tenstorrent").joinpath("devices/software.toml").read_text()
+    data = tomllib.loads(text)
+    assert data.get("schema") == 1, "devices/software.toml: schema 1 expected"
+    changes = tuple(sorted(data["change"], key=lambda c: c["since"]))
+    for change in changes:
+        assert {"since", "what", "value", "source"} <= set(change), change
+    return changes
+
+
+def software_at(date: str, stack: Stack) -> Software:
+    """Every knob's value on `date` (YYYY-MM-DD) for `stack`: the latest change on or
+    before the date. A date before a knob's first change is an error naming it."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for change in _changes():
+        if change["since"] > date:
+            break
+        what = change["what"]
+        if "." in what:
+            what, who = what.split(".", 1)
+            if who != stack.value:
+                continue
+        values[what] = change["value"]
+        sources[what] = f"{change['source']} (since {change['since']})"
+    missing = [k for k in (*_KNOBS, *_STACK_KNOBS) if k not in values]
+    if missing:
+        raise InputError(f"build date {date}: tileplan knows no {', '.join(missing)} for {stack.value} that early; "
+                         "pick a later version")
+    return Software(
+        date=date, stack=stack, oom_message=OomForm(values["oom_message"]),
+        core_range_text=CoreRangeForm(values["core_range_text"]), trace_rule=TraceRule(values["trace_rule"]),
+        trace_alignment=TraceAlignment(values["trace_alignment"]), trace_page_max=int(values["trace_page_max"]),
+        dynamic_trace=bool(values["dynamic_trace"]), trace_device_word=str(values["trace_device_word"]),
+        l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
+        dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))
