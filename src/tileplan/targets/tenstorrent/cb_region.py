@@ -16,6 +16,11 @@ per core range, in creation order:
   region when the address is its end, else opens a new one);
 - globally allocated CBs alias a tensor's L1 buffer and take no space.
 
+The address is the max over the CB's own core ranges only, so on core ranges that
+intersect without being equal tt-metal can place two CBs over each other (1 B on the
+left half, 33 B on the right half, then 1 B on the whole grid lands inside the 33 B on
+the right half's cores); tileplan keeps tt-metal's addresses.
+
 Before the program runs, every range's region end is checked: above the L1 size, "grow
 to ... beyond max L1 size"; above the lowest L1 buffer address (the L1 bank manager's
 lowest occupied address over the compute banks), "clash with L1 buffers". L1_SMALL is
