@@ -156,7 +156,7 @@ def test_default_directions() -> None:
 
 
 def test_l1_is_top_down_and_dram_bottom_up_on_a_device() -> None:
-    d = load_device("n150", version="2026-04")
+    d = load_device("n150", version="2026-04-21")
     alloc = DeviceAllocator(d)
     l1 = alloc.allocate(BufferRequest(BufferType.L1, 72 * 2048, 2048))
     dram = alloc.allocate(BufferRequest(BufferType.DRAM, 12 * 2048, 2048))

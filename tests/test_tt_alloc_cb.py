@@ -30,14 +30,14 @@ def _tiles(n: int, name: str = "cb", index: int = 0, core_range: CoreRange = GRI
 def test_published_region_ends_gemma_and_phi2(tiles: int, end: int) -> None:
     # tt-xla #4214 (gemma-1.1-2b-it): 786,432 B = 384 bf16 tiles; tt-mlir #7744 (phi-2):
     # 1,253,376 B = 612 tiles; both from base 103,712
-    d = load_device("n150", version="2026-04")
+    d = load_device("n150", version="2026-04-21")
     layout = allocate_circular_buffers([_tiles(tiles)], d.l1_base, d.dram_alignment)
     assert layout.region_end == end == 103_712 + tiles * 2048
     assert layout.static_bytes == tiles * 2048
 
 
 def test_an_l1_buffer_below_the_region_end_clashes() -> None:
-    d = load_device("n150", version="2026-04")
+    d = load_device("n150", version="2026-04-21")
     alloc = DeviceAllocator(d)
     tensor = alloc.allocate(BufferRequest(BufferType.L1, 600_000 * 72, 600_000))
     assert isinstance(tensor, Allocation) and tensor.address == 1_499_136 - 65_536 - 600_000 == 833_600
@@ -52,7 +52,7 @@ def test_an_l1_buffer_below_the_region_end_clashes() -> None:
 
 
 def test_l1_small_buffers_do_not_clash() -> None:
-    d = load_device("n150", version="2026-04")
+    d = load_device("n150", version="2026-04-21")
     alloc = DeviceAllocator(d)
     small = alloc.allocate(BufferRequest(BufferType.L1_SMALL, 72 * 65_536, 65_536, shards=72))
     assert isinstance(small, Allocation)

@@ -30,7 +30,7 @@ def _fill(alloc: DeviceAllocator, buffer_type: BufferType, per_bank: int) -> All
 def test_h4_1_falcon3_7b_fragmentation_tt_mlir_8044() -> None:
     # 26,542,080 B over 48 shards: 12,960 tiles / 48 = 270 tiles = 552,960 B a bank;
     # bank 1,499,136 - 103,712 - 65,536 = 1,329,888; 417,792 allocated + 912,096 free
-    d = load_device("n150", stack=Stack.TT_MLIR, version="2026-04")
+    d = load_device("n150", stack=Stack.TT_MLIR, version="2026-04-21")
     assert 26_542_080 == 12_960 * 2048 and 12_960 // 48 * 2048 == 552_960
     alloc = DeviceAllocator(d)
     # top-down: 208,896 B a bank at the top, a 522,240-B hole, 208,896 B below it
@@ -51,7 +51,7 @@ def test_h4_1_falcon3_7b_fragmentation_tt_mlir_8044() -> None:
 
 def test_qwen3_32b_tt_mlir_8110_same_bank() -> None:
     # 38,928,384 B over 64 shards: 608,256 B a bank (297 tiles); 323,936 + 1,005,952 = bank
-    d = load_device("n150", version="2026-04")
+    d = load_device("n150", version="2026-04-21")
     assert 38_928_384 // 64 == 608_256 == 297 * 2048
     assert 323_936 + 1_005_952 == d.l1_bank_size
 
@@ -59,7 +59,7 @@ def test_qwen3_32b_tt_mlir_8110_same_bank() -> None:
 def test_h4_2_bevdepth_2025_build_interleaved_over_72_banks() -> None:
     # 69,599,232 B = 33,984 tiles over 72 banks -> 472 tiles = 966,656 B;
     # bank 1,499,136 - 100,352 - 32,768 = 1,366,016, "bank size is only" in 2025
-    d = load_device("n150", stack=Stack.TT_MLIR, version="2025-10")
+    d = load_device("n150", stack=Stack.TT_MLIR, version="2025-10-03")
     assert d.l1_banks == 72 and d.l1_bank_size == 1_366_016
     alloc = DeviceAllocator(d)
     _fill(alloc, BufferType.L1, 400_000)
@@ -72,7 +72,7 @@ def test_h4_2_bevdepth_2025_build_interleaved_over_72_banks() -> None:
 
 def test_h4_3_bloom_embedding_dram() -> None:
     # a 250,880 x 2,048 bf16 embedding: 501,760 tiles over 12 banks -> 41,814 tiles
-    d = load_device("n150", version="2025-10")
+    d = load_device("n150", version="2025-10-03")
     assert d.dram_bank_size == 1_073_741_792
     alloc = DeviceAllocator(d)
     _fill(alloc, BufferType.DRAM, 1_000_000_000)  # the rest of the model's weights
@@ -85,7 +85,7 @@ def test_h4_3_bloom_embedding_dram() -> None:
 def test_h4_4_qwen3_vl_conv3d_dram_capacity() -> None:
     # 23,085,449,216 B over 12 banks -> 1,923,788,800 B a bank; bank 1,071,821,792 =
     # 1 GiB - 1,920,032; allocated 93,197,824 + free 978,623,968 = bank
-    d = load_device("n150", version="2026-04")
+    d = load_device("n150", version="2026-04-21")
     alloc = DeviceAllocator(d)
     _fill(alloc, BufferType.DRAM, 93_197_824)
     oom = alloc.allocate(BufferRequest(BufferType.DRAM, 23_085_449_216, 2048))

@@ -18,7 +18,7 @@ from tileplan.targets.tenstorrent.versions import Stack, TraceRule, software_at
 
 def _on(date: str, trace_region_size: int, machine: str = "n150") -> Device:
     """A Wormhole chip with tt-metal's behaviour of `date` (the 2026-04 build's regions)."""
-    d = load_device(machine, stack=Stack.TT_METAL, version="2026-04")
+    d = load_device(machine, stack=Stack.TT_METAL, version="2026-04-21")
     return dataclasses.replace(d, software=software_at(date, Stack.TT_METAL), trace_region_size=trace_region_size)
 
 
@@ -41,7 +41,7 @@ def test_trace_region_sizes_per_rule(date: str, rule: TraceRule, per_bank: int) 
 def test_2025_per_bank_trace_regions_rederive_published_dram_banks(trace: int, bank: int) -> None:
     # tt-metal #31076 (Llama-3.2-11B-Vision) and #29905 (Llama 3.3 70B Galaxy), 2025:
     # 1,073,741,792 minus the whole trace region, aligned to 32 only
-    d = load_device("n150", stack=Stack.TT_METAL, version="2025-10", trace_region_size=trace)
+    d = load_device("n150", stack=Stack.TT_METAL, version="2025-10-03", trace_region_size=trace)
     assert d.trace_bank_size == trace and d.dram_bank_size == bank
 
 
@@ -98,7 +98,7 @@ def test_a_zero_trace_region_is_dynamic_since_tt_metal_36999() -> None:
     assert isinstance(placed, Allocation) and placed.request.buffer_type is BufferType.DRAM
     assert placed.bytes_per_bank == 9 * 1024
     assert placed.address == 1_920_032 + d.dram_bank_size - 9 * 1024
-    before = load_device("n150", stack=Stack.TT_METAL, version="2025-10")
+    before = load_device("n150", stack=Stack.TT_METAL, version="2025-10-03")
     assert TraceRegion(DeviceAllocator(before)).capture(100) == TraceRegionExceeded(1024, 0, 0)
 
 

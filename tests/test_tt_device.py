@@ -21,7 +21,7 @@ from tileplan.targets.tenstorrent.versions import (
 
 def test_n150_on_tt_mlir_2026_has_the_bank_of_tt_mlir_8044() -> None:
     # 1,499,136 - 103,712 - 65,536 = 1,329,888 (tt-mlir #8044, #8110), ETH dispatch: 8 x 9
-    d = load_device("n150", stack=Stack.TT_MLIR, version="2026-04")
+    d = load_device("n150", stack=Stack.TT_MLIR, version="2026-04-21")
     assert (d.l1_size, d.l1_unreserved_base, d.l1_small_size) == (1_499_136, 103_712, 65_536)
     assert d.l1_bank_size == 1_329_888 == 1_499_136 - 103_712 - 65_536
     assert d.dispatch_core_type is DispatchCoreType.ETH and d.l1_banks == 72
@@ -32,18 +32,21 @@ def test_n150_on_tt_mlir_2026_has_the_bank_of_tt_mlir_8044() -> None:
 
 
 @pytest.mark.parametrize(("machine", "version", "small", "bank"), [
-    # tt-xla test configs: bevdepth (2025-10, 32 KiB), faster_rcnn (2025-11, 64 KiB),
-    # bevformer (2025-11, 32 KiB), segformer (2025-12, 64 KiB); Blackhole tt-mlir #5343
-    ("n150", "2025-10", None, 1_366_016), ("n150", "2025-11", None, 1_331_936), ("n150", "2025-11", 32_768, 1_364_704),
-    ("n150", "2025-12", None, 1_331_392), ("p150", "2025-10", None, 1_437_056)])
+    # tt-xla test configs: bevdepth (2025-10-03, 32 KiB), 2025-10-08 and -10 (32 KiB),
+    # faster_rcnn (2025-11-06, 64 KiB), bevformer (2025-11-07, 32 KiB), segformer
+    # (2025-12-18, 64 KiB); Blackhole tt-mlir #5343 (2025-10-14, 32 KiB)
+    ("n150", "2025-10-03", None, 1_366_016), ("n150", "2025-10-08", None, 1_364_928),
+    ("n150", "2025-10-10", None, 1_366_560), ("n150", "2025-11-06", None, 1_331_936),
+    ("n150", "2025-11-06", 32_768, 1_364_704), ("n150", "2025-12-18", None, 1_331_392),
+    ("p150", "2025-10-14", None, 1_437_056)])
 def test_published_l1_bank_sizes_rederive(machine: str, version: str, small: int | None, bank: int) -> None:
     d = load_device(machine, version=version, l1_small_size=small)
     assert d.l1_bank_size == bank == d.l1_size - d.l1_unreserved_base - d.l1_small_bank_size
 
 
 def test_tt_mlir_defaults_l1_small_to_32_kib_before_pr_5557_and_64_kib_after() -> None:
-    assert load_device("n150", version="2025-10").l1_small_size == 32_768  # 2025-10-03
-    assert load_device("n150", version="2025-11").l1_small_size == 65_536  # 2025-11-06 > 2025-11-04
+    assert load_device("n150", version="2025-10-29").l1_small_size == 32_768
+    assert load_device("n150", version="2025-11-06").l1_small_size == 65_536  # after 2025-11-04
     assert load_device("n150", stack=Stack.TT_METAL).l1_small_size == 0
     assert load_device("n150", stack=Stack.TT_METAL).trace_region_size == 0
 
@@ -65,9 +68,9 @@ def test_blackhole_facts() -> None:
     assert p150.arch is Arch.BLACKHOLE and p150.l1_size == 1_572_864
     assert (p150.l1_alignment, p150.dram_alignment) == (16, 64)
     assert (p150.dram_banks, p100.dram_banks) == (8, 7)
-    # the 2026 build: 4,278,190,080 - 4,800,064 (tt-xla test config, 2026-04-20)
-    assert p150.dram_bank_size == 4_273_390_016
-    assert load_device("p150", version="2025-10").dram_bank_size == 4_278_190_016
+    # the 2026 build: 4,278,190,080 - 5,848,704 (tt-xla #6033); 2025: - 64
+    assert p150.dram_bank_size == 4_272_341_376
+    assert load_device("p150", version="2025-10-14").dram_bank_size == 4_278_190_016
     # tt-mlir's runtime prefers ETH dispatch but Blackhole has none: worker dispatch
     assert p150.dispatch_core_type is DispatchCoreType.WORKER
 
@@ -86,12 +89,12 @@ def test_l1_small_bank_is_l1_small_size_tt_metal_54834() -> None:
 
 def test_base_and_l1_small_are_aligned_to_the_dram_alignment() -> None:
     # generate_config aligns l1_small_size to the DRAM alignment: 1,000 -> 1,024 on n150
-    d = load_device("n150", l1_small_size=1000)
+    d = load_device("n150", version="2026-04-21", l1_small_size=1000)
     assert d.l1_small_bank_size == 1024 and d.l1_bank_size == 1_499_136 - 103_712 - 1024
 
 
 def test_every_value_carries_its_source() -> None:
-    d = load_device("n150")
+    d = load_device("n150", version="2026-04-21")
     for name in ("l1_size", "l1_alignment", "dram_alignment", "dram_view_size", "dram_banks", "tensix_grid",
                  "worker_grid", "chips", "l1_unreserved_base", "dram_unreserved_base", "l1_small_size",
                  "trace_region_size", "dispatch_core_type"):
@@ -114,9 +117,21 @@ def test_every_data_file_value_has_a_source_beside_it() -> None:
 
 
 def test_versions_list_oldest_first_and_the_latest_is_the_default() -> None:
-    assert versions("n150") == ("2025-10", "2025-11", "2025-12", "2026-04")
-    assert load_device("n150").version == "2026-04"
-    assert load_device("p150").version == versions("p150")[-1]
+    assert versions("n150") == ("2025-04-25", "2025-10-03", "2025-10-08", "2025-10-10", "2025-10-29", "2025-11-06",
+                                "2025-12-18", "2026-04-21", "2026-07-15")
+    assert load_device("n150").version == "2026-07-15"
+    assert load_device("p150").version == versions("p150")[-1] == "2026-08-30"
+    # a prefix takes the latest build it names
+    assert load_device("n150", version="2025-10").version == "2025-10-29"
+    assert load_device("n150", version="2026").version == "2026-07-15"
+
+
+def test_the_latest_wormhole_build() -> None:
+    # tt-mlir's 2026-07-15 system descriptor and the vLLM DRAM banks of tt-xla #5355, #5535
+    d = load_device("n150")
+    assert (d.l1_unreserved_base, d.l1_bank_size) == (104_224, 1_499_136 - 104_224 - 65_536)
+    assert d.dram_bank_size == 1_070_773_184
+    assert d.software.trace_rule is TraceRule.TOTAL_PAGE_ALIGNED
 
 
 # -- the software timeline --------------------------------------------------------------
@@ -142,17 +157,17 @@ def test_an_unknown_machine_lists_the_known_ones() -> None:
 
 
 def test_an_unknown_version_lists_the_known_ones() -> None:
-    with pytest.raises(InputError, match=r"version '2024-01' of n150 \(wormhole_b0\): expected one of 2025-10"):
+    with pytest.raises(InputError, match=r"version '2024-01' of n150 \(wormhole_b0\): expected one of 2025-04-25, "):
         load_device("n150", version="2024-01")
 
 
 def test_l1_small_size_above_the_bank_is_tt_metals_reserved_size_error() -> None:
     # the L1 above l1_unreserved_base 103,712 is 1,395,424 B on n150
     with pytest.raises(InputError) as caught:
-        load_device("n150", l1_small_size=1_395_424)
+        load_device("n150", version="2026-04-21", l1_small_size=1_395_424)
     text = str(caught.value)
     assert RESERVED_SIZE in text and "1,395,424" in text and "\n" not in text
-    assert load_device("n150", l1_small_size=1_395_424 - 32).l1_bank_size == 32
+    assert load_device("n150", version="2026-04-21", l1_small_size=1_395_424 - 32).l1_bank_size == 32
 
 
 @pytest.mark.parametrize("key", ["l1_small_size", "trace_region_size"])
@@ -181,11 +196,11 @@ def test_eth_dispatch_on_blackhole_is_refused_when_asked_for() -> None:
 def test_a_trace_region_as_large_as_a_dram_bank_is_refused() -> None:
     # 1,071,821,792 aligned to 32 x 12 = 384 (2026 builds): 1,071,821,952
     with pytest.raises(InputError, match="takes 1,071,821,952 B of every DRAM bank"):
-        load_device("n150", trace_region_size=1_071_821_792)
+        load_device("n150", version="2026-04-21", trace_region_size=1_071_821_792)
 
 
 def test_with_parameters_checks_again() -> None:
-    d = load_device("n150")
+    d = load_device("n150", version="2026-04-21")
     assert with_parameters(d, l1_small_size=0).l1_bank_size == 1_499_136 - 103_712
     with pytest.raises(InputError, match="Reserved size must be less than bank size"):
         with_parameters(d, l1_small_size=2_000_000)

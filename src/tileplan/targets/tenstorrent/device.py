@@ -13,7 +13,7 @@ and AllocatorImpl::init_one_bank_per_channel (allocator.cpp):
 - the DRAM bank = DRAM view - dram_unreserved_base - the trace region's share of a bank
   (`TraceRule`), from dram_unreserved_base; the TRACE bank above it.
 
-Worked example (tt-mlir #8044): n150, tt-mlir 2026-04 build, 64 KiB L1_SMALL, ETH
+Worked example (tt-mlir #8044): n150, tt-mlir 2026-04-21 build, 64 KiB L1_SMALL, ETH
 dispatch: 8 x 9 = 72 L1 banks of 1,499,136 - 103,712 - 65,536 = 1,329,888 B; 12 DRAM
 banks of 1,073,741,824 - 1,920,032 = 1,071,821,792 B.
 """
@@ -234,16 +234,19 @@ def load_device(machine: str, *, stack: Stack = Stack.TT_MLIR, version: str | No
                 dispatch_core_type: DispatchCoreType | None = None, l1_small_size: int | None = None,
                 trace_region_size: int | None = None, worker_grid: Grid | None = None) -> Device:
     """A device from devices/<machine>.toml and its chip's file, on tt-metal build
-    `version` (default: the latest known), opened as `stack` opens it unless a device
+    `version` (default: the latest known; a prefix such as "2025-10" takes the latest
+    build it names), opened as `stack` opens it unless a device
     parameter is given (`l1_small_size`, `trace_region_size`, `dispatch_core_type`).
     `worker_grid` replaces the board's compute grid, for harvested boards (the bank
     count of an error string tells it: TENSTORRENT-NOTES.md (a))."""
     arch = _arch_data(machine)
     board = _read(machine)
     builds = {b["version"]: b for b in arch["build"]}
-    chosen = version if version is not None else arch["build"][-1]["version"]
-    if chosen not in builds:
-        raise InputError(f"version {chosen!r} of {machine} ({arch['arch']}): expected one of {', '.join(builds)}")
+    matching = [v for v in builds if version is None or v == version or v.startswith(f"{version}-")]
+    if not matching:
+        raise InputError(f"version {version!r} of {machine} ({arch['arch']}): expected one of {', '.join(builds)} "
+                         "(or a prefix such as 2025-10)")
+    chosen = matching[-1]
     build = builds[chosen]
     software = software_at(build["date"], stack)
     sources: dict[str, str] = {}

@@ -94,10 +94,12 @@ class FreeList:
     def allocate(self, size: int, bottom_up: bool) -> int | None:
         """The absolute address of a new allocation, or None if no free block fits."""
         need = self.aligned(size)
-        fits = [i for i in range(len(self._address)) if not self._allocated[i] and self._size[i] >= need]
-        if not fits:
+        count = len(self._address)
+        for chosen in range(count) if bottom_up else range(count - 1, -1, -1):
+            if not self._allocated[chosen] and self._size[chosen] >= need:
+                break
+        else:
             return None
-        chosen = fits[0] if bottom_up else fits[-1]
         start = self._address[chosen] if bottom_up else self._address[chosen] + self._size[chosen] - need
         self._carve(chosen, start, need)
         return start + self.offset
