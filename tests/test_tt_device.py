@@ -12,7 +12,8 @@ from importlib import resources
 import pytest
 
 from tileplan.errors import InputError
-from tileplan.targets.tenstorrent.device import MACHINES, Arch, Grid, load_device, versions, with_parameters
+from tileplan.targets.tenstorrent.device import (
+    MACHINES, Arch, Grid, load_device, observed_grids, versions, with_parameters)
 from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.messages import RESERVED_SIZE
 from tileplan.targets.tenstorrent.versions import (
@@ -73,6 +74,13 @@ def test_blackhole_facts() -> None:
     assert load_device("p150", version="2025-10-14").dram_bank_size == 4_278_190_016
     # tt-mlir's runtime prefers ETH dispatch but Blackhole has none: worker dispatch
     assert p150.dispatch_core_type is DispatchCoreType.WORKER
+
+
+def test_harvested_p150_grids_are_listed_with_their_sources() -> None:
+    grids = observed_grids("p150")
+    assert [g for g, _ in grids] == [Grid(12, 10), Grid(11, 10)]
+    assert all(load_device("p150", worker_grid=g).l1_banks in (120, 110) for g, _ in grids)
+    assert "graph_l1_traces" in grids[1][1] and observed_grids("n150") == ()
 
 
 def test_n300_has_two_chips() -> None:

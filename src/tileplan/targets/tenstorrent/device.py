@@ -224,6 +224,14 @@ def versions(machine: str) -> tuple[str, ...]:
     return tuple(b["version"] for b in _arch_data(machine)["build"])
 
 
+def observed_grids(machine: str) -> tuple[tuple[Grid, str], ...]:
+    """Worker grids seen on harvested boards of a machine, with their sources: what to
+    pass as `worker_grid` for one (p150: 12 x 10 from tt-metal #54834's 120 banks, 11 x 10 on
+    the p150b of graph_l1_traces/README.md)."""
+    _arch_data(machine)
+    return tuple((Grid(g["columns"], g["rows"]), g["source"]) for g in _read(machine).get("observed_grid", []))
+
+
 def _arch_data(machine: str) -> dict[str, Any]:
     if machine not in MACHINES:
         raise InputError(f"unknown machine {machine!r}; expected one of {', '.join(MACHINES)}")
