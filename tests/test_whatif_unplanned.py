@@ -16,7 +16,7 @@ from tileplan.errors import InputError, ModelError
 from tileplan.planner.outcome import outcome
 from tileplan.render.terminal import render_headline
 from tileplan.report.build import build_report
-from tileplan.report.check import check_report
+from tileplan.check.driver import check_report
 from tileplan.report.format import from_json_text, report_bytes, to_json_text
 from tileplan.report.headline import build_headline
 from tileplan.report.liveness import what_if_rows

@@ -32,8 +32,8 @@ import numpy as np
 from tileplan.errors import InputError
 from tileplan.model.machine import LIMITS
 from tileplan.model.timeline import REGIONS, Value
-from tileplan.report.check_beyond import check_placement, non_tensor
-from tileplan.report.check_result import (
+from tileplan.check.placement import check_placement, non_tensor
+from tileplan.check.result import (
     WRAP_FLOOR,
     CheckResult,
     Finding,
@@ -42,8 +42,8 @@ from tileplan.report.check_result import (
     compare_json,
     ids_text,
 )
-from tileplan.report.check_sections import check_operations, check_program, check_scope, check_what_if
-from tileplan.report.check_timeline import (
+from tileplan.check.operations import check_operations, check_program, check_scope, check_what_if
+from tileplan.check.timeline import (
     Groups,
     LiveRuns,
     StepColumns,
@@ -56,8 +56,8 @@ from tileplan.report.check_timeline import (
     usage,
     value_columns,
 )
-from tileplan.report.check_values import check_live_sets, check_values
-from tileplan.report.check_verdict import baseline, check_exact, over_budget, peak_tile, verdict_section
+from tileplan.check.values import check_live_sets, check_values
+from tileplan.check.verdict import baseline, check_exact, over_budget, peak_tile, verdict_section
 from tileplan.report.model import Report
 from tileplan.report.sections import Exact, NonTensor, Placement, Verdict
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tileplan.report.check_result import is_int, show
+from tileplan.check.result import is_int, show
 
 Add = Callable[[str, str, str], None]  # (kind, place, message)
 

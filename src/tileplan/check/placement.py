@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tileplan.report.check_result import CheckResult, section_of, text
-from tileplan.report.check_timeline import Groups, StepColumns, exchanges
+from tileplan.check.result import CheckResult, section_of, text
+from tileplan.check.timeline import Groups, StepColumns, exchanges
 from tileplan.report.model import Report
 from tileplan.report.sections import NonTensor, NonTensorCounts, Placement
 
