@@ -11,7 +11,7 @@ from playwright.sync_api import sync_playwright
 
 from tileplan.cli.main import main
 from tileplan.render import human_bytes
-from tileplan.report.views import precision_display
+from tileplan.views.common import precision_display
 
 from report_files import HOSTILE_OPERATION, HOSTILE_PROGRAM, HOSTILE_TENSOR
 

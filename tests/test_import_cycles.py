@@ -30,10 +30,10 @@ ROOT = Path(tileplan.__file__).parent
 #: connected component, to be broken where it lives)
 KNOWN: set[tuple[str, tuple[str, ...]]] = set()
 #: the packages, top to bottom (README, "How it plans")
-LAYERS = ("tileplan", "tileplan.cli", "tileplan.app", "tileplan.render", "tileplan.check", "tileplan.report",
-          "tileplan.planner", "tileplan.builtins", "tileplan.lowering", "tileplan.importers", "tileplan.ops",
-          "tileplan.targets", "tileplan.kernel", "tileplan.model", "tileplan.placement", "tileplan.ioutil",
-          "tileplan.runtime", "tileplan.version", "tileplan.errors")
+LAYERS = ("tileplan", "tileplan.cli", "tileplan.app", "tileplan.render", "tileplan.views", "tileplan.check",
+          "tileplan.report", "tileplan.planner", "tileplan.builtins", "tileplan.lowering", "tileplan.importers",
+          "tileplan.ops", "tileplan.targets", "tileplan.kernel", "tileplan.model", "tileplan.placement",
+          "tileplan.ioutil", "tileplan.runtime", "tileplan.version", "tileplan.errors")
 #: the packages issue 17 redesigns: no cycle may reach them
 REDESIGNED = ("tileplan.kernel", "tileplan.ops", "tileplan.lowering", "tileplan.model", "tileplan.planner")
 

@@ -27,7 +27,7 @@ from tileplan.model.timeline import StepTable
 from tileplan.planner.plan import plan_program
 from tileplan.report.build import build_report
 from tileplan.check.driver import check_report
-from tileplan.report.diff import diff_reports
+from tileplan.views.diff import diff_reports
 from tileplan.report.format import Report, from_json_text, read_report, report_bytes, to_json_text
 from tileplan.report.format_v2 import pack_column
 

@@ -19,7 +19,7 @@ import argparse
 from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.check.driver import check_report
 from tileplan.report.format import read_report
-from tileplan.report.views import verdict_line
+from tileplan.views.common import verdict_line
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -33,8 +33,8 @@ from tileplan.app.sweep import KNOBS, expand, run_sweep
 from tileplan.render.terminal import render_headline, render_stage, render_sweep
 from tileplan.report.build import build_report
 from tileplan.report.format import V1_LIMIT, VERSIONS, Report, auto_version, write_report
-from tileplan.report.headline import build_headline
-from tileplan.report.views import verdict_line
+from tileplan.views.headline import build_headline
+from tileplan.views.common import verdict_line
 from tileplan.app.whatif import with_what_if
 from tileplan.report.whatif import WHAT_IF_LIMIT, sweep_section
 

@@ -24,8 +24,8 @@ import numpy as np
 from tileplan.model.timeline import REGIONS
 from tileplan.report.model import Report
 from tileplan.report.sections import Operation
-from tileplan.report.summary import StepUsages, program_fields, step_usage
-from tileplan.report.views import (
+from tileplan.views.summary import StepUsages, program_fields, step_usage
+from tileplan.views.common import (
     Extras,
     SAFE_INT,
     RegionPeak,

@@ -14,7 +14,7 @@ import numpy as np
 
 from tileplan.model.rows import Rows
 from tileplan.report.model import Report
-from tileplan.report.views import (
+from tileplan.views.common import (
     TileSplit, worst_tile_split,
     Extras,
     SAFE_INT,

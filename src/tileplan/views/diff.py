@@ -24,9 +24,9 @@ from typing import Any
 
 from tileplan.report.model import Report
 from tileplan.report.sections import PlacedTile
-from tileplan.report.summary import program_fields
+from tileplan.views.summary import program_fields
 from tileplan.report.classes import CLASSES, training_classes
-from tileplan.report.views import (
+from tileplan.views.common import (
     TileSplit, worst_tile_split,
     NON_TENSOR_CLASSES,
     RegionPeak,
