@@ -34,7 +34,7 @@ from tileplan.model.machine import IPU21, Machine
 from tileplan.model.precision import from_option
 from tileplan.model.tiling import shards_of
 from tileplan.planner.plan import plan_program
-from tileplan.report.build import build_report
+from tileplan.app.build import build_report
 from tileplan.check.driver import check_report, exchanges
 from tileplan.report.format import Report, from_json_text, to_json_text
 
@@ -369,7 +369,7 @@ def test_a_huge_shape_is_sized_with_exact_integers():
 # (c) imports ----------------------------------------------------------------------------
 
 FORBIDDEN = ("tileplan.planner", "tileplan.lowering", "tileplan.kernel", "tileplan.ops", "tileplan.importers",
-             "tileplan.app", "tileplan.placement", "tileplan.report.build", "tileplan.report.exact")
+             "tileplan.app", "tileplan.placement", "tileplan.builtins", "tileplan.targets")
 # check reads the report's model and its typed sections (`report.model`, `.sections`,
 # `.fields`), never anything that plans; `tileplan.version` is the package's version
 # number, which `tileplan/__init__.py` imports (a root module of no layer)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tileplan.cli.main import main
-from tileplan.report.build import build_report
+from tileplan.app.build import build_report
 from tileplan.views.diff import diff_reports, pair_values
 from tileplan.report.format import report_bytes
 from tileplan.views.common import ValueRow

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tileplan.errors import TileplanError
 from tileplan.model.machine import IPU21
 from tileplan.render.terminal import render_diff, render_summary
-from tileplan.report.build import build_report
+from tileplan.app.build import build_report
 from tileplan.views.diff import diff_reports
 from tileplan.report.format import from_json_text
 from tileplan.views.liveness import build_liveness

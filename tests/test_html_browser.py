@@ -157,7 +157,7 @@ def large_page(tmp_path_factory):
     from tileplan.model.machine import IPU21
     from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
     from tileplan.planner.plan import plan_program
-    from tileplan.report.build import build_report
+    from tileplan.app.build import build_report
     from tileplan.report.format import write_report
 
     folder = tmp_path_factory.mktemp("large")

@@ -199,7 +199,7 @@ def test_summary_json_streams_the_same_text_json_dumps_would_write(monkeypatch) 
 
     import tileplan.cli.summary as summary_cli
     from tileplan.app.request import PlanRequest
-    from tileplan.report.build import build_report
+    from tileplan.app.build import build_report
     from tileplan.report.format import read_report
     from tileplan.views.summary import build_summary
 

@@ -29,7 +29,7 @@ from tileplan.app.whatif import with_what_if
 from tileplan.importers.training import JointProgram, ipu_program
 from tileplan.kernel.options import Options
 from tileplan.planner.plan import Plan
-from tileplan.report.build import build_report
+from tileplan.app.build import build_report
 from tileplan.report.format import Report, auto_version, report_bytes
 from tileplan.views.common import verdict_line
 from tileplan.runtime import library_output_captured

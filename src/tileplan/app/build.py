@@ -9,7 +9,7 @@ import numpy as np
 from tileplan.model.timeline import StepTable
 from tileplan.planner.placed import placement_verdict
 from tileplan.planner.plan import Plan
-from tileplan.report.exact import exact_section, peak_tile_section
+from tileplan.app.build_exact import exact_section, peak_tile_section
 from tileplan.report.model import PeakFigures, Report
 from tileplan.report.sections import (
     AvailableMemoryProportion,
@@ -26,7 +26,7 @@ from tileplan.report.sections import (
     RejectedOperation,
     Section,
 )
-from tileplan.report.verdict import verdict_section
+from tileplan.app.build_verdict import verdict_section
 from tileplan.runtime import without_gc
 
 MODEL_TEXT = ("Planner estimate (peak.*, usage): sum of per-allocation maximum shard sizes, not a placed tile: an "
