@@ -26,17 +26,10 @@ from tileplan.report.model import Report
 from tileplan.report.sections import PlacedTile
 from tileplan.views.summary import program_fields
 from tileplan.report.classes import CLASSES, training_classes
+from tileplan.views.columns import value_rows
 from tileplan.views.common import (
-    TileSplit, worst_tile_split,
-    NON_TENSOR_CLASSES,
-    RegionPeak,
-    ValueRow,
-    group_label,
-    judged_on,
-    operations,
-    region_peaks,
-    value_rows,
-    verdict_line,
+    group_label, judged_on, NON_TENSOR_CLASSES, operations, region_peaks, RegionPeak, TileSplit, ValueRow,
+    verdict_line, worst_tile_split,
 )
 
 
