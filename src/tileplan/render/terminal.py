@@ -21,7 +21,7 @@ from tileplan.views.common import TileSplit
 from tileplan.views.headline import Headline
 from tileplan.report.sections import Pipeline, Sweep
 from tileplan.views.summary import Summary
-from tileplan.report.classes import TrainingClasses
+from tileplan.views.classes import TrainingClasses
 from tileplan.views.common import RegionPeak, precision_display
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"

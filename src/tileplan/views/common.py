@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tileplan.model.layout import Layout
-from tileplan.report.classes import TrainingClasses, training_classes
+from tileplan.views.classes import TrainingClasses, training_classes
 from tileplan.report.fields import U64_MAX
 from tileplan.report.model import Report
 from tileplan.report.sections import Operation, RejectedOperation

@@ -25,7 +25,7 @@ from typing import Any
 from tileplan.report.model import Report
 from tileplan.report.sections import PlacedTile
 from tileplan.views.summary import program_fields
-from tileplan.report.classes import CLASSES, training_classes
+from tileplan.views.classes import CLASSES, training_classes
 from tileplan.views.columns import value_rows
 from tileplan.views.common import (
     group_label, judged_on, NON_TENSOR_CLASSES, operations, region_peaks, RegionPeak, TileSplit, ValueRow,

@@ -20,7 +20,7 @@ from tileplan.report.sections import (
     PlacedTile,
     RegionFigure,
 )
-from tileplan.report.classes import TrainingClasses, training_classes
+from tileplan.views.classes import TrainingClasses, training_classes
 from tileplan.views.common import (
     TileSplit, group_label, operation_brief, operations, precision_display, verdict_line, worst_tile_split,
 )
