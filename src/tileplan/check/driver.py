@@ -32,7 +32,8 @@ import numpy as np
 from tileplan.errors import InputError
 from tileplan.model.machine import LIMITS
 from tileplan.model.timeline import REGIONS, Value
-from tileplan.check.placement import check_placement, non_tensor
+from tileplan.check.nontensor import non_tensor
+from tileplan.check.placement import check_placement
 from tileplan.check.result import (
     WRAP_FLOOR,
     CheckResult,
@@ -42,7 +43,8 @@ from tileplan.check.result import (
     compare_json,
     ids_text,
 )
-from tileplan.check.operations import check_operations, check_program, check_scope, check_what_if
+from tileplan.check.operations import check_operations
+from tileplan.check.program import check_program, check_scope
 from tileplan.check.timeline import (
     Groups,
     LiveRuns,
@@ -58,6 +60,7 @@ from tileplan.check.timeline import (
 )
 from tileplan.check.values import check_live_sets, check_values
 from tileplan.check.verdict import baseline, check_exact, over_budget, peak_tile, verdict_section
+from tileplan.check.whatif import check_what_if
 from tileplan.report.model import Report
 from tileplan.report.sections import Exact, NonTensor, Placement, Verdict
 
