@@ -8,8 +8,9 @@ budgets) every report the planner writes passes check.
 size, a value's bytes, a live-set entry added or removed, a layout number, a verdict
 figure, an exact figure, a peak) makes check exit 1 (or 2 when the report no longer
 reads), never 0.
-(c) report/check.py imports nothing that plans: no planner, lowering, operators,
-importers, application layer or report builder; of the report, its model only.
+(c) check/ imports nothing that plans: no planner, lowering, operators, importers,
+application layer (where the report's builder lives); of the report, its format only
+(tests/test_import_cycles.py holds the same on the source's import graph).
 """
 
 from __future__ import annotations
