@@ -1,6 +1,11 @@
 """Build the report from a plan (data only; rendering is elsewhere): the version-1
 fields and the typed sections (`tileplan.report.sections`), each made here or by
-`verdict.py`, `exact.py` and `whatif.py` from the planner's values."""
+`build_verdict.py`, `build_exact.py` and `build_whatif.py` from the planner's values.
+
+The build lives in the application layer, not in `tileplan.report`: it is the one
+place that reads both the planner and the report's sections, so the format imports
+nothing that plans and `tileplan.check`, which imports the format, re-derives a
+report with none of the planner's code (tests/test_import_cycles.py holds both)."""
 
 from __future__ import annotations
 

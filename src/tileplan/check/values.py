@@ -1,5 +1,5 @@
 """`tileplan check` on the values and the live sets: each value's sizes from its
-layout text, shape and precision (`check_shards`), each distinct case judged once; the
+layout text, shape and precision (`tileplan.check.shards`), each distinct case judged once; the
 rejections; the live sets' rules (docs/report-format.md, "Live sets")."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`tileplan check` on the judgement: the exact per-tile accounting (`check_exact`),
+"""`tileplan check` on the judgement: the exact per-tile accounting (`tileplan.check.exact`),
 the steps over budget, the `verdict` (with `over_budget`, `out_of_memory` and
 `peak_tile`) and the plan's own outcome a `what_if` baseline states; each re-derived
 as the typed section (`tileplan.report.sections`) and compared with the report's JSON
