@@ -153,7 +153,7 @@ def plan(case: Case, folder: Path) -> Answer:
     """tileplan's answer for `case` (its reports written in `folder`)."""
     from tileplan.cli.main import main
     from tileplan.report.format import read_report
-    from tileplan.report.views import verdict_line
+    from tileplan.views.common import verdict_line
 
     (folder / case.name).mkdir(parents=True, exist_ok=True)
     config = folder / case.name / "config.json"

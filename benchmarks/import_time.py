@@ -79,7 +79,7 @@ def run(name: str) -> None:
         from tileplan.model.machine import IPU21
         from tileplan.model.precision import from_option
         from tileplan.planner.plan import plan_program
-        from tileplan.report.build import build_report
+        from tileplan.app.build import build_report
         tower = siglip.build_vit(siglip.config(siglip.DEFAULT_MODEL, map_head=name == "so400m-27"),
                                  from_option("f8f143:-4"))
         builtin = build_report(plan_program(tower, IPU21, policy("default"), Options()))

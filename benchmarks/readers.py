@@ -48,7 +48,7 @@ def make_report(values: int, folder: Path, version: int) -> Path:
     code = ("import sys; from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic;"
             "from tileplan.planner.plan import plan_program; from tileplan.model.machine import IPU21;"
             "from tileplan.lowering.policy import policy; from tileplan.kernel.options import Options;"
-            "from tileplan.report.build import build_report; from tileplan.report.format import write_report;"
+            "from tileplan.app.build import build_report; from tileplan.report.format import write_report;"
             f"write_report(sys.argv[1], build_report(plan_program(build_synthetic(SyntheticConfig(values={graph})),"
             f" IPU21, policy('default'), Options())), version={version})")
     cpu, wall, rss = run([sys.executable, "-c", code, str(path)])

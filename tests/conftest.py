@@ -33,7 +33,7 @@ def every_written_report_passes_check(request):
     tmp = request.node.funcargs.get("tmp_path")
     if tmp is None:
         return
-    from tileplan.report.check import check_report
+    from tileplan.check.driver import check_report
     from tileplan.report.format import read_report
 
     for path in sorted(Path(tmp).rglob("*.json")):

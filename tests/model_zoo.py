@@ -30,8 +30,8 @@ from tileplan.lowering.policy import policy
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import from_option
 from tileplan.planner.plan import plan_program
-from tileplan.report.build import build_report
-from tileplan.report.check import check_report
+from tileplan.app.build import build_report
+from tileplan.check.driver import check_report
 from tileplan.report.format import from_json_text, to_json_text
 
 SEQ = 16

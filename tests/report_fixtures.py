@@ -16,8 +16,8 @@ from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Option
 from tileplan.lowering.policy import policy
 from tileplan.model.machine import IPU21
 from tileplan.planner.plan import plan_program
-from tileplan.report.build import build_report
-from tileplan.report.check import check_report
+from tileplan.app.build import build_report
+from tileplan.check.driver import check_report
 from tileplan.report.format import Report
 
 from helpers import plan

@@ -3,7 +3,7 @@
 import json
 
 from tileplan.cli.main import main
-from tileplan.report.views import verdict_line
+from tileplan.views.common import verdict_line
 
 from report_files import read_back
 

@@ -5,10 +5,10 @@ import json
 import pytest
 
 from tileplan.cli.main import main
-from tileplan.report.build import build_report
-from tileplan.report.diff import diff_reports, pair_values
+from tileplan.app.build import build_report
+from tileplan.views.diff import diff_reports, pair_values
 from tileplan.report.format import report_bytes
-from tileplan.report.views import ValueRow
+from tileplan.views.common import ValueRow
 
 from helpers import plan, round_trip
 from report_files import read_back

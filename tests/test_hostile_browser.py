@@ -5,7 +5,7 @@ a column lists the live values of its tallest step, and the script raises nothin
 from __future__ import annotations
 
 from tileplan.render.html import render_html
-from tileplan.report.liveness import build_liveness
+from tileplan.views.liveness import build_liveness
 
 from test_hostile_resources import many_groups_report
 from test_html_browser import Opened, browser  # noqa: F401 (the module's browser fixture)

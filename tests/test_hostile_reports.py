@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tileplan.errors import InputError
-from tileplan.report.check import check_report
+from tileplan.check.driver import check_report
 from tileplan.report.format import from_json_text
 
 from conftest import REFERENCE

@@ -10,7 +10,7 @@ import tracemalloc
 from tileplan.render.html import embed_json, read_page, render_html
 from tileplan.render.plot import MAX_COLUMNS, chart_columns, render_png
 from tileplan.report.format import from_json_text
-from tileplan.report.liveness import BANDS_PER_REGION, build_liveness, compute_bands
+from tileplan.views.liveness import BANDS_PER_REGION, build_liveness, compute_bands
 
 from helpers import plan, report_json
 

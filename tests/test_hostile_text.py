@@ -8,8 +8,8 @@ import re
 
 from tileplan.cli.main import COMMANDS, build_parser, main, purpose
 from tileplan.render.html import render_html
-from tileplan.report.liveness import build_liveness
-from tileplan.report.summary import build_summary
+from tileplan.views.liveness import build_liveness
+from tileplan.views.summary import build_summary
 
 from report_files import read_back
 

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from tileplan.errors import TileplanError
 from tileplan.model.machine import IPU21
 from tileplan.render.terminal import render_diff, render_summary
-from tileplan.report.build import build_report
-from tileplan.report.diff import diff_reports
+from tileplan.app.build import build_report
+from tileplan.views.diff import diff_reports
 from tileplan.report.format import from_json_text
-from tileplan.report.liveness import build_liveness
-from tileplan.report.summary import build_summary
+from tileplan.views.liveness import build_liveness
+from tileplan.views.summary import build_summary
 
 from helpers import DELETE, json_paths, plan, report_json, with_field
 

@@ -13,7 +13,7 @@ from tileplan.cli.main import main
 import numpy as np
 
 from tileplan.render.html import embed_json, page_data, read_page, render_html
-from tileplan.report.liveness import build_liveness
+from tileplan.views.liveness import build_liveness
 
 from report_files import HOSTILE_OPERATION, HOSTILE_PROGRAM, HOSTILE_TENSOR, read_back
 

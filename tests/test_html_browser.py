@@ -11,7 +11,7 @@ from playwright.sync_api import sync_playwright
 
 from tileplan.cli.main import main
 from tileplan.render import human_bytes
-from tileplan.report.views import precision_display
+from tileplan.views.common import precision_display
 
 from report_files import HOSTILE_OPERATION, HOSTILE_PROGRAM, HOSTILE_TENSOR
 
@@ -157,7 +157,7 @@ def large_page(tmp_path_factory):
     from tileplan.model.machine import IPU21
     from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
     from tileplan.planner.plan import plan_program
-    from tileplan.report.build import build_report
+    from tileplan.app.build import build_report
     from tileplan.report.format import write_report
 
     folder = tmp_path_factory.mktemp("large")

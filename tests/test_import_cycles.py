@@ -14,7 +14,9 @@ they make no edge between modules; between packages they do, and the layers' ord
 below holds them too.
 
 The packages' order, top to bottom, as the README's "How it plans" lists them: a
-package imports only packages below it.
+package imports only packages below it. `check` re-derives a report without anything
+that plans: neither it nor any module it imports, transitively, belongs to a package
+that plans (the report's format and the views import none either).
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ ROOT = Path(tileplan.__file__).parent
 #: connected component, to be broken where it lives)
 KNOWN: set[tuple[str, tuple[str, ...]]] = set()
 #: the packages, top to bottom (README, "How it plans")
-LAYERS = ("tileplan", "tileplan.cli", "tileplan.app", "tileplan.render", "tileplan.report", "tileplan.planner",
-          "tileplan.builtins", "tileplan.lowering", "tileplan.importers", "tileplan.ops", "tileplan.targets", "tileplan.kernel",
-          "tileplan.model", "tileplan.placement", "tileplan.ioutil", "tileplan.runtime", "tileplan.version",
-          "tileplan.errors")
+LAYERS = ("tileplan", "tileplan.cli", "tileplan.app", "tileplan.render", "tileplan.views", "tileplan.check",
+          "tileplan.report", "tileplan.planner", "tileplan.builtins", "tileplan.lowering", "tileplan.importers",
+          "tileplan.ops", "tileplan.targets", "tileplan.kernel", "tileplan.model", "tileplan.placement",
+          "tileplan.ioutil", "tileplan.runtime", "tileplan.version", "tileplan.errors")
 #: the packages issue 17 redesigns: no cycle may reach them
 REDESIGNED = ("tileplan.kernel", "tileplan.ops", "tileplan.lowering", "tileplan.model", "tileplan.planner")
 
@@ -149,6 +151,51 @@ def test_no_module_cycle_but_the_known_ones():
 def test_no_known_cycle_reaches_the_redesigned_packages():
     for _, members in KNOWN:
         assert not any(package_of(m) in REDESIGNED for m in members), members
+
+
+#: what plans: the packages `check` re-derives a report without (the report is built
+#: from a plan in `tileplan.app.build`, so the application layer is among them)
+PLANS = ("tileplan.planner", "tileplan.lowering", "tileplan.ops", "tileplan.kernel", "tileplan.importers",
+         "tileplan.app", "tileplan.builtins", "tileplan.placement", "tileplan.targets")
+
+
+def closure(start: set[str], graph: dict[str, set[str]]) -> set[str]:
+    """The modules importing `start` runs: what they import, transitively, and the
+    packages holding each (their `__init__` runs first; not the root's, whose lazy
+    `tileplan.plan` imports the application on its first call only)."""
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        parts = m.split(".")
+        todo.extend(".".join(parts[:k]) for k in range(2, len(parts)))
+        todo.extend(graph.get(m, ()))
+    return seen
+
+
+def test_views_and_check_are_packages_of_their_own():
+    for name in ("views", "check", "report"):
+        assert (ROOT / name / "__init__.py").is_file(), name
+        assert f"tileplan.{name}" in LAYERS, name
+    assert not list((ROOT / "report").glob("check*.py")), "check's modules live in tileplan.check"
+
+
+def test_check_imports_nothing_that_plans_not_even_through_what_it_imports():
+    graph = module_graph(type_checking=True)
+    reached = closure({m for m in graph if package_of(m) == "tileplan.check"}, graph)
+    assert "tileplan.report.model" in reached  # the closure does follow the imports
+    assert sorted(m for m in reached if package_of(m) in PLANS) == []
+    assert {package_of(m) for m in reached} <= {"tileplan", "tileplan.check", "tileplan.report", "tileplan.model",
+                                                "tileplan.errors", "tileplan.ioutil", "tileplan.version"}
+
+
+def test_the_report_format_and_the_views_import_nothing_that_plans():
+    graph = package_graph()
+    for package in ("tileplan.report", "tileplan.views"):
+        assert not graph[package] & set(PLANS), (package, sorted(graph[package] & set(PLANS)))
 
 
 def test_the_kernel_imports_only_the_model_and_errors():

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from tileplan.report.liveness import BANDS_PER_REGION, OTHER, SCRATCH, build_liveness, heat_columns, what_if_rows
-from tileplan.report.views import known
+from tileplan.views.liveness import BANDS_PER_REGION, OTHER, SCRATCH, build_liveness, heat_columns, what_if_rows
+from tileplan.views.common import known
 
 from report_files import read_back
 
@@ -123,7 +123,7 @@ def test_every_value_of_the_default_report_has_its_own_readable_name(f8_path):
 def _reference_bands(report):
     """The bands and unknown counts by the plain per-step algorithm the columnar one
     replaced (a step's live storage groups as a set, each at its owner's bytes)."""
-    from tileplan.report.views import group_label, operations
+    from tileplan.views.common import group_label, operations
 
     values = {v.id: v for v in report.values}
     owner: dict[int, tuple] = {}

@@ -63,8 +63,8 @@ def test_reports_carry_the_estimate_and_check_catches_a_changed_figure(tmp_path,
 
 def test_summary_and_the_page_show_every_class_the_placement_and_the_ipu(tmp_path, capsys):
     from tileplan.report.format import read_report
-    from tileplan.report.liveness import build_liveness
-    from tileplan.report.summary import build_summary
+    from tileplan.views.liveness import build_liveness
+    from tileplan.views.summary import build_summary
 
     assert main(["plan", "--weights", "f16", "--layers-per-ipu", "1,1", "--layers", "2", "--no-what-if",
                  "-o", str(tmp_path / "m.json")]) == 0

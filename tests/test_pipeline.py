@@ -16,8 +16,8 @@ from tileplan.model.precision import from_option
 from tileplan.model.stages import split_program
 from tileplan.planner.pipeline import expand_layers_per_ipu, fewest_ipus, margin, plan_pipeline
 from tileplan.planner.plan import plan_program
-from tileplan.report.build import build_report
-from tileplan.report.check import check_report
+from tileplan.app.build import build_report
+from tileplan.check.driver import check_report
 from tileplan.report.format import from_json_text, to_json_text
 
 

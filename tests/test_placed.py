@@ -55,7 +55,7 @@ def test_a_tile_with_more_buffers_than_the_limit_is_said_not_placed() -> None:
     from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
     from tileplan.planner.placed import BUFFER_LIMIT
     from tileplan.planner.plan import plan_program
-    from tileplan.report.build import build_report
+    from tileplan.app.build import build_report
 
     plan = plan_program(build_synthetic(SyntheticConfig(4400)), IPU21, policy("default"), Options())
     assert plan.verdict.fits and plan.placements == ()

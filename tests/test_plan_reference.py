@@ -4,7 +4,7 @@ import hashlib
 import json
 
 from tileplan.cli.main import main
-from tileplan.report.check import check_report
+from tileplan.check.driver import check_report
 
 from conftest import REFERENCE
 from helpers import plan, report_json, round_trip

@@ -14,7 +14,7 @@ from tileplan.lowering.program import lower_program
 from tileplan.model.machine import IPU21
 from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
 from tileplan.app.request import PlanRequest
-from tileplan.report.check import exchanges
+from tileplan.check.driver import exchanges
 
 CASES = {
     "so400m": (PlanRequest(), "default"),

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from tileplan.errors import InputError
-from tileplan.report.build import build_report
+from tileplan.app.build import build_report
 from tileplan.report.fields import Bounds
 from tileplan.report.format import from_json_text, report_bytes, to_json_text
 from tileplan.report.format_v1 import json_default
@@ -95,7 +95,7 @@ def test_a_sweep_reads_back_what_it_wrote():
     from tileplan.app.request import PlanRequest
     from tileplan.planner.outcome import Outcome
     from tileplan.report.sections import Sweep
-    from tileplan.report.whatif import sweep_section
+    from tileplan.app.build_whatif import sweep_section
 
     # the section is built from (knobs, outcome, command) rows: the report layer does
     # not know requests (the app layer passes each row's command)

@@ -25,9 +25,9 @@ from tileplan.model.machine import IPU21
 from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
 from tileplan.model.timeline import StepTable
 from tileplan.planner.plan import plan_program
-from tileplan.report.build import build_report
-from tileplan.report.check import check_report
-from tileplan.report.diff import diff_reports
+from tileplan.app.build import build_report
+from tileplan.check.driver import check_report
+from tileplan.views.diff import diff_reports
 from tileplan.report.format import Report, from_json_text, read_report, report_bytes, to_json_text
 from tileplan.report.format_v2 import pack_column
 
@@ -293,7 +293,7 @@ def test_a_version_2_report_is_streamed_and_a_name_that_is_not_text_leaves_nothi
 
     from tileplan.errors import InputError
     from tileplan.app.request import PlanRequest
-    from tileplan.report.build import build_report
+    from tileplan.app.build import build_report
     from tileplan.report.format import report_bytes, write_report
 
     report = build_report(PlanRequest(model="synthetic:500").plan())

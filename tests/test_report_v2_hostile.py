@@ -21,8 +21,8 @@ from tileplan.builtins import siglip
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import from_option
 from tileplan.planner.plan import plan_program
-from tileplan.report.build import build_report
-from tileplan.report.check import check_report
+from tileplan.app.build import build_report
+from tileplan.check.driver import check_report
 from tileplan.report.format import from_json_text, report_bytes
 
 from helpers import json_paths, json_values, reads_or_fails_in_one_line, with_field

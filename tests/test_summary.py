@@ -9,8 +9,8 @@ import pytest
 from tileplan.cli.main import main
 from tileplan.render import human_bytes
 from tileplan.render.terminal import bucket, usage_chart
-from tileplan.report.summary import build_summary
-from tileplan.report.views import layout_brief, precision_display, verdict_line
+from tileplan.views.summary import build_summary
+from tileplan.views.common import layout_brief, precision_display, verdict_line
 
 from report_files import HOSTILE_INPUT, HOSTILE_OPERATION, HOSTILE_TENSOR, read_back
 
@@ -199,9 +199,9 @@ def test_summary_json_streams_the_same_text_json_dumps_would_write(monkeypatch) 
 
     import tileplan.cli.summary as summary_cli
     from tileplan.app.request import PlanRequest
-    from tileplan.report.build import build_report
+    from tileplan.app.build import build_report
     from tileplan.report.format import read_report
-    from tileplan.report.summary import build_summary
+    from tileplan.views.summary import build_summary
 
     reports = [build_report(PlanRequest(model="synthetic:200").plan()),
                read_report(str(Path(__file__).parent / "data" / "reference_000.json"))]

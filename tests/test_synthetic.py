@@ -11,7 +11,7 @@ from tileplan.model.ir import RepeatBlock
 from tileplan.model.machine import IPU21
 from tileplan.builtins.synthetic import BLOCK_OPERATIONS, SET_PARAMETERS, SyntheticConfig, build_synthetic, graph_values
 from tileplan.planner.plan import plan_program
-from tileplan.report.check import check_report
+from tileplan.check.driver import check_report
 
 from helpers import round_trip
 

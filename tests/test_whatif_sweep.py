@@ -7,7 +7,7 @@ import pytest
 from tileplan.cli.main import main
 from tileplan.app.request import PlanRequest
 from tileplan.app.whatif import most_layers_that_fit, outcome, what_if
-from tileplan.report.whatif import outcome_json
+from tileplan.app.build_whatif import outcome_json
 
 
 @pytest.fixture(scope="module")

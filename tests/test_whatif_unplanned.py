@@ -15,12 +15,12 @@ from tileplan.app.whatif import what_if
 from tileplan.errors import InputError, ModelError
 from tileplan.planner.outcome import outcome
 from tileplan.render.terminal import render_headline
-from tileplan.report.build import build_report
-from tileplan.report.check import check_report
+from tileplan.app.build import build_report
+from tileplan.check.driver import check_report
 from tileplan.report.format import from_json_text, report_bytes, to_json_text
-from tileplan.report.headline import build_headline
-from tileplan.report.liveness import what_if_rows
-from tileplan.report.whatif import what_if_section
+from tileplan.views.headline import build_headline
+from tileplan.views.liveness import what_if_rows
+from tileplan.app.build_whatif import what_if_section
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "src" / "tileplan" / "report"
 BASE = PlanRequest(model="synthetic:500")

@@ -29,9 +29,9 @@ from tileplan.app.whatif import with_what_if
 from tileplan.importers.training import JointProgram, ipu_program
 from tileplan.kernel.options import Options
 from tileplan.planner.plan import Plan
-from tileplan.report.build import build_report
+from tileplan.app.build import build_report
 from tileplan.report.format import Report, auto_version, report_bytes
-from tileplan.report.views import verdict_line
+from tileplan.views.common import verdict_line
 from tileplan.runtime import library_output_captured
 
 
@@ -58,7 +58,7 @@ class PlanResult:
 
     def to_html(self) -> str:
         from tileplan.render.html import render_html
-        from tileplan.report.liveness import build_liveness
+        from tileplan.views.liveness import build_liveness
         return render_html(build_liveness(self.report))
 
     def _repr_html_(self) -> str:  # notebooks show the page

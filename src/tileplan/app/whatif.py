@@ -25,7 +25,7 @@ from tileplan.app.sources import max_positions
 from tileplan.planner.outcome import Outcome, outcome
 from tileplan.planner.plan import Plan, plan_program
 from tileplan.report.model import Report
-from tileplan.report.whatif import WHAT_IF_LIMIT, what_if_section, what_if_skipped
+from tileplan.app.build_whatif import WHAT_IF_LIMIT, what_if_section, what_if_skipped
 
 
 @dataclass(frozen=True, slots=True)

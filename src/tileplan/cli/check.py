@@ -1,6 +1,6 @@
 """Re-derive every number of a report from the report alone.
 
-With its own code (`tileplan.report.check`, which imports nothing of the planner):
+With its own code (`tileplan.check.driver`, which imports nothing of the planner):
 each value's shard bytes from its layout text, shape and precision; the live sets'
 rules; each step's usage from its live set, storage groups and scratch; the peaks,
 their steps, the overflow, the exchange rows, the exact per-tile accounting and the
@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 
 from tileplan.cli import EXIT_OVER_BUDGET
-from tileplan.report.check import check_report
+from tileplan.check.driver import check_report
 from tileplan.report.format import read_report
-from tileplan.report.views import verdict_line
+from tileplan.views.common import verdict_line
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ import sys
 
 from tileplan.errors import InputError
 from tileplan.render.terminal import render_diff, terminal_style
-from tileplan.report.diff import diff_reports
+from tileplan.views.diff import diff_reports
 from tileplan.report.format import read_report
 
 TOP_ROWS = 20

@@ -14,7 +14,7 @@ import argparse
 from tileplan.ioutil import output_path, write_atomic
 from tileplan.render import human_bytes, require_extra
 from tileplan.report.format import read_report
-from tileplan.report.liveness import build_liveness
+from tileplan.views.liveness import build_liveness
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -31,12 +31,12 @@ from tileplan.app.training import PRESETS as OPTIMIZER_PRESETS, STATE_TYPE_OPTIO
 from tileplan.importers.training import OPTIMIZERS, RECOMPUTE
 from tileplan.app.sweep import KNOBS, expand, run_sweep
 from tileplan.render.terminal import render_headline, render_stage, render_sweep
-from tileplan.report.build import build_report
+from tileplan.app.build import build_report
 from tileplan.report.format import V1_LIMIT, VERSIONS, Report, auto_version, write_report
-from tileplan.report.headline import build_headline
-from tileplan.report.views import verdict_line
+from tileplan.views.headline import build_headline
+from tileplan.views.common import verdict_line
 from tileplan.app.whatif import with_what_if
-from tileplan.report.whatif import WHAT_IF_LIMIT, sweep_section
+from tileplan.app.build_whatif import WHAT_IF_LIMIT, sweep_section
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ from typing import TextIO
 from tileplan.errors import InputError
 from tileplan.render.terminal import render_summary, terminal_style
 from tileplan.report.format import read_report
-from tileplan.report.summary import TOP_VALUES, Summary, build_summary
+from tileplan.views.summary import TOP_VALUES, Summary, build_summary
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

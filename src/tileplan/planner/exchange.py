@@ -8,7 +8,7 @@ Whether a step exchanges is its lowering's to say (`FragmentStep.exchange`, carr
 by `StepDraft.exchange`); its text says the same to readers of the report: a `Sum`,
 an `AttentionScores`, `AttentionValues` or `AttentionStreamed`, a `Copy` with
 `reuse_local: false`, or `exchange: true` anywhere (`tileplan check` re-derives the
-rows from the text: `tileplan.report.check.exchanges`).
+rows from the text: `tileplan.check.driver.exchanges`).
 """
 
 from __future__ import annotations

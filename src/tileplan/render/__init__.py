@@ -1,4 +1,4 @@
-"""Renderers: view models (tileplan.report.summary, .liveness, .diff) to terminal text
+"""Renderers: view models (tileplan.views.summary, .liveness, .diff) to terminal text
 (`terminal`, no dependency), a self-contained HTML page (`html`, jinja2) and a PNG
 (`plot`, matplotlib). The last two need the optional `render` extra; the core never
 imports the renderers.

@@ -34,7 +34,7 @@ import numpy as np
 from tileplan.version import __version__
 from tileplan.render import human_bytes
 from tileplan.render.address_map import address_map_svg
-from tileplan.report.liveness import Liveness, chart_buckets, column_max, first_in_column, step_heights
+from tileplan.views.liveness import Liveness, chart_buckets, column_max, first_in_column, step_heights
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 REGION_NOTES = {

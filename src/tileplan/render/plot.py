@@ -22,7 +22,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator  # noqa: E402
 
 from tileplan.render import human_bytes  # noqa: E402
-from tileplan.report.liveness import OTHER, SCRATCH, Liveness, chart_buckets, column_max, step_heights  # noqa: E402
+from tileplan.views.liveness import OTHER, SCRATCH, Liveness, chart_buckets, column_max, step_heights  # noqa: E402
 
 WIDTH_IN, HEIGHT_IN, DPI = 13.0, 8.0, 100
 #: bars drawn at most (the chart is about 1200 pixels wide): more steps share a column

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from tileplan.ioutil import escape_controls
 from tileplan.render import human_bytes
-from tileplan.report.diff import Diff, PlacementSide
-from tileplan.report.views import TileSplit
-from tileplan.report.headline import Headline
+from tileplan.views.diff import Diff, PlacementSide
+from tileplan.views.common import TileSplit
+from tileplan.views.headline import Headline
 from tileplan.report.sections import Pipeline, Sweep
-from tileplan.report.summary import Summary
-from tileplan.report.classes import TrainingClasses
-from tileplan.report.views import RegionPeak, precision_display
+from tileplan.views.summary import Summary
+from tileplan.views.classes import TrainingClasses
+from tileplan.views.common import RegionPeak, precision_display
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 CHART_HEIGHT = 8
@@ -405,7 +405,7 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[s
 
 def render_headline(h: Headline) -> list[str]:
     """The plan's verdict as `tileplan plan` prints it, one line each (see
-    `tileplan.report.headline`)."""
+    `tileplan.views.headline`)."""
     lines = [h.verdict]
     if not h.planned:
         lines += [f"  {name}: {reason}" for name, reason in h.rejections]

@@ -6,7 +6,7 @@ program, its operations, the verdict and the exact accounting, and every section
 its key (`SECTIONS`); the what-if sections in `sections_whatif`, those beyond the
 tensors in `sections_beyond`.
 
-The builder (`report.build`) makes them from a plan, `check` re-derives them, the
+The builder (`app.build`) makes them from a plan, `check` re-derives them, the
 views read their fields. Sections views read are read strictly (a wrong field is one
 located `InputError`); the sections beyond the tensors (`non_tensor`, `placement`,
 `placement_skipped`, `pipeline`, `available_memory_proportion`, `what_if_skipped`)

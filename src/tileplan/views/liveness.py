@@ -24,29 +24,14 @@ import numpy as np
 from tileplan.model.timeline import REGIONS
 from tileplan.report.model import Report
 from tileplan.report.sections import Operation
-from tileplan.report.summary import StepUsages, program_fields, step_usage
-from tileplan.report.views import (
-    Extras,
-    SAFE_INT,
-    RegionPeak,
-    StepColumns,
-    ValueColumns,
-    distinct_sorted,
-    first_of_runs,
-    ValueRow,
-    ValueRows,
-    extras,
-    exchange_bytes,
-    group_label,
-    judged_on,
-    largest_rows,
-    operations,
-    over_intervals,
-    region_peaks,
-    standard_budget,
-    step_columns,
-    value_columns,
-    verdict_line,
+from tileplan.views.summary import StepUsages, program_fields, step_usage
+from tileplan.views.columns import (
+    distinct_sorted, first_of_runs, largest_rows, over_intervals, SAFE_INT, step_columns, StepColumns,
+    value_columns, ValueColumns, ValueRows,
+)
+from tileplan.views.common import (
+    exchange_bytes, Extras, extras, group_label, judged_on, operations, region_peaks, RegionPeak, standard_budget,
+    ValueRow, verdict_line,
 )
 
 BANDS_PER_REGION = 10

@@ -14,27 +14,12 @@ import numpy as np
 
 from tileplan.model.rows import Rows
 from tileplan.report.model import Report
-from tileplan.report.views import (
-    TileSplit, worst_tile_split,
-    Extras,
-    SAFE_INT,
-    RegionPeak,
-    StepColumns,
-    ValueRow,
-    ValueRows,
-    extras,
-    exchange_bytes,
-    int_column,
-    judged_on,
-    largest_rows,
-    operation_brief,
-    operations,
-    precision_display,
-    region_peaks,
-    standard_budget,
-    step_columns,
-    value_columns,
-    verdict_line,
+from tileplan.views.columns import (
+    int_column, largest_rows, SAFE_INT, step_columns, StepColumns, value_columns, ValueRows,
+)
+from tileplan.views.common import (
+    exchange_bytes, Extras, extras, judged_on, operation_brief, operations, precision_display, region_peaks,
+    RegionPeak, standard_budget, TileSplit, ValueRow, verdict_line, worst_tile_split,
 )
 
 TOP_VALUES = 10

@@ -1,6 +1,11 @@
 """Build the report from a plan (data only; rendering is elsewhere): the version-1
 fields and the typed sections (`tileplan.report.sections`), each made here or by
-`verdict.py`, `exact.py` and `whatif.py` from the planner's values."""
+`build_verdict.py`, `build_exact.py` and `build_whatif.py` from the planner's values.
+
+The build lives in the application layer, not in `tileplan.report`: it is the one
+place that reads both the planner and the report's sections, so the format imports
+nothing that plans and `tileplan.check`, which imports the format, re-derives a
+report with none of the planner's code (tests/test_import_cycles.py holds both)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import numpy as np
 from tileplan.model.timeline import StepTable
 from tileplan.planner.placed import placement_verdict
 from tileplan.planner.plan import Plan
-from tileplan.report.exact import exact_section, peak_tile_section
+from tileplan.app.build_exact import exact_section, peak_tile_section
 from tileplan.report.model import PeakFigures, Report
 from tileplan.report.sections import (
     AvailableMemoryProportion,
@@ -26,7 +31,7 @@ from tileplan.report.sections import (
     RejectedOperation,
     Section,
 )
-from tileplan.report.verdict import verdict_section
+from tileplan.app.build_verdict import verdict_section
 from tileplan.runtime import without_gc
 
 MODEL_TEXT = ("Planner estimate (peak.*, usage): sum of per-allocation maximum shard sizes, not a placed tile: an "

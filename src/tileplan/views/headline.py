@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tileplan.report.liveness import WhatIfRow, what_if_rows
+from tileplan.views.liveness import WhatIfRow, what_if_rows
 from tileplan.report.model import Report
 from tileplan.report.sections import (
     CapExceeded,
@@ -20,8 +20,8 @@ from tileplan.report.sections import (
     PlacedTile,
     RegionFigure,
 )
-from tileplan.report.classes import TrainingClasses, training_classes
-from tileplan.report.views import (
+from tileplan.views.classes import TrainingClasses, training_classes
+from tileplan.views.common import (
     TileSplit, group_label, operation_brief, operations, precision_display, verdict_line, worst_tile_split,
 )
 

@@ -1,68 +1,15 @@
-"""`tileplan check` on the sections people's views read: `scope`, `program`,
-`operations`, `rejected_operation` and `what_if` (docs/report-format.md). Shapes and
-types first, so that no renderer meets a field it cannot read; then the rules that tie
-them to the timeline (an operation's step range is exactly its steps).
+"""`tileplan check` on the report's `operations` (docs/report-format.md): each
+operation typed, in ascending index, its step range exactly its steps, all run its
+execution count, and every step's source a listed operation.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from tileplan.report.check_result import is_int, show
-
-Add = Callable[[str, str, str], None]  # (kind, place, message)
-
-_SCOPE = re.compile(r"rejected-op(0|[1-9][0-9]{0,17})")
-
-
-def rejected_index(scope: str) -> int | None:
-    """N of `rejected-op<N>`, None for any other scope."""
-    m = _SCOPE.fullmatch(scope)
-    return int(m.group(1)) if m else None
-
-
-def check_scope(scope: str, extra: dict[str, Any], add: Add) -> None:
-    """`scope` is `program` or `rejected-op<N>`; `rejected_operation`, when given,
-    names operation N with a name and a reason, and is absent from a whole program."""
-    index = rejected_index(scope)
-    if scope != "program" and index is None:
-        add("disagree", "scope", f"expected program or rejected-op<N>, found {show(scope)}")
-    if "rejected_operation" not in extra:
-        return
-    r = extra["rejected_operation"]
-    if scope == "program":
-        add("disagree", "rejected_operation", "given, but the scope is program (every operation was planned)")
-        return
-    if not isinstance(r, dict):
-        add("disagree", "rejected_operation", f"expected an object, found {show(r)}")
-        return
-    for key, ok, expected in (("index", is_int(r.get("index")), "an integer"),
-                              ("name", isinstance(r.get("name"), str), "a string"),
-                              ("reason", isinstance(r.get("reason"), str), "a string")):
-        if not ok:
-            add("disagree", f"rejected_operation.{key}", f"expected {expected}, found {show(r.get(key))}")
-    if is_int(r.get("index")) and index is not None and r["index"] != index:
-        add("disagree", "rejected_operation.index", f"reports {r['index']}; the scope {scope} names operation {index}")
-
-
-def check_program(extra: dict[str, Any], add: Add) -> None:
-    """`program`: an object with a string `name`; every field a string, an integer,
-    true/false or null (views print them as text)."""
-    if "program" not in extra:
-        return
-    p = extra["program"]
-    if not isinstance(p, dict):
-        add("disagree", "program", f"expected an object, found {show(p)}")
-        return
-    if not isinstance(p.get("name"), str):
-        add("disagree", "program.name", f"expected a string, found {show(p.get('name'))}")
-    for key in sorted(p):
-        if not (p[key] is None or isinstance(p[key], (str, int))):  # bool is an int
-            add("disagree", f"program.{key}", f"expected a string, integer, boolean or null, found {show(p[key])}")
+from tileplan.check.result import Add, is_int, show
 
 
 def check_operations(extra: dict[str, Any], source: np.ndarray, execution_count: np.ndarray, add: Add) -> None:
@@ -169,54 +116,3 @@ def _well_formed(o: object, place: str, add: Add) -> bool:
             add("disagree", f"{place}.{key}", f"expected {expected}, found {show(o.get(key))}")
             bad = True
     return not bad
-
-
-_OUTCOME_INTS = ("peak", "budget", "margin", "tile", "step", "interleaved_peak")
-
-
-def check_what_if(extra: dict[str, Any], baseline: dict[str, Any], add: Add) -> None:
-    """`what_if`: `baseline` (this plan's own outcome: re-derived here, all but its
-    `command`) and `rows` (other plans: typed, `margin` = `budget` - `peak`; a row that
-    could not be planned holds `knob`, `value`, `command` and a string `error`, and no
-    outcome)."""
-    if "what_if" not in extra:
-        return
-    w = extra["what_if"]
-    if not isinstance(w, dict) or not isinstance(w.get("rows"), list) or not isinstance(w.get("baseline"), dict):
-        add("disagree", "what_if", f"expected an object with a baseline object and a rows list, found {show(w)}")
-        return
-    entries = [("what_if.baseline", w["baseline"], ())] + [
-        (f"what_if.rows[{i}]", r, ("knob", "value")) for i, r in enumerate(w["rows"])]
-    for place, r, labels in entries:
-        if not isinstance(r, dict):
-            add("disagree", place, f"expected an object, found {show(r)}")
-            continue
-        if labels and "error" in r:
-            _check_unplanned(place, r, add)
-            continue
-        for key in (*labels, "scope", "command"):
-            if not isinstance(r.get(key), str):
-                add("disagree", f"{place}.{key}", f"expected a string, found {show(r.get(key))}")
-        if not isinstance(r.get("fits"), bool):
-            add("disagree", f"{place}.fits", f"expected true or false, found {show(r.get('fits'))}")
-        for key in _OUTCOME_INTS:
-            if not (r.get(key) is None or is_int(r.get(key))) or (key == "budget" and not is_int(r.get(key))):
-                add("disagree", f"{place}.{key}", f"expected an integer{'' if key == 'budget' else ' or null'}, "
-                                                  f"found {show(r.get(key))}")
-        if all(is_int(r.get(k)) for k in ("peak", "budget", "margin")) and r["margin"] != r["budget"] - r["peak"]:
-            add("disagree", f"{place}.margin", f"reports {r['margin']}; budget {r['budget']} - peak {r['peak']} = "
-                                               f"{r['budget'] - r['peak']}")
-    for key in sorted(baseline):
-        reported = w["baseline"].get(key)
-        if reported != baseline[key] or type(reported) is not type(baseline[key]):
-            add("disagree", f"what_if.baseline.{key}", f"reports {show(reported)}; re-derived {show(baseline[key])}")
-
-
-def _check_unplanned(place: str, r: dict[str, Any], add: Add) -> None:
-    """A what-if row that could not be planned: its knob, value, command and why, all
-    strings, and none of a plan's figures."""
-    for key in ("knob", "value", "command", "error"):
-        if not isinstance(r.get(key), str):
-            add("disagree", f"{place}.{key}", f"expected a string, found {show(r.get(key))}")
-    for key in sorted(set(r) - {"knob", "value", "command", "error"}):
-        add("disagree", f"{place}.{key}", f"given, but the row was not planned (it has an error): found {show(r[key])}")

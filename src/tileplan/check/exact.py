@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tileplan.model.timeline import Step, Value
-from tileplan.report.check_shards import Sharding, tile_map
+from tileplan.check.shards import Sharding, tile_map
 from tileplan.report.sections import (
     EXACT_COLUMNS,
     Exact,

@@ -24,19 +24,12 @@ from typing import Any
 
 from tileplan.report.model import Report
 from tileplan.report.sections import PlacedTile
-from tileplan.report.summary import program_fields
-from tileplan.report.classes import CLASSES, training_classes
-from tileplan.report.views import (
-    TileSplit, worst_tile_split,
-    NON_TENSOR_CLASSES,
-    RegionPeak,
-    ValueRow,
-    group_label,
-    judged_on,
-    operations,
-    region_peaks,
-    value_rows,
-    verdict_line,
+from tileplan.views.summary import program_fields
+from tileplan.views.classes import CLASSES, training_classes
+from tileplan.views.columns import value_rows
+from tileplan.views.common import (
+    group_label, judged_on, NON_TENSOR_CLASSES, operations, region_peaks, RegionPeak, TileSplit, ValueRow,
+    verdict_line, worst_tile_split,
 )
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Step, Value
 from tileplan.planner.exact import ExactAccounting, tile_values
-from tileplan.report.classes import class_rows
+from tileplan.views.classes import class_rows
 from tileplan.report.sections import (
     EXACT_COLUMNS,
     Exact,
@@ -70,7 +70,7 @@ def histogram(tile_peak: np.ndarray) -> Histogram:
 def peak_tile_section(values: Sequence[Value], steps: Sequence[Step], shards: Mapping[int, Shards],
                       exact: ExactAccounting, training: bool = False) -> PeakTile:
     """The worst tile at the peak step: its live values with their bytes there (and
-    with `training`, their classes: `tileplan.report.classes`)."""
+    with `training`, their classes: `tileplan.views.classes`)."""
     _, tile, step = exact.peak("total")
     s = steps[step]
     live = tile_values(values, shards, s, tile)

@@ -5,6 +5,7 @@ and the comparison of a reported number or JSON section with the one re-derived.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -16,6 +17,8 @@ S = TypeVar("S", bound=Section)
 
 SENTINEL = U64_MAX  # the reference's "unknown"
 WRAP_FLOOR = 2**63
+#: how the section checks report a finding: (kind, place, message)
+Add = Callable[[str, str, str], None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """`tileplan check` on the values and the live sets: each value's sizes from its
-layout text, shape and precision (`check_shards`), each distinct case judged once; the
+layout text, shape and precision (`tileplan.check.shards`), each distinct case judged once; the
 rejections; the live sets' rules (docs/report-format.md, "Live sets")."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import numpy as np
 
 from tileplan.errors import TilingError
 from tileplan.model.timeline import Value
-from tileplan.report.check_exact import ValueKinds
-from tileplan.report.check_result import SENTINEL, CheckResult, compare, text
-from tileplan.report.check_shards import Sharding, shard_layout
-from tileplan.report.check_timeline import Groups, LiveRuns, ValueColumns, reference_policy
+from tileplan.check.exact import ValueKinds
+from tileplan.check.result import SENTINEL, CheckResult, compare, text
+from tileplan.check.shards import Sharding, shard_layout
+from tileplan.check.timeline import Groups, LiveRuns, ValueColumns, reference_policy
 from tileplan.report.model import Report
 
 #: Version-1 reports without `alignment_bytes` align AMP-read values to one

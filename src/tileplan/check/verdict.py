@@ -1,4 +1,4 @@
-"""`tileplan check` on the judgement: the exact per-tile accounting (`check_exact`),
+"""`tileplan check` on the judgement: the exact per-tile accounting (`tileplan.check.exact`),
 the steps over budget, the `verdict` (with `over_budget`, `out_of_memory` and
 `peak_tile`) and the plan's own outcome a `what_if` baseline states; each re-derived
 as the typed section (`tileplan.report.sections`) and compared with the report's JSON
@@ -13,10 +13,10 @@ from typing import Literal
 import numpy as np
 
 from tileplan.model.timeline import REGIONS, Step, Value
-from tileplan.report.check_exact import TileAccount, TileBytes, ValueKinds, account_tiles, exact_section
-from tileplan.report.check_exact import peak_tile_section
-from tileplan.report.check_result import CheckResult, Peaks, compare_json, is_int, section_of, show
-from tileplan.report.check_timeline import (
+from tileplan.check.exact import TileAccount, TileBytes, ValueKinds, account_tiles, exact_section
+from tileplan.check.exact import peak_tile_section
+from tileplan.check.result import CheckResult, Peaks, compare_json, is_int, section_of, show
+from tileplan.check.timeline import (
     INT64_MAX, Groups, LiveRuns, StepColumns, Usage, ValueColumns, reference_policy,
 )
 from tileplan.report.model import Report

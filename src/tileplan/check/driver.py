@@ -2,25 +2,29 @@
 check's own code and the rules of docs/report-format.md.
 
 It imports only the model (layouts, precisions, the timeline's types, machine limits),
-the errors, the report's model (`report.model`, its typed sections) and its own
-`check_*` modules: nothing of the planner, the lowering or the report builder, so a
-report passing check is two implementations agreeing, not one agreeing with itself.
+the errors, the report's format (`tileplan.report`: the `Report`, its typed sections)
+and its own modules: nothing of the planner, the lowering, the operators, the
+importers or the application layer, where the report's builder lives
+(`tileplan.app.build`), neither directly nor through what it imports
+(tests/test_import_cycles.py), so a report passing check is two implementations
+agreeing, not one agreeing with itself.
 Derived sections are made as the typed sections (one declaration of their shape) and
 compared with the report's JSON field by field. The passes, in order:
 
 1. values: shard, aligned and total bytes from layout text, shape and precision
-   (`check_values`, `check_shards`); unrepresentable values are null and listed under
+   (`values`, `shards`); unrepresentable values are null and listed under
    `rejections`;
 2. live sets: ascending, each value live in one run of steps, declared tensors from
    step 0, a storage group held by one member at a time (hand-off at an in-place step);
 3. usage of each step = its live storage groups (each once) + scratch;
 4. peaks and their first steps, the largest standard allocation, exchange rows,
    the standard overflow, the effective peak;
-5. `exact` from the tile maps (`check_exact`), `verdict` (with `over_budget`,
-   `out_of_memory` and `peak_tile`), `fits_budget` (`check_verdict`);
-6. the sections views read (`check_sections`): scope, program, operations,
-   rejected_operation, what_if (its baseline re-derived; its rows are other plans);
-7. beyond the tensors (`check_beyond`): `non_tensor`, each placed tile.
+5. `exact` from the tile maps (`exact`), `verdict` (with `over_budget`,
+   `out_of_memory` and `peak_tile`), `fits_budget` (`verdict`);
+6. the sections views read: scope, program and rejected_operation (`program`),
+   operations (`operations`), what_if (`whatif`: its baseline re-derived; its rows
+   are other plans);
+7. beyond the tensors: `non_tensor` (`nontensor`), each placed tile (`placement`).
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ import numpy as np
 from tileplan.errors import InputError
 from tileplan.model.machine import LIMITS
 from tileplan.model.timeline import REGIONS, Value
-from tileplan.report.check_beyond import check_placement, non_tensor
-from tileplan.report.check_result import (
+from tileplan.check.nontensor import non_tensor
+from tileplan.check.placement import check_placement
+from tileplan.check.result import (
     WRAP_FLOOR,
     CheckResult,
     Finding,
@@ -42,8 +47,9 @@ from tileplan.report.check_result import (
     compare_json,
     ids_text,
 )
-from tileplan.report.check_sections import check_operations, check_program, check_scope, check_what_if
-from tileplan.report.check_timeline import (
+from tileplan.check.operations import check_operations
+from tileplan.check.program import check_program, check_scope
+from tileplan.check.timeline import (
     Groups,
     LiveRuns,
     StepColumns,
@@ -56,8 +62,9 @@ from tileplan.report.check_timeline import (
     usage,
     value_columns,
 )
-from tileplan.report.check_values import check_live_sets, check_values
-from tileplan.report.check_verdict import baseline, check_exact, over_budget, peak_tile, verdict_section
+from tileplan.check.values import check_live_sets, check_values
+from tileplan.check.verdict import baseline, check_exact, over_budget, peak_tile, verdict_section
+from tileplan.check.whatif import check_what_if
 from tileplan.report.model import Report
 from tileplan.report.sections import Exact, NonTensor, Placement, Verdict
 
@@ -94,7 +101,7 @@ def check_report(report: Report) -> CheckResult:
     mixed = sorted(g.ids[k] for k in np.flatnonzero((interleaved > 0) & (interleaved < members)).tolist())
     for k in mixed:
         result.add("disagree", f"storage_group {k}", "members span regions ['interleaved', 'standard']")
-    # the shapes of the sections views read, on their JSON as written (check_sections)
+    # the shapes of the sections views read, on their JSON as written (program, operations)
     check_scope(report.scope, report.extra, result.add)
     check_program(report.extra, result.add)
     check_operations(report.extra, cols.source, cols.execution_count, result.add)
