@@ -6,7 +6,7 @@ import pytest
 
 from tileplan.cli.main import main
 from tileplan.app.request import PlanRequest
-from tileplan.app.whatif import most_layers_that_fit, outcome, what_if
+from tileplan.app.whatif import layers_text, most_layers_that_fit, outcome, what_if
 from tileplan.report.whatif import outcome_json
 
 
@@ -30,7 +30,7 @@ def test_f16_what_if_shows_which_knobs_make_it_fit(f16_rows):
                                       "batch", "batch on 2 IPUs", "available_memory_proportion"}
     half = by_knob[("partials", "f16")]  # F16 weights: the products' partials in F16 (half partials)
     assert half.request.partials == "f16" and half.request.weights == "f16"
-    assert by_knob[("batch", "1")].value == "1 (none fit)"  # F16 weights alone overflow one IPU
+    assert by_knob[("batch", "1")].value == "1 (none fit up to 3)"  # F16 weights alone overflow one IPU
     two = next(r for r in rows if r.knob == "batch on 2 IPUs")
     assert two.request.batch >= 1 and two.request.pipelined and two.outcome.fits
     bigger = two.request.with_(batch=two.request.batch + 1, ipus="auto", layers_per_ipu=None).pipeline()
@@ -51,7 +51,9 @@ def test_most_layers_that_fit_is_none_when_one_layer_does_not(monkeypatch):
         class verdict:
             fits = False
 
-    assert most_layers_that_fit(base, lambda r: Never) is None
+    found, plan = most_layers_that_fit(base, lambda r: Never)
+    assert (found.best, found.upto) == (0, 3) and plan is Never
+    assert layers_text(found, 2) == "1 (none fit up to 3)"
 
 
 def test_plan_writes_the_what_if_table(tmp_path, capsys):
@@ -61,7 +63,7 @@ def test_plan_writes_the_what_if_table(tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["what_if"]["baseline"]["fits"] is False
     assert any(r["knob"] == "weights" and r["fits"] for r in doc["what_if"]["rows"])
-    assert "what if (each row re-planned" in text and "(the most that fit)" in text
+    assert "what if (each row re-planned" in text and "(the most that fit up to " in text
 
 
 def test_fail_over_budget_exits_3_after_writing(tmp_path, capsys):
