@@ -105,7 +105,11 @@ def fewest_ipus(program: Program, plan: Callable[[Program], Plan], max_ipus: int
         return m is not None and m >= 0
 
     def most(first: bool, last: bool) -> int:
-        """The most layers a stage of this kind fits (fitting shrinks with layers)."""
+        """The most layers a stage of this kind fits, by bisection. Its premise, that a
+        stage's margin shrinks as its layers grow, is about layers, not memory in
+        general: a stage of n + 1 alike layers holds every tensor one of n holds, at
+        the same layouts, and one more layer's weights, live throughout (held by
+        tests/test_searches.py; the batch has no such premise)."""
         lo, hi = (1 if not (first or last) else 0), layers
         if not fits(lo, first, last):
             return -1

@@ -55,3 +55,24 @@ def test_the_layers_row_says_when_the_search_stopped_at_its_cap(tmp_path, capsys
     assert PlanRequest(layers=5).plan().verdict.fits
     assert main(["plan", "--layers", "2", "-o", str(tmp_path / "r.json")]) == 0
     assert "(the most that fit)" not in capsys.readouterr().out
+
+
+def test_a_pipeline_stage_margin_shrinks_with_its_layers():
+    """The premise of `fewest_ipus`'s bisection over a stage's layers (not over the
+    batch): each stage kind, first, middle or last, loses margin with every layer it
+    is given, at a batch whose whole-program memory does not grow monotonically."""
+    from tileplan.lowering.policy import policy
+    from tileplan.model.machine import machine
+    from tileplan.model.stages import split_program
+    from tileplan.planner.pipeline import margin
+    from tileplan.planner.plan import plan_program
+
+    layers = 6
+    request = PlanRequest(layers=layers, batch=6).resolved()
+    program = request.program()
+    for kind, counts, index in (("first", lambda c: (c, layers - c), 0), ("last", lambda c: (layers - c, c), -1),
+                                ("middle", lambda c: (layers - c, c, 0), 1)):
+        margins = [margin(plan_program(split_program(program, counts(c))[index], machine(request.machine),
+                                       policy(request.policy), request.options))
+                   for c in range(1, layers + 1)]
+        assert all(a > b for a, b in zip(margins, margins[1:])), (kind, margins)
