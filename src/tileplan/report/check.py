@@ -19,7 +19,8 @@ compared with the report's JSON field by field. The passes, in order:
 5. `exact` from the tile maps (`check_exact`), `verdict` (with `over_budget`,
    `out_of_memory` and `peak_tile`), `fits_budget` (`check_verdict`);
 6. the sections views read (`check_sections`): scope, program, operations,
-   rejected_operation, what_if (its baseline re-derived; its rows are other plans);
+   rejected_operation, available_memory_proportion (its cap re-derived), what_if (its
+   baseline re-derived; its rows are other plans);
 7. beyond the tensors (`check_beyond`): `non_tensor`, each placed tile.
 """
 
@@ -42,7 +43,13 @@ from tileplan.report.check_result import (
     compare_json,
     ids_text,
 )
-from tileplan.report.check_sections import check_operations, check_program, check_scope, check_what_if
+from tileplan.report.check_sections import (
+    check_memory_proportion,
+    check_operations,
+    check_program,
+    check_scope,
+    check_what_if,
+)
 from tileplan.report.check_timeline import (
     Groups,
     LiveRuns,
@@ -98,6 +105,7 @@ def check_report(report: Report) -> CheckResult:
     check_scope(report.scope, report.extra, result.add)
     check_program(report.extra, result.add)
     check_operations(report.extra, cols.source, cols.execution_count, result.add)
+    check_memory_proportion(report.extra, report.budget_bytes, report.support_reserve_bytes, result.add)
     if mixed:
         return result
     group_bytes = storage_group_bytes(g, sizes)
