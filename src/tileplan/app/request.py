@@ -272,25 +272,30 @@ class PlanRequest:
         return replace(self, **changes)
 
     def command(self) -> str:
-        """The `tileplan plan` line that plans exactly this request."""
+        """The `tileplan plan` line that plans exactly this request, each value quoted
+        for a POSIX shell (`--machine 'my machine.toml'`)."""
         parts = ["tileplan plan", shlex.quote(self.model)]
+
+        def flag(key: str, value: object) -> None:
+            parts.append(f"--{key.replace('_', '-')} {shlex.quote(str(value))}")
+
         if not self.imported:
-            parts.append(f"--layers {self.config.layers}")
+            flag("layers", self.config.layers)
         elif self.layers is not None:
-            parts.append(f"--layers {self.layers}")
+            flag("layers", self.layers)
         resolved = self.resolved()
-        parts.append(f"--weights {resolved.weights}")
+        flag("weights", resolved.weights)
         try:
             own = replace(self, activations=None).resolved().activations
         except TileplanError:  # a request that cannot be planned (a what-if row saying why) states it
             own = None
         if resolved.activations != own:
-            parts.append(f"--activations {resolved.activations}")
+            flag("activations", resolved.activations)
         for key in ("partials", "batch", "sequence_length", "image_size", "kv_cache", "ipus", "layers_per_ipu"):
             if getattr(self, key) is not None:
-                parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
+                flag(key, getattr(self, key))
         if self.available_memory_proportion != DEFAULT_PROPORTION:
-            parts.append(f"--available-memory-proportion {self.available_memory_proportion}")
+            flag("available_memory_proportion", self.available_memory_proportion)
         if not self.map_head:
             parts.append("--no-map-head")
         if self.unroll:
@@ -298,7 +303,7 @@ class PlanRequest:
         defaults = PlanRequest()
         for key in ("policy", "machine", "attention_products", "gemm_output_packing"):
             if getattr(self, key) != getattr(defaults, key):
-                parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
+                flag(key, getattr(self, key))
         if self.training is not None:
             parts.extend(self.training.command())
         return " ".join(parts)
