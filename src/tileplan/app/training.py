@@ -265,7 +265,8 @@ def _joint(path: str, stamp: tuple[str, int], batch: int, sequence_length: int |
         raise InputError(f"transformers cannot build a {display_name(kind)!r} configuration: {type(e).__name__}: "
                          f"{sources._first_line(e)}", path) from None
     cfg.use_cache = False
-    cfg._attn_implementation = "eager"  # materialised scores, as IPUs train (TRAINING-NOTES.md section 3.5)
+    # materialised scores, as IPUs train (docs/notes/TRAINING-NOTES.md section 3.5)
+    cfg._attn_implementation = "eager"
     if layers is not None:
         if not hasattr(cfg, "num_hidden_layers"):
             raise InputError("--layers: this configuration has no num_hidden_layers", path)

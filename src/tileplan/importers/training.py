@@ -3,7 +3,7 @@ recomputation and, over several IPUs, its pipeline stages and stashes.
 
 `training_programs(joint, setup, counts)` makes one program per IPU from the joint
 forward and backward program (`JointProgram`, flat: one operation per layer's
-operation, as the joint graph has them) and a `TrainingSetup` (TRAINING-NOTES.md
+operation, as the joint graph has them) and a `TrainingSetup` (docs/notes/TRAINING-NOTES.md
 section 7):
 
 * Weights, buffers and every state tensor are declared parameters: always live.
@@ -55,7 +55,7 @@ STATE = {"sgd": (), "sgd-momentum": (("velocity", "first"),),
 
 @dataclass(frozen=True, slots=True)
 class TrainingSetup:
-    """How a model is trained (TRAINING-NOTES.md section 7, "Inputs the planner
+    """How a model is trained (docs/notes/TRAINING-NOTES.md section 7, "Inputs the planner
     needs"): the optimizer and the precisions of its accumulator and first and second
     moments (or velocity), gradient accumulation, recomputation, where the optimizer
     state lives, replication and replicated tensor sharding."""
