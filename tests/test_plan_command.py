@@ -42,3 +42,34 @@ def test_a_training_request_reads_back_from_its_command(tmp_path):
                           training=TrainingOptions(optimizer="sgd-momentum", weight_decay=0.01,
                                                    serialized_embedding_splits_per_ipu="1, 1"))
     assert _parsed(request.command()).resolved() == request.resolved()
+
+
+def test_plan_help_groups_its_flags_and_names_every_model_form(capsys, monkeypatch):
+    """`plan --help`: the flags in groups a reader scans (the model, precisions, the
+    machine, several IPUs, training, what-if, the report), none left in one block; MODEL
+    names every form it takes."""
+    import pytest
+
+    from tileplan.builtins.siglip import CONFIGS
+    from tileplan.cli.main import main
+
+    parser = build_parser("plan")
+    verb = next(a for a in parser._actions if a.choices and "plan" in a.choices).choices["plan"]
+    groups = {g.title: [a.option_strings[0] if a.option_strings else a.dest for a in g._group_actions]
+              for g in verb._action_groups}
+    assert groups["options"] == ["-h"]  # argparse's own group: nothing else left there
+    assert {"the model", "precisions", "the machine and how Poplar plans on it", "several IPUs (a pipeline)",
+            "training (docs: README, Planning training)", "what-if and sweeps",
+            "the report and the exit code"} <= set(groups)
+    assert {"model", "--layers", "--batch"} <= set(groups["the model"])
+    assert groups["precisions"] == ["--weights", "--activations", "--partials"]
+    assert {"-o", "--report-version", "--fail-over-budget"} <= set(groups["the report and the exit code"])
+    assert max(len(flags) for flags in groups.values()) < 20
+    monkeypatch.setenv("COLUMNS", "1000")  # no line breaks inside a name
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    text = capsys.readouterr().out
+    start = text.index("MODEL ")
+    model = text[start:text.index("--layers LAYERS", start)]
+    for form in (*CONFIGS, "synthetic:N", ".onnx", ".pt2", "config.json", "hub id (org/name"):
+        assert form in model, form
