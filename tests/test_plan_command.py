@@ -7,6 +7,8 @@ import shlex
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tileplan.app.request import PlanRequest
 from tileplan.app.training import TrainingOptions
 from tileplan.cli.main import build_parser
@@ -48,8 +50,6 @@ def test_plan_help_groups_its_flags_and_names_every_model_form(capsys, monkeypat
     """`plan --help`: the flags in groups a reader scans (the model, precisions, the
     machine, several IPUs, training, what-if, the report), none left in one block; MODEL
     names every form it takes."""
-    import pytest
-
     from tileplan.builtins.siglip import CONFIGS
     from tileplan.cli.main import main
 
@@ -73,3 +73,34 @@ def test_plan_help_groups_its_flags_and_names_every_model_form(capsys, monkeypat
     model = text[start:text.index("--layers LAYERS", start)]
     for form in (*CONFIGS, "synthetic:N", ".onnx", ".pt2", "config.json", "hub id (org/name"):
         assert form in model, form
+
+
+@pytest.mark.parametrize("given,hint", [
+    ("f8", "FP8 is f8f143:SCALE (E4M3) or f8f152:SCALE (E5M2), e.g. f8f143:-4"),
+    ("", "give a precision, or leave the option out for the model's own (e.g. f16)"),
+    ("f8f152", "an FP8 format takes its scale exponent after ':', e.g. f8f152:-4"),
+    ("f8f143:99", "scale_exponent must be in [-31, 31], found 99"),
+    ("f12", "e.g. f16 or f8f143:-4"),
+])
+def test_a_bad_weights_value_is_one_line_in_the_options_grammar(tmp_path, capsys, given, hint):
+    """Not the precisions' internal names (`F8F143, F8F152`), and never the default
+    planned in place of an empty value."""
+    from tileplan.cli.main import main
+
+    out = tmp_path / "w.json"
+    assert main(["plan", "--weights", given, "--layers", "1", "--no-what-if", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"tileplan: error: --weights {given!r}: expected f16, f32, bf16, f8f143:SCALE or f8f152:SCALE; "
+                   f"{hint}\n")
+    assert "F8F143" not in err and not out.exists()
+
+
+@pytest.mark.parametrize("given", ["f8", ""])
+def test_the_python_api_reads_weights_by_the_same_grammar(given):
+    import torch
+
+    import tileplan
+    from tileplan.errors import InputError
+
+    with pytest.raises(InputError, match=rf"weights={given!r}: expected f16, f32, bf16, f8f143:SCALE or f8f152"):
+        tileplan.plan(torch.nn.Linear(4, 4), example_inputs=(torch.zeros(2, 4),), weights=given)

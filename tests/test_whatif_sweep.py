@@ -92,7 +92,7 @@ def test_sweep_rows_in_order(tmp_path, capsys):
     ("weights", "expected KNOB=V1,V2"),
     ("colour=red", "unknown knob 'colour'"),
     ("layers=two", "expected integers, found 'two'"),
-    ("weights=f12", "unknown precision 'F12'"),
+    ("weights=f12", "--sweep weights=f12: --weights 'f12': expected f16, f32, bf16, f8f143:SCALE or f8f152:SCALE"),
     ("attention-products=fast", "--sweep attention-products=fast: attention-products must be one of"),
     ("policy=smart", "--sweep policy=smart: unknown policy 'smart'"),
     ("layers=0,2", "--sweep layers=0: --layers must be in [1, 1000], found 0"),

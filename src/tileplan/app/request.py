@@ -20,7 +20,7 @@ from tileplan.builtins import siglip, synthetic
 from tileplan.importers.graph import Graph
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
-from tileplan.model.precision import from_option
+from tileplan.model.precision import Precision, from_option
 from tileplan.model.stages import layer_count
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline, expand_layers_per_ipu, fewest_ipus, plan_pipeline
 from tileplan.planner.plan import Plan, plan_program
@@ -45,6 +45,33 @@ def default_precisions(machine_name: str, model_precision: str | None, weights: 
         return weights or own, activations or own
     fp8 = any(g.multiply == "F8F143" for g in machine(machine_name).amp)
     return weights or ("f8f143:-4" if fp8 else "f16"), activations or "f16"
+
+
+#: what `--weights` takes (`weights_precision`)
+WEIGHTS_GRAMMAR = "f16, f32, bf16, f8f143:SCALE or f8f152:SCALE"
+
+
+def weights_precision(text: str) -> Precision:
+    """`--weights` read by its grammar (`WEIGHTS_GRAMMAR`: a precision the AMP
+    multiplies, FP8 with its power-of-two scale exponent); anything else, the empty
+    text included, one line naming the flag, what it takes and a hint."""
+    name, colon, scale = text.strip().lower().partition(":")
+    if name in ("f16", "f32", "bf16") and not colon:
+        return from_option(text)
+    if name in ("f8f143", "f8f152") and colon:
+        try:
+            return from_option(text)
+        except InputError as e:
+            hint = str(e).split(": ", 1)[-1]
+    elif name in ("f8f143", "f8f152"):
+        hint = f"an FP8 format takes its scale exponent after ':', e.g. {name}:-4"
+    elif name.startswith(("f8", "fp8", "e4m3", "e5m2")):
+        hint = "FP8 is f8f143:SCALE (E4M3) or f8f152:SCALE (E5M2), e.g. f8f143:-4"
+    elif not text.strip():
+        hint = "give a precision, or leave the option out for the model's own (e.g. f16)"
+    else:
+        hint = "e.g. f16 or f8f143:-4"
+    raise InputError(f"{option('weights', repr(text))}: expected {WEIGHTS_GRAMMAR}; {hint}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +122,8 @@ class PlanRequest:
         if self.layers_per_ipu is not None:
             self.split_spec()
         self.proportions()
+        if self.weights is not None:
+            weights_precision(self.weights)
         for key in ("activations", "partials"):
             value = getattr(self, key)
             if value is not None and value not in ("f16", "f32"):

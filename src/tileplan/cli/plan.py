@@ -26,7 +26,7 @@ from tileplan.builtins import siglip
 from tileplan.model.machine import PRESETS
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline
 from tileplan.app.ipuconfig import read_ipu_config
-from tileplan.app.request import DEFAULT_PROPORTION, PlanRequest
+from tileplan.app.request import DEFAULT_PROPORTION, WEIGHTS_GRAMMAR, PlanRequest
 from tileplan.app.training import PRESETS as OPTIMIZER_PRESETS, STATE_TYPE_OPTIONS, STATE_TYPES, TrainingOptions
 from tileplan.importers.training import OPTIMIZERS, RECOMPUTE
 from tileplan.app.sweep import KNOBS, expand, run_sweep
@@ -66,8 +66,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                             "it is captured, so that an error is one line)")
     precisions = p.add_argument_group("precisions")
     precisions.add_argument("--weights", default=None,
-                            help="precision of the weights matmuls and convolutions read: f16, f32, f8f143:SCALE or "
-                                 "f8f152:SCALE (FP8 where the machine's AMP has it; SCALE the power-of-two exponent, "
+                            help=f"precision of the weights matmuls and convolutions read: {WEIGHTS_GRAMMAR} "
+                                 "(BF16 and FP8 where the machine's AMP has them; SCALE the power-of-two exponent, "
                                  "e.g. f8f143:-4). Default: an imported model's own precision (FP32 model: f32); a "
                                  "built-in tower f8f143:-4 where FP8 exists, else f16")
     precisions.add_argument("--activations", choices=("f16", "f32"), default=None,
