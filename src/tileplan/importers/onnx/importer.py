@@ -295,11 +295,6 @@ class Importer:
             return f"{module}.{what}"
         return fallback or what
 
-    def int_list(self, name: str, what: str) -> list[int]:
-        if name not in self.known:
-            raise ModelError(f"{what} is computed at run time: expected a constant (tileplan plans static shapes)")
-        return [int(v) for v in np.asarray(self.known[name]).reshape(-1)]
-
     def ints(self, name: str) -> list[int] | None:
         """The integers a known value holds, else None (computed at run time, or an
         initializer whose external data is absent)."""
