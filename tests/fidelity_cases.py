@@ -1,4 +1,4 @@
-"""Published results of real Poplar compiles, rebuilt for tileplan (issue 18).
+"""Published results of real Poplar compiles, rebuilt for tileplan.
 
 Each `Case` names what was compiled, its source, the published result and how to
 rebuild it: a graph written here (the small Poplar and PopART programs), a small torch

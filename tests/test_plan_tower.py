@@ -1,4 +1,7 @@
-"""Issue 4: the whole tower planned end to end."""
+"""The SigLIP towers planned end to end: so400m with F8 weights fits, every parameter
+live throughout, scratch counted once per repeat block; F16 weights an honest verdict
+naming steps, region and bytes; the policies' and options' effects; the CLI's verdict
+and its one-line errors."""
 
 import json
 import math

@@ -1,4 +1,4 @@
-"""Training (issue 20): `tileplan plan MODEL --train` and `tileplan.plan(..., train=True)`
+"""Training: `tileplan plan MODEL --train` and `tileplan.plan(..., train=True)`
 on small models of the published architectures (a BERT QA head, BERT's pre-training
 heads, GPT-2's tied LM head, mT5), one IPU and pipelines: the training state, the
 stash, recomputation, `--ipu-config`, and every report passing `tileplan check` (the

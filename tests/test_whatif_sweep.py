@@ -1,4 +1,7 @@
-"""Issue 5: what-if rows, the sweep and the CI gate of `tileplan plan`."""
+"""`tileplan plan`'s what-if rows (which knobs make F16 weights fit, each row re-derived
+from its command), the sweep's rows in order, one-line errors for a bad sweep, the CI
+gate (exit 3, kept through a pipe), the worst tile's split and the Python API writing
+what the CLI writes."""
 
 import json
 
