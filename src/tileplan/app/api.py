@@ -1,8 +1,9 @@
 """The Python API for notebooks: `tileplan.plan(model, example_inputs=(x,), ...)`.
 
 `model` is a `torch.nn.Module` (exported here with `example_inputs`), a
-`torch.export.ExportedProgram`, an imported `Graph`, or a name: a built-in tower, a
-Hugging Face `config.json`, an `.onnx` or a `.pt2` file. The result holds the report:
+`torch.export.ExportedProgram`, an imported `Graph`, or a name as `tileplan plan`
+takes it: a built-in tower, `synthetic:N`, a Hugging Face `config.json` or hub id, an
+`.onnx` or a `.pt2` file. The result holds the report:
 `.fits`, `.verdict` (the verdict line, Poplar's words when it does not fit),
 `.to_json()` (exactly what `tileplan plan -o` writes for the same arguments: the
 what-if table included unless `what_if=False`, as `--no-what-if`; version 1 up to

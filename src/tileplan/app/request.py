@@ -76,7 +76,8 @@ def weights_precision(text: str) -> Precision:
 
 @dataclass(frozen=True, slots=True)
 class PlanRequest:
-    """Invariant: every field names something that exists (checked by `program()`)."""
+    """Invariants: each knob in its range and grammar (checked on construction); the
+    model exists and takes each knob given (checked when it is built: `program()`)."""
 
     model: str = siglip.DEFAULT_MODEL
     layers: int | None = None
@@ -158,8 +159,9 @@ class PlanRequest:
 
     @property
     def imported(self) -> bool:
-        """True for models that come through an importer (ONNX, .pt2, a non-SigLIP
-        Hugging Face config); False for the built-in towers."""
+        """True for models that come through an importer's graph (ONNX, .pt2, a
+        non-SigLIP Hugging Face config, `synthetic:N`); False for the built-in towers
+        and a SigLIP config.json (built by `tileplan.builtins.siglip`)."""
         return kind_of(self.model) not in ("builtin", "siglip-config")
 
     @property
@@ -257,8 +259,10 @@ class PlanRequest:
 
     @property
     def batch_varies(self) -> bool:
-        """Whether the batch is a knob of this model (a built-in tower, a config.json,
-        an ONNX file with a symbolic batch; not a saved export's fixed shapes)."""
+        """Whether the batch may be a knob of this model: not of a saved export (its
+        shapes are fixed) nor of `synthetic:N` (its size is N); of an ONNX file when
+        the file leaves it symbolic, which planning finds (the what-if's batch row
+        then says why not)."""
         return kind_of(self.model) not in ("exported", "synthetic")
 
     @property

@@ -138,7 +138,7 @@ def fewest_ipus(program: Program, plan: Callable[[Program], Plan], max_ipus: int
 def _best_split(layers: int, n: int, head: int, tail: int, middle: int,
                 stage: Callable[[int, bool, bool], int | None]) -> tuple[int, ...] | None:
     """Counts for n stages, each within its kind's most, maximising the smallest margin
-    (ties: the most even split, then earlier stages lighter)."""
+    (ties: the first found, earlier stages lighter)."""
     @lru_cache(maxsize=None)
     def best(k: int, left: int) -> tuple[int, tuple[int, ...]] | None:
         """Stages k..n-1 with `left` layers: (smallest margin, counts)."""
