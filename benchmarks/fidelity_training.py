@@ -1,4 +1,4 @@
-"""Published training configurations (shared/FIDELITY.md) planned by tileplan: prints
+"""Published training configurations (docs/notes/FIDELITY.md) planned by tileplan: prints
 a table of each case, its source, what was published and tileplan's answer.
 
     .venv/bin/python benchmarks/fidelity_training.py [--cases NAME ...]

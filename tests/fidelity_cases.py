@@ -1,4 +1,4 @@
-"""Published results of real Poplar compiles, rebuilt for tileplan (issue 18).
+"""Published results of real Poplar compiles, rebuilt for tileplan.
 
 Each `Case` names what was compiled, its source, the published result and how to
 rebuild it: a graph written here (the small Poplar and PopART programs), a small torch
@@ -8,7 +8,7 @@ planned through `tileplan plan`'s own request. `run`
 plans it and returns tileplan's answer. `benchmarks/fidelity.py` writes the table
 (docs/fidelity.md); tests/test_fidelity.py pins every verdict.
 
-Sources: /work/shared/FIDELITY.md (graphcore/tutorials, graphcore/popart,
+Sources: docs/notes/FIDELITY.md (graphcore/tutorials, graphcore/popart,
 graphcore/poplibs, graphcore/poptorch, graphcore/examples) and further public cases
 found in graphcore/poptorch's tests and a Graphcore engineer's ViT port, each cited.
 """

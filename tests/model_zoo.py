@@ -1,4 +1,4 @@
-"""The coverage table's models (issue 19): a small configuration (2 layers, hidden
+"""The coverage table's models: a small configuration (2 layers, hidden
 sizes of 32) of each of the common architectures transformers ships, and how each is
 planned: through torch.export on the meta device, through an ONNX exporter (a file
 saved graph-only: every tensor external, the data file deleted) and as a saved

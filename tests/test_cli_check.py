@@ -135,3 +135,27 @@ def test_a_tampered_exact_figure_is_named_by_its_path(tmp_path, capsys):
     expected = doc["exact"]["tiles"]["peak"][17]
     assert f"disagree: exact.tiles.peak[17]: reports {expected}; re-derived {expected - 1}" in out_text
     assert "disagree: verdict.regions[1].margin: reports" in out_text
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("cap_bytes", 1, "available_memory_proportion.cap_bytes: reports 1; re-derived 383385 = floor(proportion 0.6 "
+                     "x tile_bytes 638976)"),
+    ("tile_bytes", 2, "available_memory_proportion.tile_bytes: reports 2, less than the tile holds: budget_bytes "
+                      "586960 + support_reserve_bytes 49152 = 636112"),
+    ("tile_bytes", None, "available_memory_proportion.tile_bytes: expected an integer (the cap's basis), found null"),
+    ("exceeded", [{"operation": 3, "name": "m", "temporary_bytes": 383385}],
+     "available_memory_proportion.exceeded[0].temporary_bytes: reports 383385, listed over the cap but within "
+     "cap_bytes 383385"),
+])
+def test_check_re_derives_the_memory_proportions_cap(tmp_path, capsys, field, value, message):
+    """cap_bytes = floor(proportion x tile_bytes), the tile holding at least the budgets
+    and the reserve; a product listed over the cap is over it."""
+    path = tmp_path / "r.json"
+    assert main(["plan", "--layers", "2", "--no-what-if", "-o", str(path)]) == 0
+    assert run(capsys, "check", str(path))[0] == 0
+    doc = json.loads(path.read_text())
+    doc["available_memory_proportion"][field] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    code, out, _ = run(capsys, "check", str(bad))
+    assert code == 1 and f"disagree: {message}" in out

@@ -210,7 +210,7 @@ def test_a_serial_split_of_the_input_channels_accumulates_in_place():
 
 
 def test_resnet50_conv2_layer():
-    # CONV-NOTES.md section 3: 3 x 3, 64 -> 64 at 56 x 56, stride 1, batch 90, F16 on
+    # docs/notes/CONV-NOTES.md section 3: 3 x 3, 64 -> 64 at 56 x 56, stride 1, batch 90, F16 on
     # 1472 tiles. The plan: batch over 92 (one image a tile, 2 tiles idle), the field
     # over 2 x 2 (28 x 28 positions), the input and output channels over 2 each (32).
     # The window (28 - 1) + 3 = 30 by 30, 32 channels: 28,800 elements; weights 9 x 32 x

@@ -1,4 +1,4 @@
-"""Issue 13: the planner core against a small, obviously-correct reference.
+"""The planner core against a small, obviously-correct reference.
 
 The reference below is plain Python written from the rules as documented
 (`tileplan.planner.plan.compute_live_ranges`, docs/report-format.md), sharing no code

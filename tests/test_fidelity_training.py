@@ -1,4 +1,4 @@
-"""The published training configurations of shared/FIDELITY.md (and two published as
+"""The published training configurations of docs/notes/FIDELITY.md (and two published as
 out of memory), planned as published (`benchmarks/fidelity_training.py` holds the
 cases and prints the table in README's "Planning training"): tileplan's verdict
 agrees with what ran and what did not."""

@@ -1,7 +1,7 @@
 """Every number of the pinned plans equals what the planner gave (tests/data/
 golden_numbers.json, written by the planner of commit 097c91e before the columnar core,
-rewritten on purpose where the physics changed, each time said in the commit: issue 18's
-always-live parameters; matmuls and convolutions as poplin plans them, expandDims, the
+rewritten on purpose where the physics changed, each time said in the commit: always-live
+parameters; matmuls and convolutions as poplin plans them, expandDims, the
 rearranged input, the reduction; created layouts; every-iteration reads in a block):
 sizes, usage, peaks, verdicts and the exact per-tile figures,
 not names or order."""

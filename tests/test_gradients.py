@@ -1,4 +1,4 @@
-"""The training operators' contract (issue 20): each backward and training operator's
+"""The training operators' contract: each backward and training operator's
 steps, scratch and exchange flags against a hand computation, as
 tests/test_op_contract.py does for the forward ones (the same machine: IPU21 with 4
 tiles, `TILES4`; a tensor no operation lays out spread over the 4 tiles in 8-byte

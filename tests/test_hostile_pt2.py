@@ -319,3 +319,30 @@ def test_a_shape_that_depends_on_the_data_is_still_refused(tmp_path, capsys):
     torch.export.save(ep, path)
     code, err = _plan(path, tmp_path, capsys)
     assert code == 2 and len(err) == 1 and "symbolic (dynamic) shapes" in err[0]
+
+
+@pytest.mark.parametrize("member,name,declared", [
+    ("data/weights/model_weights_config.json", "fc.weight", [2**31, 2**31]),
+    ("data/weights/model_weights_config.json", "shift", [5]),
+])
+def test_a_weights_config_that_contradicts_the_graph_is_refused(saved, tmp_path, capsys, member, name, declared):
+    """The graph says fc.weight is [4, 8]; a config declaring another shape is an
+    inconsistent file, not a plan of either (the weights are never read to tell)."""
+    members = dict(saved)
+    root = _root(members)
+    config = json.loads(members[root + member])
+    config["config"][name]["tensor_meta"]["sizes"] = [{"as_int": n} for n in declared]
+    members[root + member] = json.dumps(config).encode()
+    code, err = _plan(_write(tmp_path / "m.pt2", members), tmp_path, capsys)
+    graph = {"fc.weight": "[4, 8]", "shift": "[4]"}[name]  # a buffer is in the weights config too
+    assert code == 2 and len(err) == 1, err
+    assert (f"m.pt2: weight {name}: {member} declares the shape [{', '.join(map(str, declared))}], the program's "
+            f"graph {graph}") in err[0]
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_weights_config_that_is_not_json_is_refused(saved, tmp_path, capsys):
+    members = dict(saved)
+    members[_root(members) + "data/weights/model_weights_config.json"] = b"{not json"
+    code, err = _plan(_write(tmp_path / "m.pt2", members), tmp_path, capsys)
+    assert code == 2 and len(err) == 1 and "model_weights_config.json: not valid JSON" in err[0]

@@ -1,4 +1,4 @@
-"""No import cycle between tileplan's packages or modules (issue 17).
+"""No import cycle between tileplan's packages or modules.
 
 The graph is read from the source, not from a running interpreter: every `import` and
 `from ... import` of a tileplan module anywhere in a file (at the top, inside a
@@ -221,7 +221,7 @@ def test_the_readme_lists_the_packages_in_the_layers_order():
     assert positions == sorted(positions), "README's How it plans lists the packages out of order"
 
 
-#: the most lines a module may hold (issue 17: large mixed modules are split)
+#: the most lines a module may hold (large mixed modules are split)
 MAX_MODULE_LINES = 600
 
 

@@ -1,4 +1,4 @@
-"""Caches (issue 19): the Python API plans a module whose forward returns a cache (it
+"""Caches: the Python API plans a module whose forward returns a cache (it
 passes `use_cache=False`), and `--kv-cache L` / `kv_cache=` plans one decoding step of a
 decoder with a cache of L positions per layer, always live, read by the step's
 attention; the what-if names the longest cache that fits. Errors name the flags on

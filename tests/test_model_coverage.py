@@ -1,4 +1,4 @@
-"""The coverage table over transformers' model families (issue 19): every
+"""The coverage table over transformers' model families: every
 architecture of `tests/model_zoo.py` (a small configuration: 2 layers, hidden sizes of
 32) planned through torch.export on the meta device, a subset through each ONNX
 exporter (graph-only files) and as a saved `.pt2`, each cell checked against

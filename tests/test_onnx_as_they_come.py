@@ -1,4 +1,4 @@
-"""ONNX files as they come (issue 19): with their external data beside them the small
+"""ONNX files as they come: with their external data beside them the small
 integer initializers it holds are read (shape operands), never the weights; without
 it the file's value_info gives the shapes (and the plan says so once); only when
 neither does is it a one-line error. Bad input dimensions and operands that do not

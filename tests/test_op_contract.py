@@ -1,4 +1,4 @@
-"""The operator contract (issue 17), family by family: each lowering's steps, scratch
+"""The operator contract, family by family: each lowering's steps, scratch
 and exchange flags against a hand computation on small shapes, and the facts an
 operator owns (dtype rule, weight inputs, commutativity, view-ness).
 

@@ -1,5 +1,5 @@
-"""The operators issue 19 added to the registry (for the architectures of the coverage
-table): each one's steps, scratch and exchange flags against a hand computation, as
+"""The operators the architectures of the coverage table brought to the registry: each
+one's steps, scratch and exchange flags against a hand computation, as
 `tests/test_op_contract.py` does for the others (its `lower` helper: IPU21 with 4
 tiles, inputs spread linearly over them in 8-byte blocks of 4 F16 elements), and
 their shape rules.

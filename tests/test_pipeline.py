@@ -121,7 +121,7 @@ def test_a_7b_decoder_imported_on_the_meta_device_names_the_fewest_ipus(tmp_path
     weights on the meta device through torch.export) with F8 weights and F16
     activations (the model itself is FP32, which tileplan would plan in F32 unless
     told): the fewest IPU21s that hold it, the split, and the IPUConfig fragment
-    (optimum-graphcore's fields, IPU-LOWERING.md section 5: layers_per_ipu,
+    (optimum-graphcore's fields, docs/notes/IPU-LOWERING.md section 5: layers_per_ipu,
     ipus_per_replica, matmul_proportion)."""
     from transformers import LlamaConfig
 

@@ -1,7 +1,6 @@
 """The compiled search kernel against the numpy search (the same nodes, the same
-offsets, the same node counts), and the acceptance figures of issue 12 on the public
-MiniMalloc instances: all eleven placed at their capacity, each validated by the
-independent checker."""
+offsets, the same node counts), and the public MiniMalloc instances: all eleven
+placed at their capacity, each validated by the independent checker."""
 
 from __future__ import annotations
 

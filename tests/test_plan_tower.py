@@ -1,4 +1,7 @@
-"""Issue 4: the whole tower planned end to end."""
+"""The SigLIP towers planned end to end: so400m with F8 weights fits, every parameter
+live throughout, scratch counted once per repeat block; F16 weights an honest verdict
+naming steps, region and bytes; the policies' and options' effects; the CLI's verdict
+and its one-line errors."""
 
 import json
 import math
@@ -203,7 +206,7 @@ def test_plan_cli_prints_the_verdict(tmp_path, capsys):
 @pytest.mark.parametrize("argv,message", [
     (["plan", "--layers", "0"], "--layers must be in [1, 1000], found 0"),
     (["plan", "--layers", "100000"], "--layers must be in [1, 1000], found 100000"),
-    (["plan", "--weights", "f12"], "unknown precision 'F12'"),
+    (["plan", "--weights", "f12"], "--weights 'f12': expected f16, f32, bf16, f8f143:SCALE or f8f152:SCALE"),
     (["plan", "--weights", "f8f143:40"], "scale_exponent must be in [-31, 31], found 40"),
     (["plan", "vit-huge"], "unknown model 'vit-huge'"),
     (["plan", "--machine", "mk9"], "unknown machine 'mk9'"),

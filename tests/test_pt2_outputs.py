@@ -1,7 +1,7 @@
 """A `.pt2` whose outputs are an instance of a class (a transformers model's output
 class, DETR's `DetrModelOutput`) plans in a process that never imported that class:
-tileplan reads the output structure as tuples (issue 19: meta-device `.pt2` files as
-they come). A constant input of a plain value (`use_cache=False`) is read too."""
+tileplan reads the output structure as tuples (meta-device `.pt2` files as they
+come). A constant input of a plain value (`use_cache=False`) is read too."""
 
 from __future__ import annotations
 

@@ -173,10 +173,35 @@ def test_layout_brief_names_order_partitions_replicas_region(f8_path):
     layouts = {v.name: v.layout for v in report.values}
     # a vector at rest: 1152 F16 elements = 288 blocks of 8 B; the largest divisor of
     # 1472 tiles not above 288 is 184 partitions, so 8 replicas
-    assert layout_brief(layouts["vit.embedding.bias"]) == "RowMajor, Linear/184, 8 replicas, Standard"
+    assert layout_brief(layouts["vit.embedding.bias"]) == "row-major; elements in 184 parts, 8 copies; standard region"
     # a one-row product's weights, created in its plan's AMP order: K over 16 tiles, N over 92
     assert layout_brief(layouts["vit.map.attention.query.weight"]) == \
-        "Amp(TransposedLeft), FromEnd(2)/16 x FromEnd(1)/92, Standard"
+        "transposed for the AMP; rows in 16 x columns in 92 parts; standard region"
+
+
+def test_the_summary_and_the_page_speak_words_not_the_report_internals(tmp_path, capsys):
+    """No `map_head True` (the default knob) and no layout in the planner's notation
+    (`Amp(TransposedLeft), FromEnd(2)/16 x ...`) in the summary or the page's data; a
+    knob off its default in words; the page keeps the report's full layout text for
+    hover (`layout_text`)."""
+    from tileplan.views.liveness import build_liveness
+
+    for flags, shown in (((), None), (("--no-map-head",), "MAP head left out")):
+        path = tmp_path / f"r{len(flags)}.json"
+        assert main(["plan", "--layers", "2", *flags, "--no-what-if", "-o", str(path)]) == 0
+        capsys.readouterr()
+        assert main(["summary", str(path)]) == 0
+        out = capsys.readouterr().out
+        program_line = out.splitlines()[1]
+        assert "map_head" not in out and "FromEnd(" not in out and "Amp(" not in out
+        assert (shown in program_line) if shown else "MAP head" not in program_line
+        assert " parts; standard region" in out
+        page = build_liveness(read_back(path))
+        assert [f for f in page.program if f[0] in ("map_head", "MAP head")] == ([] if shown is None else
+                                                                                [("MAP head", "left out")])
+        data = page.to_json()
+        assert not any("FromEnd(" in r["layout"] or "Amp(" in r["layout"] for r in data["values"])
+        assert data["layout_texts"] and all(t.startswith("Layout { order: ") for t in data["layout_texts"])
 
 
 def test_names_print_as_they_are(hostile_path, capsys):

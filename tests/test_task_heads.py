@@ -1,4 +1,4 @@
-"""A config.json plans the class its `architectures` names (issue 19): the task head is
+"""A config.json plans the class its `architectures` names: the task head is
 part of the plan, and the report says which class was built."""
 
 from __future__ import annotations

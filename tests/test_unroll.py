@@ -1,4 +1,7 @@
-"""Issue 5: the SigLIP encoder unrolled, layer by layer, against the repeat block."""
+"""The SigLIP encoder unrolled (`--unroll`), one copy of the body per layer: the same
+tensors, ids and layouts as the repeat block, the same peaks for few layers, a plan
+that runs to the end and passes check; the repeat block stands for its first iteration
+and counts the parameters later iterations need."""
 
 import json
 

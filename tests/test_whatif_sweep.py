@@ -1,4 +1,7 @@
-"""Issue 5: what-if rows, the sweep and the CI gate of `tileplan plan`."""
+"""`tileplan plan`'s what-if rows (which knobs make F16 weights fit, each row re-derived
+from its command), the sweep's rows in order, one-line errors for a bad sweep, the CI
+gate (exit 3, kept through a pipe), the worst tile's split and the Python API writing
+what the CLI writes."""
 
 import json
 
@@ -6,8 +9,8 @@ import pytest
 
 from tileplan.cli.main import main
 from tileplan.app.request import PlanRequest
-from tileplan.app.whatif import most_layers_that_fit, outcome, what_if
-from tileplan.app.build_whatif import outcome_json
+from tileplan.app.whatif import layers_text, most_layers_that_fit, outcome, what_if
+from tileplan.app.build_whatif import outcome_section
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +33,7 @@ def test_f16_what_if_shows_which_knobs_make_it_fit(f16_rows):
                                       "batch", "batch on 2 IPUs", "available_memory_proportion"}
     half = by_knob[("partials", "f16")]  # F16 weights: the products' partials in F16 (half partials)
     assert half.request.partials == "f16" and half.request.weights == "f16"
-    assert by_knob[("batch", "1")].value == "1 (none fit)"  # F16 weights alone overflow one IPU
+    assert by_knob[("batch", "1")].value == "1 (none fit up to 3)"  # F16 weights alone overflow one IPU
     two = next(r for r in rows if r.knob == "batch on 2 IPUs")
     assert two.request.batch >= 1 and two.request.pipelined and two.outcome.fits
     bigger = two.request.with_(batch=two.request.batch + 1, ipus="auto", layers_per_ipu=None).pipeline()
@@ -51,7 +54,9 @@ def test_most_layers_that_fit_is_none_when_one_layer_does_not(monkeypatch):
         class verdict:
             fits = False
 
-    assert most_layers_that_fit(base, lambda r: Never) is None
+    found, plan = most_layers_that_fit(base, lambda r: Never)
+    assert (found.best, found.upto) == (0, 3) and plan is Never
+    assert layers_text(found, 2) == "1 (none fit up to 3)"
 
 
 def test_plan_writes_the_what_if_table(tmp_path, capsys):
@@ -61,7 +66,7 @@ def test_plan_writes_the_what_if_table(tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["what_if"]["baseline"]["fits"] is False
     assert any(r["knob"] == "weights" and r["fits"] for r in doc["what_if"]["rows"])
-    assert "what if (each row re-planned" in text and "(the most that fit)" in text
+    assert "what if (each row re-planned" in text and "(the most that fit up to " in text
 
 
 def test_fail_over_budget_exits_3_after_writing(tmp_path, capsys):
@@ -80,7 +85,8 @@ def test_sweep_rows_in_order(tmp_path, capsys):
     assert [(r["weights"], r["layers"]) for r in doc["rows"]] == [
         ("f8f143:-4", 2), ("f8f143:-4", 27), ("f16", 2), ("f16", 27)]
     assert [r["fits"] for r in doc["rows"]] == [True, True, True, False]
-    single = outcome_json(outcome(PlanRequest(weights="f16", layers=27).plan()))
+    single = outcome_section(outcome(PlanRequest(weights="f16", layers=27).plan())).to_json()
+    del single["command"]  # a sweep row's own command is its combination's
     assert {k: doc["rows"][3][k] for k in single} == single
     text = capsys.readouterr().out
     assert "weights    layers  verdict" in text and "does not fit" in text
@@ -90,7 +96,7 @@ def test_sweep_rows_in_order(tmp_path, capsys):
     ("weights", "expected KNOB=V1,V2"),
     ("colour=red", "unknown knob 'colour'"),
     ("layers=two", "expected integers, found 'two'"),
-    ("weights=f12", "unknown precision 'F12'"),
+    ("weights=f12", "--sweep weights=f12: --weights 'f12': expected f16, f32, bf16, f8f143:SCALE or f8f152:SCALE"),
     ("attention-products=fast", "--sweep attention-products=fast: attention-products must be one of"),
     ("policy=smart", "--sweep policy=smart: unknown policy 'smart'"),
     ("layers=0,2", "--sweep layers=0: --layers must be in [1, 1000], found 0"),

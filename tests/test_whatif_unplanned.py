@@ -1,4 +1,4 @@
-"""The what-if never fails a plan (issue 19): a row that cannot be planned says why in
+"""The what-if never fails a plan: a row that cannot be planned says why in
 its row (`what_if.rows[].error`), which both schemas describe, `check` reads, and the
 plan's lines and the page show."""
 

@@ -1,8 +1,9 @@
 """The Python API for notebooks: `tileplan.plan(model, example_inputs=(x,), ...)`.
 
 `model` is a `torch.nn.Module` (exported here with `example_inputs`), a
-`torch.export.ExportedProgram`, an imported `Graph`, or a name: a built-in tower, a
-Hugging Face `config.json`, an `.onnx` or a `.pt2` file. The result holds the report:
+`torch.export.ExportedProgram`, an imported `Graph`, or a name as `tileplan plan`
+takes it: a built-in tower, `synthetic:N`, a Hugging Face `config.json` or hub id, an
+`.onnx` or a `.pt2` file. The result holds the report:
 `.fits`, `.verdict` (the verdict line, Poplar's words when it does not fit),
 `.to_json()` (exactly what `tileplan plan -o` writes for the same arguments: the
 what-if table included unless `what_if=False`, as `--no-what-if`; version 1 up to
@@ -23,7 +24,7 @@ from tileplan.lowering.policy import policy as layout_policy
 from tileplan.model.machine import machine as find_machine
 from tileplan.model.precision import from_option
 from tileplan.planner.plan import plan_program
-from tileplan.app.request import PlanRequest, default_precisions
+from tileplan.app.request import PlanRequest, default_precisions, weights_precision
 from tileplan.app.training import TrainingOptions, joint_from_module
 from tileplan.app.whatif import with_what_if
 from tileplan.importers.training import JointProgram, ipu_program
@@ -86,6 +87,8 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
     `TrainingOptions` for its flags): a config.json's head's loss, or a module's own (it
     must return its loss on `example_inputs`); F16 unless asked otherwise; on one IPU."""
     proportion = str(available_memory_proportion)
+    if weights is not None:
+        weights_precision(weights)  # by --weights' grammar, for a module too ('' is no precision)
     training = (train if isinstance(train, TrainingOptions) else TrainingOptions()) if train else None
     if isinstance(model, (str, Path)):
         request = PlanRequest(model=str(model), layers=layers, weights=weights, activations=activations,

@@ -70,7 +70,7 @@ def build_report(plan: Plan) -> Report:
     proportion = plan.options.available_memory_proportion
     if proportion is not None:
         sections.append(AvailableMemoryProportion(
-            proportion=proportion, cap_bytes=int(proportion * m.tile_bytes),
+            proportion=proportion, cap_bytes=int(proportion * m.tile_bytes), tile_bytes=m.tile_bytes,
             exceeded=tuple(CapExceeded(operation=i, name=name, temporary_bytes=b) for i, name, b in plan.over_cap),
             note=CAP_TEXT))
     if plan.steps:

@@ -6,7 +6,6 @@ the application's (`tileplan.app.whatif`, whose `with_what_if` attaches them for
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from tileplan.planner.outcome import Outcome
 from tileplan.report.sections import Baseline, Sweep, SweepRow, WhatIf, WhatIfSkipped
@@ -22,13 +21,6 @@ def outcome_section(o: Outcome, command: str | None = None) -> Baseline:
     """What a plan came to, and the command that plans it."""
     return Baseline(fits=o.fits, scope=o.scope, peak=o.peak, budget=o.budget, margin=o.margin, tile=o.tile,
                     step=o.step, interleaved_peak=o.interleaved_peak, command=command)
-
-
-def outcome_json(o: Outcome) -> dict[str, Any]:
-    """What a plan came to, as a what-if row and a sweep row hold it (without the command)."""
-    out = outcome_section(o).to_json()
-    del out["command"]
-    return out
 
 
 def row_section(knob: str, value: str, o: Outcome | None, command: str, error: str | None = None) -> WhatIfRowSection:

@@ -20,7 +20,7 @@ from tileplan.builtins import siglip, synthetic
 from tileplan.importers.graph import Graph
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
-from tileplan.model.precision import from_option
+from tileplan.model.precision import Precision, from_option
 from tileplan.model.stages import layer_count
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline, expand_layers_per_ipu, fewest_ipus, plan_pipeline
 from tileplan.planner.plan import Plan, plan_program
@@ -47,9 +47,37 @@ def default_precisions(machine_name: str, model_precision: str | None, weights: 
     return weights or ("f8f143:-4" if fp8 else "f16"), activations or "f16"
 
 
+#: what `--weights` takes (`weights_precision`)
+WEIGHTS_GRAMMAR = "f16, f32, bf16, f8f143:SCALE or f8f152:SCALE"
+
+
+def weights_precision(text: str) -> Precision:
+    """`--weights` read by its grammar (`WEIGHTS_GRAMMAR`: a precision the AMP
+    multiplies, FP8 with its power-of-two scale exponent); anything else, the empty
+    text included, one line naming the flag, what it takes and a hint."""
+    name, colon, scale = text.strip().lower().partition(":")
+    if name in ("f16", "f32", "bf16") and not colon:
+        return from_option(text)
+    if name in ("f8f143", "f8f152") and colon:
+        try:
+            return from_option(text)
+        except InputError as e:
+            hint = str(e).split(": ", 1)[-1]
+    elif name in ("f8f143", "f8f152"):
+        hint = f"an FP8 format takes its scale exponent after ':', e.g. {name}:-4"
+    elif name.startswith(("f8", "fp8", "e4m3", "e5m2")):
+        hint = "FP8 is f8f143:SCALE (E4M3) or f8f152:SCALE (E5M2), e.g. f8f143:-4"
+    elif not text.strip():
+        hint = "give a precision, or leave the option out for the model's own (e.g. f16)"
+    else:
+        hint = "e.g. f16 or f8f143:-4"
+    raise InputError(f"{option('weights', repr(text))}: expected {WEIGHTS_GRAMMAR}; {hint}")
+
+
 @dataclass(frozen=True, slots=True)
 class PlanRequest:
-    """Invariant: every field names something that exists (checked by `program()`)."""
+    """Invariants: each knob in its range and grammar (checked on construction); the
+    model exists and takes each knob given (checked when it is built: `program()`)."""
 
     model: str = siglip.DEFAULT_MODEL
     layers: int | None = None
@@ -95,6 +123,8 @@ class PlanRequest:
         if self.layers_per_ipu is not None:
             self.split_spec()
         self.proportions()
+        if self.weights is not None:
+            weights_precision(self.weights)
         for key in ("activations", "partials"):
             value = getattr(self, key)
             if value is not None and value not in ("f16", "f32"):
@@ -129,8 +159,9 @@ class PlanRequest:
 
     @property
     def imported(self) -> bool:
-        """True for models that come through an importer (ONNX, .pt2, a non-SigLIP
-        Hugging Face config); False for the built-in towers."""
+        """True for models that come through an importer's graph (ONNX, .pt2, a
+        non-SigLIP Hugging Face config, `synthetic:N`); False for the built-in towers
+        and a SigLIP config.json (built by `tileplan.builtins.siglip`)."""
         return kind_of(self.model) not in ("builtin", "siglip-config")
 
     @property
@@ -228,8 +259,10 @@ class PlanRequest:
 
     @property
     def batch_varies(self) -> bool:
-        """Whether the batch is a knob of this model (a built-in tower, a config.json,
-        an ONNX file with a symbolic batch; not a saved export's fixed shapes)."""
+        """Whether the batch may be a knob of this model: not of a saved export (its
+        shapes are fixed) nor of `synthetic:N` (its size is N); of an ONNX file when
+        the file leaves it symbolic, which planning finds (the what-if's batch row
+        then says why not)."""
         return kind_of(self.model) not in ("exported", "synthetic")
 
     @property
@@ -272,25 +305,30 @@ class PlanRequest:
         return replace(self, **changes)
 
     def command(self) -> str:
-        """The `tileplan plan` line that plans exactly this request."""
+        """The `tileplan plan` line that plans exactly this request, each value quoted
+        for a POSIX shell (`--machine 'my machine.toml'`)."""
         parts = ["tileplan plan", shlex.quote(self.model)]
+
+        def flag(key: str, value: object) -> None:
+            parts.append(f"--{key.replace('_', '-')} {shlex.quote(str(value))}")
+
         if not self.imported:
-            parts.append(f"--layers {self.config.layers}")
+            flag("layers", self.config.layers)
         elif self.layers is not None:
-            parts.append(f"--layers {self.layers}")
+            flag("layers", self.layers)
         resolved = self.resolved()
-        parts.append(f"--weights {resolved.weights}")
+        flag("weights", resolved.weights)
         try:
             own = replace(self, activations=None).resolved().activations
         except TileplanError:  # a request that cannot be planned (a what-if row saying why) states it
             own = None
         if resolved.activations != own:
-            parts.append(f"--activations {resolved.activations}")
+            flag("activations", resolved.activations)
         for key in ("partials", "batch", "sequence_length", "image_size", "kv_cache", "ipus", "layers_per_ipu"):
             if getattr(self, key) is not None:
-                parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
+                flag(key, getattr(self, key))
         if self.available_memory_proportion != DEFAULT_PROPORTION:
-            parts.append(f"--available-memory-proportion {self.available_memory_proportion}")
+            flag("available_memory_proportion", self.available_memory_proportion)
         if not self.map_head:
             parts.append("--no-map-head")
         if self.unroll:
@@ -298,7 +336,7 @@ class PlanRequest:
         defaults = PlanRequest()
         for key in ("policy", "machine", "attention_products", "gemm_output_packing"):
             if getattr(self, key) != getattr(defaults, key):
-                parts.append(f"--{key.replace('_', '-')} {getattr(self, key)}")
+                flag(key, getattr(self, key))
         if self.training is not None:
             parts.extend(self.training.command())
         return " ".join(parts)

@@ -1,8 +1,9 @@
 """Where a model comes from, by how it is named: a built-in name, a Hugging Face
 `config.json` (SigLIP towers by the built-in builder, any other architecture through
 transformers on the meta device and torch.export), an ONNX file (`.onnx`), a saved
-ExportedProgram (`.pt2`) or `synthetic:N` (a chain of about N timeline values, built
-in; `tileplan.builtins.synthetic`). `import_graph` imports one once per process
+ExportedProgram (`.pt2`), `synthetic:N` (a chain of about N timeline values, built
+in; `tileplan.builtins.synthetic`) or a Hugging Face hub id (its config.json from the
+local cache or the hub: `locate`). `import_graph` imports one once per process
 (cached on the path, its modification time and the shape knobs), so what-if rows
 re-plan without re-exporting. The built-in names come from `tileplan.builtins.siglip`
 (read when asked, not at import).

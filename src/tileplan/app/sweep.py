@@ -1,7 +1,8 @@
 """Sweep: plan every combination of named knobs, in parallel over local processes.
 
-Knobs (command-line names): weights, layers, batch, attention-products,
-gemm-output-packing, policy. `expand` turns ["weights=f8f143:-4,f16", "layers=4,27"] into the cartesian
+Knobs (command-line names, `KNOBS`): weights, activations, partials, layers, batch,
+sequence-length, attention-products, gemm-output-packing, policy,
+available-memory-proportion. `expand` turns ["weights=f8f143:-4,f16", "layers=4,27"] into the cartesian
 product of requests in a fixed order; `run_sweep` plans them with a process pool and
 returns one row per combination in that order (deterministic whatever finishes first).
 """

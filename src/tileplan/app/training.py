@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import shlex
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
@@ -160,7 +161,8 @@ class TrainingOptions:
             weight_decay=0.0 if self.weight_decay is None and half else self.weight_decay)
 
     def command(self) -> list[str]:
-        """The `tileplan plan` flags that ask for exactly this."""
+        """The `tileplan plan` flags that ask for exactly this, each value quoted for a
+        POSIX shell."""
         parts = ["--train"]
         defaults = TrainingOptions()
         for key in ("optimizer", "optimizer_preset", "gradient_accumulation", "recompute", "replication_factor",
@@ -168,7 +170,7 @@ class TrainingOptions:
                     "projection_serialization_factor", *STATE_TYPE_OPTIONS, "weight_decay"):
             value = getattr(self, key)
             if value is not None and value != getattr(defaults, key):
-                parts.append(f"--{key.replace('_', '-')} {value}")
+                parts.append(f"--{key.replace('_', '-')} {shlex.quote(str(value))}")
         for key in ("optimizer_state_offchip", "replicated_tensor_sharding"):
             if getattr(self, key):
                 parts.append(f"--{key.replace('_', '-')}")
@@ -263,7 +265,8 @@ def _joint(path: str, stamp: tuple[str, int], batch: int, sequence_length: int |
         raise InputError(f"transformers cannot build a {display_name(kind)!r} configuration: {type(e).__name__}: "
                          f"{sources._first_line(e)}", path) from None
     cfg.use_cache = False
-    cfg._attn_implementation = "eager"  # materialised scores, as IPUs train (TRAINING-NOTES.md section 3.5)
+    # materialised scores, as IPUs train (docs/notes/TRAINING-NOTES.md section 3.5)
+    cfg._attn_implementation = "eager"
     if layers is not None:
         if not hasattr(cfg, "num_hidden_layers"):
             raise InputError("--layers: this configuration has no num_hidden_layers", path)

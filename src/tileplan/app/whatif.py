@@ -4,12 +4,14 @@ Knobs (`variations`): the precision a user tries next (FP32 weights and activati
 to F16, F16 weights to FP8 where the machine has it, FP8 to F16, half partials), the
 attention products, the available memory proportion (0.2, optimum-graphcore's
 default, and 1.0), the output packing; then the largest batch that fits on one IPU
-and on two, and for a built-in tower the most encoder layers that fit (by bisection
-up to twice the planned count). Each row is a full plan; its figures are the exact
-verdict (worst tile) and its `command` re-derives them. `with_what_if` attaches the
-table to a report, for `tileplan plan` and the Python API alike. A row that cannot be planned
-(a batch the file fixes, a knob this model does not have) never fails the plan: it
-says why in its row (`WhatIfRow.error`).
+and on two, and for a built-in tower the most encoder layers that fit (up to twice
+the planned count). Those searches (`largest_found`) do not assume that memory grows
+with the batch or the layers: each such row says how far every value above its
+answer was planned ("4 (the largest that fits up to 7)"). Each row is a full plan;
+its figures are the exact verdict (worst tile) and its `command` re-derives them.
+`with_what_if` attaches the table to a report, for `tileplan plan` and the Python API
+alike. A row that cannot be planned (a batch the file fixes, a knob this model does
+not have) never fails the plan: it says why in its row (`WhatIfRow.error`).
 """
 
 from __future__ import annotations
@@ -82,47 +84,95 @@ def variations(base: PlanRequest) -> list[tuple[str, str, PlanRequest]]:
     return out
 
 
-def most_layers_that_fit(base: PlanRequest, planner: Callable[[PlanRequest], Plan]) -> tuple[int, Plan] | None:
-    """The largest layer count in [1, min(2 x planned, MAX_LAYERS)] that fits, by
-    bisection (fitting is monotone in the layer count: each layer adds resident
-    weights); None if even one layer does not fit."""
-    hi = min(2 * base.config.layers, MAX_LAYERS)
-    lo, best = 0, None
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        p = planner(base.with_(layers=mid))
-        if p.verdict.fits:
-            lo, best = mid, (mid, p)
-        else:
-            hi = mid - 1
-    return best
+def most_layers_that_fit(base: PlanRequest, planner: Callable[[PlanRequest], Plan]) -> tuple[Found, Plan]:
+    """The most layers in [1, min(2 x planned, MAX_LAYERS)] that fit, as `largest_found`
+    searches them, and the plan of that count (of one layer when none fits)."""
+    plans: dict[int, Plan] = {}
+
+    def fits(layers: int) -> bool:
+        plans[layers] = planner(base.with_(layers=layers))
+        return plans[layers].verdict.fits
+
+    found = largest_found(fits, 1, min(2 * base.config.layers, MAX_LAYERS))
+    return found, plans[found.best or 1]
+
+
+def layers_text(found: Found, planned: int) -> str:
+    """The layers row's value: the cap of the search is twice the planned count (or
+    `MAX_LAYERS`), which says nothing of more layers."""
+    if found.best == found.cap:
+        end = f"{MAX_LAYERS}, the most a plan takes" if found.cap == MAX_LAYERS else f"twice the planned {planned}"
+        return f"{found.best} (all fit up to the search's end: {end})"
+    return f"{found.best} (the most that fit up to {found.upto})" if found.best else f"1 (none fit up to {found.upto})"
 
 
 #: the largest batch the search tries
 MAX_BATCH = 4096
+#: how many values past the largest fit a search plans, each (`largest_found`)
+SCAN = 3
 
 
-def largest(fits: Callable[[int], bool], start: int, cap: int = MAX_BATCH) -> int:
-    """The largest n in [1, cap] with fits(n), fitting being monotone (more costs more
-    memory): doubling from `start` while it fits, then bisection; 0 if even 1 does not."""
-    lo, hi = 0, cap
-    n = max(1, min(start, cap))
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What `largest_found` found: `best`, the largest value planned that fits (0: none
+    did), and `upto`: every value in (best, upto] was planned and does not fit, so
+    `best` is the largest that fits up to `upto`. `best == upto == cap` when the cap
+    fits (the search's end, not the model's)."""
+
+    best: int
+    upto: int
+    cap: int
+
+    def __post_init__(self) -> None:
+        assert 0 <= self.best <= self.upto <= self.cap, self
+        assert self.best < self.upto or self.best == self.cap, self
+
+    def text(self, what: str) -> str:
+        """The row's value: `4 (the largest that fits up to 8)`, `8 (fits: the
+        search's cap)` or `1 (none fit up to 4)`, with `what` naming the thing."""
+        if self.best == self.cap:
+            return f"{self.best} (fits: the search's cap)"
+        if self.best:
+            return f"{self.best} (the {what} that fits up to {self.upto})"
+        return f"1 (none fit up to {self.upto})"
+
+
+def largest_found(fits: Callable[[int], bool], start: int, cap: int = MAX_BATCH, scan: int = SCAN) -> Found:
+    """The largest n in [1, cap] with fits(n) found, without assuming fitting is
+    monotone: memory does not always grow with the batch (SigLIP so400m on IPU21 peaks
+    at 651,328 B at batch 6 and 621,353 B at batch 7, whose tiling divides better).
+    Doubling from `start` while it fits, bisection between the last fit and the first
+    failure, then each of the `scan` values above the largest fit is planned: a fit
+    among them starts the search again from it. The result says how far every value
+    above its best was planned (`Found.upto`); each n is planned once. Cost: the
+    doubling and bisection's 2 log2(best) plans, and `scan` - 1 more at most per
+    restart (usually one or two: the bisection planned best + 1 and often best + 2)."""
+    seen: dict[int, bool] = {}
+
+    def test(n: int) -> bool:
+        if n not in seen:
+            seen[n] = fits(n)
+        return seen[n]
+
+    lo, n = 0, max(1, min(start, cap))
     while True:
-        if fits(n):
+        while test(n):  # doubling while it fits
             lo = n
             if n >= cap:
-                return n
+                return Found(cap, cap, cap)
             n = min(2 * n, cap)
-        else:
-            hi = n - 1
-            break
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+        hi = n
+        while hi - lo > 1:  # lo fits (or is 0), hi does not
+            mid = (lo + hi) // 2
+            if test(mid):
+                lo = mid
+            else:
+                hi = mid
+        upto = min(cap, lo + scan)
+        above = next((m for m in range(lo + 2, upto + 1) if test(m)), None)
+        if above is None:
+            return Found(lo, max(upto, lo + 1), cap)
+        n = above  # memory fell again past a failure: search on from there
 
 
 def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) -> list[WhatIfRow]:
@@ -135,6 +185,8 @@ def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) ->
     errors: dict[int, str] = {}
 
     def one(batch: int) -> bool:
+        if errors:  # a batch that cannot be planned: the batch is no knob here, plan no more
+            return False
         try:
             plans[batch] = run(base.with_(batch=batch))
         except TileplanError as e:
@@ -143,17 +195,15 @@ def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) ->
         return plans[batch].verdict.fits
 
     rows = []
-    start = base.batch or 1
-    best = largest(one, start)
+    found = largest_found(one, base.batch or 1)
+    best = found.best
     failed = min((b for b in errors if b > best), default=None)
     if failed is not None and (best or failed == 1):
         rows.append(WhatIfRow("batch", str(failed), base.with_(batch=failed), None, errors[failed]))
         return rows  # the batch is not a knob of this model: no search over two IPUs either
-    if best:
-        rows.append(WhatIfRow("batch", f"{best} (the largest that fits)", base.with_(batch=best),
-                              outcome(plans[best])))
-    else:
-        rows.append(WhatIfRow("batch", "1 (none fit)", base.with_(batch=1), outcome(plans[1])))
+    shown = best or 1
+    rows.append(WhatIfRow("batch", found.text("largest"), base.with_(batch=shown), outcome(plans[shown]))
+                if shown in plans else attempt("batch", found.text("largest"), base.with_(batch=shown), run))
     try:
         from tileplan.model.stages import layer_count
         layer_count(base.program())
@@ -171,25 +221,28 @@ def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) ->
             pipe = None
         pipelines[batch] = pipe
         return pipe is not None and len(pipe.plans) <= 2
-    best2 = largest(two, max(best, 1))
-    pipe = pipelines.get(best2) if best2 else None
+    found2 = largest_found(two, max(best, 1))
+    pipe = pipelines.get(found2.best) if found2.best else None
     if pipe is not None:
         split = ",".join(map(str, pipe.layers_per_ipu))
-        request = base.with_(batch=best2, ipus=str(len(pipe.layers_per_ipu)), layers_per_ipu=split)
+        request = base.with_(batch=found2.best, ipus=str(len(pipe.layers_per_ipu)), layers_per_ipu=split)
         tight = min(pipe.plans, key=lambda p: outcome(p).margin or 0)
-        rows.append(WhatIfRow("batch on 2 IPUs", f"{best2} (layers per IPU {split})", request, outcome(tight)))
+        value = f"{found2.text('largest')[:-1]}; layers per IPU {split})"
+        rows.append(WhatIfRow("batch on 2 IPUs", value, request, outcome(tight)))
     return rows
 
 
 def longest_cache_row(base: PlanRequest, run: Callable[[PlanRequest], Plan]) -> WhatIfRow:
     """The longest key/value cache (positions per layer) that fits, up to the most
-    positions the model takes (or `MAX_CACHE`): doubling from the planned length, then
-    bisection (a longer cache costs more memory)."""
+    positions the model takes (or `MAX_CACHE`), as `largest_found` searches from the
+    planned length."""
     assert base.kv_cache is not None
     plans: dict[int, Plan] = {}
     errors: dict[int, str] = {}
 
     def fits(length: int) -> bool:
+        if errors:  # a length that cannot be planned: plan no more
+            return False
         try:
             plans[length] = run(base.with_(kv_cache=length))
         except TileplanError as e:
@@ -198,15 +251,18 @@ def longest_cache_row(base: PlanRequest, run: Callable[[PlanRequest], Plan]) -> 
         return plans[length].verdict.fits
 
     cap = max_positions(base.model) or MAX_CACHE
-    best = largest(fits, min(base.kv_cache, cap), cap)
+    found = largest_found(fits, min(base.kv_cache, cap), cap)
+    best = found.best
     failed = min((n for n in errors if n > best), default=None)
     if failed is not None:
         return WhatIfRow("kv_cache", str(failed), base.with_(kv_cache=failed), None, errors[failed])
+    if best == cap and cap != MAX_CACHE:
+        value = f"{best} (the longest cache that fits: the model's most positions)"
+    else:
+        value = found.text("longest cache")
     if best:
-        limit = ": the model's most positions" if best == cap and cap != MAX_CACHE else ""
-        return WhatIfRow("kv_cache", f"{best} (the longest cache that fits{limit})", base.with_(kv_cache=best),
-                         outcome(plans[best]))
-    return attempt("kv_cache", "1 (none fit)", base.with_(kv_cache=1), run)
+        return WhatIfRow("kv_cache", value, base.with_(kv_cache=best), outcome(plans[best]))
+    return attempt("kv_cache", value, base.with_(kv_cache=1), run)
 
 
 #: the longest cache the search tries when the model does not say its most positions
@@ -254,10 +310,10 @@ def training_what_if(base: PlanRequest, run: Callable[[PlanRequest], Plan],
             plans[batch] = run(base.with_(batch=batch))
             return plans[batch].verdict.fits
 
-        best = largest(one, base.batch or 1)
-        shown = best or 1
-        rows.append(WhatIfRow("batch", f"{best} (the largest micro-batch that fits)" if best else "1 (none fit)",
-                              base.with_(batch=shown), outcome(plans[shown])))
+        found = largest_found(one, base.batch or 1)
+        shown = found.best or 1
+        rows.append(WhatIfRow("batch", found.text("largest micro-batch"), base.with_(batch=shown),
+                              outcome(plans[shown])))
     if progress:
         progress("what-if ipus")
     auto = base.with_(ipus="auto", layers_per_ipu=None)
@@ -298,12 +354,9 @@ def what_if(base: PlanRequest, planner: Callable[[PlanRequest], Plan] | None = N
         return rows
     if progress:
         progress("what-if layers")
-    best = most_layers_that_fit(base, run)
-    if best is not None:
-        layers, p = best
-        rows.append(WhatIfRow("layers", f"{layers} (the most that fit)", base.with_(layers=layers), outcome(p)))
-    else:
-        rows.append(attempt("layers", "1 (none fit)", base.with_(layers=1), run))
+    found, p = most_layers_that_fit(base, run)
+    rows.append(WhatIfRow("layers", layers_text(found, base.config.layers), base.with_(layers=found.best or 1),
+                          outcome(p)))
     return rows
 
 

@@ -22,8 +22,8 @@ compared with the report's JSON field by field. The passes, in order:
 5. `exact` from the tile maps (`exact`), `verdict` (with `over_budget`,
    `out_of_memory` and `peak_tile`), `fits_budget` (`verdict`);
 6. the sections views read: scope, program and rejected_operation (`program`),
-   operations (`operations`), what_if (`whatif`: its baseline re-derived; its rows
-   are other plans);
+   operations (`operations`), available_memory_proportion (`proportion`: its cap
+   re-derived), what_if (`whatif`: its baseline re-derived; its rows are other plans);
 7. beyond the tensors: `non_tensor` (`nontensor`), each placed tile (`placement`).
 """
 
@@ -49,6 +49,7 @@ from tileplan.check.result import (
 )
 from tileplan.check.operations import check_operations
 from tileplan.check.program import check_program, check_scope
+from tileplan.check.proportion import check_memory_proportion
 from tileplan.check.timeline import (
     Groups,
     LiveRuns,
@@ -105,6 +106,7 @@ def check_report(report: Report) -> CheckResult:
     check_scope(report.scope, report.extra, result.add)
     check_program(report.extra, result.add)
     check_operations(report.extra, cols.source, cols.execution_count, result.add)
+    check_memory_proportion(report.extra, report.budget_bytes, report.support_reserve_bytes, result.add)
     if mixed:
         return result
     group_bytes = storage_group_bytes(g, sizes)

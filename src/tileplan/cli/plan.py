@@ -26,7 +26,7 @@ from tileplan.builtins import siglip
 from tileplan.model.machine import PRESETS
 from tileplan.planner.pipeline import MAX_IPUS, Pipeline
 from tileplan.app.ipuconfig import read_ipu_config
-from tileplan.app.request import DEFAULT_PROPORTION, PlanRequest
+from tileplan.app.request import DEFAULT_PROPORTION, WEIGHTS_GRAMMAR, PlanRequest
 from tileplan.app.training import PRESETS as OPTIMIZER_PRESETS, STATE_TYPE_OPTIONS, STATE_TYPES, TrainingOptions
 from tileplan.importers.training import OPTIMIZERS, RECOMPUTE
 from tileplan.app.sweep import KNOBS, expand, run_sweep
@@ -40,46 +40,60 @@ from tileplan.app.build_whatif import WHAT_IF_LIMIT, sweep_section
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", nargs="?", default=siglip.DEFAULT_MODEL,
-                   help=f"a built-in tower ({', '.join(sorted(siglip.CONFIGS))}; default {siglip.DEFAULT_MODEL}), "
-                        "a Hugging Face config.json (any architecture transformers builds), an ONNX file (.onnx) "
-                        "or a saved torch.export program (.pt2)")
-    p.add_argument("--layers", type=int, help="encoder layers (default: the configuration's)")
-    p.add_argument("--batch", type=int, help="batch size of an imported model's inputs (default 1)")
-    p.add_argument("--sequence-length", type=int,
-                   help="sequence length of a text model's inputs (a config.json's default 128; an ONNX file's "
-                        "symbolic sequence dimension needs it, a fixed one is the file's)")
-    p.add_argument("--image-size", type=int, help="image size of a vision model built from a config.json")
-    p.add_argument("--kv-cache", type=int, metavar="L",
-                   help="plan one decoding step of a decoder (a config.json's) with a key/value cache of L positions "
-                        "per layer, always live; --sequence-length sets the step's new tokens (default 1)")
-    p.add_argument("--ipus", help="plan a pipeline over N IPUs (inference), layers split evenly, or 'auto': the "
-                                  "fewest IPUs that fit, split for the most margin")
-    p.add_argument("--available-memory-proportion", default=None, metavar="P[,P,...]",
-                   help="Poplar's cap on one matmul's or convolution's temporary bytes per tile, as a proportion of "
-                        "the tile (default 0.6, PopLibs' and PopTorch's; one per IPU with several)")
-    p.add_argument("--layers-per-ipu", metavar="N,N,...",
-                   help="the layers on each IPU, as optimum-graphcore's layers_per_ipu (-1: share the rest)")
-    p.add_argument("--weights", default=None,
-                   help="precision of the weights matmuls and convolutions read: f16, f32, f8f143:SCALE or "
-                        "f8f152:SCALE (FP8 where the machine's AMP has it). Default: an imported model's own "
-                        "precision (FP32 model: f32); a built-in tower f8f143:-4 where FP8 exists, else f16")
-    p.add_argument("--activations", choices=("f16", "f32"), default=None,
-                   help="precision of every other floating tensor (default: the model's own; f16 for a built-in "
-                        "tower): f16 is a model run with .half()")
-    p.add_argument("--partials", choices=("f16", "f32"), default=None,
-                   help="the matmuls' and convolutions' partials: f16 is PopTorch's setPartialsType(torch.half), "
-                        "optimum-graphcore's enable_half_partials (default: as the AMP accumulates, float for "
-                        "F16 inputs)")
-    p.add_argument("--no-map-head", action="store_true", help="leave out the MAP head")
-    p.add_argument("--unroll", action="store_true",
-                   help="plan the encoder as one copy of its operations per layer, not as a repeat block")
-    p.add_argument("--policy", default="default", choices=sorted(POLICIES), help="layout policy (default: default)")
-    p.add_argument("--machine", default="ipu21", help=f"a preset ({', '.join(PRESETS)}) or a machine .toml file")
-    p.add_argument("--attention-products", default="automatic", choices=[c.value.lower() for c in AttentionProducts],
-                   help="materialized, streamed or automatic (default)")
-    p.add_argument("--gemm-output-packing", default="native", choices=[c.value.lower() for c in GemmOutputPacking],
-                   help="native (partials on 32 KiB elements, default) or packed")
+    model = p.add_argument_group("the model")
+    model.add_argument("model", nargs="?", default=siglip.DEFAULT_MODEL, metavar="MODEL",
+                       help=f"a built-in tower ({', '.join(sorted(siglip.CONFIGS))}; default "
+                            f"{siglip.DEFAULT_MODEL}); synthetic:N (a chain of about N timeline values, to measure "
+                            "the planner at scale); a file: an ONNX graph (.onnx), a saved torch.export program "
+                            "(.pt2) or a Hugging Face config.json (any architecture transformers builds); or a "
+                            "Hugging Face hub id (org/name: its config.json from the local cache, else downloaded; "
+                            "never weights)")
+    model.add_argument("--layers", type=int, help="encoder layers (default: the configuration's)")
+    model.add_argument("--batch", type=int, help="batch size of an imported model's inputs (default 1)")
+    model.add_argument("--sequence-length", type=int,
+                       help="sequence length of a text model's inputs (a config.json's default 128; an ONNX file's "
+                            "symbolic sequence dimension needs it, a fixed one is the file's)")
+    model.add_argument("--image-size", type=int, help="image size of a vision model built from a config.json")
+    model.add_argument("--kv-cache", type=int, metavar="L",
+                       help="plan one decoding step of a decoder (a config.json's) with a key/value cache of L "
+                            "positions per layer, always live; --sequence-length sets the step's new tokens "
+                            "(default 1)")
+    model.add_argument("--no-map-head", action="store_true", help="leave out the MAP head (a built-in tower)")
+    model.add_argument("--unroll", action="store_true",
+                       help="plan the encoder as one copy of its operations per layer, not as a repeat block")
+    model.add_argument("--verbose", action="store_true",
+                       help="show what torch, transformers and onnx print while the model is imported (by default "
+                            "it is captured, so that an error is one line)")
+    precisions = p.add_argument_group("precisions")
+    precisions.add_argument("--weights", default=None,
+                            help=f"precision of the weights matmuls and convolutions read: {WEIGHTS_GRAMMAR} "
+                                 "(BF16 and FP8 where the machine's AMP has them; SCALE the power-of-two exponent, "
+                                 "e.g. f8f143:-4). Default: an imported model's own precision (FP32 model: f32); a "
+                                 "built-in tower f8f143:-4 where FP8 exists, else f16")
+    precisions.add_argument("--activations", choices=("f16", "f32"), default=None,
+                            help="precision of every other floating tensor (default: the model's own; f16 for a "
+                                 "built-in tower): f16 is a model run with .half()")
+    precisions.add_argument("--partials", choices=("f16", "f32"), default=None,
+                            help="the matmuls' and convolutions' partials: f16 is PopTorch's "
+                                 "setPartialsType(torch.half), optimum-graphcore's enable_half_partials (default: as "
+                                 "the AMP accumulates, float for F16 inputs)")
+    target = p.add_argument_group("the machine and how Poplar plans on it")
+    target.add_argument("--machine", default="ipu21", help=f"a preset ({', '.join(PRESETS)}) or a machine .toml file")
+    target.add_argument("--available-memory-proportion", default=None, metavar="P[,P,...]",
+                        help="Poplar's cap on one matmul's or convolution's temporary bytes per tile, as a proportion "
+                             "of the tile (default 0.6, PopLibs' and PopTorch's; one per IPU with several)")
+    target.add_argument("--policy", default="default", choices=sorted(POLICIES),
+                        help="layout policy (default: default)")
+    target.add_argument("--attention-products", default="automatic",
+                        choices=[c.value.lower() for c in AttentionProducts],
+                        help="materialized, streamed or automatic (default)")
+    target.add_argument("--gemm-output-packing", default="native", choices=[c.value.lower() for c in GemmOutputPacking],
+                        help="native (partials on 32 KiB elements, default) or packed")
+    ipus = p.add_argument_group("several IPUs (a pipeline)")
+    ipus.add_argument("--ipus", help="plan a pipeline over N IPUs, layers split evenly, or 'auto': the fewest IPUs "
+                                     "that fit, split for the most margin")
+    ipus.add_argument("--layers-per-ipu", metavar="N,N,...",
+                      help="the layers on each IPU, as optimum-graphcore's layers_per_ipu (-1: share the rest)")
     train = p.add_argument_group("training (docs: README, Planning training)")
     train.add_argument("--train", action="store_true",
                        help="plan training: the joint forward and backward program with the loss of the head "
@@ -124,22 +138,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     train.add_argument("--ipu-config", metavar="FILE.json",
                        help="optimum-graphcore's IPUConfig: its fields as the defaults of these flags (the "
                             "inference_ fields without --train); fields tileplan does not model are listed")
-    p.add_argument("--no-what-if", action="store_true", help="skip the what-if re-plans")
-    p.add_argument("--what-if", dest="force_what_if", action="store_true",
-                   help=f"run the what-if re-plans even for a program of more than {WHAT_IF_LIMIT:,} values "
-                        "(each row re-plans the whole program)")
-    p.add_argument("--sweep", action="append", metavar="KNOB=V1,V2",
-                   help=f"plan every combination of these knobs ({', '.join(KNOBS)}); repeatable")
-    p.add_argument("--fail-over-budget", action="store_true", help="exit 3 when the program does not fit")
-    p.add_argument("--report-version", choices=[*map(str, VERSIONS), "auto"], default="auto",
-                   help=f"1 (the reference's format, which every reader takes), 2 (compact: interned tables and "
-                        f"columns, for large programs; docs/report-format-v2.md) or auto (the default: 1 up to "
-                        f"{V1_LIMIT:,} values, 2 beyond, where version 1 would run past 20 megabytes)")
-    p.add_argument("--verbose", action="store_true",
-                   help="show what torch, transformers and onnx print while the model is imported (by default "
-                        "it is captured, so that an error is one line)")
-    p.add_argument("-o", "--output", help="report path (default: MODEL.json, or MODEL.sweep.json with --sweep)")
-    p.add_argument("-f", "--force", action="store_true", help="overwrite an existing report")
+    whatif = p.add_argument_group("what-if and sweeps")
+    whatif.add_argument("--no-what-if", action="store_true", help="skip the what-if re-plans")
+    whatif.add_argument("--what-if", dest="force_what_if", action="store_true",
+                        help=f"run the what-if re-plans even for a program of more than {WHAT_IF_LIMIT:,} values "
+                             "(each row re-plans the whole program)")
+    whatif.add_argument("--sweep", action="append", metavar="KNOB=V1,V2",
+                        help=f"plan every combination of these knobs ({', '.join(KNOBS)}); repeatable")
+    output = p.add_argument_group("the report and the exit code")
+    output.add_argument("-o", "--output", help="report path (default: MODEL.json, or MODEL.sweep.json with --sweep)")
+    output.add_argument("-f", "--force", action="store_true", help="overwrite an existing report")
+    output.add_argument("--report-version", choices=[*map(str, VERSIONS), "auto"], default="auto",
+                        help=f"1 (the reference's format, which every reader takes), 2 (compact: interned tables and "
+                             f"columns, for large programs; docs/report-format-v2.md) or auto (the default: 1 up to "
+                             f"{V1_LIMIT:,} values, 2 beyond, where version 1 would run past 20 megabytes)")
+    output.add_argument("--fail-over-budget", action="store_true", help="exit 3 when the program does not fit")
 
 
 #: the training flags (`--train` needs to be given with any of them)

@@ -240,7 +240,7 @@ def _batch_norm_training_mode(im: Importer, node: Any) -> tuple[str | None, ...]
 @aten("aten.native_dropout.default")
 def _dropout_training_mode(im: Importer, node: Any) -> tuple[str, None]:
     """Dropout of a module exported in training mode: its input (an inference plan;
-    Poplar regenerates a dropout mask from the seed and keeps none, TRAINING-NOTES.md);
+    Poplar regenerates a dropout mask from the seed and keeps none, docs/notes/TRAINING-NOTES.md);
     the mask, which only a backward pass reads, is not made."""
     return im.arg(0), None
 

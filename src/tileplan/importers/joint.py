@@ -1,6 +1,6 @@
 """The joint forward and backward graph of a PyTorch model with its loss (training).
 
-The recipe of TRAINING-NOTES.md section 4.2, on a model built on the meta device: its
+The recipe of docs/notes/TRAINING-NOTES.md section 4.2, on a model built on the meta device: its
 parameters become fake tensors (`FakeTensorMode`, `to_empty`: shapes and dtypes, no
 storage), it is exported in training mode (`torch.export`, non-strict) with a wrapper
 returning only its loss, and `aot_export_joint_with_descriptors` traces the forward

@@ -13,9 +13,11 @@ tensor metadata. So this module reads the archive itself:
    zip archive whose central directory holds at most `MAX_MEMBERS` entries in at most
    `MAX_DIRECTORY_BYTES`, in the PT2 archive format (`<root>/archive_format` = `pt2`,
    PyTorch 2.6 and later);
-2. `read_member`: the serialized program (`<root>/models/model.json`) only, its size
-   checked before inflating and the inflation itself stopped at `MAX_PROGRAM_BYTES`;
-   the sample inputs, weights and constants are never read;
+2. `read_member`: the serialized program (`<root>/models/model.json`), its size
+   checked before inflating and the inflation itself stopped at `MAX_PROGRAM_BYTES`,
+   and the weights' and constants' JSON configs (`tileplan.importers.pt2_state`: a
+   shape they declare must be the graph's); the sample inputs, weights and constants
+   are never read;
 3. `check_program`: run-time assertions on computed values (`assert
    lengths.max().item() <= slen`) are erased with what only they read, before any
    expression is looked at; a region that runs with gradients or autocast switched
@@ -45,6 +47,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from tileplan.errors import InputError
+from tileplan.importers.pt2_state import CONFIGS, MAX_CONFIG_BYTES, check_state_configs
 from tileplan.ioutil import parse_json
 
 #: the most entries a .pt2's zip directory may list (a real archive holds a few per weight)
@@ -154,6 +157,8 @@ def read_program(path: str) -> dict[str, Any]:
         if name not in models:
             raise _refuse("the archive holds no models/model.json (the program torch.export.save writes)", path)
         raw = read_member(archive, name, MAX_PROGRAM_BYTES, path)
+        present = set(archive.namelist())
+        configs = {m: read_member(archive, root + m, MAX_CONFIG_BYTES, path) for _, m in CONFIGS if root + m in present}
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -163,6 +168,7 @@ def read_program(path: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise _refuse(f"models/model.json: expected an object, found {type(doc).__name__}", path)
     check_program(doc, path)
+    check_state_configs(configs, doc, path)
     return doc
 
 

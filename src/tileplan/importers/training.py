@@ -1,9 +1,9 @@
 """Training programs: the joint graph with its training state, weight update,
 recomputation and, over several IPUs, its pipeline stages and stashes.
 
-`training_programs(joint, setup, counts)` makes one program per IPU from the joint
+`ipu_program(joint, setup, counts, ipu)` makes the program of one IPU from the joint
 forward and backward program (`JointProgram`, flat: one operation per layer's
-operation, as the joint graph has them) and a `TrainingSetup` (TRAINING-NOTES.md
+operation, as the joint graph has them) and a `TrainingSetup` (docs/notes/TRAINING-NOTES.md
 section 7):
 
 * Weights, buffers and every state tensor are declared parameters: always live.
@@ -55,7 +55,7 @@ STATE = {"sgd": (), "sgd-momentum": (("velocity", "first"),),
 
 @dataclass(frozen=True, slots=True)
 class TrainingSetup:
-    """How a model is trained (TRAINING-NOTES.md section 7, "Inputs the planner
+    """How a model is trained (docs/notes/TRAINING-NOTES.md section 7, "Inputs the planner
     needs"): the optimizer and the precisions of its accumulator and first and second
     moments (or velocity), gradient accumulation, recomputation, where the optimizer
     state lives, replication and replicated tensor sharding."""
@@ -366,13 +366,6 @@ def _numbered(program: Program, e: _Emitter, options: dict[str, object]) -> Prog
     made = {o.output for o in items}
     outputs = tuple(x for x in program.outputs if x in made)
     return Program(program.name, tensors, items, outputs, options)
-
-
-def training_programs(joint: JointProgram, setup: TrainingSetup, counts: tuple[int, ...] | None = None
-                      ) -> tuple[Program, ...]:
-    """One program per IPU: `counts` layers on each (None: every layer on one IPU)."""
-    plan = StagePlan.of(joint, setup, counts)
-    return tuple(build_ipu_program(joint, setup, plan, ipu) for ipu in range(plan.ipus))
 
 
 def ipu_program(joint: JointProgram, setup: TrainingSetup, counts: tuple[int, ...] | None, ipu: int) -> Program:

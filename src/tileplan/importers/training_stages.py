@@ -10,7 +10,7 @@ between layers goes with the next layer. A backward operation is in its forward
 module's section (the section of the backward operation before it when its module
 ran no forward operation).
 
-Stages (PopTorch's pipelined execution, TRAINING-NOTES.md section 2.1): with
+Stages (PopTorch's pipelined execution, docs/notes/TRAINING-NOTES.md section 2.1): with
 `layers_per_ipu` [n_0, ..., n_{N-1}], IPU i runs its n_i layers, IPU 0 also `pre`
 (each split of a serialised embedding on the IPU `serialized_embedding_splits_per_ipu`
 gives it), the last IPU `post`; but a head reading a parameter the embeddings read (a

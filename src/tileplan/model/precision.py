@@ -84,7 +84,6 @@ class Precision:
 
 F32 = Precision("F32")
 F16 = Precision("F16")
-BF16 = Precision("BF16")
 
 
 def from_option(text: str) -> Precision:

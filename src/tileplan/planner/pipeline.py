@@ -105,7 +105,11 @@ def fewest_ipus(program: Program, plan: Callable[[Program], Plan], max_ipus: int
         return m is not None and m >= 0
 
     def most(first: bool, last: bool) -> int:
-        """The most layers a stage of this kind fits (fitting shrinks with layers)."""
+        """The most layers a stage of this kind fits, by bisection. Its premise, that a
+        stage's margin shrinks as its layers grow, is about layers, not memory in
+        general: a stage of n + 1 alike layers holds every tensor one of n holds, at
+        the same layouts, and one more layer's weights, live throughout (held by
+        tests/test_searches.py; the batch has no such premise)."""
         lo, hi = (1 if not (first or last) else 0), layers
         if not fits(lo, first, last):
             return -1
@@ -134,7 +138,7 @@ def fewest_ipus(program: Program, plan: Callable[[Program], Plan], max_ipus: int
 def _best_split(layers: int, n: int, head: int, tail: int, middle: int,
                 stage: Callable[[int, bool, bool], int | None]) -> tuple[int, ...] | None:
     """Counts for n stages, each within its kind's most, maximising the smallest margin
-    (ties: the most even split, then earlier stages lighter)."""
+    (ties: the first found, earlier stages lighter)."""
     @lru_cache(maxsize=None)
     def best(k: int, left: int) -> tuple[int, tuple[int, ...]] | None:
         """Stages k..n-1 with `left` layers: (smallest margin, counts)."""

@@ -4,9 +4,11 @@ A training pipeline's IPU i holds more than its layers' weights: its stash is
 2(N - 1 - i) + 1 micro-batches deep (`tileplan.importers.training_stages`), so what
 fits on it depends on its position and on N, not only on its layer count (unlike
 inference, `tileplan.planner.pipeline.fewest_ipus`). `fewest_training_ipus` tries N
-= 1, 2, ...: for each position the most layers that fit (by bisection: fitting
-shrinks with layers), then, when those cover the model, the split with the largest
-smallest margin (a dynamic program over positions, each within its most).
+= 1, 2, ...: for each position the most layers that fit (by bisection: an IPU given
+one more layer holds that layer's weights, optimizer state and stash besides all it
+held, so its margin shrinks with its layers), then, when those cover the model, the
+split with the largest smallest margin (a dynamic program over positions, each within
+its most).
 """
 
 from __future__ import annotations

@@ -92,10 +92,6 @@ class Fields:
             raise InputError(f"expected a number{' or null' if nullable else ''}, found {brief(v)}", self.place)
         return v
 
-    def optional(self, key: str) -> Fields | None:
-        """The field `key` when present and not null."""
-        return self.sub(key) if self.has(key) and self.obj[key] is not None else None
-
     def mapping(self) -> Fields:
         if not isinstance(self.obj, dict):
             raise InputError(f"expected an object, found {brief(self.obj)}", self.place)

@@ -44,8 +44,6 @@ DECODE_PER_TEXT_BYTE = 16
 #: the most rows of a table (values, steps, operations)
 MAX_ROWS = 1 << 30
 ROLES = ("input", "parameter", "intermediate")
-#: columns written delta-encoded (they grow along the table; deltas compress better)
-DELTA = {"id", "origin", "root", "storage_group", "first", "last", "source", "index"}
 
 
 # Writing ------------------------------------------------------------------------------

@@ -44,10 +44,11 @@ class AvailableMemoryProportion(Section):
     LENIENT: ClassVar[bool] = True
     DESCRIPTION: ClassVar[str | None] = (
         "Poplar's availableMemoryProportion: the cap on one matmul's or convolution's temporary bytes per tile "
-        "(proportion x tile bytes), and the products planned over it (planned anyway, with their least temporary "
-        "split).")
+        "(cap_bytes = floor(proportion x tile_bytes), the machine's bytes per tile), and the products planned over "
+        "it (planned anyway, with their least temporary split).")
     proportion: float | None = json_field(None, schema={"exclusiveMinimum": 0, "maximum": 1})
     cap_bytes: Count | None = None
+    tile_bytes: Count | None = None
     exceeded: tuple[CapExceeded, ...] | None = None
     note: str | None = None
 

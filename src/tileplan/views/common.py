@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tileplan.model.layout import Layout
+from tileplan.model.layout import Axis, Layout
 from tileplan.views.classes import TrainingClasses, training_classes
 from tileplan.report.fields import U64_MAX
 from tileplan.report.model import Report
@@ -37,25 +37,39 @@ def percent(part: int | None, whole: int | None) -> float | None:
     return round(100 * part / whole, 1)
 
 
-def layout_brief(layout: Layout) -> str:
-    """A layout in a few words: order, partitions per axis, replicas, memory region.
+#: a layout's element order in words
+_ORDER_WORDS = {"RowMajor": "row-major", "AmpTransposedLeft": "transposed for the AMP"}
 
-    `Layout { order: BlockMajor(TransposedMatrix { row_block: 160, column_block: 16 }),
-    tiling: { replicas: 8, axes: [FromEnd(2) 46 partitions, FromEnd(1) 4] }, ... Standard }`
-    -> `BlockMajor 160x16, FromEnd(2)/46 x FromEnd(1)/4, 8 replicas, Standard`.
+
+def axis_words(axis: Axis) -> str:
+    """The extent an axis splits, in words: `FromEnd(1)` the columns, `FromEnd(2)` the
+    rows, `FromEnd(3)` dim -3, `FromStart(0)` dim 0, `Linear` the elements."""
+    if axis.is_linear:
+        return "elements"
+    if axis.kind == "FromEnd":
+        return {1: "columns", 2: "rows"}.get(axis.index or 0, f"dim -{axis.index}")
+    return f"dim {axis.index}"
+
+
+def layout_brief(layout: Layout) -> str:
+    """A layout in words (its full text form, docs/report-format.md, is `layout_text`):
+    the element order, the parts each split extent is cut into, the copies, the region.
+
+    `Layout { order: Amp(TransposedLeft), tiling: { axes: [FromEnd(2) 16 partitions,
+    FromEnd(1) 92] }, memory_class: Ipu21Standard }` -> `transposed for the AMP; rows in
+    16 x columns in 92 parts; standard region`; a `BlockMajor(TransposedMatrix {
+    row_block: 160, column_block: 16 })` vector over `Linear` 184 partitions, 8 replicas
+    -> `transposed in 160x16 blocks; elements in 184 parts, 8 copies; standard region`.
     """
-    order = layout.order.kind
-    if order == "BlockMajor":
-        order = f"BlockMajor {layout.order.row_block}x{layout.order.column_block}"
-    elif order == "AmpTransposedLeft":
-        order = "Amp(TransposedLeft)"
-    axes = " x ".join(f"{a.axis.to_text()}/{a.partitions}" for a in layout.tiling.axes) or "untiled"
+    order = layout.order
+    words = _ORDER_WORDS.get(order.kind) or f"transposed in {order.row_block}x{order.column_block} blocks"
+    axes = layout.tiling.axes
+    split = (" x ".join(f"{axis_words(a.axis)} in {a.partitions}" for a in axes) + " parts") if axes \
+        else "whole on every tile"
     replicas = layout.tiling.replicas
-    parts = [order, axes]
-    if replicas > 1:
-        parts.append(f"{replicas} replicas")
-    parts.append(layout.memory_class.region)
-    return ", ".join(parts)
+    if axes and replicas > 1:
+        split += f", {replicas} copies"
+    return f"{words}; {split}; {layout.memory_class.region.lower()} region"
 
 
 #: the FP8 formats by what people call them (sign, exponent and mantissa bits)

@@ -436,7 +436,7 @@ def diff_reports(a: Report, b: Report) -> Diff:
     folded.sort(key=lambda g: (g.role == "intermediate", -abs(((g.b_bytes or 0) - (g.a_bytes or 0)) * g.count),
                                g.group, g.a_bytes or 0, g.a_precision))
 
-    pa, pb = dict(program_fields(a)), dict(program_fields(b))
+    pa, pb = dict(program_fields(a, defaults=True)), dict(program_fields(b, defaults=True))
     program = tuple((k, pa.get(k), pb.get(k)) for k in sorted(set(pa) | set(pb)) if pa.get(k) != pb.get(k))
     peaks = tuple(PeakChange(ra.region, ra, rb) for ra, rb in zip(region_peaks(a), region_peaks(b), strict=True))
     ja, jb = judged_on(a), judged_on(b)

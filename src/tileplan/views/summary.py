@@ -161,14 +161,39 @@ class Summary:
         }
 
 
-def program_fields(report: Report) -> tuple[tuple[str, str], ...]:
-    """The report's `program` (name, machine, policy, options) as text pairs, name first."""
+#: the program's on/off knobs: their default, label, and words for the default and
+#: for the other value
+SWITCHES: dict[str, tuple[bool, str, str, str]] = {
+    "map_head": (True, "MAP head", "kept", "left out"),
+    "unroll": (False, "encoder", "a repeat block", "unrolled"),
+    "optimizer_state_offchip": (False, "optimizer state", "on chip", "off chip"),
+    "replicated_tensor_sharding": (False, "replicated tensor sharding", "off", "on"),
+}
+
+
+def program_fields(report: Report, defaults: bool = False) -> tuple[tuple[str, str], ...]:
+    """The report's `program` (name, machine, policy, options) as text pairs, name first,
+    in words: an on/off knob (`SWITCHES`) only when it is not its default unless
+    `defaults` (a diff shows both sides), so no `map_head True` and `MAP head left out`
+    without it; any other true/false as yes/no; an FP8 precision as people name it."""
     program = report.sections.program
     if program is None:
         return ()
     entries = dict(program.entries)
-    keys = ["name", *sorted(k for k in entries if k != "name")]
-    return tuple((k, precision_display(str(entries[k]))) for k in keys if k in entries)
+    out = []
+    for key in ["name", *sorted(k for k in entries if k != "name")]:
+        if key not in entries:
+            continue
+        value = entries[key]
+        if isinstance(value, bool) and key in SWITCHES:
+            default, label, usual, other = SWITCHES[key]
+            if value != default or defaults:
+                out.append((label, usual if value == default else other))
+        elif isinstance(value, bool):
+            out.append((key, "yes" if value else "no"))
+        else:
+            out.append((key, precision_display(str(value))))
+    return tuple(out)
 
 
 def step_usage(report: Report, steps: StepColumns | None = None) -> StepUsages:

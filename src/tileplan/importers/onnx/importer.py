@@ -14,7 +14,7 @@ arithmetic costs no device memory. Files as they come:
 - without it, a shape operand whose value is not known (a Reshape's target, an
   Unsqueeze's axes) is taken from the static shape the file states for the
   operation's output (`value_info`), and the graph says so once (`Graph.notes`: the
-  report's `program.notes`); only when neither gives a shape is it an error.
+  report's `program.note`); only when neither gives a shape is it an error.
 
 What becomes what:
 - initializers are parameters (by name, dims and type; their bytes are never read,
@@ -294,11 +294,6 @@ class Importer:
         if module:
             return f"{module}.{what}"
         return fallback or what
-
-    def int_list(self, name: str, what: str) -> list[int]:
-        if name not in self.known:
-            raise ModelError(f"{what} is computed at run time: expected a constant (tileplan plans static shapes)")
-        return [int(v) for v in np.asarray(self.known[name]).reshape(-1)]
 
     def ints(self, name: str) -> list[int] | None:
         """The integers a known value holds, else None (computed at run time, or an
