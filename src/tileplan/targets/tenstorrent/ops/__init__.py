@@ -1,0 +1,61 @@
+"""TTNN operations as tt-metal's program factories run them: for each operation, the
+programs, their circular buffers, the output specs and the buffers allocated
+(tileplan.targets.tenstorrent.ops.base), one rule per operation kind, one module per
+family. `plan_op(kind, request, attrs)` is the only entry; an operation not in the
+registry is an error that names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tileplan.errors import InputError
+from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_eltwise import (
+    BINARY_KINDS,
+    REDUCE_KINDS,
+    UNARY_KINDS,
+    plan_binary,
+    plan_reduce,
+    plan_unary,
+)
+
+Rule = Callable[[OpKind, OpRequest, Any], OpPlan]
+
+
+@dataclass(frozen=True, slots=True)
+class OpRule:
+    """One operation's rule: its family module and the function planning it."""
+
+    family: str
+    plan: Rule
+
+
+def _build() -> dict[OpKind, OpRule]:
+    table: dict[OpKind, OpRule] = {}
+    for kind in UNARY_KINDS:
+        table[kind] = OpRule("tt_eltwise", plan_unary)
+    for kind in BINARY_KINDS:
+        table[kind] = OpRule("tt_eltwise", plan_binary)
+    for kind in REDUCE_KINDS:
+        table[kind] = OpRule("tt_eltwise", plan_reduce)
+    singles: dict[OpKind, tuple[str, Rule]] = {}
+    for kind, (family, rule) in singles.items():
+        table[kind] = OpRule(family, rule)
+    return table
+
+
+#: every operation kind's rule
+REGISTRY: dict[OpKind, OpRule] = _build()
+
+
+def plan_op(kind: OpKind, request: OpRequest, attrs: Any = None) -> OpPlan:
+    """The plan of operation `kind` on `request` (attrs: the family's attribute value)."""
+    rule = REGISTRY.get(kind)
+    if rule is None:
+        raise InputError(f"no Tenstorrent rule for operation {kind.value}; known: "
+                         f"{', '.join(sorted(k.value for k in REGISTRY))}")
+    return rule.plan(kind, request, attrs)
