@@ -14,6 +14,7 @@ from typing import Any
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_matmul import plan_matmul
 from tileplan.targets.tenstorrent.ops.tt_eltwise import (
     BINARY_KINDS,
     REDUCE_KINDS,
@@ -42,7 +43,9 @@ def _build() -> dict[OpKind, OpRule]:
         table[kind] = OpRule("tt_eltwise", plan_binary)
     for kind in REDUCE_KINDS:
         table[kind] = OpRule("tt_eltwise", plan_reduce)
-    singles: dict[OpKind, tuple[str, Rule]] = {}
+    singles: dict[OpKind, tuple[str, Rule]] = {
+        OpKind.MATMUL: ("tt_matmul", plan_matmul), OpKind.LINEAR: ("tt_matmul", plan_matmul),
+    }
     for kind, (family, rule) in singles.items():
         table[kind] = OpRule(family, rule)
     return table
