@@ -166,3 +166,14 @@ def test_unary_with_a_temporary_cb() -> None:
     """unary_program_factory.cpp: HARDSHRINK, CBRT and LOGIT add the 2-tile c_1."""
     assert _plan(OpKind.CBRT, (I64_DRAM,), DRAM, MLIR) == (12_288, 0)
 
+
+
+def test_h2_typecast() -> None:
+    """H2 Typecast: {32768, 32} bf16 DRAM -> float32 DRAM: c_0 two bf16 tiles, c_2 two
+    float32 tiles (12,288 B); to a height-sharded L1 output it is illegal."""
+    x = tile((32768, 32), DRAM)
+    plan = plan_op(OpKind.TYPECAST, OpRequest((x,), OutputRequest.of(DRAM, DataType.FLOAT32), MLIR))
+    assert footprint(plan) == (12_288, 0)
+    with pytest.raises(InputError):
+        plan_op(OpKind.TYPECAST, OpRequest((x,), OutputRequest.of(height_sharded(64, 8, 8, (512, 32)),
+                                                                  DataType.FLOAT32), MLIR))

@@ -15,6 +15,8 @@ from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_matmul import plan_matmul
+from tileplan.targets.tenstorrent.ops.tt_norm import plan_norm
+from tileplan.targets.tenstorrent.ops.tt_softmax import plan_softmax
 from tileplan.targets.tenstorrent.ops.tt_eltwise import (
     BINARY_KINDS,
     REDUCE_KINDS,
@@ -45,6 +47,8 @@ def _build() -> dict[OpKind, OpRule]:
         table[kind] = OpRule("tt_eltwise", plan_reduce)
     singles: dict[OpKind, tuple[str, Rule]] = {
         OpKind.MATMUL: ("tt_matmul", plan_matmul), OpKind.LINEAR: ("tt_matmul", plan_matmul),
+        OpKind.SOFTMAX: ("tt_softmax", plan_softmax),
+        OpKind.LAYER_NORM: ("tt_norm", plan_norm), OpKind.RMS_NORM: ("tt_norm", plan_norm),
     }
     for kind, (family, rule) in singles.items():
         table[kind] = OpRule(family, rule)
