@@ -14,9 +14,13 @@ from typing import Any
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_data_movement import plan_concat, plan_permute, plan_reshape, plan_transpose
+from tileplan.targets.tenstorrent.ops.tt_embedding import plan_embedding
+from tileplan.targets.tenstorrent.ops.tt_layout import plan_layout
 from tileplan.targets.tenstorrent.ops.tt_matmul import plan_matmul
 from tileplan.targets.tenstorrent.ops.tt_norm import plan_norm
 from tileplan.targets.tenstorrent.ops.tt_softmax import plan_softmax
+from tileplan.targets.tenstorrent.ops.tt_transformer import plan_concat_heads, plan_split_qkv
 from tileplan.targets.tenstorrent.ops.tt_eltwise import (
     BINARY_KINDS,
     REDUCE_KINDS,
@@ -49,6 +53,13 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.MATMUL: ("tt_matmul", plan_matmul), OpKind.LINEAR: ("tt_matmul", plan_matmul),
         OpKind.SOFTMAX: ("tt_softmax", plan_softmax),
         OpKind.LAYER_NORM: ("tt_norm", plan_norm), OpKind.RMS_NORM: ("tt_norm", plan_norm),
+        OpKind.NLP_CONCAT_HEADS: ("tt_transformer", plan_concat_heads),
+        OpKind.SPLIT_QKV: ("tt_transformer", plan_split_qkv),
+        OpKind.EMBEDDING: ("tt_embedding", plan_embedding),
+        OpKind.TILIZE: ("tt_layout", plan_layout), OpKind.UNTILIZE: ("tt_layout", plan_layout),
+        OpKind.TO_LAYOUT: ("tt_layout", plan_layout),
+        OpKind.RESHAPE: ("tt_data_movement", plan_reshape), OpKind.PERMUTE: ("tt_data_movement", plan_permute),
+        OpKind.TRANSPOSE: ("tt_data_movement", plan_transpose), OpKind.CONCAT: ("tt_data_movement", plan_concat),
     }
     for kind, (family, rule) in singles.items():
         table[kind] = OpRule(family, rule)

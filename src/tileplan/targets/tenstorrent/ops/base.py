@@ -201,11 +201,11 @@ class OpPlan:
 
     def output_bytes_per_core(self, index: int = 0) -> int:
         """Bytes per core of output `index` in L1 (`l1_output_buffer_per_core`); 0 for a
-        DRAM output."""
+        DRAM output and for a view (an output sharing its input's buffer)."""
         for buf in self.buffers:
             if buf.role is BufferRole.OUTPUT and buf.spec is self.outputs[index]:
                 return buf.bytes_per_bank if buf.buffer_type is not BufferType.DRAM else 0
-        raise AssertionError(f"{self.op}: output {index} has no buffer")
+        return 0
 
     def l1_small_bytes_per_core(self) -> int:
         """Bytes per core of the L1_SMALL buffers alive at once (config tensors)."""
