@@ -19,6 +19,7 @@ from tileplan.targets.tenstorrent.ops.tt_embedding import plan_embedding
 from tileplan.targets.tenstorrent.ops.tt_layout import plan_layout
 from tileplan.targets.tenstorrent.ops.tt_matmul import plan_matmul
 from tileplan.targets.tenstorrent.ops.tt_norm import plan_norm
+from tileplan.targets.tenstorrent.ops.tt_sdpa import plan_sdpa, plan_sdpa_decode
 from tileplan.targets.tenstorrent.ops.tt_softmax import plan_softmax
 from tileplan.targets.tenstorrent.ops.tt_transformer import plan_concat_heads, plan_split_qkv
 from tileplan.targets.tenstorrent.ops.tt_eltwise import (
@@ -53,6 +54,7 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.MATMUL: ("tt_matmul", plan_matmul), OpKind.LINEAR: ("tt_matmul", plan_matmul),
         OpKind.SOFTMAX: ("tt_softmax", plan_softmax),
         OpKind.LAYER_NORM: ("tt_norm", plan_norm), OpKind.RMS_NORM: ("tt_norm", plan_norm),
+        OpKind.SDPA: ("tt_sdpa", plan_sdpa), OpKind.SDPA_DECODE: ("tt_sdpa", plan_sdpa_decode),
         OpKind.NLP_CONCAT_HEADS: ("tt_transformer", plan_concat_heads),
         OpKind.SPLIT_QKV: ("tt_transformer", plan_split_qkv),
         OpKind.EMBEDDING: ("tt_embedding", plan_embedding),
