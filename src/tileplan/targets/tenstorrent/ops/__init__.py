@@ -14,6 +14,7 @@ from typing import Any
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_conv import plan_conv2d, plan_conv3d, plan_halo
 from tileplan.targets.tenstorrent.ops.tt_data_movement import plan_concat, plan_permute, plan_reshape, plan_transpose
 from tileplan.targets.tenstorrent.ops.tt_embedding import plan_embedding
 from tileplan.targets.tenstorrent.ops.tt_layout import plan_layout
@@ -58,6 +59,8 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.NLP_CONCAT_HEADS: ("tt_transformer", plan_concat_heads),
         OpKind.SPLIT_QKV: ("tt_transformer", plan_split_qkv),
         OpKind.EMBEDDING: ("tt_embedding", plan_embedding),
+        OpKind.CONV2D: ("tt_conv", plan_conv2d), OpKind.CONV3D: ("tt_conv", plan_conv3d),
+        OpKind.HALO: ("tt_conv", plan_halo),
         OpKind.TILIZE: ("tt_layout", plan_layout), OpKind.UNTILIZE: ("tt_layout", plan_layout),
         OpKind.TO_LAYOUT: ("tt_layout", plan_layout),
         OpKind.RESHAPE: ("tt_data_movement", plan_reshape), OpKind.PERMUTE: ("tt_data_movement", plan_permute),
@@ -72,10 +75,14 @@ def _build() -> dict[OpKind, OpRule]:
 REGISTRY: dict[OpKind, OpRule] = _build()
 
 
-def plan_op(kind: OpKind, request: OpRequest, attrs: Any = None) -> OpPlan:
-    """The plan of operation `kind` on `request` (attrs: the family's attribute value)."""
-    rule = REGISTRY.get(kind)
+def plan_op(kind: OpKind | str, request: OpRequest, attrs: Any = None) -> OpPlan:
+    """The plan of operation `kind` (an OpKind or its ttnn name) on `request` (attrs:
+    the family's attribute value)."""
+    name = kind.value if isinstance(kind, OpKind) else kind
+    rule = REGISTRY.get(kind) if isinstance(kind, OpKind) else next(
+        (r for k, r in REGISTRY.items() if k.value == kind), None)
     if rule is None:
-        raise InputError(f"no Tenstorrent rule for operation {kind.value}; known: "
+        raise InputError(f"no Tenstorrent rule for operation {name}; known: "
                          f"{', '.join(sorted(k.value for k in REGISTRY))}")
-    return rule.plan(kind, request, attrs)
+    op_kind = kind if isinstance(kind, OpKind) else OpKind(kind)
+    return rule.plan(op_kind, request, attrs)
