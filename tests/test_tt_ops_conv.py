@@ -15,7 +15,14 @@ from tileplan.targets.tenstorrent.memory import MemoryLayout
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, divisor_with_padding, halo_sticks
+from tileplan.targets.tenstorrent.ops.tt_conv import (
+    Conv2dAttrs,
+    Conv2dConfig,
+    Conv3dAttrs,
+    Conv3dConfig,
+    divisor_with_padding,
+    halo_sticks,
+)
 
 HS = Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED)
 H3_ATTRS = Conv2dAttrs(32, 64, 1, (128, 128), (3, 3), (1, 1), (1, 1), bias=True, config=HS)
@@ -100,8 +107,6 @@ def test_conv_refuses_what_it_does_not_model() -> None:
     with pytest.raises(InputError, match="matmul"):
         plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest.of(DRAM), MLIR),
                 Conv2dAttrs(32, 64, 1, (128, 128), (1, 1), config=HS))
-    with pytest.raises(InputError, match="conv3d"):
-        plan_op(OpKind.CONV3D, OpRequest((x, w), OutputRequest.of(DRAM), MLIR))
 
 
 def test_conv_to_an_interleaved_output_adds_sharded_to_interleaved() -> None:
@@ -110,3 +115,18 @@ def test_conv_to_an_interleaved_output_adds_sharded_to_interleaved() -> None:
                    H3_ATTRS)
     assert [p.name for p in plan.programs][-1] == "ShardedToInterleavedProgramFactory"
     assert plan.output_bytes_per_core(0) == 0
+
+
+def test_conv3d_cbs() -> None:
+    """conv3d_program_factory.cpp: 3x3x3 kernel, 32 -> 64 channels, a 1x1x32 output block:
+    patch 864 (27 tiles), 32 patches (1 tile row): vol2col rows 32 x 1,728 B, tilized 27,
+    weights 27 x 2 tiles, partials and result 2 tiles each, bias 2; the 3x3x34 receptive
+    field prefetched (306 positions x 64 B)."""
+    x = row_major((1, 8, 16, 32, 32), DRAM)
+    attrs = Conv3dAttrs(64, (3, 3, 3), padding=(1, 1, 1), bias=True, config=Conv3dConfig(w_out_block=32))
+    plan = plan_op(OpKind.CONV3D, OpRequest((x,), OutputRequest.of(DRAM), MLIR), attrs)
+    sizes = {cb.name: cb.total_bytes for cb in plan.programs[0].circular_buffers}
+    assert sizes == {"vol2col_rm": 32 * 1728, "vol2col_tiled": 27 * 2048, "weight_tiled": 54 * 2048,
+                     "matmul_interm": 2 * 2048, "matmul_result_rm": 2 * 2048, "bias": 2 * 2048,
+                     "input_shard": 3 * 3 * 34 * 64}
+    assert plan.outputs[0].shape == (1, 8, 16, 32, 64)
