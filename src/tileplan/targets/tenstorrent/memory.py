@@ -100,17 +100,75 @@ class CoreRange:
 
 
 @dataclass(frozen=True, slots=True)
-class ShardSpec:
-    """One shard's shape [height, width] in elements over the cores of `grid`.
-    Invariant: positive shard dimensions."""
+class CoreRangeSet:
+    """Disjoint core ranges, as tt-metal's `CoreRangeSet`: a shard grid of 103 cores on
+    an 11 x 10 grid is `{[0-0 - 10-8], [0-9 - 3-9]}`. Invariant: at least one range, no
+    two ranges share a core."""
 
-    grid: CoreRange
+    ranges: tuple[CoreRange, ...]
+
+    def __post_init__(self) -> None:
+        if not self.ranges:
+            raise InputError("a core range set holds at least one core range")
+        seen: set[tuple[int, int]] = set()
+        for r in self.ranges:
+            cores = {(x, y) for x in range(r.start[0], r.end[0] + 1) for y in range(r.start[1], r.end[1] + 1)}
+            if seen & cores:
+                raise InputError(f"core range set: {r.text()} overlaps another range of the set")
+            seen |= cores
+
+    @classmethod
+    def from_count(cls, count: int, grid_x: int, grid_y: int, row_wise: bool = True) -> "CoreRangeSet":
+        """The first `count` cores of an x-by-y grid, whole rows (row_wise) or whole
+        columns first, as tt-metal's `num_cores_to_corerangeset`
+        (tt_metal/common/work_split.cpp): 103 cores of 11 x 10 row-wise are 9 full rows
+        and 4 cores of the tenth."""
+        if not 1 <= count <= grid_x * grid_y:
+            raise InputError(f"{count} cores do not fit a {grid_x} x {grid_y} grid")
+        line = grid_x if row_wise else grid_y
+        full, rest = divmod(count, line)
+        ranges = []
+        if full:
+            ranges.append(CoreRange((0, 0), (grid_x - 1, full - 1)) if row_wise
+                          else CoreRange((0, 0), (full - 1, grid_y - 1)))
+        if rest:
+            ranges.append(CoreRange((0, full), (rest - 1, full)) if row_wise
+                          else CoreRange((full, 0), (full, rest - 1)))
+        return cls(tuple(ranges))
+
+    @property
+    def cores(self) -> int:
+        return sum(r.cores for r in self.ranges)
+
+    def bounding_box(self) -> CoreRange:
+        return CoreRange((min(r.start[0] for r in self.ranges), min(r.start[1] for r in self.ranges)),
+                         (max(r.end[0] for r in self.ranges), max(r.end[1] for r in self.ranges)))
+
+    def text(self, style: int = 2026) -> str:
+        """As `CoreRangeSet::str()` prints it: `{[0-0 - 10-8], [0-9 - 3-9]}`."""
+        return "{" + ", ".join(r.text(style) for r in self.ranges) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSpec:
+    """One shard's shape [height, width] in elements over the cores of `grid` (one core
+    range or a set of them). Invariant: positive shard dimensions."""
+
+    grid: CoreRange | CoreRangeSet
     shape: tuple[int, int]
     orientation: ShardOrientation = ShardOrientation.ROW_MAJOR
 
     def __post_init__(self) -> None:
         if len(self.shape) != 2 or min(self.shape) < 1:
             raise InputError(f"shard shape {list(self.shape)}: expected [height, width], both >= 1")
+
+    @property
+    def num_cores(self) -> int:
+        """The cores of the shard grid (tt-metal's `ShardSpec::num_cores`)."""
+        return self.grid.cores
+
+    def bounding_box(self) -> CoreRange:
+        return self.grid if isinstance(self.grid, CoreRange) else self.grid.bounding_box()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,88 @@
+"""TTNN operations as tt-metal's program factories run them: for each operation, the
+programs, their circular buffers, the output specs and the buffers allocated
+(tileplan.targets.tenstorrent.ops.base), one rule per operation kind, one module per
+family. `plan_op(kind, request, attrs)` is the only entry; an operation not in the
+registry is an error that names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tileplan.errors import InputError
+from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_conv import plan_conv2d, plan_conv3d, plan_halo
+from tileplan.targets.tenstorrent.ops.tt_data_movement import plan_concat, plan_permute, plan_reshape, plan_transpose
+from tileplan.targets.tenstorrent.ops.tt_embedding import plan_embedding
+from tileplan.targets.tenstorrent.ops.tt_layout import plan_layout
+from tileplan.targets.tenstorrent.ops.tt_matmul import plan_matmul
+from tileplan.targets.tenstorrent.ops.tt_norm import plan_norm
+from tileplan.targets.tenstorrent.ops.tt_sdpa import plan_sdpa, plan_sdpa_decode
+from tileplan.targets.tenstorrent.ops.tt_softmax import plan_softmax
+from tileplan.targets.tenstorrent.ops.tt_transformer import plan_concat_heads, plan_split_qkv
+from tileplan.targets.tenstorrent.ops.tt_eltwise import (
+    BINARY_KINDS,
+    REDUCE_KINDS,
+    UNARY_KINDS,
+    plan_binary,
+    plan_reduce,
+    plan_unary,
+)
+
+Rule = Callable[[OpKind, OpRequest, Any], OpPlan]
+
+
+@dataclass(frozen=True, slots=True)
+class OpRule:
+    """One operation's rule: its family module and the function planning it."""
+
+    family: str
+    plan: Rule
+
+
+def _build() -> dict[OpKind, OpRule]:
+    table: dict[OpKind, OpRule] = {}
+    for kind in UNARY_KINDS:
+        table[kind] = OpRule("tt_eltwise", plan_unary)
+    for kind in BINARY_KINDS:
+        table[kind] = OpRule("tt_eltwise", plan_binary)
+    for kind in REDUCE_KINDS:
+        table[kind] = OpRule("tt_eltwise", plan_reduce)
+    singles: dict[OpKind, tuple[str, Rule]] = {
+        OpKind.MATMUL: ("tt_matmul", plan_matmul), OpKind.LINEAR: ("tt_matmul", plan_matmul),
+        OpKind.SOFTMAX: ("tt_softmax", plan_softmax),
+        OpKind.LAYER_NORM: ("tt_norm", plan_norm), OpKind.RMS_NORM: ("tt_norm", plan_norm),
+        OpKind.SDPA: ("tt_sdpa", plan_sdpa), OpKind.SDPA_DECODE: ("tt_sdpa", plan_sdpa_decode),
+        OpKind.NLP_CONCAT_HEADS: ("tt_transformer", plan_concat_heads),
+        OpKind.SPLIT_QKV: ("tt_transformer", plan_split_qkv),
+        OpKind.EMBEDDING: ("tt_embedding", plan_embedding),
+        OpKind.CONV2D: ("tt_conv", plan_conv2d), OpKind.CONV3D: ("tt_conv", plan_conv3d),
+        OpKind.HALO: ("tt_conv", plan_halo),
+        OpKind.TILIZE: ("tt_layout", plan_layout), OpKind.UNTILIZE: ("tt_layout", plan_layout),
+        OpKind.TO_LAYOUT: ("tt_layout", plan_layout),
+        OpKind.RESHAPE: ("tt_data_movement", plan_reshape), OpKind.PERMUTE: ("tt_data_movement", plan_permute),
+        OpKind.TRANSPOSE: ("tt_data_movement", plan_transpose), OpKind.CONCAT: ("tt_data_movement", plan_concat),
+    }
+    for kind, (family, rule) in singles.items():
+        table[kind] = OpRule(family, rule)
+    return table
+
+
+#: every operation kind's rule
+REGISTRY: dict[OpKind, OpRule] = _build()
+
+
+def plan_op(kind: OpKind | str, request: OpRequest, attrs: Any = None) -> OpPlan:
+    """The plan of operation `kind` (an OpKind or its ttnn name) on `request` (attrs:
+    the family's attribute value)."""
+    name = kind.value if isinstance(kind, OpKind) else kind
+    rule = REGISTRY.get(kind) if isinstance(kind, OpKind) else next(
+        (r for k, r in REGISTRY.items() if k.value == kind), None)
+    if rule is None:
+        raise InputError(f"no Tenstorrent rule for operation {name}; known: "
+                         f"{', '.join(sorted(k.value for k in REGISTRY))}")
+    op_kind = kind if isinstance(kind, OpKind) else OpKind(kind)
+    return rule.plan(op_kind, request, attrs)

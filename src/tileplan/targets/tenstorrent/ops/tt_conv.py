@@ -1,0 +1,495 @@
+"""conv2d as ttnn runs it: (interleaved-to-sharded) -> halo -> conv -> (sharded-to-
+interleaved), each a program of its own.
+
+Sources (tt-metal, read at the 2025 versions near the tt-mlir pin):
+- the shard grid: conv2d_utils.cpp `determine_parallel_config` (height sharding: the
+  output's N*H*W tiles over `find_closest_largest_divisor_with_num_padding_and_mult`
+  cores; block sharding: that along the grid's rows, the output channel tiles over its
+  columns; width sharding: the input channel tiles over the grid) and
+  `determine_per_core_conv_block_config` (act_block_h = the per-core output height, or the
+  override's largest divisor of it; act_block_w = C x kernel_w rounded to a tile for
+  height sharding, C / cores_c x kernel_w for block sharding, C x kh x kw / (cores_c x
+  act_block_w_div) for width sharding).
+- the conv CBs: conv2d_op_program_factory_common.cpp `get_cb_info` (ported CB by CB: the
+  weights, partials, activation with the split reader's two halves
+  (`is_split_reader_viable`'s transfer-cost comparison, ported with its NOC rate tables),
+  tilized activation, bias, row-major activation, output, reader indices, the 64-B L1
+  scratch and the sharded activation), `determine_packer_l1_acc` for the partials' format.
+- the halo: sliding_window/halo/device/untilize_with_halo_program_factory.cpp (row-major
+  input: the input and output CBs bound to their shards, a one-stick padding CB per
+  reader; the output shard holds `max_out_nsticks_per_core` sticks: over the cores, the
+  longest run of padded-input sticks one core's outputs read).
+- interleaved_to_sharded_program_factory.cpp: the output CB bound to the shard, a
+  one-page scratch CB when a DRAM row is not DRAM-aligned.
+conv3d: conv3d_program_factory.cpp (see `plan_conv3d`).
+Not modelled (the rule refuses them by name): 1x1 stride-1 convs (tt-metal runs them as a
+matmul), 1-D depthwise convs, activation reuse, TILE inputs (the halo's untilize path),
+the automatic choice of a shard layout, and the L1_SMALL config tensors (the halo's
+padding / gather configs and the conv's reader indices), whose sizes need
+sliding_window.cpp's config generation.
+
+Worked example (H3, p150b 11 x 10): 1 x 128 x 128 x 32 bf16, 64 3x3 filters, padding 1,
+height sharded: 512 output tiles over 103 cores, 5 x 2 tiles a core; act block 5 x 3
+tiles split 3 + 2 rows; CBs weights 6, act 9 + 6, tilized 15, bias 2 tiles and the 64-B
+scratch: 77,888 B; the output 10 tiles = 20,480 B a core; the halo 424 sticks x 64 B.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tileplan.targets.tenstorrent.memory import (
+    BufferType,
+    CoreRange,
+    CoreRangeSet,
+    MemoryConfig,
+    MemoryLayout,
+    ShardOrientation,
+    ShardSpec,
+    TensorSpec,
+)
+from tileplan.targets.tenstorrent.ops.base import (
+    L1_ARRAY_BYTES,
+    Arch,
+    BufferRole,
+    CircularBuffer,
+    ComputeConfig,
+    DeviceBuffer,
+    MathFidelity,
+    OpPlan,
+    OpRequest,
+    OpTarget,
+    Program,
+    cbuf,
+    ceil_div,
+    require,
+    tensor_buffer,
+)
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
+
+CONV_DIR = "ttnn/cpp/ttnn/operations/conv/conv2d/"
+HALO_SOURCE = "ttnn/cpp/ttnn/operations/sliding_window/halo/device/untilize_with_halo_program_factory.cpp"
+I2S_SOURCE = "ttnn/cpp/ttnn/operations/data_movement/sharded/device/interleaved_to_sharded_program_factory.cpp"
+S2I_SOURCE = "ttnn/cpp/ttnn/operations/data_movement/sharded/device/sharded_to_interleaved_program_factory.cpp"
+#: conv2d's default compute config (`init_device_compute_kernel_config(..., HiFi4, true, false, false)`)
+CONV_DEFAULT_COMPUTE = ComputeConfig(MathFidelity.HIFI4, True, False, False)
+
+
+@dataclass(frozen=True, slots=True)
+class Conv2dConfig:
+    """ttnn `Conv2dConfig`: the fields that change buffers."""
+
+    shard_layout: MemoryLayout | None = None
+    weights_dtype: DataType | None = None
+    act_block_h_override: int = 0
+    act_block_w_div: int = 1
+    enable_act_double_buffer: bool = False
+    enable_weights_double_buffer: bool = False
+    force_split_reader: bool | None = None
+    output_layout: Layout = Layout.TILE
+    config_tensors_in_dram: bool = False
+    transpose_shards: bool = False
+    input_channels_alignment: int = 32
+    enable_channels_padding: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Conv2dAttrs:
+    """ttnn.conv2d arguments (the input is [N, H, W, C] or flattened [1, 1, N*H*W, C])."""
+
+    in_channels: int
+    out_channels: int
+    batch: int
+    input_hw: tuple[int, int]
+    kernel: tuple[int, int]
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int] = (0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    bias: bool = False
+    config: Conv2dConfig = Conv2dConfig()
+
+    @property
+    def output_hw(self) -> tuple[int, int]:
+        (h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (self.input_hw, self.kernel, self.stride, self.padding,
+                                                          self.dilation)
+        return (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+
+
+def divisor_with_padding(num: int, start: int, mult: int = 1) -> int:
+    """conv2d_utils `find_closest_largest_divisor_with_num_padding_and_mult`: from
+    `start` down, the first core count whose padding of `num` (to a multiple of cores x
+    mult) is less than one core's share."""
+    d = start
+    padded = round_up(num, d * mult)
+    while padded - num >= padded // d and d > 1:
+        d -= 1
+        padded = round_up(num, d * mult)
+    return d
+
+
+def _divisor_pair_with_padding(num1: int, num2: int, start: int) -> int:
+    """`find_closest_largest_divisor_with_num_padding(num1, num2, start)`: the same for
+    two counts at once (output and input channel tiles)."""
+    d = start
+    while d > 1:
+        p1, p2 = round_up(num1, d), round_up(num2, d)
+        if p1 - num1 < p1 // d and p2 - num2 < p2 // d:
+            break
+        d -= 1
+    return d
+
+
+def _largest_common_divisor(num1: int, num2: int, start: int) -> int:
+    return next((d for d in range(min(start, num1, num2), 0, -1) if num1 % d == 0 and num2 % d == 0), 1)
+
+
+@dataclass(frozen=True, slots=True)
+class ConvParallel:
+    """The conv's shard grid and per-core output block (tiles)."""
+
+    layout: MemoryLayout
+    cores_nhw: int
+    cores_c: int
+    grid: CoreRange | CoreRangeSet
+    per_core_h: int
+    per_core_w: int
+
+
+def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) -> ConvParallel:
+    """`determine_parallel_config` and the per-core block of the conv's output."""
+    gx, gy = target.grid
+    oh, ow = attrs.output_hw
+    nhw_t = ceil_div(attrs.batch * oh * ow, TILE)
+    out_c_t, in_c_t = ceil_div(attrs.out_channels, TILE), ceil_div(attrs.in_channels, TILE)
+    override_t = max(attrs.config.act_block_h_override // TILE, 1)
+    grid: CoreRange | CoreRangeSet
+    if layout is MemoryLayout.HEIGHT_SHARDED:
+        cores_nhw, cores_c = divisor_with_padding(nhw_t, gx * gy, override_t), 1
+        grid = CoreRangeSet.from_count(cores_nhw, gx, gy, row_wise=True)
+    elif layout is MemoryLayout.BLOCK_SHARDED:
+        col = attrs.config.transpose_shards
+        cores_nhw = divisor_with_padding(nhw_t, gx if col else gy, override_t)
+        start_c = gy if col else gx
+        cores_c = (_divisor_pair_with_padding(out_c_t, in_c_t, start_c) if attrs.config.enable_channels_padding
+                   else _largest_common_divisor(out_c_t, in_c_t, start_c))
+        grid = CoreRange((0, 0), (cores_nhw - 1, cores_c - 1) if col else (cores_c - 1, cores_nhw - 1))
+    else:
+        require(layout is MemoryLayout.WIDTH_SHARDED, "ttnn.conv2d",
+                f"shard layout {layout.value} is not a conv layout")
+        cores_nhw, cores_c = 1, _divisor_pair_with_padding(in_c_t, in_c_t, gx * gy)
+        grid = CoreRangeSet.from_count(cores_c, gx, gy, row_wise=True)
+    return ConvParallel(layout, cores_nhw, cores_c, grid, ceil_div(nhw_t, cores_nhw), ceil_div(out_c_t, cores_c))
+
+
+def padded_in_channels(attrs: Conv2dAttrs, p: ConvParallel) -> int:
+    """The input channels the conv reads a stick of: aligned, and (block / width sharded)
+    a multiple of the channel cores."""
+    align = attrs.config.input_channels_alignment
+    if p.layout is MemoryLayout.HEIGHT_SHARDED:
+        return round_up(attrs.in_channels, align)
+    return round_up(attrs.in_channels, p.cores_c * align)
+
+
+def block_config(attrs: Conv2dAttrs, p: ConvParallel, c_pad: int) -> tuple[int, int]:
+    """`determine_per_core_conv_block_config`: (act_block_h, act_block_w) in tiles."""
+    kh, kw = attrs.kernel
+    h = p.per_core_h
+    override_t = attrs.config.act_block_h_override // TILE
+    if override_t > 0:
+        h = next(d for d in range(min(override_t, p.per_core_h), 0, -1) if p.per_core_h % d == 0)
+    if p.layout is MemoryLayout.HEIGHT_SHARDED:
+        w = round_up(c_pad * kw, TILE) // TILE
+    elif p.layout is MemoryLayout.BLOCK_SHARDED:
+        w = round_up(c_pad // p.cores_c * kw, TILE) // TILE
+    else:
+        w = max((c_pad * kh * kw) // (p.cores_c * attrs.config.act_block_w_div) // TILE, 1)
+    return h, w
+
+
+#: (linear-growth threshold B, rate at the minimum transfer, peak rate) in GB/s
+_L1_RATES = {Arch.BLACKHOLE: (4096, 1.124, 80.48), Arch.WORMHOLE_B0: (1024, 0.868, 27.84)}
+_DRAM_RATES = {Arch.BLACKHOLE: (2048, 0.671, 80.885), Arch.WORMHOLE_B0: (2048, 0.436, 28.411)}
+_MCAST_RATES = {Arch.BLACKHOLE: (65536, 0.182, 57.677), Arch.WORMHOLE_B0: (65536, 0.318, 25.345)}
+#: tilize cycles a tile, (halo input, output) -> (no fp32 acc, fp32 acc)
+_F32, _BF16, _BFP8 = DataType.FLOAT32, DataType.BFLOAT16, DataType.BFLOAT8_B
+_TILIZE_CYCLES = {
+    Arch.BLACKHOLE: {(_F32, _F32): (132, 132), (_F32, _BF16): (132, 80), (_F32, _BFP8): (132, 77),
+                     (_BF16, _F32): (105, 128), (_BF16, _BF16): (72, 72), (_BF16, _BFP8): (60, 60)},
+    Arch.WORMHOLE_B0: {(_F32, _F32): (107, 128), (_F32, _BF16): (74, 74), (_F32, _BFP8): (74, 70),
+                       (_BF16, _F32): (92, 117), (_BF16, _BF16): (61, 68), (_BF16, _BFP8): (40, 43)}}
+
+
+def _rate(table: dict[Arch, tuple[int, float, float]], arch: Arch, size: int, min_size: int) -> float:
+    threshold, low, peak = table[arch]
+    size = min(max(size, min_size), threshold)
+    return low + (peak - low) / (threshold - min_size) * (size - min_size)
+
+
+def split_reader_viable(arch: Arch, act_block_h: int, c_pad: int, kernel_w: int, in_dtype: DataType,
+                        weights_block_tiles: int, weights_tile: int, dilation_w: int, act_block_w: int, fp32: bool,
+                        out_dtype: DataType, l1_alignment: int) -> bool:
+    """`is_split_reader_viable`: two activation readers pay off when half the activation
+    read plus max(weights, tilize) beats max(activation + tilize, weights), all in cycles
+    from the measured NOC rates."""
+    if arch not in _L1_RATES:
+        return False
+    clock = 1.35 if arch is Arch.BLACKHOLE else 1.0
+    elem = 4 if in_dtype is DataType.FLOAT32 else 2
+    halo_dtype = DataType.FLOAT32 if in_dtype is DataType.FLOAT32 else DataType.BFLOAT16
+    unit = elem * c_pad * (kernel_w if dilation_w == 1 else 1)
+    act = clock * (elem * act_block_h * TILE * c_pad * kernel_w) / _rate(_L1_RATES, arch, unit, l1_alignment)
+    w_bytes = weights_tile * weights_block_tiles
+    weights = clock * w_bytes * (1 / _rate(_DRAM_RATES, arch, weights_tile, l1_alignment)
+                                 + 1 / _rate(_MCAST_RATES, arch, w_bytes, l1_alignment))
+    cycles = _TILIZE_CYCLES[arch].get((halo_dtype, out_dtype), (0, 0))[1 if fp32 else 0]
+    tilize = cycles * act_block_w * act_block_h
+    return act / 2 + max(weights, tilize) < max(act + tilize, weights)
+
+
+def conv_cbs(attrs: Conv2dAttrs, p: ConvParallel, blocks: tuple[int, int], c_pad: int, weights_height: int,
+             in_dtype: DataType, out_dtype: DataType, compute: ComputeConfig, act_shard: tuple[int, int],
+             target: OpTarget) -> list[CircularBuffer]:
+    """`get_cb_info` for a 2-D conv (in its order; CBs of zero pages are not created)."""
+    cfg, grid = attrs.config, p.grid
+    act_h, act_w = blocks
+    conv_in = DataType.FLOAT32 if in_dtype is DataType.FLOAT32 else DataType.BFLOAT16
+    weights_dtype = cfg.weights_dtype or in_dtype
+    hs = p.layout is MemoryLayout.HEIGHT_SHARDED
+    blocks_h = p.per_core_h // act_h
+    split = hs and act_h > 1 and (cfg.force_split_reader if cfg.force_split_reader is not None else split_reader_viable(
+        target.arch, act_h, c_pad, attrs.kernel[1], in_dtype, p.per_core_w * act_w, weights_dtype.tile_bytes,
+        attrs.dilation[1], act_w, compute.fp32_dest_acc_en, out_dtype, target.l1_alignment))
+    act_tiles = (act_h - act_h // 2) * act_w if split else act_h * act_w
+    act_split = (act_h // 2) * act_w if split else 0
+    weights = p.per_core_w * act_w
+    if hs and blocks_h > 1:
+        weights *= attrs.kernel[0]
+    elif cfg.enable_weights_double_buffer:
+        weights *= 2
+    blocks_w = (weights_height // TILE) // act_w
+    in0_blocks_w = blocks_w * ((ceil_div(attrs.out_channels, TILE) // p.per_core_w) if p.layout is
+                               MemoryLayout.BLOCK_SHARDED else 1)
+    packer = compute.packer_l1_acc and ((attrs.bias and in0_blocks_w > 1) or in0_blocks_w > 2)
+    partial = (DataType.FLOAT32 if compute.fp32_dest_acc_en else DataType.BFLOAT16) if packer else out_dtype
+    out_tiles = p.per_core_h * p.per_core_w
+    untilize_out = cfg.output_layout is Layout.ROW_MAJOR
+    if cfg.enable_act_double_buffer:
+        act_tiles, act_split = act_tiles * 2, act_split * 2
+    act_tile = conv_in.tile_bytes if hs else out_dtype.tile_bytes
+    row_major = act_w * 2 if p.layout is MemoryLayout.WIDTH_SHARDED else 0
+    if p.layout is MemoryLayout.BLOCK_SHARDED and conv_in is not out_dtype:
+        row_major = act_tiles
+    specs = [(0, "weights", weights, weights_dtype.tile_bytes, False),
+             (1, "matmul_partials", out_tiles, partial.tile_bytes, not untilize_out and partial is out_dtype),
+             (2, "act", act_tiles, act_tile, False), (3, "act_second_reader", act_split, act_tile, False),
+             (4, "act_tilized", act_h * act_w, out_dtype.tile_bytes, False),
+             (5, "bias", p.per_core_w if attrs.bias else 0, weights_dtype.tile_bytes, False),
+             (6, "act_row_major", row_major, conv_in.tile_bytes, False),
+             (7, "out", out_tiles, out_dtype.tile_bytes, True),
+             (8, "reader_indices", 1, p.per_core_h * TILE * 2, not cfg.config_tensors_in_dram),
+             (9, "l1_array", 1, L1_ARRAY_BYTES, False),
+             (10, "act_sharded", act_shard[0], act_shard[1] * conv_in.element_bytes, True)]
+    out: list[CircularBuffer] = []
+    for _, name, pages, page, bound in specs:
+        if pages > 0:
+            out.append(cbuf(len(out), name, pages, page, grid, globally_allocated=bound))
+    return out
+
+
+def halo_sticks(attrs: Conv2dAttrs, per_core_out: int, cores: int) -> int:
+    """`max_out_nsticks_per_core`: over the cores, the padded-input sticks from the first
+    output's window corner to the last output's far corner."""
+    (h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (attrs.input_hw, attrs.kernel, attrs.stride, attrs.padding,
+                                                      attrs.dilation)
+    oh, ow = attrs.output_hw
+    hp, wp = h + 2 * ph, w + 2 * pw
+    total = attrs.batch * oh * ow
+
+    def corner(o: int) -> int:
+        n, rem = divmod(o, oh * ow)
+        y, x = divmod(rem, ow)
+        return n * hp * wp + y * sh * wp + x * sw
+
+    most = 0
+    for c in range(cores):
+        first, last = c * per_core_out, min((c + 1) * per_core_out, total) - 1
+        if first > last:
+            continue
+        most = max(most, corner(last) + (kh - 1) * dh * wp + (kw - 1) * dw - corner(first) + 1)
+    return most
+
+
+def plan_conv2d(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
+    """ttnn.conv2d (inputs: the activation and the weights)."""
+    op = kind.value
+    x, w = req.inputs[0], req.inputs[1]
+    cfg, target = attrs.config, req.target
+    kh, kw = attrs.kernel
+    require(cfg.shard_layout is not None, op, "the automatic shard layout choice is not modelled; set "
+            "Conv2dConfig.shard_layout")
+    assert cfg.shard_layout is not None
+    require((kh, kw) != (1, 1) or attrs.stride != (1, 1) or attrs.padding != (0, 0), op,
+            "a 1x1 stride-1 unpadded conv runs as a matmul: plan it with tt_matmul")
+    require(attrs.groups == 1 or attrs.input_hw[0] != 1, op, "1-D depthwise convs are not modelled")
+    require(x.layout is Layout.ROW_MAJOR, op, "a TILE conv input (the halo's untilize path) is not modelled")
+    compute = req.compute or CONV_DEFAULT_COMPUTE
+    out_dtype = req.out.dtype or x.dtype
+    p = parallel_config(attrs, cfg.shard_layout, target)
+    c_pad = padded_in_channels(attrs, p)
+    blocks = block_config(attrs, p, c_pad)
+    # height sharded: one act block per kernel row, the weights padded alike
+    weights_height = (kh * blocks[1] * TILE if p.layout is MemoryLayout.HEIGHT_SHARDED
+                      else round_up(c_pad * kh * kw, TILE))
+    conv_in = DataType.FLOAT32 if x.dtype is DataType.FLOAT32 else DataType.BFLOAT16
+    orientation = ShardOrientation.COL_MAJOR if cfg.transpose_shards else ShardOrientation.ROW_MAJOR
+    nhw_in = attrs.batch * attrs.input_hw[0] * attrs.input_hw[1]
+    c_core = c_pad // p.cores_c
+    in_shard = ShardSpec(p.grid, (ceil_div(nhw_in, p.cores_nhw), c_core), orientation)
+    conv_input = TensorSpec((1, 1, nhw_in, c_pad), conv_in, Layout.ROW_MAJOR,
+                            MemoryConfig(BufferType.L1, p.layout, in_shard))
+    programs: list[Program] = []
+    buffers: list[DeviceBuffer] = []
+    if not x.memory.layout.sharded:
+        stick = c_pad * x.dtype.element_bytes
+        cbs = [cbuf(0, "output", in_shard.shape[0], round_up(stick, target.l1_alignment), p.grid,
+                    globally_allocated=True)]
+        if x.memory.buffer_type is BufferType.DRAM and stick % target.dram_alignment:
+            cbs.append(cbuf(1, "scratch", 1, round_up(stick, target.dram_alignment), p.grid))
+        programs.append(Program("InterleavedToShardedProgramFactory", I2S_SOURCE, p.grid, tuple(cbs)))
+        buffers.append(tensor_buffer("conv_input_sharded", BufferRole.INTERMEDIATE, conv_input, target, (0, 1)))
+    sticks = halo_sticks(attrs, p.per_core_h * TILE, p.cores_nhw)
+    halo_out = TensorSpec((1, 1, sticks * p.cores_nhw, c_pad), conv_in, Layout.ROW_MAJOR,
+                          MemoryConfig(BufferType.L1, p.layout, ShardSpec(p.grid, (sticks, c_core), orientation)))
+    stick_bytes = c_core * conv_in.element_bytes
+    halo = len(programs)
+    programs.append(Program("UntilizeWithHaloProgramFactory", HALO_SOURCE, p.grid, (
+        cbuf(0, "src", in_shard.shape[0], stick_bytes, p.grid, globally_allocated=True),
+        cbuf(1, "out", sticks, stick_bytes, p.grid, globally_allocated=True),
+        cbuf(2, "pad0", 1, stick_bytes, p.grid), cbuf(3, "pad1", 1, stick_bytes, p.grid))))
+    buffers.append(tensor_buffer("halo_output", BufferRole.INTERMEDIATE, halo_out, target, (halo, halo + 1)))
+    oh, ow = attrs.output_hw
+    out_c = round_up(attrs.out_channels, TILE * p.cores_c)
+    out_shard = ShardSpec(p.grid, (p.per_core_h * TILE, p.per_core_w * TILE), orientation)
+    conv_out = TensorSpec((1, 1, attrs.batch * oh * ow, out_c), out_dtype, cfg.output_layout,
+                          MemoryConfig(BufferType.L1, p.layout, out_shard))
+    cbs = conv_cbs(attrs, p, blocks, c_pad, weights_height, x.dtype, out_dtype, compute, (sticks, c_core), target)
+    programs.append(Program("Conv2dShardedProgramFactory", CONV_DIR + "device/conv2d_op_sharded_program_factory.cpp",
+                            p.grid, tuple(cbs)))
+    conv = len(programs) - 1
+    out = conv_out
+    if not req.out.sharded:
+        out = TensorSpec(conv_out.shape, out_dtype, cfg.output_layout, req.out.memory())
+        page = out_dtype.tile_bytes if cfg.output_layout is Layout.TILE else out_c * out_dtype.element_bytes
+        pages = p.per_core_h * p.per_core_w if cfg.output_layout is Layout.TILE else p.per_core_h * TILE
+        programs.append(Program("ShardedToInterleavedProgramFactory", S2I_SOURCE, p.grid,
+                                (cbuf(0, "input", pages, page, p.grid, globally_allocated=True),)))
+        buffers.append(tensor_buffer("conv_output_sharded", BufferRole.INTERMEDIATE, conv_out, target,
+                                     (conv, conv + 1)))
+    last = len(programs) - 1
+    buffers.append(tensor_buffer("output0", BufferRole.OUTPUT, out, target, (last, last)))
+    require(w.layout in (Layout.TILE, Layout.ROW_MAJOR), op, "weights expected")
+    return OpPlan(op, tuple(programs), (out,), tuple(buffers))
+
+
+@dataclass(frozen=True, slots=True)
+class Conv3dConfig:
+    """ttnn `Conv3dConfig`: the output block a core computes and the channel blocks
+    (0: all channels), the grid (None: the device's)."""
+
+    t_out_block: int = 1
+    h_out_block: int = 1
+    w_out_block: int = 1
+    c_out_block: int = 0
+    c_in_block: int = 0
+    grid: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Conv3dAttrs:
+    """ttnn.experimental.conv3d arguments (input [N, T, H, W, C] row-major)."""
+
+    out_channels: int
+    kernel: tuple[int, int, int]
+    stride: tuple[int, int, int] = (1, 1, 1)
+    padding: tuple[int, int, int] = (0, 0, 0)
+    dilation: tuple[int, int, int] = (1, 1, 1)
+    bias: bool = False
+    config: Conv3dConfig = Conv3dConfig()
+
+
+CONV3D_SOURCE = "ttnn/cpp/ttnn/operations/experimental/conv3d/device/conv3d_program_factory.cpp"
+#: conv3d_program_factory.cpp: the kernel-code reserve and the cap of the L1 prefetch shard
+L1_KERNEL_CODE_RESERVE, L1_PREFETCH_HARD_CAP = 200 * 1024, 500 * 1024
+
+
+def plan_conv3d(kind: OpKind, req: OpRequest, attrs: Conv3dAttrs) -> OpPlan:
+    """conv3d_program_factory.cpp `Conv3dProgramFactory::create` (2026 version): vol2col
+    rows (up to 2 x 32 patches of the tile-padded patch), one tile row of tilized
+    patches, the weight block K_t x N_t, the partials and the untilized result M_t x N_t
+    (partials float32 with fp32 accumulation over several C_in blocks, plus a zero tile),
+    the cross-core reduction and its ack tile with several C_in blocks, the bias N_t
+    tiles, and (kernel > 1 x 1 x 1, no dilation) the L1 prefetch of one block's receptive
+    field when it fits the remaining L1 (less 200 KiB for kernel code, at most 500 KiB)."""
+    op = kind.value
+    x = req.inputs[0]
+    require(len(x.shape) == 5 and x.layout is Layout.ROW_MAJOR, op, "input [N, T, H, W, C] row-major expected")
+    cfg = attrs.config
+    n, t_in, h_in, w_in, c_in = x.shape
+    (kt, kh, kw), (st, sh, sw), (pt, ph, pw), (dt, dh, dw) = attrs.kernel, attrs.stride, attrs.padding, attrs.dilation
+    t_out = (t_in + 2 * pt - dt * (kt - 1) - 1) // st + 1
+    h_out = (h_in + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    w_out = (w_in + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    padded_c_out = round_up(attrs.out_channels, TILE)
+    c_out_block = cfg.c_out_block or padded_c_out
+    c_in_block = cfg.c_in_block or c_in
+    require(c_in % c_in_block == 0 and padded_c_out % c_out_block == 0, op,
+            "channel blocks must divide the (tile-padded) channels")
+    elem, tile = x.dtype.element_bytes, x.dtype.tile_bytes
+    patch = kt * kh * kw * c_in_block
+    patches = cfg.t_out_block * cfg.h_out_block * cfg.w_out_block
+    m_t, k_t, n_t = ceil_div(patches, TILE), ceil_div(patch, TILE), ceil_div(c_out_block, TILE)
+    compute = req.compute or CONV_DEFAULT_COMPUTE
+    blocks_in = c_in // c_in_block
+    fp32_partials = compute.fp32_dest_acc_en and blocks_in > 1
+    partial = DataType.FLOAT32.tile_bytes if fp32_partials else tile
+    gx, gy = cfg.grid or req.target.grid
+    grid = CoreRange((0, 0), (gx - 1, gy - 1))
+    rm_pages = min(patches, 2 * TILE)
+    cbs = [cbuf(0, "vol2col_rm", rm_pages, round_up(patch, TILE) * elem, grid),
+           cbuf(1, "vol2col_tiled", k_t, tile, grid), cbuf(2, "weight_tiled", k_t * n_t, tile, grid),
+           cbuf(3, "matmul_interm", m_t * n_t, partial, grid), cbuf(4, "matmul_result_rm", m_t * n_t, tile, grid)]
+    if fp32_partials:
+        cbs.append(cbuf(len(cbs), "zero", 1, tile, grid))
+    if blocks_in > 1:
+        cbs += [cbuf(len(cbs), "reduction", m_t * n_t, partial, grid), cbuf(len(cbs) + 1, "worker_ack", 1, tile, grid)]
+    if attrs.bias:
+        cbs.append(cbuf(len(cbs), "bias", n_t, tile, grid))
+    usable = req.target.l1_size - req.target.l1_unreserved_base - L1_KERNEL_CODE_RESERVE
+    others = sum(cb.total_bytes for cb in cbs)
+    prefetch_max = min(usable - others, L1_PREFETCH_HARD_CAP) if others < usable else 0
+    if (kt, kh, kw) != (1, 1, 1) and (dt, dh, dw) == (1, 1, 1):
+        positions = (((cfg.t_out_block - 1) * st + kt) * ((cfg.h_out_block - 1) * sh + kh)
+                     * ((cfg.w_out_block - 1) * sw + kw))
+        if positions * c_in_block * elem <= prefetch_max:
+            cbs.append(cbuf(len(cbs), "input_shard", positions, c_in_block * elem, grid))
+    out = TensorSpec((n, t_out, h_out, w_out, attrs.out_channels), req.out.dtype or x.dtype, Layout.ROW_MAJOR,
+                     req.out.memory())
+    program = Program("Conv3dProgramFactory", CONV3D_SOURCE, grid, tuple(cbs))
+    return OpPlan(op, (program,), (out,), (tensor_buffer("output0", BufferRole.OUTPUT, out, req.target, (0, 0)),))
+
+
+def plan_halo(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
+    """The halo alone (ttnn.halo): the conv's halo program for a row-major input already
+    sharded on the conv's grid."""
+    cfg = attrs.config
+    require(cfg.shard_layout is not None, kind.value, "set Conv2dConfig.shard_layout")
+    assert cfg.shard_layout is not None
+    plan = plan_conv2d(OpKind.CONV2D, req, attrs)
+    halo = next(i for i, prog in enumerate(plan.programs) if prog.name == "UntilizeWithHaloProgramFactory")
+    halo_buf = next(b for b in plan.buffers if b.name == "halo_output")
+    assert halo_buf.spec is not None
+    out = DeviceBuffer("output0", BufferRole.OUTPUT, halo_buf.buffer_type, halo_buf.pages, halo_buf.page_bytes,
+                       halo_buf.banks, halo_buf.alignment, (0, 0), halo_buf.spec)
+    return OpPlan(kind.value, (plan.programs[halo],), (halo_buf.spec,), (out,))

@@ -1,0 +1,132 @@
+"""conv2d and halo rules (tileplan.targets.tenstorrent.ops.tt_conv) against the
+Blackhole p150b trace of TENSTORRENT-NOTES.md (h) H3 (tt-metal
+tests/ttnn/unit_tests/base_functionality/graph_l1_traces/README.md), and properties of
+the shard-grid search."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tt_ops_support import DRAM, MLIR, P150, footprint, height_sharded, row_major
+
+from tileplan.errors import InputError
+from tileplan.targets.tenstorrent.memory import MemoryLayout
+from tileplan.targets.tenstorrent.ops import plan_op
+from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest, OutputRequest
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_conv import (
+    Conv2dAttrs,
+    Conv2dConfig,
+    Conv3dAttrs,
+    Conv3dConfig,
+    divisor_with_padding,
+    halo_sticks,
+)
+
+HS = Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED)
+H3_ATTRS = Conv2dAttrs(32, 64, 1, (128, 128), (3, 3), (1, 1), (1, 1), bias=True, config=HS)
+
+
+def _h3() -> OpPlan:
+    x = row_major((1, 1, 16384, 32), DRAM)
+    w = row_major((64, 32, 3, 3), DRAM)
+    return plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest.of(height_sharded(103, 11, 10, (160, 64))), P150),
+                   H3_ATTRS)
+
+
+def test_h3_conv2d_cbs() -> None:
+    """H3: conv2d 32 -> 64, 3x3, 128x128, height sharded: conv CBs 12,288 + 18,432 +
+    12,288 + 30,720 + 4,096 + 64 = 77,888 B, the op's CB peak (peak inside
+    Conv2dDeviceOperation)."""
+    plan = _h3()
+    conv = next(p for p in plan.programs if p.name.startswith("Conv2d"))
+    unbound = [(cb.name, cb.total_bytes) for cb in conv.circular_buffers if not cb.globally_allocated]
+    assert unbound == [("weights", 12_288), ("act", 18_432), ("act_second_reader", 12_288),
+                       ("act_tilized", 30_720), ("bias", 4_096), ("l1_array", 64)]
+    assert plan.cb_peak == 77_888
+
+
+def test_h3_conv2d_grid_and_buffers() -> None:
+    """H3: 103 cores (find_closest_largest_divisor_with_num_padding_and_mult(512, 110, 1));
+    activation shard 160 sticks x 64 B = 10,240 B; halo output 424 sticks x 64 B =
+    27,136 B; conv output 20,480 B a core; the halo program's only unbound CBs are two
+    64-B padding sticks."""
+    plan = _h3()
+    sizes = {b.name: b.bytes_per_bank for b in plan.buffers}
+    assert sizes == {"conv_input_sharded": 10_240, "halo_output": 27_136, "output0": 20_480}
+    assert plan.output_bytes_per_core(0) == 20_480
+    halo = next(p for p in plan.programs if p.name.startswith("UntilizeWithHalo"))
+    assert halo.cb_bytes == 2 * 64
+    conv = next(p for p in plan.programs if p.name.startswith("Conv2d"))
+    assert conv.circular_buffers[0].core_ranges[0].cores + conv.circular_buffers[0].core_ranges[1].cores == 103
+    assert footprint(plan) == (77_888, 20_480)
+
+
+def test_halo_alone() -> None:
+    x = row_major((1, 1, 16384, 32), DRAM)
+    plan = plan_op(OpKind.HALO, OpRequest((x, row_major((64, 32, 3, 3), DRAM)), OutputRequest.of(DRAM), P150),
+                   H3_ATTRS)
+    assert footprint(plan) == (128, 27_136)
+
+
+def test_h3_divisor() -> None:
+    assert divisor_with_padding(512, 110) == 103
+
+
+@given(st.integers(1, 4096), st.integers(1, 130), st.integers(1, 8))
+def test_divisor_with_padding_pads_less_than_a_share(num: int, start: int, mult: int) -> None:
+    """find_closest_largest_divisor_with_num_padding_and_mult: the count returned is at
+    most `start` and (unless 1) pads `num` by less than one core's share."""
+    d = divisor_with_padding(num, start, mult)
+    assert 1 <= d <= start
+    padded = -(-num // (d * mult)) * d * mult
+    assert d == 1 or padded - num < padded // d
+
+
+@given(st.integers(3, 64), st.integers(3, 64), st.integers(1, 3), st.integers(1, 2), st.integers(0, 1),
+       st.integers(1, 40))
+def test_halo_holds_at_least_its_own_windows(h: int, w: int, k: int, s: int, p: int, cores: int) -> None:
+    """A core's halo shard spans at least its outputs' first window and never more than
+    the whole padded input."""
+    if (h + 2 * p - k) < 0 or (w + 2 * p - k) < 0:
+        return
+    attrs = Conv2dAttrs(8, 8, 1, (h, w), (k, k), (s, s), (p, p), config=HS)
+    oh, ow = attrs.output_hw
+    per_core = -(-oh * ow // cores)
+    sticks = halo_sticks(attrs, per_core, cores)
+    assert (k - 1) * (w + 2 * p) + k <= sticks <= (h + 2 * p) * (w + 2 * p)
+
+
+def test_conv_refuses_what_it_does_not_model() -> None:
+    x = row_major((1, 1, 16384, 32), DRAM)
+    w = row_major((64, 32, 1, 1), DRAM)
+    with pytest.raises(InputError, match="shard layout"):
+        plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest.of(DRAM), MLIR),
+                Conv2dAttrs(32, 64, 1, (128, 128), (3, 3), (1, 1), (1, 1)))
+    with pytest.raises(InputError, match="matmul"):
+        plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest.of(DRAM), MLIR),
+                Conv2dAttrs(32, 64, 1, (128, 128), (1, 1), config=HS))
+
+
+def test_conv_to_an_interleaved_output_adds_sharded_to_interleaved() -> None:
+    x = row_major((1, 1, 16384, 32), DRAM)
+    plan = plan_op(OpKind.CONV2D, OpRequest((x, row_major((64, 32, 3, 3), DRAM)), OutputRequest.of(DRAM), P150),
+                   H3_ATTRS)
+    assert [p.name for p in plan.programs][-1] == "ShardedToInterleavedProgramFactory"
+    assert plan.output_bytes_per_core(0) == 0
+
+
+def test_conv3d_cbs() -> None:
+    """conv3d_program_factory.cpp: 3x3x3 kernel, 32 -> 64 channels, a 1x1x32 output block:
+    patch 864 (27 tiles), 32 patches (1 tile row): vol2col rows 32 x 1,728 B, tilized 27,
+    weights 27 x 2 tiles, partials and result 2 tiles each, bias 2; the 3x3x34 receptive
+    field prefetched (306 positions x 64 B)."""
+    x = row_major((1, 8, 16, 32, 32), DRAM)
+    attrs = Conv3dAttrs(64, (3, 3, 3), padding=(1, 1, 1), bias=True, config=Conv3dConfig(w_out_block=32))
+    plan = plan_op(OpKind.CONV3D, OpRequest((x,), OutputRequest.of(DRAM), MLIR), attrs)
+    sizes = {cb.name: cb.total_bytes for cb in plan.programs[0].circular_buffers}
+    assert sizes == {"vol2col_rm": 32 * 1728, "vol2col_tiled": 27 * 2048, "weight_tiled": 54 * 2048,
+                     "matmul_interm": 2 * 2048, "matmul_result_rm": 2 * 2048, "bias": 2 * 2048,
+                     "input_shard": 3 * 3 * 34 * 64}
+    assert plan.outputs[0].shape == (1, 8, 16, 32, 64)
