@@ -31,9 +31,9 @@ ROOT = Path(tileplan.__file__).parent
 KNOWN: set[tuple[str, tuple[str, ...]]] = set()
 #: the packages, top to bottom (README, "How it plans")
 LAYERS = ("tileplan", "tileplan.cli", "tileplan.app", "tileplan.render", "tileplan.report", "tileplan.planner",
-          "tileplan.builtins", "tileplan.lowering", "tileplan.importers", "tileplan.ops", "tileplan.targets", "tileplan.kernel",
-          "tileplan.model", "tileplan.placement", "tileplan.ioutil", "tileplan.runtime", "tileplan.version",
-          "tileplan.errors")
+          "tileplan.builtins", "tileplan.lowering", "tileplan.importers", "tileplan.ops", "tileplan.targets",
+          "tileplan.kernel", "tileplan.model", "tileplan.placement", "tileplan.ioutil", "tileplan.runtime",
+          "tileplan.version", "tileplan.errors")
 #: the packages issue 17 redesigns: no cycle may reach them
 REDESIGNED = ("tileplan.kernel", "tileplan.ops", "tileplan.lowering", "tileplan.model", "tileplan.planner")
 

@@ -30,7 +30,7 @@ from tileplan.kernel.fragment import Fragment, Operand, StepKind, ValueKind
 from tileplan.kernel.convplan import ConvPartition
 from tileplan.kernel.gemm import GemmPartition
 from tileplan.kernel.layouts import linear_layout
-from tileplan.kernel.options import AttentionProducts, Options
+from tileplan.kernel.options import AttentionProducts, Kernels, Options
 from tileplan.model.ir import Operation
 from tileplan.model.layout import Layout, Padding
 from tileplan.model.machine import IPU21, Machine
@@ -61,7 +61,7 @@ def lower(kind: str, ins: list[tuple[tuple[int, ...], Precision]], attrs: dict[s
     op = Operation(0, 0, kind, "op", tuple(f"in{i}" for i in range(len(ins))), "op.out", (1,), precision,
                    tuple(sorted((attrs or {}).items())))
     op = replace(op, output_shape=infer_shape(op, [s for s, _ in ins]))
-    k = Kernel(machine, options, poplibs=poplibs)
+    k = Kernel(machine, options, Kernels.POPLIBS if poplibs else Kernels.REFERENCE)
     plan = REGISTRY[kind].plan(k, op, [InputInfo(s, p, spread(machine, p), False) for s, p in ins])
     chosen = {"spread": (None,) * len(ins), "wanted": plan.wanted, "rest": plan.rest}[where]
     layouts = [spread(machine, p) if w is None else w for (_, p), w in zip(ins, chosen + (None,) * len(ins))]

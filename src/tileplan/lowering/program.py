@@ -24,7 +24,7 @@ from tileplan.errors import TileplanError
 from tileplan.kernel.context import Kernel
 from tileplan.kernel.gemm import PlanningError
 from tileplan.kernel.options import Options
-from tileplan.lowering.policy import Policy, Reader
+from tileplan.lowering.policy import Policy, Reader, ValueNames
 from tileplan.lowering.replay import Compiled, StepDraft, Timeline, compile_fragment, lookup, operands, signature
 from tileplan.model.ir import Operation, Program, RepeatBlock, family_member
 from tileplan.model.layout import Layout
@@ -166,14 +166,15 @@ def reads_every_iteration(name: str, block: RepeatBlock, declared: set[str]) -> 
 
 def last_readers(program: Program, always_live: bool = False) -> dict[str, int]:
     """For each name, the index of the last operation reading it (outputs, and with
-    `always_live` the parameters and the families of them a repeat block reads: never
-    die). A view may share its input's storage, so the input lives as long as the view
-    is read: the last read of a view counts as a read of its input (transitively), and
-    a name's entry is that of the whole chain of views it belongs to."""
+    `always_live` the held tensors (`Role.held`: weights, buffers, training state) and
+    the families of them a repeat block reads: never die). A view may share its
+    input's storage, so the input lives as long as the view is read: the last read of
+    a view counts as a read of its input (transitively), and a name's entry is that of
+    the whole chain of views it belongs to."""
     last: dict[str, int] = {}
     schedule = _schedule(program)
     declared = {t.name for t in program.tensors}
-    parameters = {t.name for t in program.tensors if t.role == "parameter"} if always_live else set()
+    parameters = {t.name for t in program.tensors if t.role.held} if always_live else set()
     for op, _, block in schedule:
         for name in op.inputs:
             last[name] = op.index
@@ -264,11 +265,12 @@ def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int,
 def lower_program(program: Program, machine: Machine, policy: Policy, options: Options, replay: bool = True
                   ) -> Lowering:
     check_program(program)
-    k = Kernel(machine, options, poplibs=policy.name != "reference")
+    k = Kernel(machine, options, policy.kernels)
     plans, over_cap, failed = plan_operations(k, program)
     timeline = Timeline()
     place_tensors(k, timeline, program, plans, policy)
-    emitted = emit_steps(k, timeline, program, plans, policy.name == "reference", replay, policy.always_live)
+    emitted = emit_steps(k, timeline, program, plans, policy.names is ValueNames.REFERENCE, replay,
+                         policy.always_live)
     failed = emitted.failed or failed
     outputs = tuple(emitted.binding[name][0] for name in program.outputs if name in emitted.binding)
     return Lowering(tuple(timeline.values), tuple(timeline.steps), tuple(emitted.operations), outputs,

@@ -252,19 +252,23 @@ def exact_section(account: TileAccount, estimate_total: int | None, model: str) 
 
 
 #: the classes of a training report's values, in order (docs/report-format.md, "Classes
-#: of a training report"), and the name marks that decide them
+#: of a training report"), and the roles (by their report text) in each; any other role
+#: is in the activations and temporaries
 CLASS_ORDER = ("weights", "gradients and accumulators", "optimizer state", "stash", "activations and temporaries")
-CLASS_MARKS = (("[stash]", "stash"), ("[optimizer", "optimizer state"), ("[gradient", "gradients and accumulators"))
+CLASS_ROLES = {"weights": ("parameter", "buffer"), "gradients and accumulators": ("gradient", "accumulator"),
+               "optimizer state": ("optimizer_state", "update"), "stash": ("stash",)}
+CLASS_OF = {role: name for name, roles in CLASS_ROLES.items() for role in roles}
+#: the roles always live with the default policy: every declared tensor's but the input's
+ALWAYS_LIVE = frozenset({"parameter", "buffer", "accumulator", "optimizer_state", "stash"})
 
 
 def training_classes(ranked: Sequence[tuple[Value, int]], scratch: int) -> tuple[PeakClass, ...]:
-    """`peak_tile.classes`: the bytes of each class on the tile, always live (role
-    parameter) apart, the step's scratch with the activations and temporaries."""
+    """`peak_tile.classes`: the bytes of each class on the tile (by role, never by
+    name), always live apart, the step's scratch with the activations and temporaries."""
     sums: dict[tuple[bool, str], list[int]] = {}
     for v, b in ranked:
-        name = next((c for mark, c in CLASS_MARKS if mark in v.name),
-                    "weights" if v.role == "parameter" else "activations and temporaries")
-        entry = sums.setdefault((v.role == "parameter", name), [0, 0])
+        name = CLASS_OF.get(v.role or "", "activations and temporaries")
+        entry = sums.setdefault((v.role in ALWAYS_LIVE, name), [0, 0])
         entry[0] += b
         entry[1] += 1
     if scratch:
