@@ -97,17 +97,17 @@ def _members(name: str, block: RepeatBlock | None, declared: set[str]) -> tuple[
 
 
 def plan_operations(k: Kernel, program: Program
-                    ) -> tuple[dict[int, OpPlan], list[tuple[int, str, int]], tuple[int, str] | None]:
+                    ) -> tuple[dict[int, OpPlan[object]], list[tuple[int, str, int]], tuple[int, str] | None]:
     """Each operation's plan, the products planned over the cap (operation, name,
     temporary bytes per tile) and the operation that could not be planned, if any
     (planning stops there)."""
     declared = {t.name: t for t in program.tensors}
     layouts: dict[str, Layout] = {}
     shapes = {t.name: (t.shape, t.precision) for t in program.tensors}
-    plans: dict[int, OpPlan] = {}
+    plans: dict[int, OpPlan[object]] = {}
     over_cap: list[tuple[int, str, int]] = []
     cap = k.cap_bytes
-    memo: dict[Hashable, OpPlan] = {}
+    memo: dict[Hashable, OpPlan[object]] = {}
     names = set(declared)
     for op, _, block in _schedule(program):
         raw = []
@@ -130,7 +130,8 @@ def plan_operations(k: Kernel, program: Program
     return plans, over_cap, None
 
 
-def place_tensors(k: Kernel, timeline: Timeline, program: Program, plans: dict[int, OpPlan], policy: Policy) -> None:
+def place_tensors(k: Kernel, timeline: Timeline, program: Program, plans: dict[int, OpPlan[object]],
+                  policy: Policy) -> None:
     """The declared tensors' values, in declaration order, each resting where the
     policy puts it."""
     declared = {t.name for t in program.tensors}
@@ -214,7 +215,7 @@ class Emitted:
     binding: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
-def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int, OpPlan], reference: bool,
+def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int, OpPlan[object]], reference: bool,
                replay: bool = True, always_live: bool = False) -> Emitted:
     """Lower each operation in order into `timeline` (after the declared tensors).
     `reference`: the reference's value names. `replay`: lower each signature once
