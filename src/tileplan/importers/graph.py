@@ -273,9 +273,10 @@ class GraphBuilder:
         elif output in self.shapes:
             raise ModelError("tensor declared twice", output)
         items = tuple(sorted((k, _frozen(v)) for k, v in attrs.items())) if attrs else ()
+        asked = (kind, items, *shapes)
+        key: tuple | None = asked
         try:  # the rules are pure: a chain of a million alike operations asks each once
-            key: tuple | None = (kind, items, *shapes)
-            shape = self._shapes_of.get(key)  # type: ignore[arg-type]
+            shape = self._shapes_of.get(asked)
         except TypeError:  # an unhashable attribute
             key, shape = None, None
         if shape is None:

@@ -178,9 +178,10 @@ _SHAPES_LIMIT = 1 << 16
 def infer_shape(op: Operation, ins: list[Shape]) -> Shape:
     """The output shape the operator's rule gives for these input shapes (remembered
     for each kind, attributes and input shapes: the rules are pure)."""
-    key: tuple | None = (op.kind, op.attrs, tuple(ins))
+    asked = (op.kind, op.attrs, tuple(ins))
+    key: tuple | None = asked
     try:
-        known = _SHAPES.get(key)  # type: ignore[arg-type]
+        known = _SHAPES.get(asked)
     except TypeError:  # an unhashable attribute: computed each time
         key, known = None, None
     if known is not None:

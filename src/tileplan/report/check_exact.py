@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -254,10 +255,13 @@ def exact_section(account: TileAccount, estimate_total: int | None, model: str) 
 #: the classes of a training report's values, in order (docs/report-format.md, "Classes
 #: of a training report"), and the roles (by their report text) in each; any other role
 #: is in the activations and temporaries
-CLASS_ORDER = ("weights", "gradients and accumulators", "optimizer state", "stash", "activations and temporaries")
-CLASS_ROLES = {"weights": ("parameter", "buffer"), "gradients and accumulators": ("gradient", "accumulator"),
-               "optimizer state": ("optimizer_state", "update"), "stash": ("stash",)}
-CLASS_OF = {role: name for name, roles in CLASS_ROLES.items() for role in roles}
+Class = Literal["weights", "gradients and accumulators", "optimizer state", "stash", "activations and temporaries"]
+CLASS_ORDER: tuple[Class, ...] = ("weights", "gradients and accumulators", "optimizer state", "stash",
+                                  "activations and temporaries")
+CLASS_ROLES: dict[Class, tuple[str, ...]] = {
+    "weights": ("parameter", "buffer"), "gradients and accumulators": ("gradient", "accumulator"),
+    "optimizer state": ("optimizer_state", "update"), "stash": ("stash",)}
+CLASS_OF: dict[str, Class] = {role: name for name, roles in CLASS_ROLES.items() for role in roles}
 #: the roles always live with the default policy: every declared tensor's but the input's
 ALWAYS_LIVE = frozenset({"parameter", "buffer", "accumulator", "optimizer_state", "stash"})
 
@@ -265,16 +269,16 @@ ALWAYS_LIVE = frozenset({"parameter", "buffer", "accumulator", "optimizer_state"
 def training_classes(ranked: Sequence[tuple[Value, int]], scratch: int) -> tuple[PeakClass, ...]:
     """`peak_tile.classes`: the bytes of each class on the tile (by role, never by
     name), always live apart, the step's scratch with the activations and temporaries."""
-    sums: dict[tuple[bool, str], list[int]] = {}
+    sums: dict[tuple[bool, Class], list[int]] = {}
     for v, b in ranked:
-        name = CLASS_OF.get(v.role or "", "activations and temporaries")
+        name: Class = CLASS_OF.get(v.role or "", "activations and temporaries")
         entry = sums.setdefault((v.role in ALWAYS_LIVE, name), [0, 0])
         entry[0] += b
         entry[1] += 1
     if scratch:
         sums.setdefault((False, "activations and temporaries"), [0, 0])[0] += scratch
     rows = sorted(sums.items(), key=lambda kv: (not kv[0][0], CLASS_ORDER.index(kv[0][1])))
-    return tuple(PeakClass(name=name, always_live=live, bytes=b, values=n)  # type: ignore[arg-type]
+    return tuple(PeakClass(name=name, always_live=live, bytes=b, values=n)
                  for (live, name), (b, n) in rows)
 
 

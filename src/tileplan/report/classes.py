@@ -13,7 +13,7 @@ the held roles (`Role.held`: the default policy's rule).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from tileplan.model.role import HELD, Role
 from tileplan.model.timeline import Value
@@ -22,36 +22,37 @@ from tileplan.report.sections import PeakClass
 if TYPE_CHECKING:
     from tileplan.report.model import Report
 
+ClassName = Literal["weights", "gradients and accumulators", "optimizer state", "stash",
+                    "activations and temporaries"]
 #: the classes in the order reports list them
-CLASSES = ("weights", "gradients and accumulators", "optimizer state", "stash", "activations and temporaries")
+CLASSES: tuple[ClassName, ...] = ("weights", "gradients and accumulators", "optimizer state", "stash",
+                                  "activations and temporaries")
+OTHER: ClassName = "activations and temporaries"
+#: each role's class; a role not listed (the input, activations), or none, is OTHER
+CLASS_OF_ROLE: dict[Role, ClassName] = {
+    Role.WEIGHT: "weights", Role.BUFFER: "weights", Role.GRADIENT: "gradients and accumulators",
+    Role.ACCUMULATOR: "gradients and accumulators", Role.OPTIMIZER_STATE: "optimizer state",
+    Role.UPDATE: "optimizer state", Role.STASH: "stash"}
 
 
-#: each role's class; a role not listed (the input, activations), or none, is in
-#: "activations and temporaries"
-CLASS_OF_ROLE = {Role.WEIGHT: "weights", Role.BUFFER: "weights", Role.GRADIENT: "gradients and accumulators",
-                 Role.ACCUMULATOR: "gradients and accumulators", Role.OPTIMIZER_STATE: "optimizer state",
-                 Role.UPDATE: "optimizer state", Role.STASH: "stash"}
-
-
-def value_class(role: Role | None) -> str:
+def value_class(role: Role | None) -> ClassName:
     """The class of a value of `role` (see the module docstring)."""
-    return CLASS_OF_ROLE.get(role, "activations and temporaries") if role is not None else \
-        "activations and temporaries"
+    return OTHER if role is None else CLASS_OF_ROLE.get(role, OTHER)
 
 
 def class_rows(live: Sequence[tuple[Value, int]], scratch: int) -> tuple[PeakClass, ...]:
     """Bytes per class (always live apart) of the values live on a tile with their
     bytes there, and the step's scratch; always-live rows first, each in `CLASSES`
     order, classes with nothing left out."""
-    sums: dict[tuple[bool, str], list[int]] = {}
+    sums: dict[tuple[bool, ClassName], list[int]] = {}
     for v, b in live:
         entry = sums.setdefault((v.role in HELD, value_class(v.role)), [0, 0])
         entry[0] += b
         entry[1] += 1
     if scratch:
-        sums.setdefault((False, "activations and temporaries"), [0, 0])[0] += scratch
+        sums.setdefault((False, OTHER), [0, 0])[0] += scratch
     order = {c: k for k, c in enumerate(CLASSES)}
-    return tuple(PeakClass(name=c, always_live=a, bytes=b, values=n)  # type: ignore[arg-type]
+    return tuple(PeakClass(name=c, always_live=a, bytes=b, values=n)
                  for (a, c), (b, n) in sorted(sums.items(), key=lambda kv: (not kv[0][0], order[kv[0][1]])))
 
 
