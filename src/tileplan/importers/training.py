@@ -132,9 +132,10 @@ def gradient_names(ops: Sequence[Operation], gradients: Sequence[tuple[str, str]
             continue
         users = readers.get(o.output, [])
         if o.output in backward and users and all(u in out for u in users):
-            params = {_param_of(out[u]) for u in users}
+            params = {owner[u] for u in users}
             if len(params) == 1:
-                out[o.output] = f"{params.pop()} [gradient] {o.kind}"
+                owner[o.output] = param = params.pop()
+                out[o.output] = f"{param} [gradient] {o.kind}"
     taken: set[str] = set()
     for key in list(out):  # distinct names
         name, n = out[key], 1
@@ -145,9 +146,6 @@ def gradient_names(ops: Sequence[Operation], gradients: Sequence[tuple[str, str]
         out[key] = name
     return out
 
-
-def _param_of(name: str) -> str:
-    return name.split(" [gradient]", 1)[0]
 
 
 def build_ipu_program(joint: JointProgram, setup: TrainingSetup, plan: StagePlan, ipu: int) -> Program:

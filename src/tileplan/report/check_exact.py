@@ -25,6 +25,7 @@ import numpy as np
 
 from tileplan.model.timeline import Step, Value
 from tileplan.report.check_shards import Sharding, tile_map
+from tileplan.report.check_timeline import HELD_ROLES
 from tileplan.report.sections import (
     EXACT_COLUMNS,
     Exact,
@@ -262,8 +263,6 @@ CLASS_ROLES: dict[Class, tuple[str, ...]] = {
     "weights": ("parameter", "buffer"), "gradients and accumulators": ("gradient", "accumulator"),
     "optimizer state": ("optimizer_state", "update"), "stash": ("stash",)}
 CLASS_OF: dict[str, Class] = {role: name for name, roles in CLASS_ROLES.items() for role in roles}
-#: the roles always live with the default policy: every declared tensor's but the input's
-ALWAYS_LIVE = frozenset({"parameter", "buffer", "accumulator", "optimizer_state", "stash"})
 
 
 def training_classes(ranked: Sequence[tuple[Value, int]], scratch: int) -> tuple[PeakClass, ...]:
@@ -272,7 +271,7 @@ def training_classes(ranked: Sequence[tuple[Value, int]], scratch: int) -> tuple
     sums: dict[tuple[bool, Class], list[int]] = {}
     for v, b in ranked:
         name: Class = CLASS_OF.get(v.role or "", "activations and temporaries")
-        entry = sums.setdefault((v.role in ALWAYS_LIVE, name), [0, 0])
+        entry = sums.setdefault((v.role in HELD_ROLES, name), [0, 0])
         entry[0] += b
         entry[1] += 1
     if scratch:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from tileplan.model.info import Mode
 from tileplan.model.layout import Layout
 from tileplan.model.precision import Precision
 from tileplan.model.rows import Rows
@@ -284,7 +285,7 @@ def extras(report: Report) -> Extras:
             and stage.layers_per_ipu is not None:
         first_layer, end = stage.layers
         program = sections.program
-        mode = "training" if program is not None and program.get("mode") == "training" else "inference"
+        mode = (program.mode if program is not None else Mode.INFERENCE).value
         pipeline = (f"IPU {stage.ipu} of {stage.ipus} ({mode} pipeline): layers {first_layer} to {end - 1}; "
                     f"layers_per_ipu {list(stage.layers_per_ipu)}")
     return Extras(classes, total, reserve, over, placement, pipeline, training_classes(report))
