@@ -95,7 +95,7 @@ class Operation:
         if not self.output_shape or any(d < 1 for d in self.output_shape):
             raise ModelError(f"output shape {list(self.output_shape)}: every dimension must be >= 1",
                              f"operation {self.index} ({self.name})")
-        if self.role not in MADE:
+        if self.role is not Role.ACTIVATION and self.role not in MADE:
             raise ModelError(f"an operation makes values of role {', '.join(sorted(MADE))}, found "
                              f"{str(self.role)!r}", f"operation {self.index} ({self.name})")
         if self.layer is not None and self.layer < 0:
