@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tileplan.model.info import ModelShape, ProgramInfo
 from tileplan.model.ir import Operation, Program, Tensor
 from tileplan.model.precision import F16
+from tileplan.model.role import Role
 from tileplan.report.format import Report, from_json_text, to_json_text
 
 HOSTILE_TENSOR = "</script><script>alert(1)</script>"
@@ -20,10 +22,10 @@ HOSTILE_INPUT = "input $\\frac$ [bold]x[/bold]"  # matplotlib's mathtext, rich's
 def hostile_program() -> Program:
     """x [1, 64, 256] @ w [256, 256] where w is named `</script><script>alert(1)</script>`,
     the operation `<img src=x onerror=alert(2)>` and x `input $\\frac$ [bold]x[/bold]`."""
-    x = Tensor(0, HOSTILE_INPUT, (1, 64, 256), F16, "input")
-    w = Tensor(1, HOSTILE_TENSOR, (256, 256), F16, "parameter")
+    x = Tensor(0, HOSTILE_INPUT, (1, 64, 256), F16, Role.INPUT)
+    w = Tensor(1, HOSTILE_TENSOR, (256, 256), F16, Role.WEIGHT)
     op = Operation(2, 0, "matmul", HOSTILE_OPERATION, (HOSTILE_INPUT, HOSTILE_TENSOR), "y", (1, 64, 256), F16)
-    return Program(HOSTILE_PROGRAM, (x, w), (op,), ("y",), {"layers": 1})
+    return Program(HOSTILE_PROGRAM, (x, w), (op,), ("y",), ProgramInfo(shape=ModelShape(layers=1)))
 
 
 def write_report(report: Report, path: Path) -> Path:

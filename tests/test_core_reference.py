@@ -49,6 +49,7 @@ from tileplan.lowering.program import Lowering, lower_program
 from tileplan.model.ir import ITERATION, Operation, Program, RepeatBlock, Tensor, family_member
 from tileplan.model.machine import IPU21, Machine
 from tileplan.model.precision import F16, Precision
+from tileplan.model.role import Role
 from tileplan.builtins import siglip
 from tileplan.builtins.synthetic import SyntheticConfig, build_synthetic
 from tileplan.model.tiling import shards_of
@@ -325,7 +326,7 @@ class Nodes:
         return self.origin - 1
 
     def declare(self, name: str, shape: tuple[int, ...], precision: Precision = F16) -> str:
-        self.tensors.append(Tensor(self.node(), name, shape, precision, "parameter"))
+        self.tensors.append(Tensor(self.node(), name, shape, precision, Role.WEIGHT))
         self.shapes[name] = shape
         return name
 
@@ -447,7 +448,7 @@ def programs(draw) -> Program:
     rank = draw(st.integers(2, 3))
     shape = tuple(small(draw) for _ in range(rank - 1)) + (small(draw, 64),)
     acts = [b.declare("net.input", shape)]
-    b.b.tensors[-1] = replace(b.b.tensors[-1], role="input")
+    b.b.tensors[-1] = replace(b.b.tensors[-1], role=Role.INPUT)
     blocks = 0
     for _ in range(draw(st.integers(1, 9))):
         if draw(st.integers(0, 5)) == 0 and blocks < 2:
@@ -462,7 +463,7 @@ def programs(draw) -> Program:
         extra = draw(st.sampled_from(acts[1:-1]))
         if extra not in outputs:
             outputs.append(extra)
-    return Program("random", tuple(b.b.tensors), tuple(b.b.items), tuple(outputs), {})
+    return Program("random", tuple(b.b.tensors), tuple(b.b.items), tuple(outputs))
 
 
 def machines(tiles: int) -> Machine:

@@ -57,3 +57,28 @@ def test_the_timeline_finds_a_names_group_from_its_head_as_group_of_does(name):
     assert timeline.stem_group(name) == group_of(name)
     assert timeline.stem_group(name + ".x") == group_of(name + ".x")  # the head now kept
     assert timeline.stem_group(name + ".y") == group_of(name + ".y")
+
+
+def test_the_policy_says_whose_kernels_and_names_the_lowering_uses():
+    """The kernel choice and the naming are the policy's fields, not its name: a policy
+    with the reference's names and PopLibs' kernels names as the reference and plans
+    matmuls as poplin does."""
+    from tileplan.builtins import siglip
+    from tileplan.kernel.options import Kernels, Options
+    from tileplan.lowering.policy import DefaultPolicy, ValueNames, policy
+    from tileplan.lowering.program import lower_program
+    from tileplan.model.machine import IPU21
+
+    assert (policy("default").kernels, policy("default").names) == (Kernels.POPLIBS, ValueNames.DESCRIPTIVE)
+    assert (policy("reference").kernels, policy("reference").names) == (Kernels.REFERENCE, ValueNames.REFERENCE)
+
+    class Renamed(DefaultPolicy):
+        name = "renamed"
+        names = ValueNames.REFERENCE
+
+    program = siglip.build_vit(siglip.config("siglip-base-patch16-224", layers=1), F16)
+    lowered = lower_program(program, IPU21, Renamed(), Options())
+    made = [v.name for v in lowered.values[lowered.declared:]]
+    assert made and all(n.startswith("operation ") for n in made if "[" not in n)
+    assert any(s.operation.startswith("Matmul {") for s in lowered.steps)  # poplin's kernel, not a Gemm
+    assert not any(s.operation.startswith("Gemm ") for s in lowered.steps)

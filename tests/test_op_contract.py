@@ -30,12 +30,16 @@ from tileplan.kernel.fragment import Fragment, Operand, StepKind, ValueKind
 from tileplan.kernel.convplan import ConvPartition
 from tileplan.kernel.gemm import GemmPartition
 from tileplan.kernel.layouts import linear_layout
-from tileplan.kernel.options import AttentionProducts, Options
+from tileplan.kernel.options import AttentionProducts, Kernels, Options
 from tileplan.model.ir import Operation
 from tileplan.model.layout import Layout, Padding
 from tileplan.model.machine import IPU21, Machine
 from tileplan.model.precision import F16, Precision
 from tileplan.ops import REGISTRY, InputInfo, OpPlan, infer_dtype, infer_shape
+from tileplan.ops.attention import AttentionGrid, SdpaGrid
+from tileplan.ops.conv import GROUPED, GroupedConvolution
+from tileplan.ops.elementwise import Broadcast
+from tileplan.ops.matmul import BATCHED, BatchedProduct
 
 TILES4 = replace(IPU21, name="tiles4", tile_count=4)
 TILE1 = replace(IPU21, name="tile1", tile_count=1)
@@ -61,7 +65,7 @@ def lower(kind: str, ins: list[tuple[tuple[int, ...], Precision]], attrs: dict[s
     op = Operation(0, 0, kind, "op", tuple(f"in{i}" for i in range(len(ins))), "op.out", (1,), precision,
                    tuple(sorted((attrs or {}).items())))
     op = replace(op, output_shape=infer_shape(op, [s for s, _ in ins]))
-    k = Kernel(machine, options, poplibs=poplibs)
+    k = Kernel(machine, options, Kernels.POPLIBS if poplibs else Kernels.REFERENCE)
     plan = REGISTRY[kind].plan(k, op, [InputInfo(s, p, spread(machine, p), False) for s, p in ins])
     chosen = {"spread": (None,) * len(ins), "wanted": plan.wanted, "rest": plan.rest}[where]
     layouts = [spread(machine, p) if w is None else w for (_, p), w in zip(ins, chosen + (None,) * len(ins))]
@@ -457,3 +461,27 @@ def test_every_lowering_states_its_scratch_and_every_step_kind_is_a_text_head():
     silent = sorted({e.lower.__qualname__ for e in REGISTRY.values() if "cratch" not in (e.lower.__doc__ or "")})
     assert silent == []
     assert len({k.value for k in StepKind}) == len(StepKind)
+
+
+def test_each_plan_carries_its_operators_detail_typed():
+    """`OpPlan[D]`: a plan's detail is its operator's typed value (no strings), the one
+    its lowering reads."""
+    plan, _ = lower("matmul", [((2, 16, 64), F16), ((2, 64, 8), F16)])
+    assert plan.detail is BATCHED and isinstance(plan.detail, BatchedProduct)
+    plan, _ = lower("matmul", [((1, 16, 64), F16), ((64, 2), F16)])
+    assert isinstance(plan.detail, ConvPartition)
+    plan, _ = lower("matmul", [((1, 16, 64), F16), ((64, 2), F16)], poplibs=False)
+    assert isinstance(plan.detail, GemmPartition)
+    plan, _ = lower("conv", [((1, 2, 4, 4), F16), ((2, 1, 3, 3), F16)], {"groups": 2, "pads": (1, 1, 1, 1)},
+                    poplibs=False)
+    assert plan.detail is GROUPED and isinstance(plan.detail, GroupedConvolution)
+    plan, _ = lower("conv", [((1, 2, 4, 4), F16), ((2, 1, 3, 3), F16)], {"groups": 2, "pads": (1, 1, 1, 1)})
+    assert isinstance(plan.detail, ConvPartition)
+    plan, _ = lower("add", [((1, 8, 16), F16), ((16,), F16)])
+    assert plan.detail == Broadcast(lead=0, gathered=(1,))  # the bias received: x rests linearly
+    plan, _ = lower("attention", [((1, 8, 24), F16)], {"heads": 2})
+    assert isinstance(plan.detail, AttentionGrid) and plan.detail.heads == 2
+    plan, _ = lower("sdpa", [((1, 2, 8, 4), F16), ((1, 2, 8, 4), F16), ((1, 2, 8, 4), F16)])
+    assert isinstance(plan.detail, SdpaGrid) and plan.detail.heads == 2
+    plan, _ = lower("layernorm", [((1, 8, 16), F16), ((16,), F16), ((16,), F16)])
+    assert plan.detail is None

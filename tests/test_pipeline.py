@@ -60,7 +60,8 @@ def test_stages_hold_their_own_layers_and_receive_the_residual_stream():
     assert received == [["vit.image.patches"], ["vit.encoder.layer1.mlp.residual.out [received]"],
                         ["vit.encoder.layer4.mlp.residual.out [received]"]]
     assert [s.outputs for s in stages[:2]] == [("vit.encoder.layer{i}.mlp.residual.out",)] * 2  # the send buffers
-    assert [s.options["pipeline"]["layers"] for s in stages] == [[0, 2], [2, 5], [5, 6]]
+    assert [s.info.pipeline.layers for s in stages if s.info.pipeline] == [(0, 2), (2, 5), (5, 6)]
+    assert [s.info.pipeline.ipu for s in stages if s.info.pipeline] == [0, 1, 2]
 
 
 def test_so400m_with_f16_weights_needs_two_ipus_and_each_report_checks():

@@ -224,7 +224,7 @@ HOSTILE = [
     (("timeline", "steps", "usage_standard"), lambda n, s: [-5] * s,
      r"timeline\.steps\.usage_standard\[0\]: expected an integer in \[0, \d+\] or null, found -5"),
     (("timeline", "tables", "roles"), lambda n, s: ["boss"],
-     r"timeline\.tables\.roles\[0\]: role must be input, parameter or intermediate"),
+     r"timeline\.tables\.roles\[0\]: role must be one of input, parameter, buffer, .*, found \"boss\""),
     (("timeline", "tables", "layouts", 0), lambda n, s: "Layout { order",
      r"timeline\.tables\.layouts\[0\]: layout: expected"),
     (("timeline", "values", "id"), lambda n, s: [7] * n, r"timeline\.values\.id: value id 7 appears twice"),

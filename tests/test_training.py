@@ -62,9 +62,10 @@ def test_a_qa_head_trains_on_one_ipu_with_adamw_state_always_live(qa, tmp_path, 
     weight = "bert.encoder.layer.0.attention.self.query.weight"
     for state in ("first moment", "second moment"):  # PopTorch's defaults: FP32 moments, declared: always live
         v = names[f"{weight} [optimizer {state}]"]
-        assert (v["role"], v["precision"], v["shape"]) == ("parameter", "F32", [64, 64])
+        assert (v["role"], v["precision"], v["shape"]) == ("optimizer_state", "F32", [64, 64])
     assert not any("[gradient accumulator]" in n for n in names)  # no accumulation on one IPU by default
-    assert f"{weight} [gradient]" in names and names[f"{weight} [gradient]"]["role"] == "intermediate"
+    assert f"{weight} [gradient]" in names and names[f"{weight} [gradient]"]["role"] == "gradient"
+    assert names[weight]["role"] == "parameter" and names[f"{weight} [optimizer update]"]["role"] == "update"
     classes = doc["verdict"]["peak_tile"]["classes"]
     assert {(c["name"], c["always_live"]) for c in classes} >= {("weights", True), ("optimizer state", True)}
     out = capsys.readouterr().out
@@ -83,15 +84,15 @@ def test_accumulation_sharding_and_offchip_state(qa, tmp_path):
                "--replication-factor", "2", "--replicated-tensor-sharding", name="a.json")
     names = {v["name"]: v for v in values(doc)}
     acc = names[f"{weight} [gradient accumulator]"]
-    assert (acc["role"], acc["precision"], acc["shape"]) == ("parameter", "F16", [64, 128])
+    assert (acc["role"], acc["precision"], acc["shape"]) == ("accumulator", "F16", [64, 128])
     first, second = names[f"{weight} [optimizer first moment]"], names[f"{weight} [optimizer second moment]"]
     assert (first["precision"], second["precision"]) == ("F16", "F32")  # optimum-graphcore's trainer
     assert first["shape"] == second["shape"] == [64 * 128 // 2]  # a shard of each of the 2 replicas
     doc = plan(qa, tmp_path, "--optimizer", "lamb", "--optimizer-state-offchip", name="o.json")
     names = {v["name"]: v for v in values(doc)}
-    assert not any(v["role"] == "parameter" and "[optimizer" in n for n, v in names.items())
+    assert not any(v["role"] == "optimizer_state" for v in names.values())
     loaded = names[f"{weight} [optimizer update] first moment loaded"]  # live at its update only
-    assert loaded["role"] == "intermediate" and loaded["precision"] == "F32"
+    assert loaded["role"] == "update" and loaded["precision"] == "F32"
 
 
 
@@ -122,7 +123,7 @@ def test_a_pipeline_stashes_each_ipus_inputs_2n_minus_1_minus_i_deep(qa, tmp_pat
         assert doc["program"]["gradient_accumulation"] == 5  # 2N - 1 with N = 3, PopART's least
         assert doc["program"]["recompute"] == "pipeline"  # PopTorch's default over several IPUs
         assert doc["pipeline"]["layers_per_ipu"] == [1, 1, 2]
-        stashes = [v for v in values(doc) if v["name"].endswith("[stash]")]
+        stashes = [v for v in values(doc) if v["role"] == "stash"]
         depths.append(sorted({v["shape"][0] for v in stashes}))
         if ipu == 1:  # what IPU 1 receives: layer 0's output (and the attention mask)
             assert "bert.encoder.layer.0.output.LayerNorm.layernorm [stash]" in {v["name"] for v in stashes}
@@ -139,7 +140,7 @@ def test_every_layer_recomputation_checkpoints_layer_outputs(qa, tmp_path):
     plan(qa, tmp_path, "--layers-per-ipu", "2,2", "--recompute", "every-layer", name="e.json")
     first = report(tmp_path / "e.ipu0.json")
     doc = first
-    stashed = {v["name"] for v in values(first) if v["name"].endswith("[stash]")}
+    stashed = {v["name"] for v in values(first) if v["role"] == "stash"}
     # IPU 0 recomputes the embeddings from the token ids and layer 1 from layer 0's output
     assert stashed == {"input_ids [stash]", "bert.encoder.layer.0.output.LayerNorm.layernorm [stash]"}
     assert any(v["name"].endswith("[recomputed]") for v in values(first))

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tileplan.model.info import Mode
 from tileplan.model.timeline import StepTable
 from tileplan.planner.placed import placement_verdict
 from tileplan.planner.plan import Plan
 from tileplan.app.build_exact import exact_section, peak_tile_section
+from tileplan.report.program_info import pipeline_section, program_entries
 from tileplan.report.model import PeakFigures, Report
 from tileplan.report.sections import (
     AvailableMemoryProportion,
@@ -23,7 +25,6 @@ from tileplan.report.sections import (
     NonTensor,
     NonTensorCounts,
     Operations,
-    Pipeline,
     PlacedTile,
     Placement,
     PlacementSkipped,
@@ -61,9 +62,10 @@ def build_report(plan: Plan) -> Report:
     m = plan.machine
     p = plan.peaks
     spans = operation_steps(plan.steps)
-    options = plan.program.options
+    info = plan.program.info
+    training = info.mode is Mode.TRAINING
     sections: list[Section] = [
-        Program.of(plan.program.name, m.name, plan.policy, {k: v for k, v in options.items() if k != "pipeline"}),
+        Program.of(plan.program.name, m.name, plan.policy, program_entries(info)),
         Operations(rows=tuple((o.index, o.origin, o.name, o.kind, o.execution_count, *spans[o.index])
                               for o in plan.operations if o.index in spans)),
     ]
@@ -74,7 +76,7 @@ def build_report(plan: Plan) -> Report:
             exceeded=tuple(CapExceeded(operation=i, name=name, temporary_bytes=b) for i, name, b in plan.over_cap),
             note=CAP_TEXT))
     if plan.steps:
-        nt = plan.non_tensor(outlined=options.get("mode") == "training")
+        nt = plan.non_tensor(outlined=training)
         sections.append(NonTensor(
             vertex_code=nt.vertex_code, vertex_state=nt.vertex_state, exchange_code=nt.exchange_code,
             control_code=nt.control_code, stack=nt.stack, total=nt.total, reserve=m.support_reserve_bytes,
@@ -100,14 +102,15 @@ def build_report(plan: Plan) -> Report:
             tile=ps.tile, buffers=ps.buffers, limit=ps.limit,
             reason=f"tile {ps.tile} holds {ps.buffers} buffers, more than the {ps.limit} placed per tile in a plan; "
                    "the verdict is by bytes (place the tile's buffers with `tileplan place`)"))
-    if "pipeline" in options:  # one stage of a pipeline over several IPUs
-        sections.append(Pipeline.from_json(options["pipeline"], "pipeline"))
+    pipeline = pipeline_section(info)
+    if pipeline is not None:  # one stage of a pipeline over several IPUs
+        sections.append(pipeline)
     verdict = verdict_section(plan.steps, p, plan.verdict, m.budget_bytes, m.interleaved_budget_bytes,
                               plan.exchange_bytes, plan.exact)
     if plan.exact is not None:
         sections.append(exact_section(plan.exact, p.total))
         verdict = verdict.with_peak_tile(peak_tile_section(plan.values, plan.steps, plan.shards, plan.exact,
-                                                           options.get("mode") == "training"))
+                                                           training))
     sections.append(verdict)
     if plan.rejected_operation is not None:
         index, name, reason = plan.rejected_operation

@@ -18,6 +18,7 @@ from tileplan.lowering.policy import policy
 from tileplan.app.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
 from tileplan.builtins import siglip, synthetic
 from tileplan.importers.graph import Graph
+from tileplan.model.info import ModelShape, ProgramInfo
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
 from tileplan.model.precision import Precision, from_option
@@ -158,6 +159,12 @@ class PlanRequest:
                             self.kv_cache)
 
     @property
+    def model_shape(self) -> ModelShape:
+        """The shape knobs the request gives (None where it leaves the model's own)."""
+        return ModelShape(batch=self.batch, sequence_length=self.sequence_length, image_size=self.image_size,
+                          layers=self.layers, kv_cache=self.kv_cache)
+
+    @property
     def imported(self) -> bool:
         """True for models that come through an importer's graph (ONNX, .pt2, a
         non-SigLIP Hugging Face config, `synthetic:N`); False for the built-in towers
@@ -236,15 +243,10 @@ class PlanRequest:
             if self.unroll or not self.map_head:
                 raise InputError(f"{option('unroll')} and {option('no_map_head')} are for the built-in towers",
                                  self.model)
-            shapes = {k: getattr(self, k) for k in ("batch", "sequence_length", "image_size", "layers", "kv_cache")
-                      if getattr(self, k) is not None}
             graph = self.graph()
-            if graph.architecture is not None:
-                shapes["architecture"] = graph.architecture
-            if graph.notes:
-                shapes["note"] = "; ".join(graph.notes)
-            return graph.to_program(from_option(self.weights), from_option(self.activations),
-                                    options={"source": self.model, **shapes})
+            info = ProgramInfo(source=self.model, architecture=graph.architecture, shape=self.model_shape,
+                               notes=graph.notes)
+            return graph.to_program(from_option(self.weights), from_option(self.activations), info)
         if self.kv_cache is not None:
             raise InputError(f"{option('kv_cache')} is for decoders; a built-in tower is an encoder", self.model)
         if self.sequence_length is not None:
@@ -285,8 +287,7 @@ class PlanRequest:
         target, layout = machine(self.machine), policy(self.policy)
 
         def run(stage: Program) -> Plan:
-            stage_of = stage.options.get("pipeline")
-            ipu = stage_of.get("ipu", 0) if isinstance(stage_of, dict) else 0
+            ipu = stage.info.pipeline.ipu if stage.info.pipeline is not None else 0
             return plan_program(stage, target, layout, self.options_for(ipu))
 
         if self.training is not None:

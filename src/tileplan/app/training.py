@@ -36,17 +36,18 @@ from typing import Any, Callable
 
 from tileplan.errors import InputError, ModelError
 from tileplan.importers.joint import JointGraph, joint_graph
-from tileplan.importers.training import OPTIMIZERS, RECOMPUTE, JointProgram, TrainingSetup, ipu_program
+from tileplan.importers.training import JointProgram, ipu_program
 from tileplan.importers.training_stages import find_layers
 from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json
+from tileplan.model.info import ModelShape, ProgramInfo, Serialization
 from tileplan.model.ir import Program
 from tileplan.model.precision import F16, F32, from_option
+from tileplan.model.training import OPTIMIZERS, PRESETS, RECOMPUTE, TrainingSetup
 from tileplan.planner.pipeline import Pipeline, expand_layers_per_ipu
 from tileplan.planner.plan import Plan
 from tileplan.planner.training import fewest_training_ipus, plan_training_pipeline
 from tileplan.runtime import library_output_captured
 
-PRESETS = ("poptorch", "optimum")
 #: the precisions PopTorch's optimizers take for their accumulator and moments
 STATE_TYPES = ("f16", "f32")
 #: PopTorch's optimizer arguments for the state's precisions (`TrainingOptions`)
@@ -158,7 +159,7 @@ class TrainingOptions:
             optimizer_state_offchip=self.optimizer_state_offchip, replication_factor=self.replication_factor,
             replicated_tensor_sharding=self.replicated_tensor_sharding,
             embedding_splits_per_ipu=self.embedding_splits() if stages > 1 else None,
-            weight_decay=0.0 if self.weight_decay is None and half else self.weight_decay)
+            weight_decay=0.0 if self.weight_decay is None and half else self.weight_decay, preset=self.optimizer_preset)
 
     def command(self) -> list[str]:
         """The `tileplan plan` flags that ask for exactly this, each value quoted for a
@@ -375,7 +376,7 @@ def joint_from_module(module: Any, example_inputs: tuple[Any, ...], name: str | 
 
 def joint_program(request: Any) -> JointProgram:
     """The joint program of a request (a `PlanRequest` with `training` and its
-    precisions decided), its options the report's `program` entries; made once per
+    precisions decided), its info where the model came from and how it was built; made once per
     request and model file version (each IPU of a pipeline, each position `--ipus
     auto` tries, reads it)."""
     from tileplan.app.sources import locate
@@ -393,17 +394,12 @@ def _joint_program(request: Any, stamp: int) -> JointProgram:
     joint, _, architecture = import_joint(request.model, request.batch, request.sequence_length,
                                           request.image_size, request.layers, options.embedding_factor,
                                           options.projection_serialization_factor)
-    extra: dict[str, object] = {"source": request.model, "architecture": architecture,
-                                **{k: getattr(request, k) for k in ("batch", "sequence_length", "image_size", "layers")
-                                   if getattr(request, k) is not None}}
-    if options.embedding_factor > 1:
-        extra["embedding_serialization_factor"] = options.embedding_factor
-    if options.serialized_embedding_splits_per_ipu is not None:
-        extra["serialized_embedding_splits_per_ipu"] = options.serialized_embedding_splits_per_ipu
-    if options.projection_serialization_factor > 1:
-        extra["projection_serialization_factor"] = options.projection_serialization_factor
-    extra["optimizer_preset"] = options.optimizer_preset
-    return JointProgram.of(joint, from_option(request.weights), from_option(request.activations), extra)
+    info = ProgramInfo(source=request.model, architecture=architecture,
+                       shape=ModelShape(batch=request.batch, sequence_length=request.sequence_length,
+                                        image_size=request.image_size, layers=request.layers),
+                       serialization=Serialization(options.embedding_factor, options.embedding_splits(),
+                                                   options.projection_serialization_factor))
+    return JointProgram.of(joint, from_option(request.weights), from_option(request.activations), info)
 
 
 def training_program(request: Any, counts: tuple[int, ...] | None = None, ipu: int = 0) -> Program:

@@ -16,8 +16,10 @@ from dataclasses import dataclass, replace
 from tileplan.errors import InputError
 from tileplan.importers.graph import Graph, GraphBuilder
 from tileplan.importers.hf_config import read_vision_config
+from tileplan.model.info import ModelShape, ProgramInfo
 from tileplan.model.ir import ITERATION, Program, family_member
 from tileplan.model.precision import F16, Precision
+from tileplan.model.role import Role
 
 
 #: the largest dimensions a tower may have: beyond them a config is a typo or hostile
@@ -114,8 +116,8 @@ class _Tower:
     def __init__(self, name: str) -> None:
         self.b = GraphBuilder(name, origins="declared")
 
-    def declare(self, name: str, shape: tuple[int, ...], role: str = "parameter") -> str:
-        if role == "input":
+    def declare(self, name: str, shape: tuple[int, ...], role: Role = Role.WEIGHT) -> str:
+        if role is Role.INPUT:
             return self.b.input(name, shape, "float")
         return self.b.parameter(name, shape, "float")
 
@@ -149,7 +151,7 @@ def vit_graph(cfg: ViTConfig) -> Graph:
     t = _Tower(cfg.name)
     D, F, S, B = cfg.hidden, cfg.mlp, cfg.tokens, cfg.batch
 
-    patches = t.declare("vit.image.patches", (B, S, cfg.patch_dim), role="input")
+    patches = t.declare("vit.image.patches", (B, S, cfg.patch_dim), role=Role.INPUT)
     w = t.declare("vit.embedding.weight", (cfg.patch_dim, D))
     bias = t.declare("vit.embedding.bias", (1, 1, D))
     x = t.op("matmul", "vit.embedding", (patches, w))
@@ -211,11 +213,7 @@ def build_vit(cfg: ViTConfig, weights: Precision, unroll: bool = False, activati
     same, in the same order, either way; only the operations differ (unrolled: every
     step runs once, operations named per layer and numbered in execution order).
     """
-    options: dict[str, object] = {"layers": cfg.layers, "map_head": cfg.map_head}
-    if cfg.batch != 1:  # like a repr, the options omit the default
-        options["batch"] = cfg.batch
-    if unroll:  # like a repr, the options omit the default (a repeat block)
-        options["unroll"] = True
-    if activations != F16:  # like a repr, the options omit the default
-        options["activations"] = activations.to_text()
-    return vit_graph(cfg).to_program(weights, activations, options=options, repeat=not unroll)
+    info = ProgramInfo(  # like a repr, the info omits the defaults: batch 1, a repeat block, F16 activations
+        shape=ModelShape(layers=cfg.layers, batch=cfg.batch if cfg.batch != 1 else None), map_head=cfg.map_head,
+        unroll=unroll, activations=activations if activations != F16 else None)
+    return vit_graph(cfg).to_program(weights, activations, info, repeat=not unroll)

@@ -54,6 +54,7 @@ from tileplan.importers.graph import Graph, GraphBuilder
 from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.lowering.program import lower_program
+from tileplan.model.info import ProgramInfo, SyntheticSize
 from tileplan.model.ir import Program
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import F16, Precision
@@ -133,8 +134,8 @@ def build_synthetic(cfg: SyntheticConfig, weights: Precision = F16) -> Program:
     """The chain of `cfg` as a program, its weights in `weights` (vectors F16); a
     million operations' objects built with the cyclic collector paused."""
     program = synthetic_graph(cfg).to_program(
-        weights, options={"values": cfg.values, "rows": cfg.rows, "hidden": cfg.hidden, "mlp": cfg.mlp,
-                          "shared": cfg.shared}, repeat=False)
+        weights, info=ProgramInfo(synthetic=SyntheticSize(cfg.values, cfg.rows, cfg.hidden, cfg.mlp, cfg.shared)),
+        repeat=False)
     assert graph_values(program) == cfg.values, (graph_values(program), cfg.values)
     return program
 
@@ -156,27 +157,28 @@ def _block_operation(b: GraphBuilder, j: int, x: str, h: str, cfg: SyntheticConf
     p = f"synthetic.shared{block % cfg.shared}"
     at = f"synthetic.layer{block}"
     if step == 0:
-        return _op(b, "layernorm", f"{at}.norm", (x, f"{p}.norm.scale", f"{p}.norm.bias"), _NORM)
+        return _op(b, block, "layernorm", f"{at}.norm", (x, f"{p}.norm.scale", f"{p}.norm.bias"), _NORM)
     if step == 1:
-        return _op(b, "matmul", f"{at}.mlp.up", (x, f"{p}.mlp.up.weight"))
+        return _op(b, block, "matmul", f"{at}.mlp.up", (x, f"{p}.mlp.up.weight"))
     if step == 2:
-        return _op(b, "add", f"{at}.mlp.up.bias_add", (x, f"{p}.mlp.up.bias"))
+        return _op(b, block, "add", f"{at}.mlp.up.bias_add", (x, f"{p}.mlp.up.bias"))
     if step == 3:
-        return _op(b, "gelu", f"{at}.mlp.gelu", (x,), _GELU)
+        return _op(b, block, "gelu", f"{at}.mlp.gelu", (x,), _GELU)
     if step == 4:
-        return _op(b, "matmul", f"{at}.mlp.down", (x, f"{p}.mlp.down.weight"))
+        return _op(b, block, "matmul", f"{at}.mlp.down", (x, f"{p}.mlp.down.weight"))
     if step == 5:
-        return _op(b, "add", f"{at}.mlp.down.bias_add", (x, f"{p}.mlp.down.bias"))
-    return _op(b, "add", f"{at}.residual", (h, x))
+        return _op(b, block, "add", f"{at}.mlp.down.bias_add", (x, f"{p}.mlp.down.bias"))
+    return _op(b, block, "add", f"{at}.residual", (h, x))
 
 
 _NORM = {"eps": 1e-6}
 _GELU = {"approximate": "tanh"}
 
 
-def _op(b: GraphBuilder, kind: str, name: str, inputs: tuple[str, ...], attrs: Mapping[str, object] | None = None
-        ) -> str:
-    return b.op(kind, inputs, attrs, name=name, output=f"{name}.out")
+def _op(b: GraphBuilder, layer: int, kind: str, name: str, inputs: tuple[str, ...],
+        attrs: Mapping[str, object] | None = None) -> str:
+    """Operation `name` of block `layer` (each block of the chain is one layer)."""
+    return b.op(kind, inputs, attrs, name=name, output=f"{name}.out", layer=layer)
 
 
 # The named model: `synthetic:N`, about N timeline values ------------------------------

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from tileplan.model.timeline import Step, Value
 from tileplan.check.shards import Sharding, tile_map
+from tileplan.check.timeline import HELD_ROLES
 from tileplan.report.sections import (
     EXACT_COLUMNS,
     Exact,
@@ -252,25 +254,30 @@ def exact_section(account: TileAccount, estimate_total: int | None, model: str) 
 
 
 #: the classes of a training report's values, in order (docs/report-format.md, "Classes
-#: of a training report"), and the name marks that decide them
-CLASS_ORDER = ("weights", "gradients and accumulators", "optimizer state", "stash", "activations and temporaries")
-CLASS_MARKS = (("[stash]", "stash"), ("[optimizer", "optimizer state"), ("[gradient", "gradients and accumulators"))
+#: of a training report"), and the roles (by their report text) in each; any other role
+#: is in the activations and temporaries
+Class = Literal["weights", "gradients and accumulators", "optimizer state", "stash", "activations and temporaries"]
+CLASS_ORDER: tuple[Class, ...] = ("weights", "gradients and accumulators", "optimizer state", "stash",
+                                  "activations and temporaries")
+CLASS_ROLES: dict[Class, tuple[str, ...]] = {
+    "weights": ("parameter", "buffer"), "gradients and accumulators": ("gradient", "accumulator"),
+    "optimizer state": ("optimizer_state", "update"), "stash": ("stash",)}
+CLASS_OF: dict[str, Class] = {role: name for name, roles in CLASS_ROLES.items() for role in roles}
 
 
 def training_classes(ranked: Sequence[tuple[Value, int]], scratch: int) -> tuple[PeakClass, ...]:
-    """`peak_tile.classes`: the bytes of each class on the tile, always live (role
-    parameter) apart, the step's scratch with the activations and temporaries."""
-    sums: dict[tuple[bool, str], list[int]] = {}
+    """`peak_tile.classes`: the bytes of each class on the tile (by role, never by
+    name), always live apart, the step's scratch with the activations and temporaries."""
+    sums: dict[tuple[bool, Class], list[int]] = {}
     for v, b in ranked:
-        name = next((c for mark, c in CLASS_MARKS if mark in v.name),
-                    "weights" if v.role == "parameter" else "activations and temporaries")
-        entry = sums.setdefault((v.role == "parameter", name), [0, 0])
+        name: Class = CLASS_OF.get(v.role or "", "activations and temporaries")
+        entry = sums.setdefault((v.role in HELD_ROLES, name), [0, 0])
         entry[0] += b
         entry[1] += 1
     if scratch:
         sums.setdefault((False, "activations and temporaries"), [0, 0])[0] += scratch
     rows = sorted(sums.items(), key=lambda kv: (not kv[0][0], CLASS_ORDER.index(kv[0][1])))
-    return tuple(PeakClass(name=name, always_live=live, bytes=b, values=n)  # type: ignore[arg-type]
+    return tuple(PeakClass(name=name, always_live=live, bytes=b, values=n)
                  for (live, name), (b, n) in rows)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from tileplan.check.result import CheckResult, section_of
 from tileplan.check.timeline import StepColumns, exchanges
+from tileplan.model.info import Mode
 from tileplan.report.model import Report
 from tileplan.report.sections import NonTensor, NonTensorCounts
 
@@ -23,8 +24,8 @@ def non_tensor(report: Report, result: CheckResult, cols: StepColumns) -> NonTen
     distinct text judged once; in a training report also counted once, as PopART
     outlines the layers); its note is taken as written (prose)."""
     uses = np.bincount(cols.operation, minlength=len(cols.texts)).tolist() if cols.n else [0] * len(cols.texts)
-    program = report.extra.get("program")
-    if isinstance(program, dict) and program.get("mode") == "training":  # outlined: each distinct text once
+    written = report.sections.program
+    if written is not None and written.mode is Mode.TRAINING:  # outlined: each distinct text once
         uses = [min(1, n) for n in uses]
     texts = [(op, n) for op, n in zip(cols.texts, uses) if n]
     program = [(op, n) for op, n in texts if not op.startswith("View ")]

@@ -58,8 +58,15 @@ class ValueColumns:
     storage_group: list[int]
     interleaved: np.ndarray
     resident: np.ndarray
-    #: the parameters (weights, buffers, constants): always live with the default policy
+    #: the held tensors (weights, buffers, constants, training state): always live with
+    #: the default policy
     parameter: np.ndarray
+
+
+#: the roles (by their report text) of declared tensors, live from step 0, and of those
+#: held for the whole program with the default policy: all but the input
+DECLARED_ROLES = frozenset({"input", "parameter", "buffer", "accumulator", "optimizer_state", "stash"})
+HELD_ROLES = DECLARED_ROLES - {"input"}
 
 
 def value_columns(values: Sequence[Value]) -> ValueColumns:
@@ -69,9 +76,9 @@ def value_columns(values: Sequence[Value]) -> ValueColumns:
         interleaved[id(layout)] = layout.memory_class.usage_key == "interleaved"
     return ValueColumns(list(map(attrgetter("storage_group"), values)),
                         np.fromiter((interleaved[id(x)] for x in layouts), dtype=bool, count=len(values)),
-                        np.fromiter((r == "input" or r == "parameter" for r in map(attrgetter("role"), values)),
+                        np.fromiter((r in DECLARED_ROLES for r in map(attrgetter("role"), values)),
                                     dtype=bool, count=len(values)),
-                        np.fromiter((r == "parameter" for r in map(attrgetter("role"), values)),
+                        np.fromiter((r in HELD_ROLES for r in map(attrgetter("role"), values)),
                                     dtype=bool, count=len(values)))
 
 

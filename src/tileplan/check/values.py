@@ -123,9 +123,10 @@ def check_values(report: Report, result: CheckResult, positions: Mapping[int, in
 
 def check_live_sets(report: Report, runs: LiveRuns, vc: ValueColumns, g: Groups, result: CheckResult) -> None:
     """Each `live` ascending with each id once; each value live in one run of steps
-    (its live range), at least one; declared tensors (role input or parameter) from
-    step 0; the members of a storage group that own their data (root = id) hold it one
-    after another, each from the step where the previous one is last live."""
+    (its live range), at least one; declared tensors (a declared role: input,
+    parameter, buffer or training state) from step 0; the members of a storage group
+    that own their data (root = id) hold it one after another, each from the step
+    where the previous one is last live."""
     values = report.values
     for step, message in runs.unordered:
         result.add("disagree", f"timeline.steps[{step}].live", message)
@@ -144,15 +145,15 @@ def check_live_sets(report: Report, runs: LiveRuns, vc: ValueColumns, g: Groups,
             gap = int(runs.last[k]) + 1
             result.add("disagree", place, f"live in steps {first[i]} to {last[i]} but not in step {gap}; "
                                           "a value is live in one run of steps")
-        if v.resident and first[i] != 0:
+        if vc.resident[i] and first[i] != 0:
             result.add("disagree", place, f"a declared tensor ({v.role}) first live in step {first[i]}; "
                                           "expected step 0")
     if report.scope == "program" and first.size and not reference_policy(report):
         end = int(last.max())
         for i in np.flatnonzero(vc.parameter & (first >= 0) & (last != end)).tolist()[:8]:
             result.add("disagree", f"timeline.values[{i}] ({text(values[i].name)})",
-                       f"a parameter last live in step {last[i]}; with the default policy a parameter is always "
-                       f"live, to the last step ({end})")
+                       f"a {values[i].role} last live in step {last[i]}; with the default policy a declared "
+                       f"tensor other than the input is always live, to the last step ({end})")
     members: dict[int, list[int]] = {}
     firsts, lasts = first.tolist(), last.tolist()
     live = first >= 0

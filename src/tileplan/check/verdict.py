@@ -12,6 +12,7 @@ from typing import Literal
 
 import numpy as np
 
+from tileplan.model.info import Mode
 from tileplan.model.timeline import REGIONS, Step, Value
 from tileplan.check.exact import TileAccount, TileBytes, ValueKinds, account_tiles, exact_section
 from tileplan.check.exact import peak_tile_section
@@ -211,8 +212,8 @@ def peak_tile(report: Report, result: CheckResult, account: TileAccount, tiles: 
         reported = stated[i].precision if i < len(stated) else ""
         return reported or v.precision.to_text()
 
-    program = report.extra.get("program")
-    training = isinstance(program, dict) and program.get("mode") == "training"
+    program = report.sections.program
+    training = program is not None and program.mode is Mode.TRAINING
     return peak_tile_section(at, runs.pos[cover].tolist(), account, tiles, precision, training)
 
 

@@ -28,7 +28,7 @@ from tileplan.planner.pipeline import MAX_IPUS, Pipeline
 from tileplan.app.ipuconfig import read_ipu_config
 from tileplan.app.request import DEFAULT_PROPORTION, WEIGHTS_GRAMMAR, PlanRequest
 from tileplan.app.training import PRESETS as OPTIMIZER_PRESETS, STATE_TYPE_OPTIONS, STATE_TYPES, TrainingOptions
-from tileplan.importers.training import OPTIMIZERS, RECOMPUTE
+from tileplan.model.training import OPTIMIZERS, RECOMPUTE
 from tileplan.app.sweep import KNOBS, expand, run_sweep
 from tileplan.render.terminal import render_headline, render_stage, render_sweep
 from tileplan.app.build import build_report

@@ -4,7 +4,10 @@ An importer (torch.export, ONNX, the built-in towers of `tileplan.builtins`) cal
 `GraphBuilder`: `input`, `parameter` and `op` (an operator of `tileplan.ops` by name,
 its inputs and attributes; the output's shape comes from the operator's shape rule,
 so an importer never states shapes it could get wrong), `repeat` (alike layers run as
-one repeat block, `importers.repeats`) and `output`. Element types are classes
+one repeat block, `importers.repeats`) and `output`. Each operation carries the model
+layer it belongs to (`GraphOp.layer`): the layers of `repeat` (a built-in tower's) or
+those a built-in states, else (an importer's graph) the layers its module paths name
+(`number_layers`). Element types are classes
 (`float`, `int`, `bool`), not precisions: `Graph.to_program` assigns those, so one
 import serves every `--weights` choice. `build` runs small named passes that take a
 graph and return a graph: `fold_aliases` (clone, contiguous, dropout: nothing),
@@ -22,9 +25,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from tileplan.errors import ModelError
-from tileplan.importers.repeats import Block, Repeat, find_repeats
+from tileplan.importers.repeats import Block, Repeat, find_repeats, layer_key
+from tileplan.model.info import ProgramInfo
 from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, RepeatBlock, Tensor, family_member
 from tileplan.model.precision import F16, F32, Precision
+from tileplan.model.role import Role
 from tileplan.ops import REGISTRY, infer_dtype, infer_shape
 from tileplan.ops.base import broadcast_shapes
 from tileplan.ops.elementwise import BINARY
@@ -41,14 +46,16 @@ class GraphTensor:
     name: str
     shape: tuple[int, ...]
     dtype: str
-    role: str  # "input" | "parameter" | "buffer" (state that is not trained: resident like a parameter)
+    #: `INPUT`, `WEIGHT` or `BUFFER` (state that is not trained: held like a weight)
+    role: Role
 
 
 class GraphOp(NamedTuple):
     """One operation: `name` is what people read (the module path and what it does),
-    `output` the tensor it makes. Immutable; a named tuple rather than a frozen
-    dataclass because a synthetic chain makes a million of them, five times faster
-    (`GraphOp._replace` makes a changed copy)."""
+    `output` the tensor it makes, `layer` the model layer it belongs to
+    (`Operation.layer`; None outside the layers). Immutable; a named tuple rather than
+    a frozen dataclass because a synthetic chain makes a million of them, five times
+    faster (`GraphOp._replace` makes a changed copy)."""
 
     kind: str
     name: str
@@ -58,6 +65,7 @@ class GraphOp(NamedTuple):
     dtype: str
     attrs: tuple[tuple[str, Any], ...]
     module: str | None
+    layer: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,21 +94,22 @@ class Graph:
     #: shape operands taken from its value_info); the report's `program.note`
     notes: tuple[str, ...] = ()
 
-    def to_program(self, weights: Precision, activations: Precision = F16,
-                   options: Mapping[str, object] | None = None, repeat: bool = True) -> Program:
+    def to_program(self, weights: Precision, activations: Precision = F16, info: ProgramInfo | None = None,
+                   repeat: bool = True) -> Program:
         """The program with precisions: parameters read (possibly through views) as a
         matmul's or convolution's weights take `weights`, other floating parameters and
         every floating activation `activations`; integers I32, booleans Bool. With
         `repeat`, layers that repeat (`repeats`) become one repeat block each. Origins
-        number the tensors, then the operations; or every node as declared (`order`)."""
+        number the tensors, then the operations; or every node as declared (`order`).
+        `info` is what the program says about itself, its `weights` set here."""
         weight_params = weight_parameters(self)
         runs = self.repeats() if repeat else []
         origins = self._origins(runs)
         base = len(self.tensors)  # without `order`, operation k is node base + k
         precision = {"float": activations, "int": INT, "bool": BOOL}
         tensors = [Tensor(origins[t.name] if origins else k, t.name, t.shape,
-                          weights if t.name in weight_params else precision[t.dtype],
-                          "input" if t.role == "input" else "parameter") for k, t in enumerate(self.tensors)]
+                          weights if t.name in weight_params else precision[t.dtype], t.role)
+                   for k, t in enumerate(self.tensors)]
         items: list[Operation | RepeatBlock] = []
         renamed: dict[str, str] = {}
         index, at = 0, 0
@@ -109,7 +118,7 @@ class Graph:
             for o in self.ops[at:stop]:
                 inputs = tuple(renamed.get(i, i) for i in o.inputs) if renamed else o.inputs
                 items.append(Operation(origins[o.output] if origins else base + index, index, o.kind, o.name, inputs,
-                                       o.output, o.shape, precision[o.dtype], o.attrs, o.module))
+                                       o.output, o.shape, precision[o.dtype], o.attrs, o.module, o.layer))
                 index += 1
             if run is None:
                 break
@@ -117,7 +126,7 @@ class Graph:
             made = {o.output for o in layer0}
             body = tuple(Operation(origins[o.output] if origins else base + k, k, o.kind, run.template(o.name),
                                    tuple(run.body_input(i, renamed, made) for i in o.inputs), run.template(o.output),
-                                   o.shape, precision[o.dtype], o.attrs, o.module)
+                                   o.shape, precision[o.dtype], o.attrs, o.module, o.layer)
                          for k, o in enumerate(layer0, start=index))
             index += len(body)
             last = self.ops[run.start + (run.count - 1) * run.length + run.carried]
@@ -128,8 +137,8 @@ class Graph:
             renamed[last.output] = carried_out
             at = run.start + run.count * run.length
         outputs = tuple(renamed.get(o, o) for o in self.outputs)
-        opts: dict[str, object] = {"weights": weights.to_text(), **(options or {})}
-        return Program(self.name, tuple(tensors), tuple(items), outputs, opts)
+        return Program(self.name, tuple(tensors), tuple(items), outputs,
+                       replace(info or ProgramInfo(), weights=weights))
 
     def repeats(self) -> list[Repeat]:
         """The runs of alike layers that become repeat blocks: the builder's (`blocks`),
@@ -158,14 +167,14 @@ class Graph:
 
     @property
     def parameter_count(self) -> int:
-        return sum(math.prod(t.shape) for t in self.tensors if t.role == "parameter")
+        return sum(math.prod(t.shape) for t in self.tensors if t.role is Role.WEIGHT)
 
 
 def weight_parameters(graph: Graph) -> set[str]:
     """Floating parameters read as an operator's weights (`OpDef.weight_inputs`: a
     matmul's or convolution's), directly or through views."""
     source = {o.output: o.inputs[0] for o in graph.ops if REGISTRY[o.kind].view}
-    floats = {t.name for t in graph.tensors if t.role != "input" and t.dtype == "float"}
+    floats = {t.name for t in graph.tensors if t.role is not Role.INPUT and t.dtype == "float"}
     out = set()
     for o in graph.ops:
         for read in (o.inputs[p] for p in REGISTRY[o.kind].weight_inputs if p < len(o.inputs)):
@@ -199,6 +208,10 @@ class GraphBuilder:
         self._shapes_of: dict[tuple, tuple[int, ...]] = {}
         self._dtypes_of: dict[tuple, str] = {}
         self._order: list[str] | None = [] if origins == "declared" else None
+        #: the layer the operations being added belong to (inside `repeat`), and the
+        #: layers the repeat blocks so far ran
+        self._layer: int | None = None
+        self._layers = 0
         #: elements of each floating precision the importer declared, parameters and
         #: inputs apart (`note_precision`)
         self.float_elements: dict[tuple[bool, str], int] = {}
@@ -208,7 +221,7 @@ class GraphBuilder:
         "F16"): the graph's `float_precision` is the precision of most parameter
         elements, else of most input elements."""
         t = next(t for t in reversed(self.tensors) if t.name == name)
-        key = (t.role == "input", precision)
+        key = (t.role is Role.INPUT, precision)
         self.float_elements[key] = self.float_elements.get(key, 0) + math.prod(t.shape)
 
     def _float_precision(self) -> str | None:
@@ -218,7 +231,7 @@ class GraphBuilder:
                 return max(sorted(counts), key=counts.__getitem__)
         return None
 
-    def _declare(self, name: str, shape: Sequence[int], dtype: str, role: str) -> str:
+    def _declare(self, name: str, shape: Sequence[int], dtype: str, role: Role) -> str:
         shape = _shape(shape, name)
         if dtype not in DTYPES:
             raise ModelError(f"element type {dtype!r}: expected one of {', '.join(DTYPES)}", name)
@@ -231,12 +244,12 @@ class GraphBuilder:
         return name
 
     def input(self, name: str, shape: Sequence[int], dtype: str) -> str:
-        return self._declare(name, shape, dtype, "input")
+        return self._declare(name, shape, dtype, Role.INPUT)
 
     def parameter(self, name: str, shape: Sequence[int], dtype: str, buffer: bool = False) -> str:
         """A parameter, or with `buffer` state that is not trained (running statistics,
         position ids, constants): resident all the same."""
-        return self._declare(name, shape, dtype, "buffer" if buffer else "parameter")
+        return self._declare(name, shape, dtype, Role.BUFFER if buffer else Role.WEIGHT)
 
     def unique(self, name: str) -> str:
         """`name`, or `name:2`, `name:3`, ... when it is taken."""
@@ -244,10 +257,12 @@ class GraphBuilder:
         return name if n == 1 else f"{name}:{n}"
 
     def op(self, kind: str, inputs: Sequence[str], attrs: Mapping[str, Any] | None = None, *, name: str,
-           module: str | None = None, dtype: str | None = None, output: str | None = None) -> str:
+           module: str | None = None, dtype: str | None = None, output: str | None = None,
+           layer: int | None = None) -> str:
         """Add an operation; returns its output tensor's name: `output`, or by default
         the operation's own (`name`, made unique). `dtype` defaults to what the
-        operator's dtype rule gives (`tileplan.ops.infer_dtype`)."""
+        operator's dtype rule gives (`tileplan.ops.infer_dtype`). `layer`: the model
+        layer it belongs to, when the builder knows it (inside `repeat`: that layer)."""
         try:
             shapes = [self.shapes[i] for i in inputs]
         except KeyError as e:
@@ -258,9 +273,10 @@ class GraphBuilder:
         elif output in self.shapes:
             raise ModelError("tensor declared twice", output)
         items = tuple(sorted((k, _frozen(v)) for k, v in attrs.items())) if attrs else ()
+        asked = (kind, items, *shapes)
+        key: tuple | None = asked
         try:  # the rules are pure: a chain of a million alike operations asks each once
-            key: tuple | None = (kind, items, *shapes)
-            shape = self._shapes_of.get(key)  # type: ignore[arg-type]
+            shape = self._shapes_of.get(asked)
         except TypeError:  # an unhashable attribute
             key, shape = None, None
         if shape is None:
@@ -277,7 +293,8 @@ class GraphBuilder:
                 dtype = infer_dtype(probe, list(classes))
                 if dkey is not None:
                     self._dtypes_of[dkey] = dtype
-        self.ops.append(GraphOp(kind, label, tuple(inputs), output, shape, dtype, items, module))
+        self.ops.append(GraphOp(kind, label, tuple(inputs), output, shape, dtype, items, module,
+                                self._layer if layer is None else layer))
         self.shapes[output], self.dtypes[output] = shape, dtype
         if self._order is not None:
             self._order.append(output)
@@ -294,9 +311,14 @@ class GraphBuilder:
             raise ModelError(f"repeat count must be >= 1, found {count}", name)
         start, carried_in = len(self.ops), x
         length, carried = 0, 0
+        first_layer = self._layers
         for i in range(count):
             before = len(self.ops)
-            x = body(family_member(layer, i), x)
+            self._layer = first_layer + i  # the model's layers, counted over every block
+            try:
+                x = body(family_member(layer, i), x)
+            finally:
+                self._layer = None
             made = len(self.ops) - before
             if i == 0:
                 length = made
@@ -306,6 +328,7 @@ class GraphBuilder:
             elif made != length:
                 raise ModelError(f"layer {i} adds {made} operations, layer 0 {length}: layers must be alike", name)
         self.blocks.append(Block(name, layer, count, length, self.ops[start].output, carried, carried_in))
+        self._layers += count
         return x
 
     def output(self, name: str) -> None:
@@ -315,9 +338,10 @@ class GraphBuilder:
             self.outputs.append(name)
 
     def build(self) -> Graph:
-        inputs = [t for t in self.tensors if t.role == "input"]
-        params = [t for t in self.tensors if t.role != "input"]
-        graph = Graph(self.name, (*inputs, *params), tuple(self.ops), tuple(self.outputs),
+        inputs = [t for t in self.tensors if t.role is Role.INPUT]
+        params = [t for t in self.tensors if t.role is not Role.INPUT]
+        ops = self.ops if any(o.layer is not None for o in self.ops) else number_layers(self.ops)
+        graph = Graph(self.name, (*inputs, *params), tuple(ops), tuple(self.outputs),
                       tuple(self._order or ()), tuple(self.blocks), self._float_precision())
         kinds = {o.kind for o in graph.ops}
         if "softmax" in kinds:  # unread operations (an exporter's NaN guard) are not readers to the fusion
@@ -330,6 +354,22 @@ class GraphBuilder:
             raise ModelError("the model computes nothing from its inputs (no operation reaches an output)",
                              self.name)
         return graph
+
+
+def number_layers(ops: Sequence[GraphOp]) -> list[GraphOp]:
+    """Each operation with the model layer its module path names (an importer's graph,
+    whose builder states none): the entries of the model's module lists
+    (`repeats.layer_key`: `bert.encoder.layer.3.attention` -> layer 3 of
+    `bert.encoder.layer`), numbered from 0 in the order they first run, a second
+    list's after the first's (T5's decoder blocks after its encoder's); None for an
+    operation outside them (embeddings, the head)."""
+    number: dict[tuple[str, int], int] = {}
+    out = []
+    for o in ops:
+        key = layer_key(o.module)
+        layer = None if key is None else number.setdefault(key, len(number))
+        out.append(o._replace(layer=layer) if layer is not None else o)
+    return out
 
 
 def _shape(shape: Iterable[int], name: str) -> tuple[int, ...]:
@@ -389,7 +429,7 @@ def fold_parameter_transposes(graph: Graph) -> Graph:
     for o in graph.ops:
         for i in set(o.inputs):
             readers.setdefault(i, []).append(o)
-    params = {t.name: t for t in graph.tensors if t.role != "input"}
+    params = {t.name: t for t in graph.tensors if t.role is not Role.INPUT}
     names: dict[str, str] = {}
     shapes: dict[str, tuple[int, ...]] = {}
     for name in params:
@@ -497,7 +537,7 @@ def fuse_attention(graph: Graph) -> Graph:
         else:
             k = _fresh(f"{kt} [k]", taken)
             made.append(GraphOp("transpose", k, (kt,), k, tuple(shape[kt][d] for d in swap), first.dtype,
-                                (("perm", swap),), first.module))
+                                (("perm", swap),), first.module, first.layer))
             shape[k] = made[-1].shape
         label = _fresh(f"{out.module}.attention" if out.module else f"{out.name}.attention", taken)
         ins = (q, k, v) if mask is None else (q, k, v, mask)
@@ -510,7 +550,7 @@ def fuse_attention(graph: Graph) -> Graph:
                 continue
         except ModelError:
             continue
-        made.append(GraphOp("sdpa", label, ins, out.output, out.shape, out.dtype, attrs, out.module))
+        made.append(GraphOp("sdpa", label, ins, out.output, out.shape, out.dtype, attrs, out.module, out.layer))
         dropped.update({producer[name], i, after[0], *chain})
         replaced[after[0]] = made
     if not replaced:
@@ -541,7 +581,7 @@ def prune(graph: Graph) -> Graph:
         if o.output in needed:
             kept.append(o)
             needed.update(o.inputs)
-    tensors = tuple(t for t in graph.tensors if t.name in needed or t.role == "input")
+    tensors = tuple(t for t in graph.tensors if t.name in needed or t.role is Role.INPUT)
     return replace(graph, tensors=tensors, ops=tuple(reversed(kept)))
 
 

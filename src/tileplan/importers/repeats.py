@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Mapping
 from tileplan.model.ir import ITERATION, family_member
 
 if TYPE_CHECKING:
-    from tileplan.importers.graph import Graph, GraphOp
+    from tileplan.importers.graph import Graph
 
 #: the first numeric component of a module path: `model.layers.5.mlp` -> (`model.layers`, 5)
 _LAYER = re.compile(r"^(?P<prefix>(?:[^.]+\.)*?[^.]+)\.(?P<index>\d+)(?=\.|$)")
@@ -90,8 +90,10 @@ class Block:
         return run
 
 
-def _layer_of(op: GraphOp) -> tuple[str, int] | None:
-    m = _LAYER.match(op.module or "")
+def layer_key(module: str | None) -> tuple[str, int] | None:
+    """The module list and entry a module path is in: its first numeric component
+    (`model.layers.5.mlp` -> (`model.layers`, 5)); None when it has none."""
+    m = _LAYER.match(module or "")
     return (m.group("prefix"), int(m.group("index"))) if m else None
 
 
@@ -102,7 +104,7 @@ def find_repeats(graph: Graph) -> list[Repeat]:
     layer index, one tensor carried from each layer to the next, and nothing else a
     layer makes read outside it."""
     ops = graph.ops
-    keys = [_layer_of(o) for o in ops]
+    keys = [layer_key(o.module) for o in ops]
     groups: list[tuple[tuple[str, int] | None, int, int]] = []  # key, start, length
     for i, key in enumerate(keys):
         if groups and groups[-1][0] == key:

@@ -6,7 +6,8 @@ forward and backward program (`JointProgram`, flat: one operation per layer's
 operation, as the joint graph has them) and a `TrainingSetup` (docs/notes/TRAINING-NOTES.md
 section 7):
 
-* Weights, buffers and every state tensor are declared parameters: always live.
+* Weights, buffers and every state tensor are declared, each with its role
+  (`tileplan.model.role`: accumulators, optimizer state, stashes): always live.
   With gradient accumulation (`gradient_accumulation` > 1, which pipelining forces)
   each trained parameter has an accumulator `<param> [gradient accumulator]` in the
   accumulator precision, laid out as its gradient, and the gradient is added into it
@@ -18,7 +19,10 @@ section 7):
   or, with replicated tensor sharding over R replicas, a flat shard of ceil(n / R)
   elements; off chip it is loaded by the update only (`optimizer_update`).
 * The operations that make a parameter's gradient are named `<param> [gradient]`
-  (the gradient itself) and `<param> [gradient] <kind>` (what only feeds it).
+  (the gradient itself) and `<param> [gradient] <kind>` (what only feeds it), and so
+  are the accumulation and the reshape of a gradient: their role is `GRADIENT`; the
+  weight update's (`<param> [optimizer update]`) is `UPDATE`. Names are for people:
+  what a value is comes from its role, never from its name.
 * Recomputation (`recompute` "pipeline" or "every-layer"): the forward operations
   before the head are run again in the backward pass, just before the first backward
   operation that needs them, from the stage's inputs and checkpoints (every-layer:
@@ -39,93 +43,13 @@ from typing import Any, Mapping, Sequence
 from tileplan.errors import InputError
 from tileplan.importers.joint import JointGraph
 from tileplan.importers.training_stages import StagePlan
+from tileplan.model.info import ProgramInfo
 from tileplan.model.ir import Operation, Program, Tensor
 from tileplan.model.precision import F32, Precision
+from tileplan.model.role import Role
+from tileplan.model.training import TrainingSetup
 from tileplan.ops import infer_shape
 from tileplan.ops.training import UPDATER_TERM
-
-OPTIMIZERS = ("sgd", "sgd-momentum", "adam", "adamw", "lamb")
-RECOMPUTE = ("none", "pipeline", "every-layer")
-#: each optimizer's state tensors besides the weight, and which precision each takes
-STATE = {"sgd": (), "sgd-momentum": (("velocity", "first"),),
-         "adam": (("first moment", "first"), ("second moment", "second")),
-         "adamw": (("first moment", "first"), ("second moment", "second")),
-         "lamb": (("first moment", "first"), ("second moment", "second"))}
-
-
-@dataclass(frozen=True, slots=True)
-class TrainingSetup:
-    """How a model is trained (docs/notes/TRAINING-NOTES.md section 7, "Inputs the planner
-    needs"): the optimizer and the precisions of its accumulator and first and second
-    moments (or velocity), gradient accumulation, recomputation, where the optimizer
-    state lives, replication and replicated tensor sharding."""
-
-    optimizer: str = "adamw"
-    accumulator: Precision = F32
-    first_order: Precision = F32
-    second_order: Precision = F32
-    gradient_accumulation: int = 1
-    recompute: str = "none"
-    optimizer_state_offchip: bool = False
-    replication_factor: int = 1
-    replicated_tensor_sharding: bool = False
-    #: the IPU of each split of a serialised embedding, as optimum-graphcore's
-    #: `serialized_embedding_splits_per_ipu` (None: every split on IPU 0)
-    embedding_splits_per_ipu: tuple[int, ...] | None = None
-    #: the weight decay marked constant (`variable_attrs.markAsConstant("weight_decay")`,
-    #: as Graphcore's examples and optimum-graphcore's trainer mark it), applied to the
-    #: weights of more than one dimension (their biases and norm weights take none);
-    #: None: PopTorch's default, a variable decay on every weight
-    weight_decay: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.optimizer not in OPTIMIZERS:
-            raise InputError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, found {self.optimizer!r}")
-        if self.recompute not in RECOMPUTE:
-            raise InputError(f"--recompute must be one of {', '.join(RECOMPUTE)}, found {self.recompute!r}")
-        for key in ("gradient_accumulation", "replication_factor"):
-            value = getattr(self, key)
-            if not 1 <= value <= 1 << 20:
-                raise InputError(f"--{key.replace('_', '-')} must be in [1, 2^20], found {value}")
-        for p in (self.accumulator, self.first_order, self.second_order):
-            if p.name not in ("F16", "F32"):
-                raise InputError(f"optimizer state is F16 or F32 (PopTorch's accum_type and momentum types), "
-                                 f"found {p.to_text()}")
-
-    @property
-    def accumulates(self) -> bool:
-        return self.gradient_accumulation > 1
-
-    def updater(self, weight: Tensor) -> Precision:
-        """The precision of Adam's and LAMB's updater term for `weight`: PopART makes
-        the weight an input of its AdamUpdaterOp, whose output then takes the weight's
-        type, only for a decay that is variable or above 0 (willow/src/patterns/
-        adamdecompose.cpp); else the output takes the first moment's type
-        (willow/src/op/adamupdater.cpp, `AdamUpdaterOp::setup`)."""
-        decays = self.weight_decay is None or (self.weight_decay > 0 and len(weight.shape) > 1)
-        return weight.precision if decays else self.first_order
-
-    @property
-    def shards(self) -> int:
-        """The replicas the optimizer state is split over (1: not split)."""
-        return self.replication_factor if self.replicated_tensor_sharding and self.replication_factor > 1 else 1
-
-    def state(self) -> tuple[tuple[str, Precision], ...]:
-        """(label, precision) of each state tensor of a trained parameter."""
-        return tuple((label, self.first_order if which == "first" else self.second_order)
-                     for label, which in STATE[self.optimizer])
-
-    def options(self) -> dict[str, object]:
-        """The report's `program` entries that say how the program trains."""
-        return {"mode": "training", "optimizer": self.optimizer,
-                "accumulator_precision": self.accumulator.to_text(),
-                "first_order_precision": self.first_order.to_text(),
-                "second_order_precision": self.second_order.to_text(),
-                "gradient_accumulation": self.gradient_accumulation, "recompute": self.recompute,
-                "optimizer_state_offchip": self.optimizer_state_offchip,
-                "replication_factor": self.replication_factor,
-                "replicated_tensor_sharding": self.replicated_tensor_sharding}
-
 
 @dataclass(frozen=True, slots=True)
 class JointProgram:
@@ -140,11 +64,11 @@ class JointProgram:
 
     @staticmethod
     def of(joint: JointGraph, weights: Precision, activations: Precision,
-           options: Mapping[str, object] | None = None) -> "JointProgram":
+           info: ProgramInfo | None = None) -> "JointProgram":
         if weights != activations:
             raise InputError(f"training keeps weights and gradients in one precision (PopART's Adam requires it): "
                              f"--weights {weights.to_text()} and --activations {activations.to_text()} differ")
-        program = joint.graph.to_program(weights, activations, options, repeat=False)
+        program = joint.graph.to_program(weights, activations, info, repeat=False)
         program = replace(program, outputs=(joint.loss,))
         return JointProgram(program, joint.gradients, joint.backward, joint.loss)
 
@@ -167,16 +91,17 @@ class _Emitter:
         return op.output
 
     def new(self, kind: str, name: str, inputs: Sequence[str], precision: Precision | None = None,
-            attrs: Mapping[str, Any] | None = None, module: str | None = None) -> str:
+            attrs: Mapping[str, Any] | None = None, *, layer: int | None = None,
+            role: Role = Role.ACTIVATION) -> str:
         items = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in (attrs or {}).items()))
         output = self.fresh(name)
-        probe = Operation(0, 0, kind, output, tuple(inputs), output, (1,), F32, items, module)
+        probe = Operation(0, 0, kind, output, tuple(inputs), output, (1,), F32, items, None, layer, role)
         shape = infer_shape(probe, [self.shapes[i][0] for i in inputs])
         if precision is None:
             precision = self.shapes[inputs[0]][1]
         return self.add(replace(probe, output_shape=shape, output_precision=precision))
 
-    def declare(self, name: str, shape: tuple[int, ...], precision: Precision, role: str = "parameter") -> str:
+    def declare(self, name: str, shape: tuple[int, ...], precision: Precision, role: Role) -> str:
         self.extra.append(Tensor(0, name, shape, precision, role))
         self.shapes[name] = (shape, precision)
         self.names.add(name)
@@ -207,9 +132,10 @@ def gradient_names(ops: Sequence[Operation], gradients: Sequence[tuple[str, str]
             continue
         users = readers.get(o.output, [])
         if o.output in backward and users and all(u in out for u in users):
-            params = {_param_of(out[u]) for u in users}
+            params = {owner[u] for u in users}
             if len(params) == 1:
-                out[o.output] = f"{params.pop()} [gradient] {o.kind}"
+                owner[o.output] = param = params.pop()
+                out[o.output] = f"{param} [gradient] {o.kind}"
     taken: set[str] = set()
     for key in list(out):  # distinct names
         name, n = out[key], 1
@@ -220,9 +146,6 @@ def gradient_names(ops: Sequence[Operation], gradients: Sequence[tuple[str, str]
         out[key] = name
     return out
 
-
-def _param_of(name: str) -> str:
-    return name.split(" [gradient]", 1)[0]
 
 
 def build_ipu_program(joint: JointProgram, setup: TrainingSetup, plan: StagePlan, ipu: int) -> Program:
@@ -257,10 +180,13 @@ def build_ipu_program(joint: JointProgram, setup: TrainingSetup, plan: StagePlan
     clones: dict[str, str] = {}
     stash_of: dict[str, str] = {}
 
+    def layer_of(x: str) -> int | None:
+        return producer[x].layer if x in producer else None
+
     def receive(x: str) -> str:
         if x not in received:
             shape, precision = e.shapes[x]
-            received[x] = e.new("receive", f"{x} [received]", (), precision, {"shape": shape})
+            received[x] = e.new("receive", f"{x} [received]", (), precision, {"shape": shape}, layer=layer_of(x))
             if x in stashed:
                 stash(x, received[x])
         return received[x]
@@ -268,9 +194,9 @@ def build_ipu_program(joint: JointProgram, setup: TrainingSetup, plan: StagePlan
     def stash(x: str, value: str) -> None:
         shape, precision = e.shapes[value]
         depth = plan.depth_of(x, ipu)
-        s = e.declare(e.fresh(f"{x} [stash]"), (depth, *shape), precision)
+        s = e.declare(e.fresh(f"{x} [stash]"), (depth, *shape), precision, Role.STASH)
         stash_of[x] = s
-        e.new("stash", f"{x} [stashed]", (value, s), precision)
+        e.new("stash", f"{x} [stashed]", (value, s), precision, layer=layer_of(x))
 
     def forward_input(x: str) -> str:
         if x in where and where[x] != ipu:
@@ -283,7 +209,7 @@ def build_ipu_program(joint: JointProgram, setup: TrainingSetup, plan: StagePlan
             return clone(x)
         if x in stash_of:
             if x not in restored:
-                restored[x] = e.new("restore", f"{x} [restored]", (stash_of[x],))
+                restored[x] = e.new("restore", f"{x} [restored]", (stash_of[x],), layer=layer_of(x))
             return restored[x]
         if x in where and where[x] != ipu:
             return receive(x)
@@ -299,29 +225,31 @@ def build_ipu_program(joint: JointProgram, setup: TrainingSetup, plan: StagePlan
 
     def finish(o: Operation, out: str) -> None:
         if readers_elsewhere.get(o.output):
-            e.new("send", f"{o.output} [sent]", (out,))
+            e.new("send", f"{o.output} [sent]", (out,), layer=o.layer)
         if o.output in stashed:
             stash(o.output, out)
         if o.output in grads:
-            gradient(grads[o.output], out)
+            gradient(grads[o.output], out, o.layer)
 
-    accumulators: dict[str, str] = {}
+    accumulators: dict[str, tuple[str, int | None]] = {}
 
-    def gradient(param: str, g: str) -> None:
+    def gradient(param: str, g: str, layer: int | None) -> None:
         t = declared[param]
         if setup.accumulates:
-            acc = e.declare(f"{param} [gradient accumulator]", t.shape, setup.accumulator)
-            accumulators[param] = e.new("accumulate", f"{param} [gradient accumulation]", (e_reshaped(g, t), acc),
-                                        setup.accumulator)
+            acc = e.declare(f"{param} [gradient accumulator]", t.shape, setup.accumulator, Role.ACCUMULATOR)
+            accumulators[param] = (e.new("accumulate", f"{param} [gradient accumulation]",
+                                         (e_reshaped(g, t, layer), acc), setup.accumulator, layer=layer,
+                                         role=Role.GRADIENT), layer)
         else:
-            update(param, e_reshaped(g, t))
+            update(param, e_reshaped(g, t, layer), layer)
 
-    def e_reshaped(g: str, t: Tensor) -> str:
+    def e_reshaped(g: str, t: Tensor, layer: int | None) -> str:
         if e.shapes[g][0] == t.shape:
             return g
-        return e.new("reshape", f"{t.name} [gradient] reshape", (g,), attrs={"shape": t.shape})
+        return e.new("reshape", f"{t.name} [gradient] reshape", (g,), attrs={"shape": t.shape}, layer=layer,
+                     role=Role.GRADIENT)
 
-    def update(param: str, g: str) -> None:
+    def update(param: str, g: str, layer: int | None) -> None:
         t = declared[param]
         state = []
         offchip = []
@@ -330,12 +258,13 @@ def build_ipu_program(joint: JointProgram, setup: TrainingSetup, plan: StagePlan
                 offchip.append(precision.to_text())
                 continue
             shape = t.shape if setup.shards == 1 else (-(-t.elements // setup.shards),)
-            state.append(e.declare(f"{param} [optimizer {label}]", shape, precision))
+            state.append(e.declare(f"{param} [optimizer {label}]", shape, precision, Role.OPTIMIZER_STATE))
         attrs = {"optimizer": setup.optimizer, "shards": setup.shards, "replicas": setup.replication_factor}
         if offchip:
             attrs["offchip"] = tuple(offchip)
         updater = setup.updater(t) if setup.optimizer in UPDATER_TERM else t.precision
-        e.new("optimizer_update", f"{param} [optimizer update]", (param, g, *state), updater, attrs)
+        e.new("optimizer_update", f"{param} [optimizer update]", (param, g, *state), updater, attrs, layer=layer,
+              role=Role.UPDATE)
 
     for name in sorted(plan.stashed_inputs(ipu)):  # model inputs the backward pass reads again
         stash(name, name)
@@ -348,24 +277,25 @@ def build_ipu_program(joint: JointProgram, setup: TrainingSetup, plan: StagePlan
         if o.output not in backward:
             continue
         ins = tuple(backward_input(i) for i in o.inputs)
-        finish(o, e.add(replace(o, inputs=ins, name=renamed.get(o.output, o.name))))
-    for param, acc in accumulators.items():
-        update(param, acc)
-    return _numbered(program, e, plan.options(ipu, setup))
+        role = Role.GRADIENT if o.output in renamed else o.role  # making a parameter's gradient
+        finish(o, e.add(replace(o, inputs=ins, name=renamed.get(o.output, o.name), role=role)))
+    for param, (acc, layer) in accumulators.items():
+        update(param, acc, layer)
+    return _numbered(program, e, plan.info(ipu, setup))
 
 
-def _numbered(program: Program, e: _Emitter, options: dict[str, object]) -> Program:
+def _numbered(program: Program, e: _Emitter, info: ProgramInfo) -> Program:
     """The IPU's program: the declared tensors it reads (inputs first), then its
     operations, numbered in order."""
     reads = {i for o in e.items for i in o.inputs}
     declared = [t for t in (*program.tensors, *e.extra) if t.name in reads or t in e.extra]
-    declared.sort(key=lambda t: t.role != "input")
+    declared.sort(key=lambda t: t.role is not Role.INPUT)
     tensors = tuple(replace(t, origin=k) for k, t in enumerate(declared))
     base = len(tensors)
     items = tuple(replace(o, origin=base + k, index=k) for k, o in enumerate(e.items))
     made = {o.output for o in items}
     outputs = tuple(x for x in program.outputs if x in made)
-    return Program(program.name, tensors, items, outputs, options)
+    return Program(program.name, tensors, items, outputs, info)
 
 
 def ipu_program(joint: JointProgram, setup: TrainingSetup, counts: tuple[int, ...] | None, ipu: int) -> Program:

@@ -34,14 +34,17 @@ the model's inputs) and checkpoints, or without recomputation every saved value.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 from tileplan.errors import InputError
+from tileplan.model.info import PipelineStage, ProgramInfo, TrainingInfo
 from tileplan.model.ir import Operation
+from tileplan.model.role import Role
 
 if TYPE_CHECKING:
-    from tileplan.importers.training import JointProgram, TrainingSetup
+    from tileplan.importers.training import JointProgram
+    from tileplan.model.training import TrainingSetup
 
 #: the first numeric component of a module path: `bert.encoder.layer.5.attention` ->
 #: (`bert.encoder.layer`, 5)
@@ -286,24 +289,21 @@ class StagePlan:
     def stashed(self, ipu: int) -> set[str]:
         """Values made (or received) in a forward stage on `ipu` that is not the last
         and read again by that stage's backward pass."""
-        inputs = {t.name for t in self.joint.program.tensors if t.role == "input"}
+        inputs = {t.name for t in self.joint.program.tensors if t.role is Role.INPUT}
         return {x for x, stage in self._needed(ipu).items() if x not in inputs and x not in self.joint.backward
                 and self._forward_stage(x, ipu) == stage and self.stages[stage].depth > 0}
 
     def stashed_inputs(self, ipu: int) -> set[str]:
         """The model's inputs a stage on `ipu` that is not the last reads again in its
         backward pass (token ids, when the embeddings are recomputed)."""
-        inputs = {t.name for t in self.joint.program.tensors if t.role == "input"}
+        inputs = {t.name for t in self.joint.program.tensors if t.role is Role.INPUT}
         return {x for x, stage in self._needed(ipu).items() if x in inputs and self._forward_stage(x, ipu) == stage
                 and self.stages[stage].depth > 0}
 
-    def options(self, ipu: int, setup: TrainingSetup) -> dict[str, object]:
+    def info(self, ipu: int, setup: TrainingSetup) -> ProgramInfo:
+        """What IPU `ipu`'s program says about itself: the joint program's info, how it
+        trains, its forward stages and their stash depths and, in a pipeline, its stage."""
         stages = [s for s in self.stages if s.ipu == ipu]
-        out: dict[str, object] = {**self.joint.program.options, **setup.options(),
-                                  "stages": ",".join(str(s.index) for s in stages),
-                                  "stash_depths": ",".join(str(s.depth) for s in stages)}
-        if self.pipelined:
-            first = sum(self.counts[:ipu])
-            out["pipeline"] = {"ipu": ipu, "ipus": self.ipus, "layers_per_ipu": list(self.counts),
-                               "layers": [first, first + self.counts[ipu]]}
-        return out
+        training = TrainingInfo(setup, tuple(s.index for s in stages), tuple(s.depth for s in stages))
+        return replace(self.joint.program.info, training=training,
+                       pipeline=PipelineStage.of(ipu, self.counts) if self.pipelined else None)

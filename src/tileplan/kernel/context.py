@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from tileplan.errors import TilingError
-from tileplan.kernel.options import Options
+from tileplan.kernel.options import Kernels, Options
 from tileplan.model.layout import Layout
 from tileplan.model.machine import AmpGeometry, Machine
 from tileplan.model.precision import Precision
@@ -38,12 +38,15 @@ class Kernel:
 
     machine: Machine
     options: Options
-    #: plan matmuls and convolutions as poplin does (`tileplan.kernel.convplan`: operands
-    #: read where they rest and received per tile, created layouts for weights), as the
-    #: default policy does; False: the reference planner's GEMM partitioner and copies
-    poplibs: bool = True
+    #: whose rules plan the matmuls and convolutions (the policy's `kernels`)
+    kernels: Kernels = Kernels.POPLIBS
     #: (layout, shape, precision, alignment) -> its size: a memo, nothing more
     _sizes: dict[tuple, Sized] = field(default_factory=dict, repr=False)
+
+    @property
+    def poplibs(self) -> bool:
+        """Matmuls and convolutions as poplin plans them (`Kernels.POPLIBS`)."""
+        return self.kernels is Kernels.POPLIBS
 
     @property
     def prefix(self) -> str:

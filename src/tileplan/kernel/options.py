@@ -26,6 +26,17 @@ class AttentionProducts(Enum):
     STREAMED = "Streamed"
 
 
+class Kernels(Enum):
+    """Whose rules plan and lower the matmuls and convolutions (a policy's choice:
+    `tileplan.lowering.policy`). `POPLIBS`: as poplin does (`tileplan.kernel.convplan`:
+    operands read where they rest and received per tile, created layouts for weights).
+    `REFERENCE`: the reference planner's GEMM partitioner and copies
+    (`tileplan.kernel.gemm`)."""
+
+    POPLIBS = "poplibs"
+    REFERENCE = "reference"
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     """`available_memory_proportion`: Poplar's cap on one matmul's or convolution's

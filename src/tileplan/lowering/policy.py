@@ -23,6 +23,10 @@ operations that read it.
   rest are replicas) with padding Reject: a weight takes all 1472 tiles, a
   `[1,1,1152]` F16 vector's 288 blocks of 4 take 184 partitions x 8 replicas (see
   `compact_layout`).
+Each policy also says whose rules plan the matmuls and convolutions (`kernels`:
+PopLibs', or the reference planner's) and how the values the lowering makes are named
+(`names`: after what they are, or the reference's `operation N result 0`).
+
 * `reference`: the reference planner's resting layouts. The first operation's inputs
   rest where it wants them, every Gemm weight rounded up to one element pair; every
   other tensor rests in a Linear tiling over all tiles in 8-byte blocks with padding
@@ -32,9 +36,11 @@ operations that read it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from tileplan.errors import InputError
 from tileplan.kernel.layouts import compact_layout, linear_layout
+from tileplan.kernel.options import Kernels
 from tileplan.model.ir import Tensor
 from tileplan.model.layout import Layout, Padding
 
@@ -51,10 +57,22 @@ class Reader:
     alignment: int | None
 
 
+class ValueNames(Enum):
+    """How the lowering names the values it makes (`tileplan.lowering.naming`): after
+    what each is, or as the reference did (`operation N result 0`)."""
+
+    DESCRIPTIVE = "descriptive"
+    REFERENCE = "reference"
+
+
 class Policy:
     name = "abstract"
-    #: parameters, buffers and constants live for the whole program (Poplar's variables)
+    #: parameters, buffers, constants and training state live for the whole program
+    #: (Poplar's variables)
     always_live = True
+    #: whose rules plan and lower the matmuls and convolutions
+    kernels = Kernels.POPLIBS
+    names = ValueNames.DESCRIPTIVE
 
     def resting(self, tensor: Tensor, readers: list[Reader], tile_count: int, prefix: str
                 ) -> tuple[Layout, int | None]:
@@ -90,6 +108,8 @@ def creator_of(readers: list[Reader]) -> Reader | None:
 class ReferencePolicy(Policy):
     name = "reference"
     always_live = False  # the reference planner freed them after their last use
+    kernels = Kernels.REFERENCE
+    names = ValueNames.REFERENCE
 
     def resting(self, tensor, readers, tile_count, prefix):
         first = readers[0] if readers else None

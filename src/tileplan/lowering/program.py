@@ -24,7 +24,7 @@ from tileplan.errors import TileplanError
 from tileplan.kernel.context import Kernel
 from tileplan.kernel.gemm import PlanningError
 from tileplan.kernel.options import Options
-from tileplan.lowering.policy import Policy, Reader
+from tileplan.lowering.policy import Policy, Reader, ValueNames
 from tileplan.lowering.replay import Compiled, StepDraft, Timeline, compile_fragment, lookup, operands, signature
 from tileplan.model.ir import Operation, Program, RepeatBlock, family_member
 from tileplan.model.layout import Layout
@@ -97,17 +97,17 @@ def _members(name: str, block: RepeatBlock | None, declared: set[str]) -> tuple[
 
 
 def plan_operations(k: Kernel, program: Program
-                    ) -> tuple[dict[int, OpPlan], list[tuple[int, str, int]], tuple[int, str] | None]:
+                    ) -> tuple[dict[int, OpPlan[object]], list[tuple[int, str, int]], tuple[int, str] | None]:
     """Each operation's plan, the products planned over the cap (operation, name,
     temporary bytes per tile) and the operation that could not be planned, if any
     (planning stops there)."""
     declared = {t.name: t for t in program.tensors}
     layouts: dict[str, Layout] = {}
     shapes = {t.name: (t.shape, t.precision) for t in program.tensors}
-    plans: dict[int, OpPlan] = {}
+    plans: dict[int, OpPlan[object]] = {}
     over_cap: list[tuple[int, str, int]] = []
     cap = k.cap_bytes
-    memo: dict[Hashable, OpPlan] = {}
+    memo: dict[Hashable, OpPlan[object]] = {}
     names = set(declared)
     for op, _, block in _schedule(program):
         raw = []
@@ -130,7 +130,8 @@ def plan_operations(k: Kernel, program: Program
     return plans, over_cap, None
 
 
-def place_tensors(k: Kernel, timeline: Timeline, program: Program, plans: dict[int, OpPlan], policy: Policy) -> None:
+def place_tensors(k: Kernel, timeline: Timeline, program: Program, plans: dict[int, OpPlan[object]],
+                  policy: Policy) -> None:
     """The declared tensors' values, in declaration order, each resting where the
     policy puts it."""
     declared = {t.name for t in program.tensors}
@@ -166,14 +167,15 @@ def reads_every_iteration(name: str, block: RepeatBlock, declared: set[str]) -> 
 
 def last_readers(program: Program, always_live: bool = False) -> dict[str, int]:
     """For each name, the index of the last operation reading it (outputs, and with
-    `always_live` the parameters and the families of them a repeat block reads: never
-    die). A view may share its input's storage, so the input lives as long as the view
-    is read: the last read of a view counts as a read of its input (transitively), and
-    a name's entry is that of the whole chain of views it belongs to."""
+    `always_live` the held tensors (`Role.held`: weights, buffers, training state) and
+    the families of them a repeat block reads: never die). A view may share its
+    input's storage, so the input lives as long as the view is read: the last read of
+    a view counts as a read of its input (transitively), and a name's entry is that of
+    the whole chain of views it belongs to."""
     last: dict[str, int] = {}
     schedule = _schedule(program)
     declared = {t.name for t in program.tensors}
-    parameters = {t.name for t in program.tensors if t.role == "parameter"} if always_live else set()
+    parameters = {t.name for t in program.tensors if t.role.held} if always_live else set()
     for op, _, block in schedule:
         for name in op.inputs:
             last[name] = op.index
@@ -213,7 +215,7 @@ class Emitted:
     binding: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
-def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int, OpPlan], reference: bool,
+def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int, OpPlan[object]], reference: bool,
                replay: bool = True, always_live: bool = False) -> Emitted:
     """Lower each operation in order into `timeline` (after the declared tensors).
     `reference`: the reference's value names. `replay`: lower each signature once
@@ -264,11 +266,12 @@ def emit_steps(k: Kernel, timeline: Timeline, program: Program, plans: dict[int,
 def lower_program(program: Program, machine: Machine, policy: Policy, options: Options, replay: bool = True
                   ) -> Lowering:
     check_program(program)
-    k = Kernel(machine, options, poplibs=policy.name != "reference")
+    k = Kernel(machine, options, policy.kernels)
     plans, over_cap, failed = plan_operations(k, program)
     timeline = Timeline()
     place_tensors(k, timeline, program, plans, policy)
-    emitted = emit_steps(k, timeline, program, plans, policy.name == "reference", replay, policy.always_live)
+    emitted = emit_steps(k, timeline, program, plans, policy.names is ValueNames.REFERENCE, replay,
+                         policy.always_live)
     failed = emitted.failed or failed
     outputs = tuple(emitted.binding[name][0] for name in program.outputs if name in emitted.binding)
     return Lowering(tuple(timeline.values), tuple(timeline.steps), tuple(emitted.operations), outputs,

@@ -13,7 +13,9 @@ precision and alignment) and every reference made an index into a table of ids b
 for each operation: [its new values..., its input members' ids..., their roots...,
 their storage groups...]. `Timeline.emit` appends one operation's values and steps:
 numbered from the next free id, named by `tileplan.lowering.naming.value_name`, their
-roots and storage groups resolved against the operation's inputs.
+roots and storage groups resolved against the operation's inputs, each given its role
+(`tileplan.model.role`): a result or view its operation's, a copy or conversion its
+source's `copy_role`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tileplan.lowering.naming import group_of_parts, own_suffix, value_name
 from tileplan.model.ir import Operation, group_of
 from tileplan.model.layout import Layout
 from tileplan.model.precision import Precision
+from tileplan.model.role import Role, copy_role
 from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Value
 
@@ -51,8 +54,8 @@ class StepDraft(NamedTuple):
 class CompiledValue(NamedTuple):
     """One new value of a compiled fragment: the value, the place of what it is `of`
     in the table (or None), its root's place, its shards (None: unsized, for
-    `reason`), and its `Value` fields from shape to role (the storage group's as a
-    place in the table)."""
+    `reason`), and its `Value` fields from shape to alignment (the storage group's as
+    a place in the table)."""
 
     made: NewValue
     of: int | None
@@ -116,7 +119,7 @@ def compile_fragment(fragment: Fragment, members: int, kernel: Kernel) -> Compil
         groups.append(sg)
         sized = kernel.size(v.layout, v.shape, v.precision, v.alignment)
         fields = (v.shape, v.precision, v.layout, sg, sized.shard_bytes, sized.aligned_bytes, 1, sized.aligned_bytes,
-                  v.alignment, "intermediate")
+                  v.alignment)
         values.append(CompiledValue(v, of, root, sized.shards, sized.reason, fields, own_suffix(v)))
     everything = k + n
     steps = tuple(CompiledStep(s.text, tuple(at(r, everything) for r in s.reads),
@@ -177,7 +180,7 @@ class Timeline:
         return group + tail
 
     def declare(self, origin: int, name: str, shape: tuple[int, ...], precision: Precision, layout: Layout,
-                sized: Sized, alignment: int | None, role: str) -> int:
+                sized: Sized, alignment: int | None, role: Role) -> int:
         """A declared tensor's value (`sized`: `Kernel.size`'s answer for it)."""
         vid = len(self.values)
         if sized.shards is None:
@@ -201,8 +204,14 @@ class Timeline:
         groups: list[str] = []
         origins: list[int] = []
         op_group: str | None = None
+        op_role = op.role
         new = tuple.__new__
         for made, of, root, shards, reason, fields, own in c.values:
+            if own is not None:  # a result or a view: what its operation makes
+                role = op_role
+            else:  # a copy or a conversion: as what it is of
+                assert of is not None
+                role = copy_role(values[base + of].role if of < k else members[of - k].role)
             if own is not None and not reference:
                 stem, suffix = op.name, own
             else:
@@ -236,7 +245,7 @@ class Timeline:
             origins.append(origin)
             shape, precision, layout, sg, *tail = fields
             values.append(new(Value, (vid, origin, table[root], name, group, shape, precision, layout, table[sg],
-                                      *tail)))
+                                      *tail, role)))
         steps, index = self.steps, op.index
         for text, reads, writes, scratch, kind, exchange in c.steps:
             steps.append(new(StepDraft, (index, text, count, tuple([table[x] for x in reads]),

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tileplan.errors import ModelError
+from tileplan.model.info import ProgramInfo
 from tileplan.model.precision import Precision
+from tileplan.model.role import DECLARED, MADE, Role
 
 LAYER_INDEX = re.compile(r"\.layer(?:\d+|\{i\})(?=\.)|(?<=\.)(?:layers?|h|blocks?)\.\d+\.")
 ITERATION = "{i}"
@@ -34,19 +36,21 @@ def group_of(name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Tensor:
-    """A declared tensor: the model's input or a parameter. Invariant: dims >= 1."""
+    """A declared tensor: the model's input, a weight, a buffer or training state, as
+    its `role` says. Invariants: dims >= 1; the role is a declared one."""
 
     origin: int
     name: str
     shape: tuple[int, ...]
     precision: Precision
-    role: str  # "input" | "parameter"
+    role: Role
 
     def __post_init__(self) -> None:
         if not self.shape or any(d < 1 for d in self.shape):
             raise ModelError(f"shape {list(self.shape)}: every dimension must be >= 1", self.name)
-        if self.role not in ("input", "parameter"):
-            raise ModelError(f"role must be input or parameter, found {self.role!r}", self.name)
+        if self.role not in DECLARED:
+            raise ModelError(f"a declared tensor's role must be one of {', '.join(sorted(DECLARED))}, found "
+                             f"{str(self.role)!r}", self.name)
         if math.prod(self.shape) > MAX_ELEMENTS:
             raise ModelError(f"shape {list(self.shape)} has more than 2^48 elements", self.name)
 
@@ -64,7 +68,15 @@ class Operation:
     """One operation of the registry's operator `kind`. `inputs` and `output` are
     tensor names; inside a repeat block a name may hold `{i}`, the iteration. `attrs`
     are sorted (key, value) pairs. `module` is where it comes from in the user's model
-    (`encoder.layer.3.attention`), when known."""
+    (`encoder.layer.3.attention`), when known.
+
+    `layer`: the model layer it belongs to, counting the model's layers (the entries
+    of its module lists, `encoder.layer.3` -> 3, a second list's after the first's)
+    from 0 in the order they run; None outside them (embeddings, the head, the loss) or
+    where the importer cannot tell. In a repeat block's body it is the first
+    iteration's: iteration i runs layer `layer + i`. `role`: what its values are,
+    activations and temporaries but in a training program (the operations making a
+    parameter's gradient, the weight update's)."""
 
     origin: int
     index: int
@@ -76,11 +88,18 @@ class Operation:
     output_precision: Precision
     attrs: tuple[tuple[str, object], ...] = ()
     module: str | None = None
+    layer: int | None = None
+    role: Role = Role.ACTIVATION
 
     def __post_init__(self) -> None:
         if not self.output_shape or any(d < 1 for d in self.output_shape):
             raise ModelError(f"output shape {list(self.output_shape)}: every dimension must be >= 1",
                              f"operation {self.index} ({self.name})")
+        if self.role is not Role.ACTIVATION and self.role not in MADE:
+            raise ModelError(f"an operation makes values of role {', '.join(sorted(MADE))}, found "
+                             f"{str(self.role)!r}", f"operation {self.index} ({self.name})")
+        if self.layer is not None and self.layer < 0:
+            raise ModelError(f"layer must be >= 0, found {self.layer}", f"operation {self.index} ({self.name})")
 
     def attr(self, key: str, default: object = None) -> object:
         return dict(self.attrs).get(key, default)
@@ -134,13 +153,14 @@ class RepeatBlock:
 @dataclass(frozen=True, slots=True)
 class Program:
     """A whole model: declared tensors (input first, then parameters in declaration
-    order), then the items (operations and repeat blocks) in execution order."""
+    order), then the items (operations and repeat blocks) in execution order, and
+    what the program says about itself (`info`)."""
 
     name: str
     tensors: tuple[Tensor, ...]
     items: tuple[Operation | RepeatBlock, ...]
     outputs: tuple[str, ...] = ()
-    options: dict[str, object] = field(default_factory=dict)
+    info: ProgramInfo = ProgramInfo()
 
     def operations(self) -> list[Operation]:
         ops: list[Operation] = []
@@ -156,7 +176,8 @@ class Program:
 
     @property
     def parameter_count(self) -> int:
-        return sum(t.elements for t in self.tensors if t.role == "parameter")
+        """The model's parameters (weights; not buffers, nor training state)."""
+        return sum(t.elements for t in self.tensors if t.role is Role.WEIGHT)
 
 
 def family_member(name: str, iteration: int) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Mapping
 
 from tileplan.errors import InputError
 from tileplan.ioutil import MAX_CONFIG_BYTES, read_text
@@ -119,7 +119,9 @@ class Machine:
                          f"{', '.join(g.multiply for g in self.amp)}")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str) -> "Machine":
+    def from_dict(cls, data: Mapping[str, object], source: str) -> "Machine":
+        """A machine from a parsed machine file (its tables as read: every field
+        checked here, its place named in the error)."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -148,18 +150,24 @@ class Machine:
         for m in multiplies:
             if multiplies.count(m) > 1:
                 raise InputError(f"amp lists {m} twice; give one geometry per multiply precision", source)
-        values = {k: v for k, v in data.items() if k != "amp"}
-        for k, v in values.items():
+        texts: dict[str, str] = {}
+        numbers: dict[str, int] = {}
+        for k, v in data.items():
+            if k == "amp":
+                continue
             if k in ("name", "class_prefix"):
                 pattern = r"[A-Za-z0-9][A-Za-z0-9_.-]*" if k == "name" else r"[A-Z][A-Za-z0-9]*"
                 if not isinstance(v, str) or not re.fullmatch(pattern, v):
                     raise InputError(f"{k} must be a string matching {pattern}, found {v!r}", source)
+                texts[k] = v
             elif isinstance(v, bool) or not isinstance(v, int):
                 raise InputError(f"{k} must be an integer, found {v!r}", source)
             elif not 0 <= v <= LIMITS.get(k, 1 << 40):
                 raise InputError(f"{k} must be in [0, {LIMITS.get(k, 1 << 40)}], found {v}", source)
+            else:
+                numbers[k] = v
         try:
-            return cls(amp=tuple(geometries), **values)
+            return cls(amp=tuple(geometries), name=texts["name"], class_prefix=texts["class_prefix"], **numbers)
         except InputError as e:
             raise e.at(source, sep=": ") from None
 

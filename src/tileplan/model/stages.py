@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tileplan.errors import ModelError
+from tileplan.model.info import PipelineStage
 from tileplan.model.ir import Operation, Program, RepeatBlock, Tensor
+from tileplan.model.role import Role
 
 
 def block_of(program: Program) -> tuple[int, RepeatBlock]:
@@ -48,7 +50,8 @@ def split_program(program: Program, counts: tuple[int, ...]) -> tuple[Program, .
     for k, c in enumerate(counts):
         items: list[Operation | RepeatBlock] = list(pre) if k == 0 else []
         if c:
-            part = replace(block, count=c, first=block.first + firsts[k])
+            part = replace(block, count=c, first=block.first + firsts[k],
+                           body=tuple(_shifted(op, firsts[k]) for op in block.body))
             if firsts[k] and block.carried_in is not None and block.carried_out is not None:
                 part = _receiving(part, block.carried_in, block.first + firsts[k] - 1)
             items.append(part)
@@ -78,16 +81,15 @@ def split_program(program: Program, counts: tuple[int, ...]) -> tuple[Program, .
         outputs += sorted(name for name in made[k] & later if name not in outputs)
         tensors = []
         for t in program.tensors:
-            if t.name in reads[k] and t.role == "parameter":
+            if t.name in reads[k] and t.role.held:
                 tensors.append(t)
         received = sorted(name for name in reads[k] - made[k] if name not in declared or
-                          declared[name].role == "input")
-        inputs = [Tensor(0, name, shapes[name][0], shapes[name][1], "input") for name in received]
+                          declared[name].role is Role.INPUT)
+        inputs = [Tensor(0, name, shapes[name][0], shapes[name][1], Role.INPUT) for name in received]
         renumbered = [replace(t, origin=i) for i, t in enumerate([*inputs, *tensors])]
         ops = _renumber(items, len(renumbered))
-        options = {**program.options, "pipeline": {"ipu": k, "ipus": n, "layers_per_ipu": list(counts),
-                                                   "layers": [firsts[k], firsts[k] + counts[k]]}}
-        programs.append(Program(program.name, tuple(renumbered), tuple(ops), tuple(dict.fromkeys(outputs)), options))
+        info = replace(program.info, pipeline=PipelineStage.of(k, tuple(counts)))
+        programs.append(Program(program.name, tuple(renumbered), tuple(ops), tuple(dict.fromkeys(outputs)), info))
     return tuple(programs)
 
 
@@ -98,9 +100,15 @@ def _tied_head(program: Program, pre: tuple, post: tuple) -> int:
     the embedding it shares, as optimum-graphcore's pipelined models place it (`LM head`
     on `ipu_id=0`: optimum/graphcore/models/gpt2/modeling_gpt2.py) and Graphcore's
     examples do (nlp/gpt2/pytorch/inference_gpt2.py: "LM_head --> IPU 0")."""
-    parameters = {t.name for t in program.tensors if t.role == "parameter"}
+    parameters = {t.name for t in program.tensors if t.role.held}
     before = _reads(list(pre)) & parameters
     return next((index for index, item in enumerate(post) if _reads([item]) & before), len(post))
+
+
+def _shifted(op: Operation, layers: int) -> Operation:
+    """A block's body operation when the block starts `layers` iterations later (its
+    `layer` is the first iteration's)."""
+    return op if op.layer is None or not layers else replace(op, layer=op.layer + layers)
 
 
 def received_name(carried_out: str, layer: int) -> str:

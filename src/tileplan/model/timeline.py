@@ -17,6 +17,7 @@ import numpy as np
 
 from tileplan.model.layout import Layout, MemoryClass
 from tileplan.model.precision import Precision
+from tileplan.model.role import DECLARED, Role
 from tileplan.model.rows import Rows
 
 REGIONS = ("standard", "interleaved")
@@ -46,13 +47,14 @@ class Value(NamedTuple):
     copies: int
     bytes: int | None
     alignment_bytes: int | None = None
-    #: "input" or "parameter" for declared tensors (resident from the first step),
-    #: "intermediate" for what the lowering creates; None when a report omits it
-    role: str | None = None
+    #: what the value is (`tileplan.model.role`): a declared tensor's role (resident
+    #: from the first step) or the one the lowering gave it; None when a report omits it
+    role: Role | None = None
 
     @property
     def resident(self) -> bool:
-        return self.role in ("input", "parameter")
+        """A declared tensor's value: live from the first step."""
+        return self.role in DECLARED
 
     @property
     def memory_class(self) -> MemoryClass:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError
 from tileplan.kernel.context import Kernel
@@ -56,7 +56,7 @@ class AttentionGrid:
         return math.ceil(self.queries / self.query_parts)
 
 
-def plan_attention(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_attention(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[AttentionGrid]:
     heads = op.int_attr("heads")
     dim = op.output_shape[-1]
     tiles = k.tile_count
@@ -84,7 +84,7 @@ def attention_costs(grid: AttentionGrid, element_bytes: int) -> dict[str, int]:
     return {"materialized": scores + gathered, "gathered": gathered, "streamed": streamed, "chunk": c}
 
 
-def lower_attention(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_attention(k: Kernel, op: Operation, plan: OpPlan[AttentionGrid], operands: Sequence[Sequence[Operand]],
                     dies: Sequence[bool]) -> Fragment:
     """Split heads (a `Copy` that exchanges q, k and v into head-major layouts), then
     either the materialized products (scores, softmax in place, scores x values) or
@@ -93,7 +93,6 @@ def lower_attention(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[S
     scores and values steps each `costs["gathered"]` (all keys, or values, of a tile's
     heads); the softmax its rows' maxima and sums, heads per tile x rows x 2 x 4 B."""
     grid = plan.detail
-    assert isinstance(grid, AttentionGrid), grid
     b = FragmentBuilder(operands)
     tiles = k.tile_count
     hb, d = grid.heads_per_part, grid.head_dim
@@ -218,7 +217,9 @@ def _batch(shape: Shape) -> int:
     return shape[0] if len(shape) == 4 else 1
 
 
-def plan_sdpa(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_sdpa(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[SdpaGrid]:
+    """q's grid (its detail) and the layouts of q, k and v on their grids (the keys'
+    and values' heads may differ: grouped-query attention)."""
     tiles = k.tile_count
     q, kv = ins[0], ins[1]
     rank = len(q.shape)
@@ -227,10 +228,10 @@ def plan_sdpa(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     lq = sdpa_layout(tiles, grid_q, rank, k.prefix)
     lkv = sdpa_layout(tiles, grid_kv, rank, k.prefix)
     wanted = (lq, lkv, lkv, *(None for _ in ins[3:]))
-    return OpPlan(wanted=wanted, rest=wanted, output=lq, detail=(grid_q, grid_kv))
+    return OpPlan(wanted=wanted, rest=wanted, output=lq, detail=grid_q)
 
 
-def lower_sdpa(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_sdpa(k: Kernel, op: Operation, plan: OpPlan[SdpaGrid], operands: Sequence[Sequence[Operand]],
                dies: Sequence[bool]) -> Fragment:
     """`SplitHeads` copies of q, k and v into the head-major grid (those not already
     there; named `<value> [heads]`), then the products (see `lower_attention`).
@@ -241,7 +242,7 @@ def lower_sdpa(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequen
     every value (hb x keys x Dv x 2 B); streamed as `attention_costs`. A mask is read
     where it is: each tile receives its rows of it (mask heads per tile x rows x keys x
     its bytes) in the scores or streamed step."""
-    grid_q, grid_kv = cast("tuple[SdpaGrid, SdpaGrid]", plan.detail)
+    grid_q = plan.detail
     b = FragmentBuilder(operands)
     tiles = k.tile_count
     q, kk, v = (b.operand(i) for i in range(3))

@@ -11,9 +11,11 @@ ONNX names onto these entries through their own tables.
 
 Both rules are pure functions of their arguments and the read-only
 `tileplan.kernel.context.Kernel`:
-* `plan(kernel, op, inputs) -> OpPlan`: which layout each input is read in, where a
-  parameter should rest, the output's layout, and the product's temporary bytes per
-  tile (a matmul's or convolution's, which the driver compares with the cap);
+* `plan(kernel, op, inputs) -> OpPlan[D]`: which layout each input is read in, where
+  a parameter should rest, the output's layout, the product's temporary bytes per
+  tile (a matmul's or convolution's, which the driver compares with the cap) and the
+  operator's own `detail` of type D (a partition, a grid; None when it has none), which
+  its lowering reads typed: an `OpDef[D]` pairs a plan and a lowering of one D;
 * `lower(kernel, op, plan, operands, dies) -> Fragment`: the new values (with their
   kind) and the typed steps, each stating its scratch and whether it exchanges
   (`tileplan.kernel.fragment`).
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
 
 from tileplan.errors import ModelError, TilingError
 from tileplan.kernel.context import Kernel
@@ -61,25 +63,33 @@ class InputInfo:
     declared: bool
 
 
+#: an operator's plan detail (`OpPlan.detail`): read-only, so a plan of a narrower
+#: detail is a plan of a wider one (`OpPlan[GemmPartition]` is an `OpPlan[object]`)
+D_co = TypeVar("D_co", covariant=True)
+D = TypeVar("D")
+
+
 @dataclass(frozen=True, slots=True)
-class OpPlan:
+class OpPlan(Generic[D_co]):
     """Per input: the layout it is read in (`wanted`; None: as it is) and where a
     parameter should rest (`rest`; None: wherever the policy puts it compactly).
     `temporary`: the product's temporary bytes per tile (a matmul's or convolution's
-    blocks), which Poplar caps; None for operations it does not cap."""
+    blocks), which Poplar caps; None for operations it does not cap. `detail`: what
+    the operator's lowering needs of its plan besides (its partition, its grid), typed;
+    None for an operator that needs nothing (an `OpPlan[None]`)."""
 
     wanted: tuple[Layout | None, ...]
     rest: tuple[Layout | None, ...]
     output: Layout
     alignment: tuple[int | None, ...] = ()
-    detail: object = None
     temporary: int | None = None
+    detail: D_co = field(kw_only=True)
 
 
 ShapeRule = Callable[[list[Shape], Mapping[str, Any]], Shape]
 DtypeRule = Callable[[list[str], Mapping[str, Any]], str]
-PlanRule = Callable[[Kernel, Operation, list[InputInfo]], OpPlan]
-LowerRule = Callable[[Kernel, Operation, OpPlan, Sequence[Sequence[Operand]], Sequence[bool]], Fragment]
+PlanRule = Callable[[Kernel, Operation, list[InputInfo]], OpPlan[D]]
+LowerRule = Callable[[Kernel, Operation, OpPlan[D], Sequence[Sequence[Operand]], Sequence[bool]], Fragment]
 
 #: an attribute that must be given
 REQUIRED = object()
@@ -99,20 +109,21 @@ def always(dtype: str) -> DtypeRule:
 
 
 @dataclass(frozen=True, slots=True)
-class OpDef:
+class OpDef(Generic[D]):
     """One operator. `inputs` = (fewest, most) inputs; `attrs` maps each attribute
     to its default (`REQUIRED` when it has none). `weight_inputs`: the positions read
     as weights (a parameter read there takes the weight precision). `commutative`: a
     binary operator whose operands may be swapped. `view` operators make no data of
-    their own when the layout allows (their output may share the input's storage)."""
+    their own when the layout allows (their output may share the input's storage).
+    Its plan makes the plans of detail D its lowering reads."""
 
     kind: str
     inputs: tuple[int, int]
     attrs: Mapping[str, object]
     shape: ShapeRule
     dtype: DtypeRule
-    plan: PlanRule
-    lower: LowerRule
+    plan: PlanRule[D]
+    lower: LowerRule[D]
     weight_inputs: tuple[int, ...] = ()
     commutative: bool = False
     view: bool = False
@@ -123,12 +134,12 @@ class OpDef:
         assert not self.commutative or self.inputs[1] == 2, self
 
 
-REGISTRY: dict[str, OpDef] = {}
+REGISTRY: dict[str, OpDef[Any]] = {}
 
 
-def register(kind: str, *, inputs: tuple[int, int], shape: ShapeRule, plan: PlanRule, lower: LowerRule,
+def register(kind: str, *, inputs: tuple[int, int], shape: ShapeRule, plan: PlanRule[D], lower: LowerRule[D],
              attrs: Mapping[str, object] | None = None, dtype: DtypeRule | None = None,
-             weight_inputs: tuple[int, ...] = (), commutative: bool = False, view: bool = False) -> OpDef:
+             weight_inputs: tuple[int, ...] = (), commutative: bool = False, view: bool = False) -> OpDef[D]:
     assert kind not in REGISTRY, f"operator {kind} registered twice"
     entry = OpDef(kind, inputs, dict(attrs or {}), shape, dtype or same_as(0), plan, lower, weight_inputs,
                   commutative, view)
@@ -140,7 +151,7 @@ def where(op: Operation) -> str:
     return f"operation {op.index} ({op.name})"
 
 
-def attributes(op: Operation, entry: OpDef) -> dict[str, Any]:
+def attributes(op: Operation, entry: OpDef[Any]) -> Mapping[str, object]:
     """The operation's attributes with the operator's defaults filled in; unknown or
     missing ones are a `ModelError` naming the operation."""
     given = dict(op.attrs)
@@ -167,9 +178,10 @@ _SHAPES_LIMIT = 1 << 16
 def infer_shape(op: Operation, ins: list[Shape]) -> Shape:
     """The output shape the operator's rule gives for these input shapes (remembered
     for each kind, attributes and input shapes: the rules are pure)."""
-    key: tuple | None = (op.kind, op.attrs, tuple(ins))
+    asked = (op.kind, op.attrs, tuple(ins))
+    key: tuple | None = asked
     try:
-        known = _SHAPES.get(key)  # type: ignore[arg-type]
+        known = _SHAPES.get(asked)
     except TypeError:  # an unhashable attribute: computed each time
         key, known = None, None
     if known is not None:
@@ -180,7 +192,7 @@ def infer_shape(op: Operation, ins: list[Shape]) -> Shape:
     return out
 
 
-def _entry(op: Operation, count: int) -> OpDef:
+def _entry(op: Operation, count: int) -> OpDef[Any]:
     entry = REGISTRY.get(op.kind)
     if entry is None:
         raise ModelError(f"unknown operator {op.kind!r}; tileplan knows {len(REGISTRY)} (see `tileplan.ops`)",

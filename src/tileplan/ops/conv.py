@@ -25,6 +25,7 @@ computed it (`convplan.conv_output_layout`), so the next convolution reads it th
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError
@@ -105,7 +106,20 @@ def conv_geometry(op: Operation, x: Shape, w: Shape) -> convplan.ConvShape:
                               op.int_attr("groups", 1))
 
 
-def plan_conv(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+@dataclass(frozen=True, slots=True)
+class GroupedConvolution:
+    """The detail of a grouped convolution planned as a spread by the reference
+    planner's kernels (one `GroupedConv` step: `lower_grouped`); it needs nothing more
+    of its plan."""
+
+
+GROUPED = GroupedConvolution()
+#: what a convolution's lowering reads of its plan: poplin's plan, a grouped
+#: convolution's mark, or the reference planner's implicit-GEMM partition
+ConvDetail = convplan.ConvPartition | GroupedConvolution | gemm.GemmPartition
+
+
+def plan_conv(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[ConvDetail]:
     none = tuple(None for _ in ins)
     if k.poplibs:
         x, w = ins[0], ins[1]
@@ -118,7 +132,7 @@ def plan_conv(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
         return OpPlan(wanted=none, rest=none, output=out_layout, detail=cp, temporary=cp.temp_bytes)
     out = spread_layout(k, op.output_precision)
     if op.int_attr("groups", 1) != 1:
-        return OpPlan(wanted=none, rest=none, output=out, detail="grouped")
+        return OpPlan(wanted=none, rest=none, output=out, detail=GROUPED)
     x, w = ins[0], ins[1]
     geometry = k.amp(w.precision)
     accumulate = Precision(geometry.accumulate)
@@ -129,7 +143,7 @@ def plan_conv(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
                   temporary=gemm.temporary_bytes(p, w.precision.bytes, accumulate.bytes))
 
 
-def lower_conv(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_conv(k: Kernel, op: Operation, plan: OpPlan[ConvDetail], operands: Sequence[Sequence[Operand]],
                dies: Sequence[bool]) -> Fragment:
     """Implicit GEMM: `Copy { mapping: ExpandDims }` of the input into its [M, K]
     operand (in the multiply precision), a `Copy` of the weights into the AMP's [K, N]
@@ -137,12 +151,11 @@ def lower_conv(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequen
     bias); Sum scratch (pk + 1) x output shard x accumulate bytes, plus the bias
     elements a tile adds, min(N, output shard) x their bytes. Grouped: one
     `GroupedConv` step (see `lower_grouped`)."""
-    if plan.detail == "grouped":
-        return lower_grouped(k, op, plan, operands)
-    if isinstance(plan.detail, convplan.ConvPartition):
-        return lower_poplibs(k, op, plan, operands)
     p = plan.detail
-    assert isinstance(p, gemm.GemmPartition), p
+    if isinstance(p, GroupedConvolution):
+        return lower_grouped(k, op, plan, operands)
+    if isinstance(p, convplan.ConvPartition):
+        return lower_poplibs(k, op, plan, p, operands)
     b = FragmentBuilder(operands)
     x, w = b.operand(0), b.operand(1)
     bias = b.operand(2) if len(operands) > 2 else None
@@ -166,7 +179,8 @@ def lower_conv(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequen
     return b.done(out)
 
 
-def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]]) -> Fragment:
+def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan[object], cp: convplan.ConvPartition,
+                  operands: Sequence[Sequence[Operand]]) -> Fragment:
     """One `Conv` step reading the input and the weights where they rest (and the
     bias), writing the output in the plan's layout. Scratch per tile and serial
     iteration (`ConvPartition`): the input window `input_elements` (channels padded to
@@ -182,9 +196,7 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     bytes a tile as poplin's `createWeights` layout when the plan does not broadcast
     them (each tile its block): then they count no scratch. An input in another
     precision than the weights is converted within the window (counted in the
-    multiply precision)."""
-    cp = plan.detail
-    assert isinstance(cp, convplan.ConvPartition), cp
+    multiply precision). `cp` is the plan's detail."""
     b = FragmentBuilder(operands)
     reads = tuple(b.operand(i) for i in range(len(operands)))
     multiply = b.precision(reads[1])
@@ -197,7 +209,8 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     return b.done(out)
 
 
-def lower_grouped(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]]) -> Fragment:
+def lower_grouped(k: Kernel, op: Operation, plan: OpPlan[object], operands: Sequence[Sequence[Operand]]
+                  ) -> Fragment:
     """One `GroupedConv` step, output spread. A tile with e output elements receives at
     most min(input, e x kernel x channels per group) input elements and min(weights,
     e x kernel x channels per group) weights, and accumulates e partials in F32."""
@@ -231,11 +244,11 @@ def adaptive_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (x[0], x[1], *size)
 
 
-def plan_spread(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(k, op.output_precision))
+def plan_spread(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
+    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(k, op.output_precision), detail=None)
 
 
-def lower_pool(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_pool(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                dies: Sequence[bool]) -> Fragment:
     """One `Pool` step, output spread. Scratch: a tile with e output elements receives
     at most min(input, e x window) input elements (the window: the kernel, or for
@@ -271,7 +284,7 @@ def resize_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
 RESIZE_TAPS = {"nearest": 1, "linear": 2, "cubic": 4}
 
 
-def lower_resize(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_resize(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                  dies: Sequence[bool]) -> Fragment:
     """One `Resize` step, output spread. Scratch: a tile with e output elements receives
     at most min(input, e x taps) input elements, taps = 1 (nearest), 2 (linear) or 4

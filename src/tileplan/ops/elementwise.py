@@ -16,7 +16,8 @@ A binary operator with one input takes its other operand as the `scalar` attribu
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence, cast
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError
 from tileplan.kernel.context import Kernel
@@ -53,15 +54,25 @@ def elementwise_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return broadcast_shapes(*ins)
 
 
-def plan_elementwise(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    """detail: (index of the input whose layout the output takes or None, the inputs
-    received as scratch)."""
+@dataclass(frozen=True, slots=True)
+class Broadcast:
+    """How an elementwise operation reads its inputs: `lead`, the input whose layout
+    the output takes (None: the output is spread, no input has its shape), and
+    `gathered`, the inputs each tile receives the elements of it needs (as scratch)."""
+
+    lead: int | None
+    gathered: tuple[int, ...]
+
+
+def plan_elementwise(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[Broadcast]:
+    """The output in its full-shape input's layout (`Broadcast.lead`), the other
+    inputs read broadcast into it or received (`Broadcast.gathered`)."""
     out_shape = op.output_shape
     lead = next((i for i, x in enumerate(ins) if x.shape == out_shape), None)
     if lead is None:
         out = spread_layout(k, op.output_precision)
         return OpPlan(wanted=tuple(None for _ in ins), rest=tuple(None for _ in ins), output=out,
-                      detail=(None, tuple(range(len(ins)))))
+                      detail=Broadcast(None, tuple(range(len(ins)))))
     layout = activation_layout(k, ins[lead])
     wanted: list[Layout | None] = []
     gathered = []
@@ -73,12 +84,12 @@ def plan_elementwise(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
         else:
             wanted.append(None)
             gathered.append(i)
-    return OpPlan(wanted=tuple(wanted), rest=tuple(wanted), output=layout, detail=(lead, tuple(gathered)))
+    return OpPlan(wanted=tuple(wanted), rest=tuple(wanted), output=layout, detail=Broadcast(lead, tuple(gathered)))
 
 
-def _lower(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]], dies: Sequence[bool],
-           kind: StepKind, head: str) -> Fragment:
-    lead, gathered = cast("tuple[int | None, tuple[int, ...]]", plan.detail)
+def _lower(k: Kernel, op: Operation, plan: OpPlan[Broadcast], operands: Sequence[Sequence[Operand]],
+           dies: Sequence[bool], kind: StepKind, head: str) -> Fragment:
+    lead, gathered = plan.detail.lead, plan.detail.gathered
     b = FragmentBuilder(operands)
     reads: list[Ref] = []
     got = Gathered()
@@ -103,7 +114,7 @@ def _lower(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[O
     return b.done(out)
 
 
-def lower_binary(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_binary(k: Kernel, op: Operation, plan: OpPlan[Broadcast], operands: Sequence[Sequence[Operand]],
                  dies: Sequence[bool]) -> Fragment:
     """One `Binary` step (see the module docstring); scratch only for operands
     received from elsewhere."""
@@ -111,7 +122,7 @@ def lower_binary(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequ
     return _lower(k, op, plan, operands, dies, StepKind.BINARY, f"op: {BINARY[op.kind]}{scalar}")
 
 
-def lower_unary(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_unary(k: Kernel, op: Operation, plan: OpPlan[Broadcast], operands: Sequence[Sequence[Operand]],
                 dies: Sequence[bool]) -> Fragment:
     """One `Unary` step, in place when its input dies and is at least as wide as the
     output. No scratch."""
@@ -124,7 +135,7 @@ def lower_unary(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seque
     return _lower(k, op, plan, operands, dies, StepKind.UNARY, f"op: {name}")
 
 
-def lower_where(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_where(k: Kernel, op: Operation, plan: OpPlan[Broadcast], operands: Sequence[Sequence[Operand]],
                 dies: Sequence[bool]) -> Fragment:
     """One `Select` step: condition, then the value where true, then where false (or
     the `scalar` attribute). Scratch only for operands received from elsewhere."""

@@ -31,11 +31,11 @@ def gather_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (*data[:axis], *indices, *data[axis + 1:])
 
 
-def plan_gather(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(k, op.output_precision))
+def plan_gather(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
+    return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(k, op.output_precision), detail=None)
 
 
-def lower_gather(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_gather(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                  dies: Sequence[bool]) -> Fragment:
     """One `Gather` step. Scratch: every tile receives the indices (4 B each) and
     holds the looked-up elements bound for its output shard before the exchange,
@@ -74,7 +74,7 @@ def index_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (*b, *rest)
 
 
-def lower_index(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_index(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                 dies: Sequence[bool]) -> Fragment:
     """One `Gather` step like `lower_gather`; scratch: every index tensor received
     whole (4 B an element) and the output shard's looked-up elements."""
@@ -88,9 +88,9 @@ def lower_index(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seque
     return b.done(out)
 
 
-def plan_index(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_index(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     none = tuple(None for _ in ins)
-    return OpPlan(wanted=none, rest=none, output=spread_layout(k, op.output_precision))
+    return OpPlan(wanted=none, rest=none, output=spread_layout(k, op.output_precision), detail=None)
 
 
 def gather_nd_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -116,12 +116,12 @@ def scatter_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return data
 
 
-def plan_scatter(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_scatter(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     layout = activation_layout(k, ins[0])
-    return OpPlan(wanted=(layout, *(None for _ in ins[1:])), rest=tuple(None for _ in ins), output=layout)
+    return OpPlan(wanted=(layout, *(None for _ in ins[1:])), rest=tuple(None for _ in ins), output=layout, detail=None)
 
 
-def lower_scatter(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_scatter(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                   dies: Sequence[bool]) -> Fragment:
     """One `Scatter` step writing values at indices of the data, in place when the
     data dies here (else into a new value of its layout). Scratch: every index tensor

@@ -46,7 +46,7 @@ from tileplan.ops.base import (
     copy_if_needed, flag, place, register, row_split, shard_elements, spread_layout, write_result,
 )
 from tileplan.ops.elementwise import _lower as lower_elementwise
-from tileplan.ops.elementwise import plan_elementwise
+from tileplan.ops.elementwise import Broadcast, plan_elementwise
 from tileplan.ops.matmul import joint_fc_plan
 from tileplan.ops.norm import plan_norm
 
@@ -72,14 +72,14 @@ def _created(k: Kernel, jp: convplan.JointPlan, multiply: Precision) -> Layout:
     return gemm.weight_layout(convplan.gemm_partition(jp.forward, k.amp(multiply), whole=True), k.prefix)
 
 
-def plan_grad_input(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_grad_input(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[convplan.ConvPartition]:
     dy, w = ins
     jp = joint_fc_plan(k, op, (*dy.shape[:-1], w.shape[0]), w.shape, w.precision)
     return OpPlan(wanted=(None, None), rest=(None, _created(k, jp, w.precision)),
                   output=spread_layout(k, op.output_precision), detail=jp.backward, temporary=jp.backward.temp_bytes)
 
 
-def plan_grad_weight(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_grad_weight(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[convplan.ConvPartition]:
     x, dy = ins
     multiply = op.output_precision
     jp = joint_fc_plan(k, op, x.shape, op.output_shape, multiply)
@@ -104,8 +104,8 @@ def _converted(b: FragmentBuilder, x: Ref, multiply: Precision, dies: bool) -> R
     return converted
 
 
-def lower_grad_input(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
-                     dies: Sequence[bool]) -> Fragment:
+def lower_grad_input(k: Kernel, op: Operation, plan: OpPlan[convplan.ConvPartition],
+                     operands: Sequence[Sequence[Operand]], dies: Sequence[bool]) -> Fragment:
     """dX [..., M, K] = dY [..., M, N] W^T: one `Matmul { pass: backward }` step, the
     backward pass of the joint plan (`convplan.plan_joint_fc`). Scratch per tile and
     serial iteration: the dY block `input_elements` received and, unless W rests where
@@ -113,7 +113,6 @@ def lower_grad_input(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[
     precision, in standard memory; the partials `partial_elements` in the accumulate
     precision, in interleaved memory. dX is spread."""
     cp = plan.detail
-    assert isinstance(cp, convplan.ConvPartition), cp
     b = FragmentBuilder(operands)
     weights = b.members(1)
     multiply = b.precision(weights[0])
@@ -128,8 +127,8 @@ def lower_grad_input(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[
     return b.done(out)
 
 
-def lower_grad_weight(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
-                      dies: Sequence[bool]) -> Fragment:
+def lower_grad_weight(k: Kernel, op: Operation, plan: OpPlan[convplan.ConvPartition],
+                      operands: Sequence[Sequence[Operand]], dies: Sequence[bool]) -> Fragment:
     """dW [K, N] = X^T dY: one `Matmul { pass: update }` step, the weight-update pass of
     the joint plan (`convplan.plan_joint_fc`), dW written where the forward pass
     created W. Scratch per tile and serial iteration: the X and dY blocks
@@ -137,7 +136,6 @@ def lower_grad_weight(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence
     the partials `partial_elements` (with a serial split, dW accumulated across the
     iterations too) in the accumulate precision, in interleaved memory."""
     cp = plan.detail
-    assert isinstance(cp, convplan.ConvPartition), cp
     b = FragmentBuilder(operands)
     multiply = op.output_precision
     accumulate = Precision(k.amp(multiply).accumulate)
@@ -180,7 +178,7 @@ def _conv_gemm(k: Kernel, op: Operation, m: int, kk: int, n: int, groups: int, m
                               k.options.available_memory_proportion, op.name)
 
 
-def plan_conv_grad_weight(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_conv_grad_weight(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[convplan.ConvPartition]:
     """dW [O, C/g, *kernel] = X^T dY as the implicit product ((C/g) prod(kernel)) x (N
     prod(output field)) x (O/g) of g groups, dW laid out as a weight no operation lays
     out rests (`compact_layout`)."""
@@ -193,7 +191,7 @@ def plan_conv_grad_weight(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpP
     return OpPlan(wanted=(None, None), rest=(None, None), output=out, detail=cp, temporary=cp.temp_bytes)
 
 
-def plan_conv_grad_input(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_conv_grad_input(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[convplan.ConvPartition]:
     """dX [N, C, *field] as the implicit product (N prod(field)) x ((O/g)
     prod(kernel)) x (C/g) of g groups; dX spread."""
     dy, w = ins
@@ -204,8 +202,8 @@ def plan_conv_grad_input(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPl
                   temporary=cp.temp_bytes)
 
 
-def lower_conv_grad(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
-                    dies: Sequence[bool]) -> Fragment:
+def lower_conv_grad(k: Kernel, op: Operation, plan: OpPlan[convplan.ConvPartition],
+                    operands: Sequence[Sequence[Operand]], dies: Sequence[bool]) -> Fragment:
     """A convolution's gradient: one `Conv { pass: update }` (dW) or `Conv { pass:
     backward }` (dX) step, operands read where they are and received block by block.
     Scratch per tile and serial iteration (`ConvPartition` of the implicit product):
@@ -214,7 +212,6 @@ def lower_conv_grad(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[S
     (with a serial input-channel split also the output accumulated, `output_elements`),
     interleaved."""
     cp = plan.detail
-    assert isinstance(cp, convplan.ConvPartition), cp
     b = FragmentBuilder(operands)
     multiply = b.precision(b.operand(1)) if op.kind == "conv_grad_input" else op.output_precision
     accumulate = Precision(k.amp(multiply).accumulate)
@@ -243,7 +240,7 @@ def layernorm_grad_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return x
 
 
-def lower_layernorm_grad(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_layernorm_grad(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                          dies: Sequence[bool]) -> Fragment:
     """dX of a layer norm: one `LayerNorm { stage: Gradient }` step in dY's layout, X
     re-laid out there if it rests elsewhere, dX in place of dY when dY dies. Scratch:
@@ -276,12 +273,12 @@ def lower_layernorm_grad(k: Kernel, op: Operation, plan: OpPlan, operands: Seque
     return b.done(out)
 
 
-def plan_layernorm_grad(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_layernorm_grad(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     dy, x, *params = ins
     layout = activation_layout(k, dy)
     norm = plan_norm(k, op, [InputInfo(x.shape, x.precision, layout, x.declared), *params])
     wanted = (layout, layout, *norm.wanted[1:])
-    return OpPlan(wanted=wanted, rest=(None, None, *norm.rest[1:]), output=layout)
+    return OpPlan(wanted=wanted, rest=(None, None, *norm.rest[1:]), output=layout, detail=None)
 
 
 def layernorm_weight_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -291,13 +288,13 @@ def layernorm_weight_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (x[-1],)
 
 
-def plan_reduced(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_reduced(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     """Inputs read where they are; the (small) output spread."""
     return OpPlan(wanted=tuple(None for _ in ins), rest=tuple(None for _ in ins),
-                  output=spread_layout(k, op.output_precision))
+                  output=spread_layout(k, op.output_precision), detail=None)
 
 
-def lower_layernorm_weight(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_layernorm_weight(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                            dies: Sequence[bool]) -> Fragment:
     """The scale's gradient, the column sums of dY x whitened X (popnn's
     groupNormParamGradients, F32 partials): one `Reduce { op: LayerNormScaleGradient }`
@@ -324,14 +321,14 @@ def same_shapes(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return first
 
 
-def plan_like_first(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_like_first(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     """The output in the first input's layout; every input read there."""
     layout = activation_layout(k, ins[0])
     wanted = tuple(layout for _ in ins)
-    return OpPlan(wanted=wanted, rest=wanted, output=layout)
+    return OpPlan(wanted=wanted, rest=wanted, output=layout, detail=None)
 
 
-def lower_softmax_grad(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_softmax_grad(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                        dies: Sequence[bool]) -> Fragment:
     """dX of a softmax (dX = Y (dY - sum(dY Y))) or log-softmax (dX = dY - exp(Y)
     sum(dY)) from the forward output Y: one `Softmax { stage: Gradient }` step in dY's
@@ -356,7 +353,7 @@ ACTIVATIONS = {"gelu": "GeluGrad", "tanh": "TanhGrad", "silu": "SiluGrad", "sigm
                "relu": "ReluGrad"}
 
 
-def lower_activation_grad(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_activation_grad(k: Kernel, op: Operation, plan: OpPlan[Broadcast], operands: Sequence[Sequence[Operand]],
                           dies: Sequence[bool]) -> Fragment:
     """dX = dY f'(X): one `Binary` step as any elementwise operator (the output in dY's
     layout, X re-laid out there if elsewhere, in place of dY when it dies); no
@@ -379,14 +376,14 @@ def embedding_grad_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (rows, dy[-1])
 
 
-def plan_embedding_grad(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_embedding_grad(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     """The dense gradient laid out as the table rests (`createSliceableTensor`: a
     table no operation lays out rests compactly, `compact_layout`)."""
     out = compact_layout(math.prod(op.output_shape), op.output_precision.bytes, k.tile_count, k.prefix)
-    return OpPlan(wanted=(None, None), rest=(None, None), output=out)
+    return OpPlan(wanted=(None, None), rest=(None, None), output=out, detail=None)
 
 
-def lower_embedding_grad(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_embedding_grad(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                          dies: Sequence[bool]) -> Fragment:
     """The table's gradient: one `Scatter { op: MultiUpdateAdd }` step writing a dense
     zeroed [rows, H] tensor laid out as the table and adding each looked-up row's dY
@@ -411,7 +408,7 @@ def nll_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (1,)
 
 
-def lower_nll(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_nll(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
               dies: Sequence[bool]) -> Fragment:
     """The mean of the log-probabilities picked at the targets: one `Reduce { op:
     NllLoss }` step. Scratch: the targets received (4 B each) and the picked values
@@ -431,11 +428,11 @@ def nll_grad_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return logp
 
 
-def plan_nll_grad(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    return OpPlan(wanted=(None, None, None), rest=(None, None, None), output=activation_layout(k, ins[1]))
+def plan_nll_grad(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
+    return OpPlan(wanted=(None, None, None), rest=(None, None, None), output=activation_layout(k, ins[1]), detail=None)
 
 
-def lower_nll_grad(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_nll_grad(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                    dies: Sequence[bool]) -> Fragment:
     """The loss's gradient with respect to the log-probabilities: one `Scatter { op:
     NllLossGradient }` step writing a new tensor of their shape and layout (zeros, the

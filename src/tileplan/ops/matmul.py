@@ -29,6 +29,7 @@ as poplin's grouped matmul, both operands received.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from tileplan.errors import ModelError
@@ -51,17 +52,29 @@ def matmul_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (*broadcast_shapes(a[:-2], b[:-2]), a[-2], b[-1])
 
 
+@dataclass(frozen=True, slots=True)
+class BatchedProduct:
+    """The detail of a batched product of two activations planned as a spread (one
+    `BatchedGemm` step: `lower_batched`); it needs nothing more of its plan."""
+
+
+BATCHED = BatchedProduct()
+#: what a matmul's lowering reads of its plan: a batched product's mark, the reference
+#: planner's GEMM partition, or poplin's plan (a product with 2-D weights, a grouped one)
+MatmulDetail = BatchedProduct | gemm.GemmPartition | convplan.ConvPartition
+
+
 def _is_gemm(ins: list[InputInfo]) -> bool:
     return len(ins[1].shape) == 2
 
 
-def plan_matmul(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_matmul(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[MatmulDetail]:
     if not _is_gemm(ins):
         a, b = ins
         if op.attr("grouped") and k.poplibs and a.shape[:-2] == b.shape[:-2]:
             return plan_grouped(k, op, ins)
         return OpPlan(wanted=(None, None), rest=(None, None), output=spread_layout(k, op.output_precision),
-                      detail="batched")
+                      detail=BATCHED)
     if k.poplibs:
         return plan_poplibs(k, op, ins)
     x, w = ins
@@ -81,7 +94,7 @@ def plan_matmul(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
     )
 
 
-def lower_matmul(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_matmul(k: Kernel, op: Operation, plan: OpPlan[MatmulDetail], operands: Sequence[Sequence[Operand]],
                  dies: Sequence[bool]) -> Fragment:
     """`Convert` x to the weights' precision when it differs (in place when narrower
     and x dies here), `Copy` x and the weights into the AMP's operand layouts, `Gemm`,
@@ -89,12 +102,11 @@ def lower_matmul(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequ
     slices of a tile's output block and one accumulator, (pk + 1) x output shard
     elements x the accumulate precision's bytes, in standard memory. The other steps
     have none."""
-    if plan.detail == "batched":
-        return lower_batched(k, op, plan, operands)
-    if isinstance(plan.detail, convplan.ConvPartition):
-        return lower_poplibs(k, op, plan, operands, dies)
     p = plan.detail
-    assert isinstance(p, gemm.GemmPartition), p
+    if isinstance(p, BatchedProduct):
+        return lower_batched(k, op, plan, operands)
+    if isinstance(p, convplan.ConvPartition):
+        return lower_poplibs(k, op, plan, p, operands, dies)
     b = FragmentBuilder(operands)
     x = b.operand(0)
     multiply = b.precision(b.operand(1))
@@ -135,7 +147,7 @@ def joint_fc_plan(k: Kernel, op: Operation, x: Shape, w: Shape, multiply: Precis
                                   k.options.available_memory_proportion, op.name)
 
 
-def plan_poplibs(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_poplibs(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[convplan.ConvPartition]:
     """poplin's plan of [.., M, K] x [K, N] (M all the left operand's rows): the
     weights created in the plan's layout when the rows are not split (each tile holds
     its block, nothing broadcast), else spread by the policy; the output spread. With
@@ -157,7 +169,7 @@ def plan_poplibs(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
                   detail=cp, temporary=cp.temp_bytes)
 
 
-def plan_grouped(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_grouped(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[convplan.ConvPartition]:
     """A batched product of two activations [G.., M, K] x [G.., K, N] as poplin plans a
     grouped matmul (`grouped`; training's attention products): a 1-D convolution of G
     groups (`convplan.plan_conv`), both operands received per tile, the output spread."""
@@ -170,8 +182,8 @@ def plan_grouped(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
                   temporary=cp.temp_bytes)
 
 
-def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
-                  dies: Sequence[bool]) -> Fragment:
+def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan[object], cp: convplan.ConvPartition,
+                  operands: Sequence[Sequence[Operand]], dies: Sequence[bool]) -> Fragment:
     """`Convert` x to the weights' precision when it differs (in place when narrower,
     x dies here and its storage is not a declared tensor's), then one `Matmul` step.
     Scratch, per tile and serial iteration (`ConvPartition`): the left block
@@ -182,9 +194,7 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     in the accumulate precision (with a serial input-channel split also the output
     accumulated across iterations, `output_elements`, and with a parallel one the
     received partials beyond the operands' buffers: `convplan.partials_scratch`), in
-    interleaved memory."""
-    cp = plan.detail
-    assert isinstance(cp, convplan.ConvPartition), cp
+    interleaved memory. `cp` is the plan's detail."""
     b = FragmentBuilder(operands)
     x = b.operand(0)
     weights = b.members(1)
@@ -207,7 +217,8 @@ def lower_poplibs(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     return b.done(result)
 
 
-def lower_batched(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]]) -> Fragment:
+def lower_batched(k: Kernel, op: Operation, plan: OpPlan[object], operands: Sequence[Sequence[Operand]]
+                  ) -> Fragment:
     """One `BatchedGemm` step, output spread. Each tile's output shard is a run of e
     elements of the row-major [..., M, N] output: it touches r = min(rows, ceil(e / N)
     + 1) rows and c = min(N, e) columns, so it receives r x K elements of the left
@@ -239,11 +250,12 @@ def experts_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (x[0], w[2])
 
 
-def plan_experts(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    return OpPlan(wanted=(None, None, None), rest=(None, None, None), output=spread_layout(k, op.output_precision))
+def plan_experts(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
+    return OpPlan(wanted=(None, None, None), rest=(None, None, None), output=spread_layout(k, op.output_precision),
+                  detail=None)
 
 
-def lower_experts(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_experts(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                   dies: Sequence[bool]) -> Fragment:
     """One `GroupedGemm` step, output spread, like a batched product whose right
     operand is the expert of each row. A tile's output run of e elements of the

@@ -40,14 +40,14 @@ def _param_layout(layout: Layout, x: Shape, p: Shape, prefix: str) -> Layout | N
     return broadcast_layout(layout, x, p, prefix)
 
 
-def plan_norm(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_norm(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     x, *params = ins
     layout = activation_layout(k, x)
     wanted = (layout, *(_param_layout(layout, x.shape, p.shape, k.prefix) for p in params))
-    return OpPlan(wanted=wanted, rest=wanted, output=layout)
+    return OpPlan(wanted=wanted, rest=wanted, output=layout, detail=None)
 
 
-def lower_norm(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_norm(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                dies: Sequence[bool]) -> Fragment:
     """Two steps. `Statistics`: each tile sums its columns of its rows (LayerNorm: sum
     and sum of squares; RMSNorm: sum of squares; F32) and exchanges them with the other
@@ -88,12 +88,12 @@ def batchnorm_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return x
 
 
-def plan_batchnorm(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_batchnorm(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     layout = activation_layout(k, ins[0])
-    return OpPlan(wanted=(layout, *(None for _ in ins[1:])), rest=tuple(None for _ in ins), output=layout)
+    return OpPlan(wanted=(layout, *(None for _ in ins[1:])), rest=tuple(None for _ in ins), output=layout, detail=None)
 
 
-def lower_batchnorm(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_batchnorm(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                     dies: Sequence[bool]) -> Fragment:
     """One `BatchNorm` step (inference: scale, bias, running mean and variance per
     channel), in place when the input dies; each tile receives the channels its shard
@@ -138,7 +138,7 @@ def group_rows(k: Kernel, b: FragmentBuilder, op: Operation, x: Ref) -> tuple[in
     return min(shape[0] * groups, -(-e // g) + 1), min(k.tile_count, -(-g // e) + 1)
 
 
-def lower_groupnorm(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_groupnorm(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                     dies: Sequence[bool]) -> Fragment:
     """Two `GroupNorm` steps, like a layer norm's (`lower_norm`) with groups for rows.
     `Statistics`: each tile sums its part of each group it touches (sum and sum of

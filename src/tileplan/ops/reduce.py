@@ -43,8 +43,8 @@ def reduce_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return out or (1,)
 
 
-def plan_reduce(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(k, op.output_precision))
+def plan_reduce(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
+    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(k, op.output_precision), detail=None)
 
 
 def histogram_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -54,7 +54,7 @@ def histogram_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (bins,)
 
 
-def lower_reduce(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_reduce(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                  dies: Sequence[bool]) -> Fragment:
     """One `Reduce` step reading the input where it is. Scratch: each tile's partials,
     p = min(outputs, input shard) x 4 B, plus a stage receiving up to 16 partials for
@@ -77,9 +77,9 @@ def softmax_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return x
 
 
-def plan_softmax(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_softmax(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     layout = activation_layout(k, ins[0])
-    return OpPlan(wanted=(layout,), rest=(layout,), output=layout)
+    return OpPlan(wanted=(layout,), rest=(layout,), output=layout, detail=None)
 
 
 def _rows(k: Kernel, b: FragmentBuilder, op: Operation, x: Ref, axis: int) -> tuple[int, int]:
@@ -105,7 +105,7 @@ class RowStep:
     out: Ref
 
 
-def along_rows(k: Kernel, b: FragmentBuilder, op: Operation, plan: OpPlan, dies: Sequence[bool]) -> RowStep:
+def along_rows(k: Kernel, b: FragmentBuilder, op: Operation, plan: OpPlan[None], dies: Sequence[bool]) -> RowStep:
     x = copy_if_needed(k, b, op, b.operand(0), plan.wanted[0])
     axis = axis_of(op.int_attr("axis", -1), len(op.output_shape))
     rows, parts = _rows(k, b, op, x, axis)
@@ -114,7 +114,7 @@ def along_rows(k: Kernel, b: FragmentBuilder, op: Operation, plan: OpPlan, dies:
     return RowStep(x, axis - len(op.output_shape), rows, parts, in_place, out)
 
 
-def lower_softmax(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_softmax(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                   dies: Sequence[bool]) -> Fragment:
     """One `Softmax` step, in place when its input dies. Scratch: the row maxima and
     sums in F32 with their reduction tree, (min(partitions of a row, 16) + 1) x rows x
@@ -128,7 +128,7 @@ def lower_softmax(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     return b.done(r.out)
 
 
-def lower_cumsum(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_cumsum(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                  dies: Sequence[bool]) -> Fragment:
     """One `Scan` step, in place when its input dies; scratch: each row's running total
     carried between tiles, rows x 4 B."""
@@ -148,11 +148,11 @@ def select_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (*x[:axis], k, *x[axis + 1:])
 
 
-def plan_select(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
-    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(k, op.output_precision))
+def plan_select(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
+    return OpPlan(wanted=(None,), rest=(None,), output=spread_layout(k, op.output_precision), detail=None)
 
 
-def lower_select(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_select(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                  dies: Sequence[bool]) -> Fragment:
     """One `TopK` step (a sort is a top-k of the whole axis) reading the input where it
     is, the output spread. Each tile keeps the k best of each row it holds, with their

@@ -52,12 +52,12 @@ def accumulate_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return a
 
 
-def plan_accumulate(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_accumulate(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     layout = activation_layout(k, ins[0])
-    return OpPlan(wanted=(None, layout), rest=(None, layout), output=layout)
+    return OpPlan(wanted=(None, layout), rest=(None, layout), output=layout, detail=None)
 
 
-def lower_accumulate(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_accumulate(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                      dies: Sequence[bool]) -> Fragment:
     """A += G: one `Optimizer { op: Accumulate }` step writing in place in A (which
     rests in G's layout: no exchange, no scratch; its output is A, a view); G is
@@ -81,16 +81,16 @@ def update_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return w
 
 
-def plan_update(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_update(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     """The state (inputs 2..) rests in the gradient's layout, as PopART creates it like
     the gradient; with replicated tensor sharding it is a flat shard spread compactly."""
     layout = activation_layout(k, ins[1])
     sharded = int(op.int_attr("shards", 1)) > 1
     rest = tuple(None if sharded else layout for _ in ins[2:])
-    return OpPlan(wanted=(None, None, *(None for _ in ins[2:])), rest=(None, None, *rest), output=layout)
+    return OpPlan(wanted=(None, None, *(None for _ in ins[2:])), rest=(None, None, *rest), output=layout, detail=None)
 
 
-def lower_update(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_update(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                  dies: Sequence[bool]) -> Fragment:
     """One `Optimizer { op: <optimizer>Update }` step: the state updated in place, W
     updated in place. New values, each live at this step only: the state kept off
@@ -175,13 +175,13 @@ def stash_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return s
 
 
-def plan_stash(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_stash(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     x, s = ins
     rest = None if x.layout is None else stacked_layout(x.layout, len(x.shape))
-    return OpPlan(wanted=(None, None), rest=(None, rest), output=spread_layout(k, op.output_precision))
+    return OpPlan(wanted=(None, None), rest=(None, rest), output=spread_layout(k, op.output_precision), detail=None)
 
 
-def lower_stash(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_stash(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                 dies: Sequence[bool]) -> Fragment:
     """X into its slot of the stash S: one `Copy { mapping: Stash }` step, local (no
     exchange) when S is X's layout stacked, else exchanging; no scratch. The output is
@@ -202,7 +202,7 @@ def restore_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return s[1:]
 
 
-def lower_restore(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_restore(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                   dies: Sequence[bool]) -> Fragment:
     """One slot of the stash, read in place (PopART's RestoreInplace): a view of S (a
     `View` step: no program, no scratch) in S's layout when that holds the slot's
@@ -219,12 +219,12 @@ def lower_restore(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Seq
     return b.done(out)
 
 
-def plan_as_is(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_as_is(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     return OpPlan(wanted=tuple(None for _ in ins), rest=tuple(None for _ in ins),
-                  output=spread_layout(k, op.output_precision))
+                  output=spread_layout(k, op.output_precision), detail=None)
 
 
-def lower_send(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_send(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                dies: Sequence[bool]) -> Fragment:
     """X sent to another IPU: one exchanging `Copy { mapping: Send }` step reading X
     (which lives to here); its output is a view of X. No scratch."""
@@ -242,7 +242,7 @@ def receive_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     return shape
 
 
-def lower_receive(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_receive(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                   dies: Sequence[bool]) -> Fragment:
     """A tensor received from another IPU: one exchanging `Copy { mapping: Receive }`
     step writing a new value, spread. No scratch."""

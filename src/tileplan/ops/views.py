@@ -197,10 +197,10 @@ def fill_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
 
 # Plans and lowerings -----------------------------------------------------------------
 
-def plan_as_is(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan:
+def plan_as_is(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
     """Inputs read where they are; the output spread (a view decides at lowering)."""
     return OpPlan(wanted=tuple(None for _ in ins), rest=tuple(None for _ in ins),
-                  output=spread_layout(k, op.output_precision))
+                  output=spread_layout(k, op.output_precision), detail=None)
 
 
 VIEW_NAMES = {"reshape": "Reshape", "transpose": "Transpose", "slice": "Slice", "alias": "Alias"}
@@ -224,7 +224,7 @@ def carried_layout(op: Operation, layout: Layout, shape: Shape) -> Layout | None
     raise AssertionError(op.kind)
 
 
-def lower_view(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_view(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                dies: Sequence[bool]) -> Fragment:
     """A `View` step sharing the input's storage when the layout carries over, else a
     `Copy` into a linear spread (exchanging). Neither has scratch."""
@@ -250,7 +250,7 @@ MOVEMENT = {"expand": StepKind.BROADCAST, "tile": StepKind.TILE, "concat": StepK
             "fill": StepKind.FILL}
 
 
-def lower_movement(k: Kernel, op: Operation, plan: OpPlan, operands: Sequence[Sequence[Operand]],
+def lower_movement(k: Kernel, op: Operation, plan: OpPlan[None], operands: Sequence[Sequence[Operand]],
                    dies: Sequence[bool]) -> Fragment:
     """One step writing a new spread value from its inputs (`Broadcast`, `Tile`,
     `Concat`, `Pad`: exchanging; each tile receives its output elements straight into

@@ -15,9 +15,9 @@ The model (docs/report-format.md, "Memory that is not tensors"), per tile:
 * stack: 3200 B (6 workers x 512 B + 128 B for the supervisor).
 
 A step of a repeat block counts once: its code and state are reused by every
-iteration. So does each distinct operation of a training program (`"mode":
-"training"`), whose layers are not a repeat block but which PopART outlines: one
-program and its vertices serve every layer's copy of an operation. Calibration:
+iteration. So does each distinct operation of a training program (`Mode.TRAINING`),
+whose layers are not a repeat block but which PopART outlines: one program and its
+vertices serve every layer's copy of an operation. Calibration:
 Graphcore's published breakdown of BERT-Large inference on two IPUs (graphcore/popliner
 tests: 6.6 KB vertex code, 8.7 KB vertex state, 10.6 KB
 exchange code, 11.2 KB control code per tile on average on IPU 0) divided by the

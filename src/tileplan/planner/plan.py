@@ -21,6 +21,7 @@ from tileplan.lowering.policy import Policy
 from tileplan.lowering.program import Lowering, OperationInfo, lower_program
 from tileplan.model.ir import Program
 from tileplan.model.machine import Machine
+from tileplan.model.role import DECLARED, HELD
 from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Rejection, StepTable, Value
 from tileplan.runtime import without_gc
@@ -112,7 +113,7 @@ def compute_live_ranges(lowering: Lowering, always_live: bool = False) -> tuple[
     np.maximum.at(last, reads, until)
     last[list(lowering.outputs)] = end
     if always_live:
-        parameters = [v.id for v in lowering.values[:lowering.declared] if v.role == "parameter"]
+        parameters = [v.id for v in lowering.values[:lowering.declared] if v.role in HELD]
         last[parameters] = end
     live = first < n_steps
     return np.where(live, first, -1), np.where(live, np.maximum(first, last), -1)
@@ -179,9 +180,11 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     steps, kinds, exchanging = build_steps(lowering, kept, values, groups, first, last)
     peaks = find_peaks(steps, groups)
     rows = exchange_rows(np.bincount(steps.operation, minlength=len(steps.operation_texts)).tolist(), exchanging)
-    # always live: the parameters (default policy: live for the whole program, as
-    # Poplar's variables); the reference policy's resident values: every declared tensor
-    resident = frozenset(v.id for v in values if (v.role == "parameter" if policy.always_live else v.resident))
+    # always live: the held tensors (default policy: weights, buffers and training state
+    # live for the whole program, as Poplar's variables); the reference policy's
+    # resident values: every declared tensor
+    always = HELD if policy.always_live else DECLARED
+    resident = frozenset(v.id for v in values if v.role in always)
     complete = all(v.id in shards for v in values)
     exact = account(values, steps, shards, machine.tile_count, set(resident)) if len(steps) and complete else None
     verdict = judge_budget(steps, peaks, machine.budget_bytes, machine.interleaved_budget_bytes,

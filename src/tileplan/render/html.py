@@ -31,6 +31,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
+from tileplan.model.role import ROLE_OF_TEXT
 from tileplan.version import __version__
 from tileplan.render import human_bytes
 from tileplan.render.address_map import address_map_svg
@@ -128,7 +129,7 @@ def _detail(lv: Liveness) -> dict[str, Any]:
                                     for v in {id(v.precision): v for v in values}.values()}
     shapes: dict[tuple[int, ...], int] = {}
     precisions: dict[str, int] = {}
-    roles = {None: 0, "input": 1, "parameter": 2, "intermediate": 3}
+    roles: dict[str | None, int] = {None: 0, **{text: k for k, text in enumerate(ROLE_OF_TEXT, start=1)}}
     layout_code = np.array([layouts[id(v.layout)] for v in values], dtype=np.int64)
     shape_code = np.array([shapes.setdefault(v.shape, len(shapes)) for v in values], dtype=np.int64)
     precision_code = np.array([precisions.setdefault(precision_of[id(v.precision)], len(precisions))

@@ -16,13 +16,15 @@ from typing import Any
 import numpy as np
 
 from tileplan.errors import InputError
+from tileplan.model.role import ROLE_OF_TEXT, Role
 from tileplan.model.timeline import REGIONS, Step, Value
 from tileplan.report.fields import U64_MAX, Fields
 from tileplan.report.model import Report
 from tileplan.report.reader import MAX_RANK, Interned, assemble, read_tile_count
 
 VERSION_1 = 1
-ROLES = ("input", "parameter", "intermediate")
+#: a value's `role`: the roles' texts (`tileplan.model.role`; docs/report-format.md, "Roles")
+ROLES = tuple(ROLE_OF_TEXT)
 
 
 # Writing ----------------------------------------------------------------------------
@@ -195,18 +197,19 @@ def _quick_value(d: object, place: str, interned: Interned) -> Value | None:
     if not (_count(vid) and _count(origin) and _count(root) and type(name) is str and type(group) is str
             and _count(storage_group) and _size(shard) and _size(aligned) and _count(copies, 1) and _size(size)):
         return None
-    alignment = d.get("alignment_bytes")
-    if ("alignment_bytes" in d and not _count(alignment, 1)) or ("role" in d and d["role"] not in ROLES):
+    alignment, role = d.get("alignment_bytes"), d.get("role")
+    if ("alignment_bytes" in d and not _count(alignment, 1)) or \
+            ("role" in d and (type(role) is not str or role not in ROLE_OF_TEXT)):
         return None
     return Value(vid, origin, root, name, interned.text(group), interned.shape(tuple(shape)), p, lay, storage_group,
-                 shard, aligned, copies, size, alignment, d.get("role"))
+                 shard, aligned, copies, size, alignment, None if role is None else ROLE_OF_TEXT[role])
 
 
-def _role(r: Fields) -> str:
+def _role(r: Fields) -> Role:
     role = r.sub("role").string()
-    if role not in ROLES:
-        raise InputError(f"role must be input, parameter or intermediate, found {role!r}", f"{r.place}.role")
-    return role
+    if role not in ROLE_OF_TEXT:
+        raise InputError(f"role must be one of {', '.join(ROLES)}, found {role!r}", f"{r.place}.role")
+    return ROLE_OF_TEXT[role]
 
 
 def _read_step(r: Fields, interned: Interned) -> Step:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tileplan.errors import InputError
+from tileplan.model.role import ROLE_OF_TEXT
 from tileplan.model.timeline import Step, StepTable, Value, step_table
 from tileplan.report.fields import Fields, brief
 from tileplan.report.format_v1 import json_default, to_json_dict
@@ -43,7 +44,8 @@ DECODE_BASE_BYTES = 256 << 20
 DECODE_PER_TEXT_BYTE = 16
 #: the most rows of a table (values, steps, operations)
 MAX_ROWS = 1 << 30
-ROLES = ("input", "parameter", "intermediate")
+#: `tables.roles`: the roles' texts (`tileplan.model.role`; docs/report-format.md, "Roles")
+ROLES = tuple(ROLE_OF_TEXT)
 
 
 # Writing ------------------------------------------------------------------------------
@@ -334,11 +336,11 @@ def _tables(t: Fields, tile_count: int) -> dict[str, list[Any]]:
     precisions = [interned.precision(text, f"{t.place}.precisions[{i}]")
                   for i, text in enumerate(_strings(t.sub("precisions")))]
     shapes = [tuple(d.integer(minimum=1) for d in s.items(most=MAX_RANK)) for s in t.sub("shapes").items()]
-    roles = _strings(t.sub("roles"))
-    for i, role in enumerate(roles):
-        if role not in ROLES:
-            raise InputError(f"role must be input, parameter or intermediate, found {brief(role)}",
-                             f"{t.place}.roles[{i}]")
+    roles = []
+    for i, role in enumerate(_strings(t.sub("roles"))):
+        if role not in ROLE_OF_TEXT:
+            raise InputError(f"role must be one of {', '.join(ROLES)}, found {brief(role)}", f"{t.place}.roles[{i}]")
+        roles.append(ROLE_OF_TEXT[role])
     return {"layouts": layouts, "precisions": precisions, "shapes": shapes, "groups": _strings(t.sub("groups")),
             "roles": roles, "operations": _strings(t.sub("operations"))}
 

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal, Self
 import numpy as np
 
 from tileplan.errors import InputError
+from tileplan.model.info import Mode
 from tileplan.report.fields import (
     U64_MAX,
     Bounds,
@@ -92,6 +93,11 @@ class Program(Section):
     def name(self) -> str | None:
         name = self.get("name")
         return name if isinstance(name, str) else None
+
+    @property
+    def mode(self) -> Mode:
+        """What the program ran: training when its entries say `"mode": "training"`."""
+        return Mode.TRAINING if self.get("mode") == Mode.TRAINING.value else Mode.INFERENCE
 
     @classmethod
     def decode(cls, f: Fields, ctx: Context) -> Self:

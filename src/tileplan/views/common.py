@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tileplan.model.info import Mode
 from tileplan.model.layout import Axis, Layout
 from tileplan.views.classes import TrainingClasses, training_classes
 from tileplan.report.fields import U64_MAX
@@ -292,7 +293,7 @@ def extras(report: Report) -> Extras:
             and stage.layers_per_ipu is not None:
         first_layer, end = stage.layers
         program = sections.program
-        mode = "training" if program is not None and program.get("mode") == "training" else "inference"
+        mode = (program.mode if program is not None else Mode.INFERENCE).value
         pipeline = (f"IPU {stage.ipu} of {stage.ipus} ({mode} pipeline): layers {first_layer} to {end - 1}; "
                     f"layers_per_ipu {list(stage.layers_per_ipu)}")
     return Extras(classes, total, reserve, over, placement, pipeline, training_classes(report))

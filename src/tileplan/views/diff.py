@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tileplan.model.role import MADE
 from tileplan.report.model import Report
 from tileplan.report.sections import PlacedTile
 from tileplan.views.summary import program_fields
@@ -432,8 +433,8 @@ def diff_reports(a: Report, b: Report) -> Diff:
     ops = operations(a)
     folded = [GroupChange(g, group_label(g, ops), role, len(vs), ab, bb, ap, bp, vs[0].ratio)
               for (g, role, ab, bb, ap, bp), vs in groups.items()]
-    # the model's own tensors first (their names mean something to its authors), then intermediates
-    folded.sort(key=lambda g: (g.role == "intermediate", -abs(((g.b_bytes or 0) - (g.a_bytes or 0)) * g.count),
+    # the model's own tensors first (their names mean something to its authors), then what operations made
+    folded.sort(key=lambda g: (g.role in MADE, -abs(((g.b_bytes or 0) - (g.a_bytes or 0)) * g.count),
                                g.group, g.a_bytes or 0, g.a_precision))
 
     pa, pb = dict(program_fields(a, defaults=True)), dict(program_fields(b, defaults=True))
