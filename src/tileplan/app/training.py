@@ -36,7 +36,8 @@ from typing import Any, Callable
 
 from tileplan.errors import InputError, ModelError
 from tileplan.importers.joint import JointGraph, joint_graph
-from tileplan.importers.training import JointProgram, ipu_program
+from tileplan.importers.joint_program import JointProgram
+from tileplan.importers.training import ipu_program
 from tileplan.importers.training_stages import find_layers
 from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json
 from tileplan.model.info import ModelShape, ProgramInfo, Serialization

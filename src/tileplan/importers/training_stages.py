@@ -35,16 +35,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from tileplan.errors import InputError
+from tileplan.importers.joint_program import JointProgram
 from tileplan.model.info import PipelineStage, ProgramInfo, TrainingInfo
 from tileplan.model.ir import Operation
 from tileplan.model.role import Role
-
-if TYPE_CHECKING:
-    from tileplan.importers.training import JointProgram
-    from tileplan.model.training import TrainingSetup
+from tileplan.model.training import TrainingSetup
 
 #: the first numeric component of a module path: `bert.encoder.layer.5.attention` ->
 #: (`bert.encoder.layer`, 5)
