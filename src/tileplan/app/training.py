@@ -44,9 +44,8 @@ from tileplan.model.info import ModelShape, ProgramInfo, Serialization
 from tileplan.model.ir import Program
 from tileplan.model.precision import F16, F32, from_option
 from tileplan.model.training import OPTIMIZERS, PRESETS, RECOMPUTE, TrainingSetup
-from tileplan.planner.pipeline import Pipeline, expand_layers_per_ipu
 from tileplan.planner.plan import Plan
-from tileplan.planner.training import fewest_training_ipus, plan_training_pipeline
+from tileplan.planner.training import TrainingSplit
 from tileplan.runtime import library_output_captured
 
 #: the precisions PopTorch's optimizers take for their accumulator and moments
@@ -418,17 +417,8 @@ def layer_count(joint: JointProgram) -> int:
     return len(find_layers(joint.program.operations(), joint.backward))
 
 
-def training_pipeline(request: Any, spec: list[int] | None, ipus: int | None, auto: bool,
-                      plan: Callable[[Program], Plan]) -> Pipeline | None:
-    """The plans over several IPUs of a training request: as `layers_per_ipu` (`spec`,
-    -1 wildcards) says, split evenly over `ipus`, or (`auto`) the fewest IPUs that fit;
-    None when auto finds none."""
+def training_split(request: Any, plan: Callable[[Program], Plan]) -> TrainingSplit:
+    """The layers of a training request split over IPUs, each IPU's program planned by
+    `plan` (what `tileplan.planner.pipeline`'s search and `as_asked` take)."""
     layers = layer_count(joint_program(request))
-
-    def program(counts: tuple[int, ...], ipu: int) -> Program:
-        return training_program(request, counts, ipu)
-
-    if auto and spec is None:
-        return fewest_training_ipus(layers, program, plan)
-    counts = expand_layers_per_ipu(spec or [-1], layers, ipus or len(spec or [-1]))
-    return plan_training_pipeline(counts, program, plan)
+    return TrainingSplit(layers, lambda counts, ipu: training_program(request, counts, ipu), plan)
