@@ -178,6 +178,23 @@ def test_a_head_tied_to_the_embedding_runs_on_ipu_0(tmp_path):
         assert check_report(from_json_text(to_json_text(build_report(plan)))).consistent
 
 
+def test_a_masked_lm_head_runs_on_ipu_0_whole(tmp_path):
+    """BERT's masked-LM head (`cls`: its transform, then the decoder tied to the token
+    embedding) runs on IPU 0 from its first operation, as optimum-graphcore's
+    `PipelinedBertForMaskedLM` places it; the last IPU runs only its layers."""
+    from tileplan.app.request import PlanRequest
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 2,
+                                  "num_attention_heads": 2, "intermediate_size": 128, "vocab_size": 500,
+                                  "max_position_embeddings": 64, "architectures": ["BertForMaskedLM"]}))
+    request = PlanRequest(model=str(config), sequence_length=16, layers_per_ipu="1,1").resolved()
+    first, last = split_program(request.program(), (1, 1))
+    assert {o.module for o in last.operations()} <= {o.module for o in request.program().operations()
+                                                     if o.layer is not None}
+    assert any((o.module or "").startswith("cls.predictions.transform") for o in first.operations())
+
+
 def test_when_no_split_fits_the_first_ipu_alone_says_why(tmp_path, capsys):
     """`--ipus auto` with an embedding (and the head tied to it) larger than an IPU of 4
     tiles: no split fits, and IPU 0 planned with no layers shows why."""

@@ -38,7 +38,7 @@ from tileplan.errors import InputError, ModelError
 from tileplan.importers.joint import JointGraph, joint_graph
 from tileplan.importers.joint_program import JointProgram
 from tileplan.importers.training import ipu_program
-from tileplan.importers.training_stages import find_layers
+from tileplan.importers.training_stages import layer_count
 from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json
 from tileplan.model.info import ModelShape, ProgramInfo, Serialization
 from tileplan.model.ir import Program
@@ -410,11 +410,6 @@ def training_program(request: Any, counts: tuple[int, ...] | None = None, ipu: i
     if counts is None:
         return ipu_program(joint, setup, None, 0)
     return ipu_program(joint, setup, counts, ipu)
-
-
-def layer_count(joint: JointProgram) -> int:
-    """The model's layers (`importers.training_stages.find_layers`)."""
-    return len(find_layers(joint.program.operations(), joint.backward))
 
 
 def training_split(request: Any, plan: Callable[[Program], Plan]) -> TrainingSplit:
