@@ -15,9 +15,10 @@ from typing import Any
 from tileplan.errors import InputError, TileplanError, option
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
-from tileplan.app.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
+from tileplan.app.sources import display_name, import_graph, is_hub_id, kind_of, locate
 from tileplan.builtins import siglip, synthetic
 from tileplan.importers.graph import Graph
+from tileplan.importers.hf_models import config_name
 from tileplan.model.info import ModelShape, ProgramInfo
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
