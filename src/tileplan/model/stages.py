@@ -94,8 +94,9 @@ def _within(module: str, outer: str) -> bool:
 
 def _stack(layer: Sequence[Operation]) -> str | None:
     """The module holding the layer list a layer's operations belong to: the parent of
-    the list holding the module of the layer (`transformer.h.11` -> `transformer`), the
-    modules' common part; None when they are unknown."""
+    the module holding the layer's module, which is its operations' modules' common part
+    (`transformer.h.11` -> `transformer`; "" when that is the model); None when their
+    modules are unknown."""
     paths = [op.module.split(".") for op in layer if op.module]
     if not paths:
         return None
@@ -133,8 +134,10 @@ class Placement:
             return 0
         if section == POST:
             return self.ipus - 1
-        for ipu in range(self.ipus):
-            if section < self.first(ipu) + self.counts[ipu]:
+        end = 0
+        for ipu, count in enumerate(self.counts):
+            end += count
+            if section < end:
                 return ipu
         raise ModelError(f"layer {section} is past the {sum(self.counts)} layers per IPU {list(self.counts)} place")
 
