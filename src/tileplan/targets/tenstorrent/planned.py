@@ -190,17 +190,19 @@ class TtPlan:
     def fits(self) -> bool:
         return self.verdict.fits
 
-    def peak(self, buffer_type: BufferType) -> int:
+    def peak_event(self, buffer_type: BufferType) -> tuple[int, int | None]:
         """The most bytes per bank the buffer type held at once (reserved, as the
-        allocator counts them)."""
+        allocator counts them) and the first event after which it held them (None:
+        it never held any)."""
         deltas: list[tuple[int, int]] = []
         for b in self.buffers:
             if b.buffer_type is buffer_type:
                 deltas.append((b.allocated, b.reserved))
                 if b.freed is not None:
                     deltas.append((b.freed, -b.reserved))
-        best = held = 0
-        for _, delta in sorted(deltas):
+        best, at, held = 0, None, 0
+        for event, delta in sorted(deltas):
             held += delta
-            best = max(best, held)
-        return best
+            if held > best:
+                best, at = held, event
+        return best, at
