@@ -6,18 +6,14 @@ from __future__ import annotations
 
 from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.device import load_device
-from tileplan.targets.tenstorrent.memory import BufferType, L1_INTERLEAVED
-from tileplan.targets.tenstorrent.ops.base import OutputRequest
+from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_data_movement import ReshapeAttrs
-from tileplan.targets.tenstorrent.ops.tt_eltwise import ReduceAttrs
 from tileplan.targets.tenstorrent.plan import plan_tt
 from tileplan.targets.tenstorrent.planned import UPLOAD, BufferUse, TtPlan
 
-from tt_plan_support import Builder, l1_tiles_per_bank, tile
+from tt_plan_support import Builder, l1_tiles_per_bank, mlp, reduce_both, tile, view_then_relu
 
 N150 = load_device("n150", version="2026-04-21")
-L1 = OutputRequest(BufferType.L1)
 
 
 def no_two_live_buffers_overlap(plan: TtPlan) -> None:
@@ -28,15 +24,6 @@ def no_two_live_buffers_overlap(plan: TtPlan) -> None:
                           and (b.freed is None or event < b.freed))
             for (_, end), (start, _) in zip(live, live[1:]):
                 assert end <= start, (event, kind, live)
-
-
-def mlp() -> Builder:
-    b = Builder()
-    x = b.upload("x", tile((1, 1, 1024, 1024)), Role.INPUT)
-    w = b.upload("mlp.w", tile((1, 1, 1024, 1024)))
-    h = b.op(OpKind.MATMUL, "mlp.matmul", (x, w), L1, free=(x,))
-    b.op(OpKind.RELU, "mlp.relu", (h,), L1, free=(h,))
-    return b
 
 
 def test_uploads_then_each_operation_allocate_and_free_in_order() -> None:
@@ -84,10 +71,7 @@ def test_an_operations_intermediate_lives_between_its_programs() -> None:
     """A reduction over W and H: W into `reduced_w` (program 0), H from it (program 1);
     the intermediate is allocated before program 0, freed after program 1; the output
     before program 1."""
-    b = Builder()
-    x = b.upload("x", tile((1, 1, 256, 256)), Role.INPUT)
-    b.op(OpKind.SUM, "sum", (x,), L1, ReduceAttrs((-1, -2)))
-    plan = plan_tt(b.program(), N150)
+    plan = plan_tt(reduce_both().program(), N150)
     _, mid, out = plan.buffers
     assert mid.use is BufferUse.OP_INTERMEDIATE and mid.name == "sum.reduced_w" and mid.tensor is None
     assert out.use is BufferUse.ACTIVATION and out.name == "sum" and out.tensor == 1
@@ -98,11 +82,7 @@ def test_an_operations_intermediate_lives_between_its_programs() -> None:
 
 
 def test_a_view_names_its_inputs_buffer_until_both_are_freed() -> None:
-    b = Builder()
-    x = b.upload("x", tile((1, 1, 64, 1024), L1_INTERLEAVED), Role.INPUT)
-    v = b.op(OpKind.RESHAPE, "view", (x,), L1, ReshapeAttrs((1, 2, 32, 1024)), free=(x,))
-    b.op(OpKind.RELU, "relu", (v,), L1, free=(v,))
-    plan = plan_tt(b.program(), N150)
+    plan = plan_tt(view_then_relu().program(), N150)
     assert len(plan.buffers) == 2 and plan.ops[0].programs == ()
     x_buf, relu = plan.buffers
     assert x_buf.freed is not None and x_buf.last_op == 1  # freed with the view, not with x

@@ -10,15 +10,13 @@ import pytest
 from tileplan.errors import ModelError
 from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.device import load_device
-from tileplan.targets.tenstorrent.memory import BufferType, CoreRangeSet, MemoryConfig, MemoryLayout, ShardSpec
+from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
-from tileplan.targets.tenstorrent.ops.tt_matmul_config import MatmulMultiCoreReuseMultiCast1DProgramConfig
 from tileplan.targets.tenstorrent.plan import plan_tt
 from tileplan.targets.tenstorrent.planned import UPLOAD, FailureKind
 
-from tt_plan_support import Builder, l1_tiles_per_bank, tile
+from tt_plan_support import Builder, cb_clash, cb_grow, falcon_8044, tile, too_many_shards
 
 N150_2026 = load_device("n150", version="2026-04-21")
 
@@ -27,18 +25,7 @@ def test_tt_mlir_8044_fragmentation_out_of_memory_end_to_end() -> None:
     """tt-mlir #8044 (Falcon3-7B, n150): 417,792 B a bank allocated in two blocks around a
     522,240-B hole (a freed tensor), 389,856 B free at the bottom; a matmul's output of 48
     height shards of 270 tiles (552,960 B) fits in neither though 912,096 B are free."""
-    b = Builder()
-    b.upload("a", l1_tiles_per_bank(102))
-    hole = b.upload("hole", l1_tiles_per_bank(255), Role.INPUT)
-    b.upload("b", l1_tiles_per_bank(102))
-    x = b.upload("x", tile((1, 1, 414720, 32)), Role.INPUT)
-    w = b.upload("w", tile((1, 1, 32, 32)))
-    b.op(OpKind.RELU, "to_dram", (hole,), free=(hole,))
-    config = MatmulMultiCoreReuseMultiCast1DProgramConfig((8, 6), 1, 1, 1, 270, 1, mcast_in0=False)
-    b.op(OpKind.MATMUL, "lm.matmul", (x, w), OutputRequest(BufferType.L1, MemoryLayout.HEIGHT_SHARDED),
-         MatmulAttrs(config))
-    b.op(OpKind.RELU, "never", (x,))
-    plan = plan_tt(b.program(), N150_2026)
+    plan = plan_tt(falcon_8044().program(), N150_2026)
     v = plan.verdict
     assert v.message == (
         "Out of Memory: Not enough space to allocate 26542080 B L1 buffer across 48 banks, where each bank needs to "
@@ -46,7 +33,8 @@ def test_tt_mlir_8044_fragmentation_out_of_memory_end_to_end() -> None:
         "522240 B)")
     assert (v.kind, v.buffer_type, v.op, v.request_name) == (FailureKind.FRAGMENTATION, BufferType.L1, 1, "lm.matmul")
     assert [plan.buffers[i].name for i in v.responsible] == ["a", "b"]
-    assert len(plan.ops) == 2 and not plan.programs[1:]  # stopped before the matmul's program ran
+    assert len(plan.ops) == 2 and plan.ops[1].programs == ()  # stopped before the matmul's program ran
+    assert len(plan.programs) == 1
 
 
 def test_bloom_dram_out_of_memory_in_each_builds_words() -> None:
@@ -72,12 +60,7 @@ def test_bloom_dram_out_of_memory_in_each_builds_words() -> None:
 def test_circular_buffers_beyond_l1_grow() -> None:
     """A 1-D matmul config of 400 tile rows a core: 400 in0 tiles, 400 output tiles and a
     1-tile in1 CB (in1 has one block) above l1_unreserved_base 103,712 end past 1,499,136."""
-    b = Builder()
-    a = b.upload("a", tile((1, 1, 400 * 32 * 8, 32)), Role.INPUT)
-    w = b.upload("w", tile((1, 1, 32, 32)))
-    config = MatmulMultiCoreReuseMultiCast1DProgramConfig((8, 1), 1, 1, 1, 400, 1, mcast_in0=False)
-    b.op(OpKind.MATMUL, "mm", (a, w), OutputRequest(), MatmulAttrs(config))
-    plan = plan_tt(b.program(), N150_2026)
+    plan = plan_tt(cb_grow().program(), N150_2026)
     end = 103_712 + plan.programs[0].cb_bytes
     assert end > 1_499_136
     assert plan.verdict.message == (f"Statically allocated circular buffers on core range [(x=0,y=0) - (x=7,y=0)] "
@@ -88,11 +71,7 @@ def test_circular_buffers_beyond_l1_grow() -> None:
 def test_circular_buffers_reaching_an_l1_buffer_clash() -> None:
     """649 tiles a bank in L1 leave 736 B above l1_unreserved_base: a unary's 8,192 B of
     CBs reach the tensor (lockstep: on every core)."""
-    b = Builder()
-    b.upload("resident", l1_tiles_per_bank(649))
-    x = b.upload("x", tile((1, 1, 32, 32)), Role.INPUT)
-    b.op(OpKind.RELU, "relu", (x,))
-    plan = plan_tt(b.program(), N150_2026)
+    plan = plan_tt(cb_clash().program(), N150_2026)
     low = 103_712 + 736
     assert plan.verdict.message == (
         "Statically allocated circular buffers in program 0 clash with L1 buffers on core range "
@@ -102,12 +81,7 @@ def test_circular_buffers_reaching_an_l1_buffer_clash() -> None:
 
 
 def test_more_shards_than_cores_is_tt_metals_shard_message() -> None:
-    b = Builder()
-    grid = CoreRangeSet.from_count(80, 8, 10)
-    spec = tile((1, 1, 80 * 32, 32), MemoryConfig(BufferType.L1, MemoryLayout.HEIGHT_SHARDED,
-                                                   ShardSpec(grid, (32, 32))))
-    b.upload("x", spec, Role.INPUT)
-    plan = plan_tt(b.program(), N150_2026)
+    plan = plan_tt(too_many_shards().program(), N150_2026)
     assert plan.verdict.message == ("Expected number of shards 80 to be less than or equal to total number of L1 "
                                     "banks 72 in compute cores")
     assert plan.verdict.kind is FailureKind.SHARDS

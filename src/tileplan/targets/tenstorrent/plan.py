@@ -166,9 +166,7 @@ class _Walk:
         plan = self.plan(op)
         outputs = self.output_buffers(op, plan)
         count = len(plan.programs)
-        first = len(self.programs)
-        self.ops.append(PlannedOp(op.index, op.name, op.kind, tuple(range(first, first + count)), op.module,
-                                  op.layer))
+        self.ops.append(PlannedOp(op.index, op.name, op.kind, (), op.module, op.layer))
         own: dict[int, _Live] = {}
         for p in range(max(count, 1)):
             for k, buf in enumerate(plan.buffers):
@@ -240,6 +238,7 @@ class _Walk:
         layout = allocate_circular_buffers(program.circular_buffers, self.device.l1_base, self.device.dram_alignment,
                                            index)
         lowest = self.allocator.lowest_occupied_l1()
+        self.ops[-1] = replace(self.ops[-1], programs=(*self.ops[-1].programs, index))
         self.programs.append(PlannedProgram(
             op=op.index, index=p, program=program, event=self.events, layout=layout, lowest_l1=lowest,
             l1_allocated=self.allocated[BufferType.L1], l1_small_allocated=self.allocated[BufferType.L1_SMALL],
