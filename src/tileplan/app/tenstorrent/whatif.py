@@ -84,7 +84,8 @@ def largest_row(base: TtRequest, key: str, values: tuple[object, ...], current: 
         best = values[found.best - 1]
         last = len(values)
         above = "the last value tried" if found.best == last else f"every value up to {values[found.upto - 1]} tried"
-        return row(key, f"{best} (the largest that fits; {above})", tried[found.best])
+        planned = "; the planned value" if best == current else ""
+        return row(key, f"{best} (the largest that fits{planned}; {above})", tried[found.best])
     return row(key, f"none of {values[0]}..{values[found.upto - 1]} fits", tried[min(tried)])
 
 
