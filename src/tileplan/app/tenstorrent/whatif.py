@@ -125,8 +125,10 @@ def l1_small_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None])
     if not fitting:
         return TtWhatIfRow(knob="l1_small_size", value=f"none of {', '.join(map(str, planned))} fits",
                            command=base.command(), fits=False)
-    low, high = fitting[0][0], fitting[-1][0]
-    return row("l1_small_size", f"{low}..{high} fit (planned {', '.join(map(str, planned))})", fitting[0][1])
+    sizes = [size for size, _ in fitting]
+    contiguous = planned[planned.index(sizes[0]):planned.index(sizes[-1]) + 1] == sizes
+    window = f"{sizes[0]}..{sizes[-1]}" if contiguous and len(sizes) > 1 else ", ".join(map(str, sizes))
+    return row("l1_small_size", f"{window} fit (planned {', '.join(map(str, planned))})", fitting[0][1])
 
 
 def to_dram_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) -> TtWhatIfRow | None:
