@@ -1,6 +1,6 @@
 """Tenstorrent planning time at a 7B decoder's scale; prints figures, asserts nothing.
 
-    .venv/bin/python benchmarks/tt_plan_time.py [--layers N] [--tokens S] [--machine M] [--json]
+    .venv/bin/python benchmarks/tt_plan_time.py [--layers N] [--tokens S] [--machine M] [--json] [-o REPORT]
 
 The program is a Llama-3.1-8B-shaped decoder (hidden 4096, 32 heads of 128, 8 KV heads,
 MLP 14336, vocabulary 128256, 32 layers) prefilling S tokens (default 128) as TTNN
@@ -24,6 +24,7 @@ import time
 
 from tileplan.app.tenstorrent.build import build_tt_report
 from tileplan.check.tenstorrent import check_tt_report
+from tileplan.ioutil import write_atomic
 from tileplan.model.role import Role
 from tileplan.report.tt_report import read_tt_report
 from tileplan.targets.tenstorrent.device import load_device
@@ -128,13 +129,17 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--machine", default="n150")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("-o", "--output", help="also write the report here (tileplan summary, html, check read it)")
     args = parser.parse_args()
     device = load_device(args.machine)
     program, build_cpu, build_wall = timed(llama_8b, args.layers, args.tokens)
     plan, plan_cpu, plan_wall = timed(plan_tt, program, device)
-    report, report_cpu, report_wall = timed(lambda: build_tt_report(plan, program.name, "tt-mlir", ()).to_bytes())
+    frontend = "hand-built (benchmarks/tt_plan_time.py)"
+    report, report_cpu, report_wall = timed(lambda: build_tt_report(plan, program.name, frontend, ()).to_bytes())
     read, _, _ = timed(lambda: read_tt_report(json.loads(report)))
     result, check_cpu, check_wall = timed(check_tt_report, read)
+    if args.output:
+        write_atomic(args.output, report)
     figures = {"machine": args.machine, "operations": len(program.ops), "programs": len(plan.programs),
                "buffers": len(plan.buffers), "fits": plan.fits, "verdict": plan.verdict.message,
                "program_built_cpu_s": round(build_cpu, 3), "plan_cpu_s": round(plan_cpu, 3),
