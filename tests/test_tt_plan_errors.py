@@ -16,7 +16,7 @@ from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.plan import plan_tt
 from tileplan.targets.tenstorrent.planned import UPLOAD, FailureKind
 
-from tt_plan_support import Builder, cb_clash, cb_grow, falcon_8044, tile, too_many_shards
+from tt_plan_support import Builder, cb_clash, cb_grow, falcon_8044, tile, too_many_shards, traced
 
 N150_2026 = load_device("n150", version="2026-04-21")
 
@@ -94,3 +94,23 @@ def test_an_operation_its_rule_refuses_is_one_line_naming_it() -> None:
     with pytest.raises(ModelError, match=r"^operation 0 \(relu, ttnn.relu\): ttnn.relu: the unary factories run "
                                          "interleaved to interleaved or sharded to sharded"):
         plan_tt(b.program(), N150_2026)
+
+
+def test_a_trace_beyond_the_trace_region_is_mesh_traces_message() -> None:
+    """A 5,000-B command stream in 1,024-B pages (trace.py): 5,120 B of trace buffers; a
+    2,048-B trace region (aligned to 2,304 on 2026 builds) cannot take them."""
+    plan = plan_tt(traced().program(), load_device("n150", trace_region_size=2048))
+    assert plan.verdict.message == ("Creating trace buffers of size 5120B on MeshDevice 0, but only 2304B is "
+                                    "allocated for trace region.")
+    assert (plan.verdict.kind, plan.verdict.buffer_type, plan.verdict.op) == (FailureKind.TRACE, BufferType.TRACE, 1)
+
+
+def test_a_trace_goes_to_the_trace_bank_or_top_down_in_dram_when_dynamic() -> None:
+    regioned = plan_tt(traced().program(), load_device("n150", trace_region_size=50_000_000))
+    (trace,) = [b for b in regioned.buffers if b.use.value == "trace"]
+    d = regioned.device
+    assert (trace.buffer_type, trace.address, trace.bytes) == (BufferType.TRACE, d.trace_base, 5120)
+    dynamic = plan_tt(traced().program(), load_device("n150"))
+    (trace,) = [b for b in dynamic.buffers if b.use.value == "trace"]
+    top = dynamic.device.dram_unreserved_base + dynamic.device.dram_bank_size
+    assert (trace.buffer_type, trace.address) == (BufferType.DRAM, top - 1024)

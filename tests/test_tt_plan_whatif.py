@@ -81,3 +81,10 @@ def test_an_unknown_operation_to_move_is_one_line() -> None:
     with pytest.raises(InputError, match=r"^to_dram='nope': no operation of mlp has that name \(some that do: "
                                          r"mlp.matmul, mlp.relu\)$"):
         tt_request("mlp", "n150", "hand", {}, to_dram=("nope",)).plan()
+
+
+def test_a_trace_region_too_small_is_re_planned_at_the_traces_size() -> None:
+    report = plan_report(tt_request("traced", "n150", "hand", {}, trace_region_size=2048))
+    assert report.what_if is not None
+    (row,) = [r for r in report.what_if.rows if r.knob == "trace_region_size"]
+    assert row.value == "5120" and row.fits and row.command.endswith("--trace-region-size 5120")

@@ -40,6 +40,7 @@ class Builder:
     uploads: list[int] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
     frees: list[tuple[int, ...]] = field(default_factory=list)
+    traces: list[tuple[int, int]] = field(default_factory=list)
 
     def upload(self, name: str, spec: TensorSpec, role: Role = Role.WEIGHT) -> int:
         t = len(self.tensors)
@@ -66,7 +67,7 @@ class Builder:
 
     def program(self, outputs: tuple[int, ...] = ()) -> TtProgram:
         return TtProgram(self.name, Frontend.TT_MLIR, tuple(self.tensors), tuple(self.uploads), tuple(self.ops),
-                         tuple(self.frees), outputs)
+                         tuple(self.frees), outputs, tuple(self.traces))
 
 
 # -- programs the tests plan ------------------------------------------------------------
@@ -178,3 +179,13 @@ def clash_by_activation() -> Builder:
 
 
 PROGRAMS.update({"small": small_config, "activation_clash": clash_by_activation})
+
+
+def traced(stream_bytes: int = 5000) -> Builder:
+    """The mlp with a trace of `stream_bytes` captured after its last operation."""
+    b = mlp()
+    b.traces.append((1, stream_bytes))
+    return b
+
+
+PROGRAMS["traced"] = traced
