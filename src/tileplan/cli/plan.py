@@ -56,7 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                             "Hugging Face hub id (org/name: its config.json from the local cache, else downloaded; "
                             "never weights)")
     model.add_argument("--layers", type=int, help="encoder layers (default: the configuration's)")
-    model.add_argument("--batch", type=int, help="batch size of an imported model's inputs (default 1)")
+    model.add_argument("--batch", type=int, help="batch size of an imported model's inputs (default 1; "
+                                                  "tt-transformers: max_batch_size)")
     model.add_argument("--sequence-length", type=int,
                        help="sequence length of a text model's inputs (a config.json's default 128; an ONNX file's "
                             "symbolic sequence dimension needs it, a fixed one is the file's)")
@@ -64,7 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     model.add_argument("--kv-cache", type=int, metavar="L",
                        help="plan one decoding step of a decoder (a config.json's) with a key/value cache of L "
                             "positions per layer, always live; --sequence-length sets the step's new tokens "
-                            "(default 1)")
+                            "(default 1). On a Tenstorrent machine: decode with a KV cache of L positions "
+                            "(tt-transformers: max_seq_len)")
     model.add_argument("--no-map-head", action="store_true", help="leave out the MAP head (a built-in tower)")
     model.add_argument("--unroll", action="store_true",
                        help="plan the encoder as one copy of its operations per layer, not as a repeat block")
