@@ -12,8 +12,9 @@ The contract:
 
 - `keys`: the option keys it takes (`OPTION_KEYS`, spelled as `tileplan plan`'s flags
   with `_`: `opt_level`, `prefill_chunk`, ...; a key added there needs its flag: the
-  shared ones are cli/plan.py's, the others app/tenstorrent/target.py's `OPTIONS`). Any other key given is refused by the
-  caller in one line naming the flag and the frontends that take it.
+  shared ones are cli/plan.py's, the others app/tenstorrent/target.py's `OPTIONS`). Any
+  other key given is refused by the caller in one line naming the flag and the frontends
+  that take it.
 - `stack`: who opens the device (tt-mlir's runtime, or tt-metal's own defaults:
   `versions.Stack`), which decides the default `l1_small_size` and trace region;
   `device_defaults(model, options, machine)`: device parameters the stack's own runs
