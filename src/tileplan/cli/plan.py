@@ -23,9 +23,10 @@ from pathlib import Path
 from tileplan import runtime
 from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.cli.progress import Progress
-from tileplan.app.sources import config_name, display_name, is_hub_id
+from tileplan.app.sources import display_name, is_hub_id
 from tileplan.app.targets import Target, for_machine, refuse_foreign, targets
 from tileplan.errors import InputError, option
+from tileplan.importers.hf_models import config_name
 from tileplan.ioutil import check_target, escape_controls, write_atomic
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
