@@ -1,6 +1,7 @@
 """The documentation keeps up with the CLI: every option `tileplan VERB --help` offers is
 named as code (in backquotes or a fenced block) on a page of docs/ or in the README, so
-an option added without a word on what it does is seen."""
+an option added without a word on what it does is seen; a page's example prints what
+the page shows (the README's own: tests/test_readme.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import re
 from pathlib import Path
 
 from tileplan.cli.main import build_parser
+
+from test_readme import assert_shown, run, session
 
 ROOT = Path(__file__).resolve().parent.parent
 VERBS = ("plan", "check", "summary", "html", "plot", "diff", "place")
@@ -42,3 +45,12 @@ def test_the_scan_sees_the_options():
     assert {"--weights", "--train", "--machine", "--sweep"} <= plan
     assert "--capacity" in {f for a in verb_parser("place")._actions for f in a.option_strings}
     assert code("a `--x y` b\n```\n--z\n```\n--w") == "--z\n\n--x y"
+
+
+def test_the_pipelines_example_prints_what_the_page_shows(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    page = (ROOT / "docs" / "pipelines.md").read_text()
+    shown = session(".venv/bin/tileplan plan --weights f16 --ipus auto --no-what-if -o so.json", page)
+    code, printed = run(["plan", "--weights", "f16", "--ipus", "auto", "--no-what-if", "-o", "so.json"])
+    assert code == 0
+    assert_shown(shown, printed)

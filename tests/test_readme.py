@@ -25,15 +25,15 @@ def fenced_blocks(text: str) -> list[tuple[str, list[str]]]:
     return [(m.group(1), m.group(2).splitlines()) for m in re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.M | re.S)]
 
 
-def session(command: str) -> list[str]:
-    """The lines the README shows after `$ command`, up to the next `$ ` line or the end
-    of its block."""
-    for _, lines in fenced_blocks(README):
+def session(command: str, text: str = README) -> list[str]:
+    """The lines `text` (the README) shows after `$ command`, up to the next `$ ` line or
+    the end of its block."""
+    for _, lines in fenced_blocks(text):
         if f"$ {command}" in lines:
             after = lines[lines.index(f"$ {command}") + 1:]
             end = next((i for i, line in enumerate(after) if line.startswith("$ ")), len(after))
             return after[:end]
-    raise AssertionError(f"the README shows no `$ {command}`")
+    raise AssertionError(f"no `$ {command}` shown")
 
 
 def assert_shown(shown: list[str], printed: list[str]) -> None:
