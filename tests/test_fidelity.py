@@ -51,3 +51,25 @@ def test_the_table_in_docs_lists_every_case():
 def test_the_torchvision_models_poptorch_tests_fit_on_mk2_too(name):
     """The table plans them on Mk1 and says they fit on Mk2 too."""
     assert torchvision_zoo(name, "mk2")().fits
+
+
+def test_the_page_begins_with_the_prose_the_benchmark_writes_and_its_counts_hold():
+    """docs/fidelity.md is written by benchmarks/fidelity.py, its prose ("How close to
+    the compiler") included, so a re-run keeps it; the prose's counts are the cases'."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("fidelity_benchmark", root / "benchmarks" / "fidelity.py")
+    assert spec is not None and spec.loader is not None
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    text = (root / "docs" / "fidelity.md").read_text()
+    assert text.startswith(benchmark.HEADER)
+    m = re.search(r"Against (\d+) published compiles .*? every one of the (\d+) verdicts on fitting agrees",
+                  " ".join(benchmark.HEADER.split()))
+    assert m, "the prose's sentence on the published compiles"
+    comparable = [c for c in CASES if not c.not_comparable]
+    assert (int(m.group(1)), int(m.group(2))) == (len(CASES), len(comparable))
+    assert not any(c.miss for c in comparable)

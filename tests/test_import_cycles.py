@@ -13,7 +13,7 @@ count too: they never run, but a module naming another's type for its annotation
 depends on it as much (a handler table typing its importer names what it should only
 describe: a `Protocol` of what it asks, below both, breaks the cycle).
 
-The packages' order, top to bottom, as the README's "How it plans" lists them: a
+The packages' order, top to bottom, as docs/architecture.md lists them: a
 package imports only packages below it. `check` re-derives a report without anything
 that plans: neither it nor any module it imports, transitively, belongs to a package
 that plans (the report's format and the views import none either).
@@ -28,7 +28,7 @@ import tileplan
 
 ROOT = Path(tileplan.__file__).parent
 
-#: the packages, top to bottom (README, "How it plans")
+#: the packages, top to bottom (docs/architecture.md)
 LAYERS = ("tileplan", "tileplan.cli", "tileplan.app", "tileplan.render", "tileplan.views", "tileplan.check",
           "tileplan.report", "tileplan.planner", "tileplan.builtins", "tileplan.lowering", "tileplan.importers",
           "tileplan.ops", "tileplan.targets", "tileplan.kernel", "tileplan.model", "tileplan.placement",
@@ -216,12 +216,11 @@ def test_every_package_imports_only_the_packages_below_it():
     assert not upward, upward
 
 
-def test_the_readme_lists_the_packages_in_the_layers_order():
-    readme = (ROOT.parent.parent / "README.md").read_text()
-    section = readme[readme.index("## How it plans"):]
-    positions = [section.index(f"`{p.split('.')[-1]}/`") for p in LAYERS[1:] if "." in p and
+def test_the_architecture_page_lists_the_packages_in_the_layers_order():
+    page = (ROOT.parent.parent / "docs" / "architecture.md").read_text()
+    positions = [page.index(f"`{p.split('.')[-1]}/`") for p in LAYERS[1:] if "." in p and
                  (ROOT / p.split(".")[-1]).is_dir()]
-    assert positions == sorted(positions), "README's How it plans lists the packages out of order"
+    assert positions == sorted(positions), "docs/architecture.md lists the packages out of order"
 
 
 #: the most lines a module may hold (large mixed modules are split)

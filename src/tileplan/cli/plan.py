@@ -109,7 +109,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                      "that fit, split for the most margin")
     ipus.add_argument("--layers-per-ipu", metavar="N,N,...",
                       help="the layers on each IPU, as optimum-graphcore's layers_per_ipu (-1: share the rest)")
-    train = p.add_argument_group("training (docs: README, Planning training)")
+    train = p.add_argument_group("training (docs/training.md)")
     train.add_argument("--train", action="store_true",
                        help="plan training: the joint forward and backward program with the loss of the head "
                             "config.json's architectures names, the optimizer state and the weight update")
