@@ -4,7 +4,8 @@ tt-transformers' own memory and program configs, precisions, KV cache and tensor
 parallelism (lower.py). `FRONTEND` is what `tileplan plan --frontend tt-transformers`
 calls (frontend.py)."""
 
+from tileplan.targets.tenstorrent.frontends.tt_transformers.frontend import FRONTEND, read_config
 from tileplan.targets.tenstorrent.frontends.tt_transformers.lower import build
 from tileplan.targets.tenstorrent.frontends.tt_transformers.options import Mode, Preset, TtTransformersOptions
 
-__all__ = ["Mode", "Preset", "TtTransformersOptions", "build"]
+__all__ = ["FRONTEND", "Mode", "Preset", "TtTransformersOptions", "build", "read_config"]

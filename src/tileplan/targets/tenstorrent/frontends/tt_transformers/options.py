@@ -9,9 +9,13 @@ What tt-transformers takes at run time and tileplan plans:
   a paged cache holds batch x kv_cache positions in `page_block_size`-token blocks, as
   simple_text_demo.py's `page_params` size it);
 - `batch`: `max_batch_size`, one of 1, 2, 4, 8, 16, 32 (model_config.py "Batch size {}
-  not supported");
+  not supported"): a decode step's users; a prefill runs one user, the batch sizing the
+  caches beside it;
 - `preset`: `DecodersPrecision.performance` or `.accuracy` (model_config.py);
-- `paged`: paged attention (the demo's and vLLM's) or one cache per user.
+- `paged`: paged attention (the demo's and vLLM's) or one cache per user;
+- `vllm`: the KV caches allocated after the whole model, layer by layer (vLLM's
+  `allocate_kv_cache`, generator_vllm.py), not with each layer's weights (the demo's
+  attention.py `init_kv_cache`): which allocation runs out of DRAM first.
 
 Worked example: `TtTransformersOptions(Mode.PREFILL, prefill_chunk=4096,
 kv_cache=65536)` plans the first 4,096-token chunk of a prompt on a 64k-position paged
@@ -61,7 +65,9 @@ class TtTransformersOptions:
     """How tt-transformers runs the model (see the module docstring). `prefill_chunk`
     None: tt-transformers' own largest chunk for the model and device. Invariants:
     kv_cache >= 32 and a multiple of 32; a chunk a multiple of 32 and >= 32, at most the
-    cache; batch one of 1, 2, 4, 8, 16, 32; a prefill runs one user (batch 1)."""
+    cache; batch one of 1, 2, 4, 8, 16, 32. A prefill runs one user's chunk
+    (generator.py prefill_forward_text prefills user by user); the batch sizes the caches
+    and the decode rotary matrices it shares the device with."""
 
     mode: Mode = Mode.PREFILL
     prefill_chunk: int | None = None
@@ -70,6 +76,7 @@ class TtTransformersOptions:
     preset: Preset = Preset.PERFORMANCE
     paged: bool = True
     page_block_size: int = DEFAULT_PAGE_BLOCK
+    vllm: bool = False
 
     def __post_init__(self) -> None:
         for name in ("kv_cache", "batch", "page_block_size"):
@@ -91,9 +98,6 @@ class TtTransformersOptions:
             if chunk > self.kv_cache:
                 raise InputError(f"prefill_chunk {chunk}: a chunk's keys and values go into the cache, which holds "
                                  f"{self.kv_cache} positions; hint: kv_cache >= {chunk}")
-        if self.mode is Mode.PREFILL and self.batch != 1:
-            raise InputError(f"batch {self.batch} with a prefill: tt-transformers prefills one user per call "
-                             "(generator.py prefill_forward_text); plan a decode step for a batch")
 
     @property
     def kv_positions(self) -> int:

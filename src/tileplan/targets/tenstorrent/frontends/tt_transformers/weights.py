@@ -145,6 +145,11 @@ def upload_weights(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersP
     lm = [e.upload(f"lm_head.output_weights.{i}", tile((a.dim, split), DataType.BFLOAT8_B,
                                                         dram_sharded(a.dim, split, banks)))
           for i, split in enumerate(a.lm_head_splits)]
+    if o.vllm:
+        for i, layer in enumerate(layers):
+            e.layer = i
+            layer.keys, layer.values = _caches(e, a, o, p, i)
+        e.layer = None
     return Weights(emb, cos, sin, cos_local, sin_local, trans_decode, trans_prefill, layers, norm, lm, sems)
 
 
@@ -167,13 +172,9 @@ def _layer(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision
     if a.qk_norm:
         q_norm = e.upload(pre + "attention.q_norm.weight", norm_weight(a.head_dim))
         k_norm = e.upload(pre + "attention.k_norm.weight", norm_weight(a.head_dim))
-    kv = prec.dtype("kv_cache")
-    if o.paged:
-        cache_shape: tuple[int, ...] = (o.max_num_blocks, a.n_local_kv_heads, o.page_block_size, a.head_dim)
-    else:
-        cache_shape = (o.batch, a.n_local_kv_heads, o.kv_cache, a.head_dim)
-    keys = e.upload(pre + "attention.layer_past.k", tile(cache_shape, kv), Role.BUFFER)
-    values = e.upload(pre + "attention.layer_past.v", tile(cache_shape, kv), Role.BUFFER)
+    keys = values = -1
+    if not o.vllm:
+        keys, values = _caches(e, a, o, p, i)
     e.module = pre + "feed_forward"
     hid = a.hidden_dim // ndev
     ff13 = prec.dtype("ff1_ff3")
@@ -189,3 +190,18 @@ def _layer(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision
         post_ff = _norm(e, a, pre + "post_feedforward_layernorm")
     return Layer(attention_norm, ffn_norm, wqkv, wo, w1, w2, w3, keys, values, bias_prefill, bias_decode, q_norm,
                  k_norm, pre_ff, post_ff)
+
+
+def _caches(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision, i: int) -> tuple[int, int]:
+    """Layer i's K and V caches (attention.py `init_kv_cache`; vLLM's `allocate_kv_cache`
+    gives the same shapes): paged [blocks, kv / devices, block, D] or [batch, kv /
+    devices, max_seq_len, D], the KV_CACHE dtype, DRAM interleaved."""
+    e.module = f"layers.{i}.attention"
+    kv = p.layer(i).dtype("kv_cache")
+    if o.paged:
+        shape: tuple[int, ...] = (o.max_num_blocks, a.n_local_kv_heads, o.page_block_size, a.head_dim)
+    else:
+        shape = (o.batch, a.n_local_kv_heads, o.kv_cache, a.head_dim)
+    keys = e.upload(f"layers.{i}.attention.layer_past.k", tile(shape, kv), Role.BUFFER)
+    values = e.upload(f"layers.{i}.attention.layer_past.v", tile(shape, kv), Role.BUFFER)
+    return keys, values
