@@ -316,7 +316,9 @@ def cases() -> list[Case]:
         _largest("P3-n300", CALIBRATION, "Llama-3.1-8B-Instruct", "n300", 64 * K, TABLE),
     ]
     qwen_n150 = Setup("Qwen2.5-7B-Instruct", "n150", _opts(prefill_chunk=4 * K, kv_cache=FULL))
-    out.append(Case("P4-n150", CALIBRATION, qwen_n150.describe(), "refused: only on 2 or 4 devices", TABLE,
+    out.append(Case("P4-n150", CALIBRATION, qwen_n150.describe(),
+                    "largest chunk 4k in the table; ModelArgs refuses the model on one device ('only supported on 2 "
+                    "or 4 devices'), so the entry is never reached", TABLE,
                     check_refused(qwen_n150, "only supported on 2 or 4 devices")))
     out.append(_largest("P4-n300", CALIBRATION, "Qwen2.5-7B-Instruct", "n300", 32 * K,
                         TABLE + "; PR #30928, tt-metal #30738 (64k: DRAM OOM)"))
