@@ -77,3 +77,15 @@ def test_the_diff_names_resized_buffers_and_changed_peaks() -> None:
     figures = {f.what: f.change for f in d.figures}
     assert figures["L1 peak (bytes per bank)"] == 2048 * 2 - 61440
     assert {c.name for c in d.buffers} >= {"mlp.matmul", "sum", "x"}
+
+
+def test_a_failed_allocation_adds_a_column_of_l1_at_the_failure() -> None:
+    """tt-mlir #8044's state: after the hole is freed, the two L1 tensors the request
+    could not fit between are drawn in one more column, the need in a note."""
+    page = build_tt_page(report("falcon_8044"))
+    assert len(page.columns) == 2 and page.failing_column == 1
+    assert page.columns[1].factory == "allocation failed" and page.columns[1].operation == "lm.matmul"
+    assert sorted((r.name, r.first, r.last, r.responsible) for r in page.rects) == [
+        ("a", 0, 1, True), ("b", 0, 1, True), ("hole", 0, 0, False)]
+    assert page.failure_note == ("lm.matmul needs 552,960 B in each of 48 L1 banks: 912,096 B free, the largest free "
+                                 "block 522,240 B")

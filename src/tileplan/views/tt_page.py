@@ -9,7 +9,8 @@ bank, the L1_SMALL region above that; where the two meet is the clash tt-metal c
 in run order, at most `MAX_COLUMNS` columns: a column stands for a run of consecutive
 programs and shows the highest CB region end and the lowest L1 buffer among them, so no
 peak and no near miss is lost; an L1 buffer is one rectangle over the columns where it
-is live.
+is live. When the run stopped allocating a buffer (after its last program), one more
+column shows L1 then, and `failure_note` what the buffer needed.
 
 Worked example: a program whose CBs end at 890,656 with an L1 buffer from 1,402,880 up:
 the column's CB bar reaches 890,656, the buffer's rectangle starts at 1,402,880; the gap
@@ -75,6 +76,7 @@ class TtPage:
     rects: tuple[Rect, ...]
     failing_column: int | None
     what_if: tuple[WhatIfLine, ...]
+    failure_note: str | None = None
 
 
 def column_runs(count: int, most: int = MAX_COLUMNS) -> list[tuple[int, int]]:
@@ -102,10 +104,25 @@ def build_tt_page(r: TtReport) -> TtPage:
         stop = (bisect_left(events, b.freed + 1) if b.freed is not None else p.count) - 1  # the last before its free
         if start <= stop:
             rects.append(Rect(b.id, b.name, start // per, stop // per, b.address, b.end, b.id in responsible))
-        elif b.id in responsible:  # live at the failure, after the last program
-            rects.append(Rect(b.id, b.name, max(0, len(columns) - 1), max(0, len(columns) - 1), b.address, b.end,
-                              True))
     failing = r.verdict.program // per if r.verdict.program is not None else None
+    note = None
+    v = r.verdict
+    if not v.fits and v.program is None:  # failed allocating, after the last program: one more column
+        failing = len(columns)
+        live = [b for b in r.buffers.rows() if b.freed is None and b.buffer_type == "L1"]
+        name = r.operations.name[v.operation] if v.operation is not None and v.operation >= 0 else "the uploads"
+        columns.append(Column(p.count, p.count, r.device.l1_base, min((b.address for b in live), default=None), name,
+                              "allocation failed"))
+        alive = {b.id for b in live}
+        rects = [Rect(x.buffer, x.name, x.first if x.first <= x.last else failing, failing, x.address, x.end,
+                      x.responsible) if x.buffer in alive else x for x in rects]
+        drawn = {x.buffer for x in rects}
+        rects += [Rect(b.id, b.name, failing, failing, b.address, b.end, b.id in responsible) for b in live
+                  if b.id not in drawn]
+        q, st = v.request, v.statistics
+        if q is not None and st is not None:
+            note = (f"{q.name} needs {q.need:,} B in each of {q.banks} {q.buffer_type} banks: {st.free:,} B free, "
+                    f"the largest free block {st.largest_free_block:,} B")
     what_if: tuple[WhatIfLine, ...] = ()
     if r.what_if is not None:
         what_if = tuple(WhatIfLine(w.knob, w.value, "error: " + w.error if w.error else
@@ -114,4 +131,4 @@ def build_tt_page(r: TtReport) -> TtPage:
     d = r.device
     return TtPage(title=f"{r.model} on {d.machine}", summary=build_tt_summary(r), l1_size=d.l1_size,
                   l1_base=d.l1_base, l1_bank_top=d.l1_base + d.l1_bank_size, columns=tuple(columns),
-                  rects=tuple(rects), failing_column=failing, what_if=what_if)
+                  rects=tuple(rects), failing_column=failing, what_if=what_if, failure_note=note)
