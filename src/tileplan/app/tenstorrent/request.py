@@ -71,7 +71,8 @@ class TtRequest:
         defaults = dict(fe.device_defaults(self.model, self.options, self.machine))
         given = {"l1_small_size": self.l1_small_size, "trace_region_size": self.trace_region_size}
         params = {**defaults, **{k: v for k, v in given.items() if v is not None}}
-        dispatch = DispatchCoreType.parse(self.dispatch) if self.dispatch is not None else None
+        dispatch = DispatchCoreType.parse(self.dispatch) if self.dispatch is not None else \
+            defaults.get("dispatch_core_type")
         return load_device(self.machine, stack=fe.stack, version=self.version, dispatch_core_type=dispatch,
                            l1_small_size=params.get("l1_small_size"),
                            trace_region_size=params.get("trace_region_size"))

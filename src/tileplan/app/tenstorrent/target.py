@@ -23,6 +23,8 @@ OPTIONS = (
            "(L1 placement)", type=int, metavar="0|1|2"),
     Option("--prefill-chunk", "prefill_chunk", "tt-transformers: plan a prefill chunk of N tokens (a multiple "
            "of 32)", type=int, metavar="N"),
+    Option("--precision", "precision", "tt-transformers: the precision preset, performance (default) or accuracy "
+           "(DecodersPrecision)", choices=("performance", "accuracy")),
     Option("--l1-small-size", "l1_small_size", "the device's L1_SMALL region in bytes (default: the stack's; "
            "tt-mlir 65536, tt-metal 0)", type=int, metavar="B"),
     Option("--trace-region-size", "trace_region_size", "the device's trace region in bytes (default: the "

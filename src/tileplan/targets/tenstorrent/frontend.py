@@ -62,6 +62,7 @@ OPTION_KEYS: dict[str, str] = {
     "kv_cache": "plan decoding with a KV cache of L positions (tt-transformers: max_seq_len)",
     "prefill_chunk": "tt-transformers: the prefill chunk in tokens, a multiple of 32 (MAX_PREFILL_CHUNK_SIZE)",
     "opt_level": "tt-mlir: the optimization level 0, 1 or 2 (tt-xla's optimization_level)",
+    "precision": "tt-transformers: the precision preset, performance or accuracy (DecodersPrecision)",
     "weights": "the weights' data type: bf16, f32, bfp8 or bfp4",
     "activations": "the activations' data type: bf16, f32, bfp8 or bfp4",
 }
@@ -105,7 +106,7 @@ class TtFrontend(Protocol):
     keys: frozenset[str]
     stack: Stack
 
-    def device_defaults(self, model: Any, options: Any, machine: str) -> Mapping[str, int]: ...
+    def device_defaults(self, model: Any, options: Any, machine: str) -> Mapping[str, Any]: ...
 
     def options(self, model: Any, given: Mapping[str, Any], device: Device) -> Any: ...
 

@@ -66,7 +66,9 @@ class Op:
     """One TTNN operation. `inputs` and `outputs` are tensor ids; `attrs` is the rule's
     own attribute value (None: the operation's defaults); `compute` its compute-kernel
     config (None: the operation's default). `source` is the index of the model
-    operation it lowers (the tt-mlir frontend), `layer` the model layer it belongs to."""
+    operation it lowers (the tt-mlir frontend), `layer` the model layer it belongs to.
+    An operation with no outputs writes in place into one of its inputs (ttnn's cache
+    updates: `paged_update_cache`, `paged_fill_cache`, `fill_cache` return nothing new)."""
 
     index: int
     kind: OpKind
@@ -81,8 +83,9 @@ class Op:
     source: int | None = None
 
     def __post_init__(self) -> None:
-        if not self.outputs:
-            raise ModelError(f"operation {self.index} ({self.name}): expected at least one output")
+        if not self.outputs and not self.inputs:
+            raise ModelError(f"operation {self.index} ({self.name}): expected an output, or an input it writes "
+                             "in place")
 
 
 @dataclass(frozen=True, slots=True)
