@@ -1,18 +1,29 @@
-"""Plan every published compile tileplan can express and write docs/fidelity.md.
+"""Plan every published compile tileplan can express and write docs/fidelity.md, and
+tileplan's measured error band (src/tileplan/app/ipu-error-band.json).
 
     .venv/bin/python benchmarks/fidelity.py [--only KEY...] [--no-write]
+    .venv/bin/python benchmarks/fidelity.py --band
 
 Each case (tests/fidelity_cases.py: what was compiled, its source, the published
 result, how it is rebuilt) is planned; the table gives tileplan's verdict beside the
 published one, the worst tile's peak per IPU against the 586,960 B tensor budget, the
 variables summed over the tiles per IPU, and why tileplan differs where it does.
 Prints CPU and wall seconds per case (this machine is shared: CPU is the figure).
+
+The error band: every case with a published figure of all the memory on an IPU's
+worst tile (`Case.worst_tiles`, here and in benchmarks/fidelity_training.py) gives one
+measurement, tileplan's error on that figure; the published variables summed over an
+IPU's tiles are measured beside them (another quantity, not in the band). A full run
+writes them to the band's file and docs/fidelity.md's last section; `--band` plans only
+those cases and writes the same. tests/test_error_band.py holds the file to the cases.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fidelity_cases import CASES, FROZEN_AT, Answer, Case, Evidence  # noqa: E402
+import fidelity_training  # noqa: E402
+
+from tileplan.app.error_band import DATA, Measurement, Quantity, derive  # noqa: E402
 
 HEADER = """# Fidelity: tileplan against published Poplar compiles
 
@@ -125,15 +139,120 @@ def summary(cases: list[Case], agreed: set[str]) -> str:
             "and were never tuned on.\n\n")
 
 
+#: the heading of docs/fidelity.md's last section, the band's (written from its file)
+BAND_HEADING = "## tileplan's error band"
+#: the variables' figure, as a measurement states it
+VARIABLES_WHAT = "the profile's variables summed over the IPU's tiles (`max_vars_usage`)"
+
+
+def measured(case: Case) -> bool:
+    return bool(case.worst_tiles) or case.variables is not None
+
+
+def training_measured() -> list[fidelity_training.Case]:
+    return [c for c in fidelity_training.CASES if c.worst_tiles or c.variables is not None]
+
+
+def measurements(answers: dict[str, tuple[int, ...]], variables: dict[str, tuple[int, ...]]) -> list[Measurement]:
+    """Every measurement, inference cases first then training, from tileplan's figures
+    per case (`answers`: each IPU's worst tile, all memory; `variables`: each IPU's
+    variables summed over its tiles)."""
+    out = []
+    rows = [(c.key, "docs/fidelity.md", c.evidence, c.worst_tiles, c.variables, c.source)
+            for c in CASES if measured(c)]
+    rows += [(c.name, "docs/fidelity-training.md", c.evidence, c.worst_tiles, c.variables, c.source)
+             for c in training_measured()]
+    for key, table, evidence, worst_tiles, published_variables, source in rows:
+        for w in worst_tiles:
+            out.append(Measurement(key, table, evidence.value, Quantity.WORST_TILE, w.ipu, w.bytes,
+                                   answers[key][w.ipu], w.what, w.source))
+        for ipu, figure in enumerate(published_variables or ()):
+            out.append(Measurement(key, table, evidence.value, Quantity.VARIABLES, ipu, figure, variables[key][ipu],
+                                   VARIABLES_WHAT, source))
+    return out
+
+
+def band_file(rows: list[Measurement]) -> str:
+    """The band's file: its measurements and the band they give."""
+    band = derive(tuple(rows))
+    doc = {"about": "tileplan's measured error on every published figure of all the memory on an IPU's worst tile "
+                    "(quantity \"worst tile, all memory\": the band is made of these) and on the published variables "
+                    "summed over an IPU's tiles (beside them, not in the band); written by benchmarks/fidelity.py, "
+                    "the rule in src/tileplan/report/sections_band.py (docs/report-format.md, verdict.error_band)",
+           "band": {"lower_percent": band.lower_percent, "upper_percent": band.upper_percent},
+           "measurements": [m.to_json() for m in rows]}
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def band_section(rows: list[Measurement]) -> str:
+    """docs/fidelity.md's last section: the band and every measurement."""
+    band = derive(tuple(rows))
+    lines = [BAND_HEADING, "",
+             "Written by `.venv/bin/python benchmarks/fidelity.py` (or `--band`) with "
+             "`src/tileplan/app/ipu-error-band.json`, from every case with a published figure of all the memory on "
+             "an IPU's worst tile: tileplan's error is (tileplan - published) / published on that figure, tileplan's "
+             "figure the worst tile's total peak plus the memory the budget sets aside for what is not tensors "
+             "(the tile's memory less the budget). The band runs from the smallest error to the "
+             "largest, rounded outward to 0.1 %: "
+             f"**{band.lower_percent:+.1f} % to {band.upper_percent:+.1f} %**. The verdict, the what-if rows and "
+             "the report's `verdict.error_band` say whether a plan's margin lies inside it (docs/reports.md). "
+             "The variables summed over an IPU's tiles, another quantity, are measured beside it and left out.", "",
+             "| case | evidence | quantity | IPU | published (B) | tileplan (B) | error | what was published | "
+             "source |", "|---|---|---|---|---|---|---|---|---|"]
+    for m in rows:
+        lines.append(f"| {m.case} | {m.evidence} | {m.quantity.value} | {m.ipu} | {m.published:,} | {m.tileplan:,} | "
+                     f"{m.error_percent:+.1f} % | {m.what} | {m.source} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_band(rows: list[Measurement], page: str | None = None) -> None:
+    """The band's file, and docs/fidelity.md with its band section (the page's text
+    before that section kept, or `page`)."""
+    path = ROOT / "docs" / "fidelity.md"
+    text = page if page is not None else path.read_text().split(BAND_HEADING)[0].rstrip("\n") + "\n"
+    DATA.write_text(band_file(rows))
+    path.write_text(text + "\n" + band_section(rows))
+    band = derive(tuple(rows))
+    print(f"wrote {DATA.relative_to(ROOT)}: {band.lower_percent:+.1f} % to {band.upper_percent:+.1f} % from "
+          f"{len(band.measurements)} worst-tile measurements")
+
+
+def plan_training(case: fidelity_training.Case) -> fidelity_training.Answer:
+    with tempfile.TemporaryDirectory() as tmp:
+        return fidelity_training.plan(case, Path(tmp))
+
+
+def band_only() -> None:
+    """Plan the measured cases alone and write the band."""
+    answers, variables = {}, {}
+    for case in [c for c in CASES if measured(c)]:
+        answer, error, cpu, wall = run(case)
+        assert answer is not None, f"{case.key}: {error}"
+        answers[case.key], variables[case.key] = answer.all_memory, answer.variables
+        print(f"{case.key:36} {cpu:6.1f} s CPU {wall:6.1f} s wall", flush=True)
+    for t in training_measured():
+        result = plan_training(t)
+        answers[t.name], variables[t.name] = result.all_memory, result.variables
+        print(f"{t.name:36} {result.cpu:6.1f} s CPU {result.wall:6.1f} s wall", flush=True)
+    write_band(measurements(answers, variables))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="case keys to run")
     parser.add_argument("--no-write", action="store_true", help="print, do not write docs/fidelity.md")
+    parser.add_argument("--band", action="store_true", help="plan only the measured cases; write the band")
     args = parser.parse_args()
+    if args.band:
+        band_only()
+        return
     cases = [c for c in CASES if not args.only or c.key in args.only]
     rows, agreed = [], set()
+    answers, variables = {}, {}
     for case in cases:
         answer, error, cpu, wall = run(case)
+        if answer is not None:
+            answers[case.key], variables[case.key] = answer.all_memory, answer.variables
         if answer is not None and answer.fits == case.published_fits:
             agreed.add(case.key)
         print(f"{case.key:32} {'error' if answer is None else 'fits' if answer.fits else 'OOM':6} "
@@ -144,7 +263,12 @@ def main() -> None:
              "| agreement | source |", "|---|---|---|---|---|---|---|---|---|", *rows]
     text = summary(cases, agreed)
     if not args.no_write and not args.only:
-        (ROOT / "docs" / "fidelity.md").write_text(HEADER + text + "\n".join(table) + "\n")
+        if len(answers) < sum(measured(c) for c in CASES):
+            raise SystemExit("a measured case was not planned: the band is not written")
+        for t in training_measured():
+            result = plan_training(t)
+            answers[t.name], variables[t.name] = result.all_memory, result.variables
+        write_band(measurements(answers, variables), HEADER + text + "\n".join(table) + "\n")
         print(f"wrote docs/fidelity.md: {text.strip()}")
     else:
         print(text.strip())

@@ -53,6 +53,7 @@ from tileplan.report.sections_beyond import (
     Placement,
     PlacementSkipped,
 )
+from tileplan.report.sections_band import BandMeasurement, ErrorBand
 from tileplan.report.sections_whatif import Baseline, Sweep, SweepRow, WhatIf, WhatIfRow, WhatIfSkipped
 
 REGION_NAMES = ("total", "standard", "interleaved")
@@ -349,7 +350,8 @@ class PeakTile(Section):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict(Section):
     """The verdict people read: fits, on what it was judged, each region's peak, the
-    steps over budget, Poplar's out-of-memory line and the peak tile."""
+    steps over budget, Poplar's out-of-memory line, the peak tile and tileplan's
+    measured error band with where the margin falls in it (`sections_band`)."""
 
     KEY: ClassVar[str] = "verdict"
     fits: bool | None = None
@@ -358,6 +360,7 @@ class Verdict(Section):
     over_budget: OverBudget | None = json_field(None, null=True)
     out_of_memory: str | None = json_field(None, omit=True)
     peak_tile: PeakTile | None = json_field(None, omit=True)
+    error_band: ErrorBand | None = json_field(None, omit=True)
 
     def validate(self, place: str, bounds: Bounds | None) -> None:
         seen: set[str] = set()
@@ -516,7 +519,7 @@ SECTIONS: dict[str, type[Section]] = {cls.KEY: cls for cls in (
 
 __all__ = [
     "EXACT_COLUMNS", "MAX_HISTOGRAM_BINS", "MAX_TILES", "REGION_NAMES", "SECTIONS", "AvailableMemoryProportion",
-    "Baseline", "Buffer", "CapExceeded", "Exact", "ExactPeak", "ExactPeaks", "Histogram", "NonTensor",
+    "BandMeasurement", "Baseline", "Buffer", "CapExceeded", "ErrorBand", "Exact", "ExactPeak", "ExactPeaks", "Histogram", "NonTensor",
     "NonTensorCounts", "Operation", "Operations", "OverBudget", "OverBudgetStep", "PeakGroup", "PeakTile", "PeakValue",
     "Pipeline", "PlacedTile", "Placement", "PlacementSkipped", "Program", "RegionFigure", "RejectedOperation",
     "Scratch", "Section", "Sweep", "SweepRow", "TileFigures", "TopTile", "Verdict", "WhatIf", "WhatIfRow",

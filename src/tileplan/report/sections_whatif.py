@@ -22,6 +22,10 @@ class Baseline(Section):
     step: Count | None = json_field(None, null=True)
     interleaved_peak: Count | None = json_field(None, null=True)
     command: str | None = None
+    #: the margin as a share of the tile's memory (percent, to 0.1) and whether it lies
+    #: inside tileplan's measured error band (`verdict.error_band`); absent without one
+    margin_percent: float | None = json_field(None, omit=True)
+    inside_band: bool | None = json_field(None, omit=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +46,8 @@ class WhatIfRow(Section):
     step: Count | None = json_field(None, null=True)
     interleaved_peak: Count | None = json_field(None, null=True)
     command: str | None = None
+    margin_percent: float | None = json_field(None, omit=True)
+    inside_band: bool | None = json_field(None, omit=True)
     error: str | None = json_field(None, omit=True)
 
     #: the fields an unplanned row writes
