@@ -106,7 +106,7 @@ def build_report(plan: Plan) -> Report:
     if pipeline is not None:  # one stage of a pipeline over several IPUs
         sections.append(pipeline)
     verdict = verdict_section(plan.steps, p, plan.verdict, m.budget_bytes, m.interleaved_budget_bytes,
-                              plan.exchange_bytes, plan.exact)
+                              plan.exchange_bytes, plan.exact, m.tile_bytes)
     if plan.exact is not None:
         sections.append(exact_section(plan.exact, p.total))
         verdict = verdict.with_peak_tile(peak_tile_section(plan.values, plan.steps, plan.shards, plan.exact,

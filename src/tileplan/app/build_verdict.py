@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tileplan.app.error_band import ipu_band
 from tileplan.model.timeline import StepTable
 from tileplan.planner.exact import ExactAccounting
 from tileplan.planner.usage import BudgetVerdict, OverBudget, Peaks, over_budget
@@ -16,10 +17,12 @@ def over_budget_step(o: OverBudget) -> OverBudgetStep:
 
 def verdict_section(steps: StepTable, peaks: Peaks, verdict: BudgetVerdict, budget_bytes: int,
                     interleaved_budget_bytes: int, exchange_bytes: int,
-                    exact: ExactAccounting | None = None) -> Verdict:
+                    exact: ExactAccounting | None = None, tile_bytes: int | None = None) -> Verdict:
     """The report's `verdict`: per region the peak (exact when known, on its worst
     tile), step, budget, margin and the estimate; when over budget, the first and the
-    worst step (most bytes over) with region, tile and bytes."""
+    worst step (most bytes over) with region, tile and bytes; with `tile_bytes` (the
+    tile's memory) and a known total margin, tileplan's measured error band and where
+    the margin falls in it (`tileplan.app.error_band`)."""
     regions = []
     estimates = {"standard": (peaks.standard, peaks.standard_step),
                  "interleaved": (peaks.interleaved, peaks.interleaved_step),
@@ -41,12 +44,17 @@ def verdict_section(steps: StepTable, peaks: Peaks, verdict: BudgetVerdict, budg
                                     budget=budgets[region], margin=budgets[region] - peak, estimate=estimate,
                                     exchange_bytes=exchange_bytes if region == "total" else None))
     over = over_budget(steps, budget_bytes, interleaved_budget_bytes, exchange_bytes, exact)
-    out = Verdict(fits=verdict.fits, judged_on="exact" if exact is not None else "estimate", regions=tuple(regions))
+    total = next((r for r in regions if r.region == "total"), None)
+    band = (ipu_band().section(total.margin, tile_bytes)
+            if tile_bytes is not None and total is not None and total.margin is not None else None)
+    out = Verdict(fits=verdict.fits, judged_on="exact" if exact is not None else "estimate", regions=tuple(regions),
+                  error_band=band)
     if over.first is not None and over.worst is not None:
         first, worst = over.first, over.worst
         out = Verdict(fits=out.fits, judged_on=out.judged_on, regions=out.regions,
                       over_budget=OverBudgetSection(steps=over.count, first=over_budget_step(first),
                                                     worst=over_budget_step(worst)),
                       out_of_memory=(f"Out of memory on tile {worst.tile} at step {worst.step}: {worst.usage} bytes "
-                                     f"used, budget {worst.budget}") if worst.tile is not None else None)
+                                     f"used, budget {worst.budget}") if worst.tile is not None else None,
+                      error_band=band)
     return out

@@ -28,6 +28,7 @@ from tileplan.planner.outcome import Outcome, outcome
 from tileplan.planner.plan import Plan, plan_program
 from tileplan.report.model import Report
 from tileplan.app.build_whatif import WHAT_IF_LIMIT, what_if_section, what_if_skipped
+from tileplan.app.error_band import ipu_band
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,6 +376,10 @@ def with_what_if(report: Report, request: PlanRequest, plan: Plan, *, limit: int
     if len(report.values) > limit and not force:
         return report.with_sections(what_if_skipped(len(report.values), limit))
     rows = what_if(request, progress=progress)
+    verdict = report.sections.verdict
+    # each row judged against the band the verdict states (the same machine's tiles)
+    stated = verdict.error_band if verdict is not None else None
+    band = (ipu_band(), stated.tile_bytes) if stated is not None else None
     return report.with_sections(what_if_section(outcome(plan), request.command(),
                                                 [(r.knob, r.value, r.outcome, r.request.command(), r.error)
-                                                 for r in rows]))
+                                                 for r in rows], band))

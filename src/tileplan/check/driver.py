@@ -20,10 +20,11 @@ compared with the report's JSON field by field. The passes, in order:
 4. peaks and their first steps, the largest standard allocation, exchange rows,
    the standard overflow, the effective peak;
 5. `exact` from the tile maps (`exact`), `verdict` (with `over_budget`,
-   `out_of_memory` and `peak_tile`), `fits_budget` (`verdict`);
+   `out_of_memory`, `peak_tile` and `error_band`: `band`), `fits_budget` (`verdict`);
 6. the sections views read: scope, program and rejected_operation (`program`),
    operations (`operations`), available_memory_proportion (`proportion`: its cap
-   re-derived), what_if (`whatif`: its baseline re-derived; its rows are other plans);
+   re-derived), what_if (`whatif`: its baseline re-derived; its rows are other plans,
+   each row's place in the error band re-derived from its margin: `band`);
 7. beyond the tensors: `non_tensor` (`nontensor`), each placed tile (`placement`).
 """
 
@@ -36,6 +37,7 @@ import numpy as np
 from tileplan.errors import InputError
 from tileplan.model.machine import LIMITS
 from tileplan.model.timeline import REGIONS, Value
+from tileplan.check.band import stated_band
 from tileplan.check.nontensor import non_tensor
 from tileplan.check.placement import check_placement
 from tileplan.check.result import (
@@ -124,8 +126,9 @@ def check_report(report: Report) -> CheckResult:
     over = over_budget(report, derived, account, exchange)
     known = account is not None or (effective is not None and peaks.interleaved is not None)
     fits = report.scope == "program" and known and over.count == 0
+    band = stated_band(report, result.add)
     if report.sections.given(Verdict):
-        verdict = verdict_section(report, peaks, effective, exchange, account, over, fits)
+        verdict = verdict_section(report, peaks, effective, exchange, account, over, fits, band)
         if account is not None and tiles is not None:
             verdict = verdict.with_peak_tile(peak_tile(report, result, account, tiles, runs, cols))
         compare_json(result, "verdict", report.sections.written(Verdict), verdict.to_json())
@@ -134,7 +137,7 @@ def check_report(report: Report) -> CheckResult:
                                               f"{str(fits).lower()} (scope {report.scope})")
     outcome = baseline(report, fits, peaks, effective, exchange, account).to_json()
     del outcome["command"]  # how to plan it again: not a figure
-    check_what_if(report.extra, outcome, result.add)
+    check_what_if(report.extra, outcome, result.add, band)
     if report.sections.given(NonTensor):
         compare_json(result, "non_tensor", report.sections.written(NonTensor),
                      non_tensor(report, result, cols).to_json())

@@ -14,6 +14,7 @@ import numpy as np
 
 from tileplan.model.info import Mode
 from tileplan.model.timeline import REGIONS, Step, Value
+from tileplan.check.band import CheckedBand
 from tileplan.check.exact import TileAccount, TileBytes, ValueKinds, account_tiles, exact_section
 from tileplan.check.exact import peak_tile_section
 from tileplan.check.result import CheckResult, Peaks, compare_json, is_int, section_of, show
@@ -164,8 +165,11 @@ def over_budget(report: Report, u: Usage, account: TileAccount | None, exchange:
 
 
 def verdict_section(report: Report, peaks: Peaks, effective: int | None, exchange: int,
-                    account: TileAccount | None, over: OverSteps, fits: bool) -> Verdict:
-    """`verdict` as docs/report-format.md defines it (without `peak_tile`)."""
+                    account: TileAccount | None, over: OverSteps, fits: bool,
+                    band: CheckedBand | None = None) -> Verdict:
+    """`verdict` as docs/report-format.md defines it (without `peak_tile`), with the
+    error band `band` (as `tileplan.check.band` re-derives it) where the total margin
+    is known."""
     estimates = {"standard": (peaks.standard, peaks.standard_step),
                  "interleaved": (peaks.interleaved, peaks.interleaved_step),
                  "total": (effective, peaks.total_step)}
@@ -193,8 +197,11 @@ def verdict_section(report: Report, peaks: Peaks, effective: int | None, exchang
         if worst.tile is not None:
             out_of_memory = (f"Out of memory on tile {worst.tile} at step {worst.step}: {worst.usage} bytes used, "
                              f"budget {worst.budget}")
+    total = next((r for r in regions if r.region == "total"), None)
+    error_band = band.section(total.margin) if band is not None and total is not None \
+        and total.margin is not None else None
     return Verdict(fits=fits, judged_on="exact" if account is not None else "estimate", regions=tuple(regions),
-                   over_budget=over_budget_section, out_of_memory=out_of_memory)
+                   over_budget=over_budget_section, out_of_memory=out_of_memory, error_band=error_band)
 
 
 def peak_tile(report: Report, result: CheckResult, account: TileAccount, tiles: TileBytes, runs: LiveRuns,
@@ -219,7 +226,9 @@ def peak_tile(report: Report, result: CheckResult, account: TileAccount, tiles: 
 
 def baseline(report: Report, fits: bool, peaks: Peaks, effective: int | None, exchange: int,
              account: TileAccount | None) -> Baseline:
-    """`what_if.baseline` but its command: this plan's own outcome (exact when known)."""
+    """`what_if.baseline` but its command and its place in the error band (which
+    `tileplan.check.band` re-derives from its margin): this plan's own outcome (exact
+    when known)."""
     peak: int | None
     tile: int | None
     step: int | None

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from tileplan.check.band import CheckedBand, check_rows
 from tileplan.check.result import Add, is_int, show
 
 _OUTCOME_INTS = ("peak", "budget", "margin", "tile", "step", "interleaved_peak")
 
 
-def check_what_if(extra: dict[str, Any], baseline: dict[str, Any], add: Add) -> None:
+def check_what_if(extra: dict[str, Any], baseline: dict[str, Any], add: Add, band: CheckedBand | None = None) -> None:
     """`what_if`: `baseline` (this plan's own outcome: re-derived here, all but its
-    `command`) and `rows` (other plans: typed, `margin` = `budget` - `peak`; a row that
-    could not be planned holds `knob`, `value`, `command` and a string `error`, and no
-    outcome)."""
+    `command`) and `rows` (other plans: typed, `margin` = `budget` - `peak`, the
+    margin's place in the verdict's error `band` re-derived; a row that could not be
+    planned holds `knob`, `value`, `command` and a string `error`, and no outcome)."""
     if "what_if" not in extra:
         return
     w = extra["what_if"]
@@ -24,6 +25,7 @@ def check_what_if(extra: dict[str, Any], baseline: dict[str, Any], add: Add) -> 
         return
     entries = [("what_if.baseline", w["baseline"], ())] + [
         (f"what_if.rows[{i}]", r, ("knob", "value")) for i, r in enumerate(w["rows"])]
+    check_rows(band, [(place, r) for place, r, _ in entries if isinstance(r, dict) and "error" not in r], add)
     for place, r, labels in entries:
         if not isinstance(r, dict):
             add("disagree", place, f"expected an object, found {show(r)}")

@@ -519,7 +519,8 @@ SECTIONS: dict[str, type[Section]] = {cls.KEY: cls for cls in (
 
 __all__ = [
     "EXACT_COLUMNS", "MAX_HISTOGRAM_BINS", "MAX_TILES", "REGION_NAMES", "SECTIONS", "AvailableMemoryProportion",
-    "BandMeasurement", "Baseline", "Buffer", "CapExceeded", "ErrorBand", "Exact", "ExactPeak", "ExactPeaks", "Histogram", "NonTensor",
+    "BandMeasurement", "Baseline", "Buffer", "CapExceeded", "ErrorBand", "Exact", "ExactPeak", "ExactPeaks",
+    "Histogram", "NonTensor",
     "NonTensorCounts", "Operation", "Operations", "OverBudget", "OverBudgetStep", "PeakGroup", "PeakTile", "PeakValue",
     "Pipeline", "PlacedTile", "Placement", "PlacementSkipped", "Program", "RegionFigure", "RejectedOperation",
     "Scratch", "Section", "Sweep", "SweepRow", "TileFigures", "TopTile", "Verdict", "WhatIf", "WhatIfRow",
