@@ -19,6 +19,7 @@ from tileplan.render import human_bytes
 from tileplan.views.diff import Diff, PlacementSide
 from tileplan.views.common import TileSplit
 from tileplan.views.headline import Headline
+from tileplan.views.liveness import WhatIfRow
 from tileplan.report.sections import Pipeline, Sweep
 from tileplan.views.summary import Summary
 from tileplan.views.classes import TrainingClasses
@@ -489,12 +490,24 @@ def _live_lines(h: Headline) -> list[str]:
             lines.append(f"  {v.bytes:>8} B  {v.label} [{shape}] {v.precision} (value {v.id})")
     if h.what_if:
         lines.append("what if (each row re-planned; its command re-derives it):")
+        banded = any(w.inside_band is not None for w in h.what_if)
+        header = ["knob", "value", "verdict", "peak B", "margin B"] + (["of tile", "band"] if banded else [])
         rows = [[w.knob, w.value, "not planned" if w.error is not None else _verdict_word(w.fits, w.scope),
-                 _num(w.peak), _num(w.margin)] for w in h.what_if]
-        lines += ["  " + line for line in format_table(["knob", "value", "verdict", "peak B", "margin B"], rows)]
+                 _num(w.peak), _num(w.margin)] + (_band_cells(w) if banded else []) for w in h.what_if]
+        lines += ["  " + line for line in format_table(header, rows)]
         lines += [escape_controls(f"  {w.knob} {w.value} not planned: {w.error}") for w in h.what_if
                   if w.error is not None]
+        if banded and h.error_band is not None:
+            lines.append(f"  band: tileplan's measured error on the worst tile, {h.error_band} (docs/fidelity.md); "
+                         "a margin inside it: compile to be sure")
     return lines
+
+
+def _band_cells(w: WhatIfRow) -> list[str]:
+    """A what-if row's margin as a share of the tile and whether it lies inside the band."""
+    if w.margin_percent is None or w.inside_band is None:
+        return ["", ""]
+    return [f"{w.margin_percent:+.1f} %", "inside" if w.inside_band else "outside"]
 
 
 def render_sweep(sweep: Sweep) -> list[str]:

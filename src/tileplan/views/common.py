@@ -218,9 +218,44 @@ def rejected_operation(report: Report) -> RejectedOperation | None:
     return report.sections.rejected_operation
 
 
+def band_clause(report: Report) -> str | None:
+    """Where the verdict's margin falls in tileplan's measured error band, from
+    `verdict.error_band` (None without one): "fits by 2.3 % of the tile, inside
+    tileplan's measured band of -18.8 % to +4.5 %: compile to be sure", or the plain
+    statement "... outside tileplan's measured band of ..." when no error within the
+    band could turn the verdict."""
+    verdict = report.sections.verdict
+    band = verdict.error_band if verdict is not None else None
+    total = verdict.region("total") if verdict is not None else None
+    if report.scope != "program" or band is None or total is None or total.margin is None:
+        return None
+    share = abs(band.margin_percent)
+    how = (f"over by {share:.1f} %" if total.margin < 0 else
+           f"fits by {share:.1f} %" if report.fits_budget else f"margin {share:.1f} %")
+    where = "inside" if band.inside else "outside"
+    text = f"{how} of the tile, {where} tileplan's measured band of {band.text()}"
+    return text + ": compile to be sure" if band.inside else text
+
+
+def error_band_text(report: Report) -> str | None:
+    """tileplan's measured error band as the report states it ("-18.8 % to +4.5 %"),
+    None without one."""
+    verdict = report.sections.verdict
+    band = verdict.error_band if verdict is not None else None
+    return band.text() if band is not None else None
+
+
 def verdict_line(report: Report) -> str:
     """The verdict in one line, from the report's own fields (nothing recomputed):
-    the first line `tileplan plan` prints. The word follows `fits_budget`."""
+    the first line `tileplan plan` prints. The word follows `fits_budget`; where the
+    report states tileplan's measured error band, the line ends with where the margin
+    falls in it (`band_clause`)."""
+    line = _verdict_words(report)
+    clause = band_clause(report)
+    return line if clause is None else f"{line}; {clause}"
+
+
+def _verdict_words(report: Report) -> str:
     if report.scope != "program":
         rejected = rejected_operation(report)
         where = (f"stopped at operation {rejected.index} ({rejected.name}): {rejected.reason}"

@@ -22,7 +22,8 @@ from tileplan.report.sections import (
 )
 from tileplan.views.classes import TrainingClasses, training_classes
 from tileplan.views.common import (
-    TileSplit, group_label, operation_brief, operations, precision_display, verdict_line, worst_tile_split,
+    TileSplit, error_band_text, group_label, operation_brief, operations, precision_display, verdict_line,
+    worst_tile_split,
 )
 
 TOP_GROUPS = 10
@@ -94,6 +95,8 @@ class Headline:
     live_groups: tuple[LiveGroup, ...] = ()
     live_values: tuple[LiveValue, ...] = ()
     what_if: tuple[WhatIfRow, ...] | None = None
+    #: tileplan's measured error band, as text ("-18.8 % to +4.5 %"); None without one
+    error_band: str | None = None
     #: a training report's worst tile by class
     training: TrainingClasses | None = None
 
@@ -139,4 +142,4 @@ def build_headline(report: Report) -> Headline:
         placement_skipped=skipped.reason if skipped is not None else None,
         non_tensor=sections.non_tensor, over_cap=over_cap, over_budget=v.over_budget if v is not None else None,
         peak_tile=peak_tile, live_groups=groups, live_values=values, what_if=what_if_rows(report),
-        training=training_classes(report))
+        error_band=error_band_text(report), training=training_classes(report))

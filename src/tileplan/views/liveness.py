@@ -31,7 +31,7 @@ from tileplan.views.columns import (
 )
 from tileplan.views.common import (
     exchange_bytes, Extras, extras, group_label, judged_on, operations, region_peaks, RegionPeak, standard_budget,
-    ValueRow, verdict_line,
+    ValueRow, error_band_text, verdict_line,
 )
 
 BANDS_PER_REGION = 10
@@ -98,7 +98,9 @@ class TileView:
 @dataclass(frozen=True, slots=True)
 class WhatIfRow:
     """One re-plan: the knob turned and its value (both empty for the plan as it is);
-    `error`: why it could not be planned (then `fits` is False and the figures None)."""
+    `error`: why it could not be planned (then `fits` is False and the figures None);
+    `margin_percent` and `inside_band`: the margin as a share of the tile and whether it
+    lies inside tileplan's measured error band (None where the report does not say)."""
 
     knob: str
     value: str
@@ -108,10 +110,13 @@ class WhatIfRow:
     margin: int | None
     command: str
     error: str | None = None
+    margin_percent: float | None = None
+    inside_band: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"knob": self.knob, "value": self.value, "fits": self.fits, "scope": self.scope, "peak": self.peak,
-                "margin": self.margin, "command": self.command, "error": self.error}
+                "margin": self.margin, "command": self.command, "error": self.error,
+                "margin_percent": self.margin_percent, "inside_band": self.inside_band}
 
 
 class LiveRuns(Mapping[int, tuple[int, ...]]):
@@ -187,6 +192,8 @@ class Liveness:
     #: the storage groups it places (each after its largest member); None without placement
     placed_tile: dict[str, Any] | None = None
     placed_names: dict[int, str] | None = None
+    #: tileplan's measured error band, as text ("-18.8 % to +4.5 %"); None without one
+    error_band: str | None = None
 
     @property
     def columns(self) -> ValueColumns:
@@ -451,11 +458,11 @@ def what_if_rows(report: Report) -> tuple[WhatIfRow, ...] | None:
     if wi is None:
         return None
     rows = [WhatIfRow(r.knob or "", r.value or "", bool(r.fits), r.scope or "program", r.peak, r.margin,
-                      r.command or "", r.error) for r in wi.rows]
+                      r.command or "", r.error, r.margin_percent, r.inside_band) for r in wi.rows]
     if wi.baseline is not None:
         b = wi.baseline
         rows.insert(0, WhatIfRow("as planned", "", bool(b.fits), b.scope or "program", b.peak, b.margin,
-                                 b.command or ""))
+                                 b.command or "", None, b.margin_percent, b.inside_band))
     return tuple(rows)
 
 
@@ -505,5 +512,5 @@ def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
         repeats=repeat_spans(report), values=rows, top_allocations=tuple(rows[int(k)] for k in largest),
         tiles=tile_view(report), what_if=what_if_rows(report), extras=extras(report),
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections),
-        placed_tile=placed_tile, placed_names=placed_names,
+        placed_tile=placed_tile, placed_names=placed_names, error_band=error_band_text(report),
     )
