@@ -29,7 +29,7 @@ def test_a_report_over_budget_exits_3_with_the_verdict_line(f16_path, capsys):
     assert code == 3
     assert "consistent: every number re-derives" in out
     oom = read_back(f16_path).extra["verdict"]["out_of_memory"]
-    assert out.splitlines()[-1] == oom and oom.startswith("Out of memory on tile ")
+    assert out.splitlines()[-1].startswith(f"{oom}; over by ") and oom.startswith("Out of memory on tile ")
     # without --budget the same report is only checked
     code, out, _ = run(capsys, "check", str(f16_path))
     assert code == 0 and "Out of memory" not in out

@@ -23,8 +23,12 @@ def test_fitting_report_summary_follows_the_verdict(f8_path):
     verdict = report.extra["verdict"]
     total = next(r for r in verdict["regions"] if r["region"] == "total")
     assert s.fits and s.judged_on == "exact"
+    band = verdict["error_band"]
+    assert not band["inside"] and band["margin_percent"] == round(100 * total["margin"] / band["tile_bytes"], 1)
     assert s.verdict == (f"Fits: worst tile {total['tile']} at step {total['step']}: {total['peak']} bytes used, "
-                         f"budget {report.budget_bytes} (margin {total['margin']} B)")
+                         f"budget {report.budget_bytes} (margin {total['margin']} B); fits by "
+                         f"{band['margin_percent']:.1f} % of the tile, outside tileplan's measured band of "
+                         f"{band['lower_percent']:+.1f} % to {band['upper_percent']:+.1f} %")
     assert [r.region for r in s.regions] == ["total", "standard", "interleaved"]
     for r in s.regions:
         stated = next(x for x in verdict["regions"] if x["region"] == r.region)
@@ -56,7 +60,10 @@ def test_over_budget_report_counts_the_steps_the_verdict_counts(f16_path):
     report = read_back(f16_path)
     s = build_summary(report)
     assert not s.fits
-    assert s.verdict == report.extra["verdict"]["out_of_memory"]
+    band = report.extra["verdict"]["error_band"]
+    assert s.verdict == (f"{report.extra['verdict']['out_of_memory']}; over by {-band['margin_percent']:.1f} % of "
+                         f"the tile, outside tileplan's measured band of {band['lower_percent']:+.1f} % to "
+                         f"{band['upper_percent']:+.1f} %")
     exchange = report.peak.exchange_rows * report.exchange_row_bytes
     over_by_hand = sum(1 for _, total, _, inter in report.extra["exact"]["steps"]
                        if total + exchange > report.budget_bytes or inter > report.interleaved_budget_bytes)

@@ -105,12 +105,16 @@ def stated_band(report: Report, add: Add) -> CheckedBand | None:
 
 
 def check_rows(band: CheckedBand | None, rows: list[tuple[str, dict[str, Any]]], add: Add) -> None:
-    """Each planned what-if row's `margin_percent` and `inside_band` re-derived from its
-    margin (none without a band)."""
+    """Each planned what-if row's `margin_percent` and `inside_band`, where the row
+    states them, re-derived from its margin and the verdict's band (a row may leave
+    them out: a table written without the band; stating them needs a band and a
+    margin)."""
     for place, r in rows:
         derived = band.row_fields(r.get("margin")) if band is not None else {}
         for key in ("margin_percent", "inside_band"):
-            reported, mine = r.get(key), derived.get(key)
+            if key not in r:
+                continue
+            reported, mine = r[key], derived.get(key)
             if reported != mine or type(reported) is not type(mine):
                 why = "" if band is not None else " (the verdict states no error band)"
                 add("disagree", f"{place}.{key}", f"reports {show(reported)}; re-derived {show(mine)}{why}")
