@@ -29,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from fidelity_cases import CASES, FROZEN_AT, Answer, Case, Evidence  # noqa: E402
 import fidelity_training  # noqa: E402

@@ -259,10 +259,11 @@ def _variables(report) -> int:
 
 def _all_memory(report) -> int:
     """The worst tile's total peak plus the tile's memory the budget sets aside (the
-    tile's bytes as the report's `available_memory_proportion` states them)."""
-    cap = report.sections.available_memory_proportion
-    assert cap is not None and cap.tile_bytes is not None, "a planned report states the tile's bytes"
-    return _peak(report) + cap.tile_bytes - report.budget_bytes
+    tile's bytes as the verdict's error band states them)."""
+    verdict = report.sections.verdict
+    band = verdict.error_band if verdict is not None else None
+    assert band is not None, "an IPU plan's verdict states the tile's bytes with its error band"
+    return _peak(report) + band.tile_bytes - report.budget_bytes
 
 
 def _peak(report) -> int:

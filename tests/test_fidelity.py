@@ -9,8 +9,19 @@ from __future__ import annotations
 import pytest
 
 from fidelity_cases import CASES, Evidence, torchvision_zoo
+from tileplan.app.error_band import Quantity, read
 
 BY_KEY = {c.key: c for c in CASES}
+
+
+def assert_band_file_holds(key: str, all_memory: tuple[int, ...], variables: tuple[int, ...]) -> None:
+    """tileplan's figures in the error band's file (src/tileplan/app/ipu-error-band.json)
+    are what the case plans now: else `benchmarks/fidelity.py --band` rewrites it."""
+    for m in read():
+        if m.case == key:
+            mine = (all_memory if m.quantity is Quantity.WORST_TILE else variables)[m.ipu]
+            assert m.tileplan == mine, (f"{key} IPU {m.ipu} ({m.quantity.value}): the band's file says "
+                                        f"{m.tileplan}, the case plans {mine}: run benchmarks/fidelity.py --band")
 
 
 @pytest.mark.parametrize("key", [c.key for c in CASES])
@@ -23,8 +34,9 @@ def test_the_verdict_is_as_the_table_says(key):
         assert answer.fits != case.published_fits, f"{key} now agrees with the published result: drop its miss"
     else:
         assert answer.fits == case.published_fits, f"{key}: tileplan says {'fits' if answer.fits else 'OOM'}"
-    assert len(answer.peaks) == len(answer.variables) >= 1
+    assert len(answer.peaks) == len(answer.variables) == len(answer.all_memory) >= 1
     assert all(v >= p for v, p in zip(answer.variables, answer.peaks))
+    assert_band_file_holds(key, answer.all_memory, answer.variables)
 
 
 @pytest.mark.parametrize("key", [c.key for c in CASES if c.variables is not None])

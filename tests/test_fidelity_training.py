@@ -32,3 +32,7 @@ def test_a_real_training_profiles_variables_are_within_10_percent(case, tmp_path
     assert case.variables is not None and len(answer.variables) == len(case.variables)
     for mine, published in zip(answer.variables, case.variables):
         assert abs(mine - published) <= 0.1 * published, (mine, published)
+    # the error band's file holds tileplan's figures of this case as it plans now
+    from test_fidelity import assert_band_file_holds
+
+    assert_band_file_holds(case.name, answer.all_memory, answer.variables)
