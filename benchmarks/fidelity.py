@@ -79,7 +79,9 @@ Graphcore's own GPT-2 attention and the LM head's serialisation in 4, and the me
 that is not tensors beyond its estimate.
 The worst tile's bytes are tensors, compared with the tensor budget; the memory that
 is not tensors is estimated beside them (docs/report-format.md) and is the least
-certain part, as it is in Graphcore's own profile-based reconstructions.
+certain part, as it is in Graphcore's own profile-based reconstructions. The last
+section measures tileplan's error on every published figure of all the memory on a
+worst tile: the band each verdict states, with where its margin falls in it.
 
 ## The published compiles
 
