@@ -66,8 +66,7 @@ def build_report(plan: Plan) -> Report:
     training = info.mode is Mode.TRAINING
     sections: list[Section] = [
         Program.of(plan.program.name, m.name, plan.policy, program_entries(info)),
-        Operations(rows=tuple((o.index, o.origin, o.name, o.kind, o.execution_count, *spans[o.index])
-                              for o in plan.operations if o.index in spans)),
+        Operations(rows=tuple((*o, *spans[o[0]]) for o in plan.operations.fields() if o[0] in spans)),
     ]
     proportion = plan.options.available_memory_proportion
     if proportion is not None:

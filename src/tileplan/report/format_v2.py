@@ -25,6 +25,7 @@ import numpy as np
 
 from tileplan.errors import InputError
 from tileplan.model.role import ROLE_OF_TEXT
+from tileplan.model.values import ROLE_CODES, ValueTable
 from tileplan.model.timeline import Step, StepTable, Value, step_table
 from tileplan.report.fields import Fields, brief
 from tileplan.report.format_v1 import json_default, to_json_dict
@@ -85,8 +86,8 @@ def _table(name: str, columns: list[tuple[str, str]], count: int) -> str:
 
 def _value_columns(values: Sequence[Value], steps: StepTable, tables: dict[str, dict[Any, int]]) -> Iterator[str]:
     """The values' columns, one JSON text each (name first, then in order)."""
-    n = len(values)
-    ids = np.fromiter((v.id for v in values), dtype=np.int64, count=n) if n else np.zeros(0, np.int64)
+    table = ValueTable.from_values(values)
+    n, ids = len(table), table.id
     order = np.argsort(steps.value_ids, kind="stable")
     sorted_ids = steps.value_ids[order]
     at = np.searchsorted(sorted_ids, ids)
@@ -101,38 +102,35 @@ def _value_columns(values: Sequence[Value], steps: StepTable, tables: dict[str, 
     if len(steps.value_ids) != n:
         raise InputError(f"the steps' live intervals name {len(steps.value_ids)} values, the timeline has {n}")
 
-    def interned(table: str, keys: Iterator[Any]) -> list[int]:
-        t = tables[table]
-        by_object: dict[int, int] = {}  # values share these objects: look each one up once
-        out = []
-        for key in keys:
-            k = by_object.get(id(key))
-            if k is None:
-                k = t.get(key)
-                if k is None:
-                    k = t[key] = len(t)
-                by_object[id(key)] = k
-            out.append(k)
-        return out
+    forms = table.forms
 
-    yield f'"name":{_dumps([v.name for v in values])}'
+    def interned(name: str, by_form: list[Any], keys: np.ndarray) -> np.ndarray:
+        """Each value's index into table `name`, the keys numbered in order of first use
+        (`keys[i]` indexes `by_form`, equal keys one entry)."""
+        t = tables[name]
+        used, first_at = np.unique(keys, return_index=True)
+        code = np.zeros(len(by_form), dtype=np.int64)
+        for k in used[np.argsort(first_at, kind="stable")].tolist():
+            code[k] = t.setdefault(by_form[k], len(t))
+        return code[keys]
+
+    labels = table.labels
+    yield f'"name":{_dumps(list(labels.names))}'
     yield f'"id":{pack_column(ids, delta=True)}'
-    yield f'"origin":{pack_column([v.origin for v in values], delta=True)}'
-    yield f'"root":{pack_column([v.root for v in values], delta=True)}'
-    yield f'"storage_group":{pack_column([v.storage_group for v in values], delta=True)}'
-    yield f'"group":{pack_column(interned("groups", (v.group for v in values)))}'
-    yield f'"shape":{pack_column(interned("shapes", (v.shape for v in values)))}'
-    yield f'"precision":{pack_column(interned("precisions", (v.precision for v in values)))}'
-    yield f'"layout":{pack_column(interned("layouts", (v.layout for v in values)))}'
-    yield f'"shard_bytes":{pack_column([v.shard_bytes for v in values])}'
-    yield f'"aligned_bytes":{pack_column([v.aligned_bytes for v in values])}'
-    yield f'"copies":{pack_column([v.copies for v in values])}'
-    yield f'"bytes":{pack_column([v.bytes for v in values])}'
-    yield f'"alignment_bytes":{pack_column([v.alignment_bytes for v in values])}'
-    roles = [v.role for v in values]
-    codes = interned("roles", (r for r in roles if r is not None))
-    it = iter(codes)
-    yield f'"role":{pack_column([None if r is None else next(it) for r in roles])}'
+    yield f'"origin":{pack_column(table.origin, delta=True)}'
+    yield f'"root":{pack_column(table.root, delta=True)}'
+    yield f'"storage_group":{pack_column(table.storage_group, delta=True)}'
+    yield f'"group":{pack_column(interned("groups", list(labels.groups), labels.group))}'
+    yield f'"shape":{pack_column(interned("shapes", [f.shape for f in forms], table.form))}'
+    yield f'"precision":{pack_column(interned("precisions", [f.precision for f in forms], table.form))}'
+    yield f'"layout":{pack_column(interned("layouts", [f.layout for f in forms], table.form))}'
+    for key in ("shard_bytes", "aligned_bytes", "copies", "bytes", "alignment_bytes"):
+        yield f'"{key}":{pack_column(table.form_column(key))}'  # None as -1, as pack_column writes it
+    roles = table.role
+    known = roles >= 0
+    codes = np.full(n, -1, dtype=np.int64)
+    codes[known] = interned("roles", list(ROLE_CODES), roles[known])
+    yield f'"role":{pack_column(codes)}'
     yield f'"first":{pack_column(first, delta=True)}'
     yield f'"last":{pack_column(last, delta=True)}'
 
