@@ -121,10 +121,9 @@ def synthetic_graph(cfg: SyntheticConfig) -> Graph:
     for k in range(cfg.shared):
         _declare_set(b, f"synthetic.shared{k}", hidden, mlp)
     x = h
-    for j in range(cfg.operations):
-        if j % BLOCK_OPERATIONS == 0:
-            h = x  # the block's input, read again by its residual
-        x = _block_operation(b, j, x, h, cfg)
+    blocks, rest = divmod(cfg.operations, BLOCK_OPERATIONS)
+    for block in range(blocks + (rest > 0)):
+        x = _block(b, block, x, cfg, BLOCK_OPERATIONS if block < blocks else rest)
     b.output(x)
     return b.build()
 
@@ -149,26 +148,30 @@ def _declare_set(b: GraphBuilder, prefix: str, hidden: int, mlp: int) -> None:
         b.parameter(f"{prefix}.{suffix}", shapes[suffix], "float")
 
 
-def _block_operation(b: GraphBuilder, j: int, x: str, h: str, cfg: SyntheticConfig) -> str:
-    """Operation j of the chain, step j mod 7 of block j // 7, on the previous result
-    `x`; the residual adds the block's input `h`. Returns the operation's result
-    (`name.out`)."""
-    block, step = divmod(j, BLOCK_OPERATIONS)
+def _block(b: GraphBuilder, block: int, x: str, cfg: SyntheticConfig, steps: int) -> str:
+    """The first `steps` operations of block `block` on the previous block's output `x`
+    (see the module docstring), each named under `synthetic.layer<block>` and reading
+    parameter set `block` mod `shared`; the residual adds the block's input. Returns the
+    last operation's result (`name.out`)."""
     p = f"synthetic.shared{block % cfg.shared}"
     at = f"synthetic.layer{block}"
-    if step == 0:
-        return _op(b, block, "layernorm", f"{at}.norm", (x, f"{p}.norm.scale", f"{p}.norm.bias"), _NORM)
-    if step == 1:
-        return _op(b, block, "matmul", f"{at}.mlp.up", (x, f"{p}.mlp.up.weight"))
-    if step == 2:
-        return _op(b, block, "add", f"{at}.mlp.up.bias_add", (x, f"{p}.mlp.up.bias"))
-    if step == 3:
-        return _op(b, block, "gelu", f"{at}.mlp.gelu", (x,), _GELU)
-    if step == 4:
-        return _op(b, block, "matmul", f"{at}.mlp.down", (x, f"{p}.mlp.down.weight"))
-    if step == 5:
-        return _op(b, block, "add", f"{at}.mlp.down.bias_add", (x, f"{p}.mlp.down.bias"))
-    return _op(b, block, "add", f"{at}.residual", (h, x))
+    h = x  # the block's input, read again by its residual
+    for step in range(steps):
+        if step == 0:
+            x = _op(b, block, "layernorm", f"{at}.norm", (x, f"{p}.norm.scale", f"{p}.norm.bias"), _NORM)
+        elif step == 1:
+            x = _op(b, block, "matmul", f"{at}.mlp.up", (x, f"{p}.mlp.up.weight"))
+        elif step == 2:
+            x = _op(b, block, "add", f"{at}.mlp.up.bias_add", (x, f"{p}.mlp.up.bias"))
+        elif step == 3:
+            x = _op(b, block, "gelu", f"{at}.mlp.gelu", (x,), _GELU)
+        elif step == 4:
+            x = _op(b, block, "matmul", f"{at}.mlp.down", (x, f"{p}.mlp.down.weight"))
+        elif step == 5:
+            x = _op(b, block, "add", f"{at}.mlp.down.bias_add", (x, f"{p}.mlp.down.bias"))
+        else:
+            x = _op(b, block, "add", f"{at}.residual", (h, x))
+    return x
 
 
 _NORM = {"eps": 1e-6}

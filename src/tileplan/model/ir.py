@@ -92,7 +92,7 @@ class Operation:
     role: Role = Role.ACTIVATION
 
     def __post_init__(self) -> None:
-        if not self.output_shape or any(d < 1 for d in self.output_shape):
+        if not self.output_shape or min(self.output_shape) < 1:
             raise ModelError(f"output shape {list(self.output_shape)}: every dimension must be >= 1",
                              f"operation {self.index} ({self.name})")
         if self.role is not Role.ACTIVATION and self.role not in MADE:

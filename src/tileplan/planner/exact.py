@@ -144,10 +144,18 @@ def _distinct_group_vectors(values: ValueTable, shards: Mapping[int, Shards]
     vectors: list[np.ndarray] = []
     combined: dict[tuple[int, int], int] = {}
     group_index: dict[int, int] = {}
-    _, first_of_key = np.unique(key, return_index=True)
-    pairs = np.unique(np.stack((group, key)), axis=1) if n else np.zeros((2, 0), dtype=np.int64)
-    mixed_groups = pairs[0][np.flatnonzero(pairs[0][1:] == pairs[0][:-1])] if pairs.shape[1] else pairs[0]
-    walked = np.union1d(first_of_key, np.flatnonzero(np.isin(group, mixed_groups)))
+    # the first value of each key, and every value of a group whose members differ in key
+    first_of_key = np.zeros(0, dtype=np.int64)
+    if n:
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        first_of_key = order[np.concatenate(([True], sorted_key[1:] != sorted_key[:-1]))]
+    by_group = np.argsort(group, kind="stable")
+    g_sorted, k_sorted = group[by_group], key[by_group]
+    mixed = np.flatnonzero((g_sorted[1:] == g_sorted[:-1]) & (k_sorted[1:] != k_sorted[:-1]))
+    mixed_groups = np.unique(g_sorted[mixed])
+    walked = np.union1d(first_of_key, np.flatnonzero(np.isin(group, mixed_groups))) if len(mixed_groups) \
+        else np.sort(first_of_key)
     for at in walked.tolist():
         kk = int(key[at])
         k = by_key.get(kk)
@@ -166,7 +174,8 @@ def _distinct_group_vectors(values: ValueTable, shards: Mapping[int, Shards]
                 m = combined[pair] = len(vectors)
                 vectors.append(np.maximum(vectors[old], vectors[k]))
             group_index[g] = m
-    groups, first_member = np.unique(group, return_index=True)
+    starts = np.concatenate(([True], g_sorted[1:] != g_sorted[:-1])) if n else np.zeros(0, dtype=bool)
+    groups, first_member = g_sorted[starts], by_group[starts]
     vector_of_key = np.full(len(form_key), -1, dtype=np.int64)
     for kk, k in by_key.items():
         vector_of_key[kk] = k

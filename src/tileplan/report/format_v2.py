@@ -18,6 +18,7 @@ import base64
 import binascii
 import json
 import zlib
+from operator import itemgetter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -64,7 +65,10 @@ def pack_column(values: Any, delta: bool = False) -> str:
     else:
         items = values if isinstance(values, list) else list(values)
         try:
-            arr = np.fromiter((-1 if x is None else x for x in items), dtype=np.int64, count=len(items))
+            if set(map(type, items)) == {int}:  # plain integers: converted in one call
+                arr = np.array(items, dtype=np.int64)
+            else:
+                arr = np.fromiter((-1 if x is None else x for x in items), dtype=np.int64, count=len(items))
         except (OverflowError, TypeError):
             return _dumps(items)
         if len(arr) and int(arr.min()) < -1:
@@ -163,20 +167,27 @@ def _exact_json(exact: object) -> str:
 
 
 def _operations_json(ops: object) -> str:
-    """`operations` as columns, its kinds interned."""
-    keys = ("index", "origin", "name", "kind", "execution_count", "steps")
-    if not isinstance(ops, list) or not all(isinstance(o, dict) and all(k in o for k in keys)
-                                            and isinstance(o["steps"], list) and len(o["steps"]) == 2 for o in ops):
+    """`operations` as columns, its kinds interned (each column taken in one pass)."""
+    if not isinstance(ops, list) or (ops and set(map(type, ops)) != {dict}):
         return _dumps(ops)  # not the planner's: as version 1 writes it
+    try:
+        index, origin, names, kind, runs, steps = (list(map(itemgetter(k), ops)) for k in _OPERATION_FIELDS)
+    except KeyError:
+        return _dumps(ops)
+    if not all(type(x) is list and len(x) == 2 for x in steps):
+        return _dumps(ops)
     kinds: dict[str, int] = {}
-    cols = [("index", pack_column([o["index"] for o in ops], delta=True)),
-            ("origin", pack_column([o["origin"] for o in ops], delta=True)),
-            ("name", _dumps([o["name"] for o in ops])),
-            ("kind", pack_column([kinds.setdefault(o["kind"], len(kinds)) for o in ops])),
-            ("execution_count", pack_column([o["execution_count"] for o in ops])),
-            ("first", pack_column([o["steps"][0] for o in ops], delta=True)),
-            ("last", pack_column([o["steps"][1] for o in ops], delta=True))]
+    cols = [("index", pack_column(index, delta=True)),
+            ("origin", pack_column(origin, delta=True)),
+            ("name", _dumps(names)),
+            ("kind", pack_column([kinds.setdefault(k, len(kinds)) for k in kind])),
+            ("execution_count", pack_column(runs)),
+            ("first", pack_column([x[0] for x in steps], delta=True)),
+            ("last", pack_column([x[1] for x in steps], delta=True))]
     return "{" + f'"count":{len(ops)},"kinds":{_dumps(list(kinds))}' + "".join(f',"{k}":{t}' for k, t in cols) + "}"
+
+
+_OPERATION_FIELDS = ("index", "origin", "name", "kind", "execution_count", "steps")
 
 
 def v2_chunks(r: Report) -> Iterator[str]:
