@@ -130,9 +130,8 @@ def _distinct_group_vectors(values: ValueTable, shards: Mapping[int, Shards]
     one's index among them and whether it is in the standard region. A value's vector
     depends only on its layout, shape, element bytes, alignment and copies: computed
     once per such key (in order of first use); a group of several members takes the
-    elementwise maximum, once per distinct combination, in value order. Only the
-    values that first use a key or belong to a group of several keys are walked one
-    by one; every other group takes its key's vector."""
+    elementwise maximum, once per distinct set of keys (which vector stands for a
+    group does not change any sum: only its bytes count)."""
     n = len(values)
     forms = values.forms
     form_key: dict[tuple, int] = {}
@@ -140,48 +139,48 @@ def _distinct_group_vectors(values: ValueTable, shards: Mapping[int, Shards]
                                                 len(form_key)) for f in forms], dtype=np.int64)
     key = key_of_form[values.form] if n else np.zeros(0, dtype=np.int64)
     group = values.storage_group
-    by_key: dict[int, int] = {}
+    # each key's vector, in order of first use
     vectors: list[np.ndarray] = []
-    combined: dict[tuple[int, int], int] = {}
-    group_index: dict[int, int] = {}
-    # the first value of each key, and every value of a group whose members differ in key
-    first_of_key = np.zeros(0, dtype=np.int64)
     if n:
         order = np.argsort(key, kind="stable")
         sorted_key = key[order]
-        first_of_key = order[np.concatenate(([True], sorted_key[1:] != sorted_key[:-1]))]
+        firsts = np.sort(order[np.concatenate(([True], sorted_key[1:] != sorted_key[:-1]))])
+        vector_of_key = np.full(len(form_key), -1, dtype=np.int64)
+        for kk, f, vid in zip(key[firsts].tolist(), values.form[firsts].tolist(), values.id[firsts].tolist()):
+            form = forms[f]
+            vector_of_key[kk] = len(vectors)
+            vectors.append(tile_bytes(form.precision, form.alignment_bytes, form.copies, shards[vid]))
+        key = vector_of_key[key]
+    # each group's vector: its key's, or for a group whose members differ in key the
+    # elementwise maximum of theirs, once per distinct set of keys
     by_group = np.argsort(group, kind="stable")
     g_sorted, k_sorted = group[by_group], key[by_group]
-    mixed = np.flatnonzero((g_sorted[1:] == g_sorted[:-1]) & (k_sorted[1:] != k_sorted[:-1]))
-    mixed_groups = np.unique(g_sorted[mixed])
-    walked = np.union1d(first_of_key, np.flatnonzero(np.isin(group, mixed_groups))) if len(mixed_groups) \
-        else np.sort(first_of_key)
-    for at in walked.tolist():
-        kk = int(key[at])
-        k = by_key.get(kk)
-        if k is None:
-            k = by_key[kk] = len(vectors)
-            f = forms[int(values.form[at])]
-            vectors.append(tile_bytes(f.precision, f.alignment_bytes, f.copies, shards[int(values.id[at])]))
-        g = int(group[at])
-        old = group_index.get(g)
-        if old is None:
-            group_index[g] = k
-        elif old != k:
-            pair = (min(old, k), max(old, k))
-            m = combined.get(pair)
-            if m is None:
-                m = combined[pair] = len(vectors)
-                vectors.append(np.maximum(vectors[old], vectors[k]))
-            group_index[g] = m
     starts = np.concatenate(([True], g_sorted[1:] != g_sorted[:-1])) if n else np.zeros(0, dtype=bool)
-    groups, first_member = g_sorted[starts], by_group[starts]
-    vector_of_key = np.full(len(form_key), -1, dtype=np.int64)
-    for kk, k in by_key.items():
-        vector_of_key[kk] = k
-    vector = vector_of_key[key[first_member]]
-    for g, k in group_index.items():
-        vector[np.searchsorted(groups, g)] = k
+    groups, vector = g_sorted[starts], k_sorted[starts]
+    run = np.cumsum(starts) - 1
+    mixed = np.zeros(len(groups), dtype=bool)
+    mixed[run[1:][(~starts[1:]) & (k_sorted[1:] != k_sorted[:-1])]] = True
+    if mixed.any():
+        members = mixed[run]
+        base = len(vectors)
+        pairs = np.unique(run[members] * base + k_sorted[members])  # (group run, key), sorted
+        runs, keys = pairs // base, pairs % base
+        first = np.flatnonzero(np.concatenate(([True], runs[1:] != runs[:-1])))
+        count = np.diff(np.concatenate((first, [len(runs)])))
+        two = first[count == 2]  # the common case, vectorized: a group of two keys
+        codes, which = np.unique(keys[two] * base + keys[two + 1], return_inverse=True)
+        for code in codes.tolist():
+            vectors.append(np.maximum(vectors[code // base], vectors[code % base]))
+        vector[runs[two]] = len(vectors) - len(codes) + which.reshape(-1)
+        combined: dict[tuple[int, ...], int] = {}
+        for at, c in zip(first[count > 2].tolist(), count[count > 2].tolist()):
+            sig = tuple(keys[at:at + c].tolist())
+            m = combined.get(sig)
+            if m is None:
+                m = combined[sig] = len(vectors)
+                vectors.append(np.maximum.reduce([vectors[k] for k in sig]))
+            vector[runs[at]] = m
+    first_member = by_group[starts]
     return vectors, groups, vector, values.standard()[first_member]
 
 
