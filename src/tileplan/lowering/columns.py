@@ -271,10 +271,12 @@ class LoweredOperations(Rows[OperationInfo]):
         op = self.ops[i]
         return OperationInfo(op.index, op.origin, op.name, op.kind, self.counts[i])
 
-    def fields(self) -> Iterator[tuple[int, int, str, str, int]]:
-        """Each operation's (index, origin, name, kind, execution count), no object made."""
-        for op, count in zip(self.ops, self.counts):
-            yield op.index, op.origin, op.name, op.kind, count
+    def columns(self) -> tuple[list[int], list[int], list[str], list[str], list[int]]:
+        """The operations' indices, origins, names, kinds and execution counts, as
+        lists (no object made per operation)."""
+        ops = self.ops
+        return ([op.index for op in ops], [op.origin for op in ops], [op.name for op in ops],
+                [op.kind for op in ops], list(self.counts))
 
     def where(self, keep: AbstractSet[int]) -> "LoweredOperations":
         """The operations whose index is in `keep`."""

@@ -58,20 +58,31 @@ class Schedule:
         starts = [0]
         outputs: list[int] = []
         for item in program.items:
-            if isinstance(item, RepeatBlock):
-                body, count, block = item.body, item.count, item
-            else:
-                body, count, block = (item,), 1, None
-            for op in body:
+            if not isinstance(item, RepeatBlock):  # an operation: its plan reads its inputs
+                for name in item.inputs:
+                    x = slot.get(name)
+                    if x is None:
+                        x = slot[name] = len(slot)
+                    inputs.append(x)
+                    plan_inputs.append(x)
+                starts.append(len(inputs))
+                x = slot.get(item.output)
+                if x is None:
+                    x = slot[item.output] = len(slot)
+                outputs.append(x)
+                ops.append(item)
+                counts.append(1)
+                blocks.append(None)
+                continue
+            for op in item.body:
                 for name in op.inputs:
                     inputs.append(slot.setdefault(name, len(slot)))
-                    first = name if block is None else members(name, block, declared)[0]
-                    plan_inputs.append(slot.setdefault(first, len(slot)))
+                    plan_inputs.append(slot.setdefault(members(name, item, declared)[0], len(slot)))
                 starts.append(len(inputs))
                 outputs.append(slot.setdefault(op.output, len(slot)))
                 ops.append(op)
-                counts.append(count)
-                blocks.append(block)
+                counts.append(item.count)
+                blocks.append(item)
         return cls(program, ops, counts, blocks, slot, inputs, plan_inputs, starts, outputs, declared)
 
     def members(self, i: int, position: int) -> tuple[str, ...]:

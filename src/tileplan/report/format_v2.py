@@ -174,7 +174,7 @@ def _operations_json(ops: object) -> str:
         index, origin, names, kind, runs, steps = (list(map(itemgetter(k), ops)) for k in _OPERATION_FIELDS)
     except KeyError:
         return _dumps(ops)
-    if not all(type(x) is list and len(x) == 2 for x in steps):
+    if steps and (set(map(type, steps)) != {list} or set(map(len, steps)) != {2}):
         return _dumps(ops)
     kinds: dict[str, int] = {}
     cols = [("index", pack_column(index, delta=True)),
@@ -182,8 +182,8 @@ def _operations_json(ops: object) -> str:
             ("name", _dumps(names)),
             ("kind", pack_column([kinds.setdefault(k, len(kinds)) for k in kind])),
             ("execution_count", pack_column(runs)),
-            ("first", pack_column([x[0] for x in steps], delta=True)),
-            ("last", pack_column([x[1] for x in steps], delta=True))]
+            ("first", pack_column(list(map(itemgetter(0), steps)), delta=True)),
+            ("last", pack_column(list(map(itemgetter(1), steps)), delta=True))]
     return "{" + f'"count":{len(ops)},"kinds":{_dumps(list(kinds))}' + "".join(f',"{k}":{t}' for k, t in cols) + "}"
 
 
