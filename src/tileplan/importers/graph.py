@@ -115,11 +115,13 @@ class Graph:
         index, at = 0, 0
         for run in [*runs, None]:
             stop = run.start if run is not None else len(self.ops)
-            for o in self.ops[at:stop]:
-                inputs = tuple(renamed.get(i, i) for i in o.inputs) if renamed else o.inputs
-                items.append(Operation(origins[o.output] if origins else base + index, index, o.kind, o.name, inputs,
-                                       o.output, o.shape, precision[o.dtype], o.attrs, o.module, o.layer))
-                index += 1
+            chunk = self.ops[at:stop]
+            items.extend(Operation(origins[output] if origins else base + k, k, kind, name,
+                                   tuple([renamed.get(i, i) for i in inputs]) if renamed else inputs, output, shape,
+                                   precision[dtype], attrs, module, layer)
+                         for k, (kind, name, inputs, output, shape, dtype, attrs, module, layer)
+                         in enumerate(chunk, start=index))
+            index += len(chunk)
             if run is None:
                 break
             layer0 = self.ops[run.start:run.start + run.length]
