@@ -9,6 +9,8 @@ report with none of the planner's code (tests/test_import_cycles.py holds both).
 
 from __future__ import annotations
 
+from itertools import compress
+
 import numpy as np
 
 from tileplan.lowering.columns import LoweredOperations
@@ -145,9 +147,9 @@ def operation_rows(operations: LoweredOperations, steps: StepTable) -> tuple[Ope
     wanted = np.array(index, dtype=np.int64)
     at = np.searchsorted(ops, wanted)
     found = ops[np.minimum(at, len(ops) - 1)] == wanted
-    at = at[found]
     if not found.all():
         keep = found.tolist()
-        index, origin, name, kind, count = ([x for x, k in zip(column, keep) if k]
-                                            for column in (index, origin, name, kind, count))
+        index, origin, count = (list(compress(column, keep)) for column in (index, origin, count))
+        name, kind = (list(compress(column, keep)) for column in (name, kind))
+    at = at[found]
     return tuple(zip(index, origin, name, kind, count, first[at].tolist(), last[at].tolist()))

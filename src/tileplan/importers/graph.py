@@ -283,14 +283,14 @@ class GraphBuilder:
         classes = tuple([dtypes_of[i] for i in inputs])
         asked = (kind, items, shapes, classes if dtype is None else dtype)
         try:
-            known = self._rules.get(asked)
+            known, hashable = self._rules.get(asked), True
         except TypeError:  # an unhashable attribute: asked each time
-            asked, known = None, None
+            known, hashable = None, False
         if known is None:
             probe = Operation(0, len(self.ops), kind, label, tuple(inputs), output, (1,), F32, items, module)
             shape = _shape(infer_shape(probe, list(shapes)), label)
             known = (shape, infer_dtype(probe, list(classes)) if dtype is None else dtype)
-            if asked is not None:
+            if hashable:
                 self._rules[asked] = known
         shape, dtype = known
         self.ops.append(tuple.__new__(GraphOp, (kind, label, tuple(inputs), output, shape, dtype, items, module,

@@ -26,7 +26,7 @@ from tileplan.kernel.gemm import PlanningError
 from tileplan.kernel.options import Options
 from tileplan.lowering.columns import Emitted, LoweredOperations, LoweredSteps, lowered_steps, value_table
 from tileplan.lowering.policy import Policy, Reader, ValueNames
-from tileplan.lowering.replay import Compiled, OperationInfo, StepDraft, Timeline, lookup
+from tileplan.lowering.replay import Compiled, OperationInfo, StepDraft, Timeline
 from tileplan.lowering.schedule import NEVER, Schedule, last_readers, last_reads, reads_every_iteration
 from tileplan.model.ir import Program
 from tileplan.model.machine import Machine
@@ -194,8 +194,14 @@ def emit_steps(k: Kernel, timeline: Timeline, s: Schedule, plans: Sequence[OpPla
             lens = tuple([len(m) for m in ins])
         # the signature (`tileplan.lowering.replay`): the plan stands for the operation's
         # kind, attributes, output and inputs; a member's code for what it is
-        key = (id(plan), lens, dies, tuple([sig[m] for m in members])) if replay else None
-        hashable, compiled = lookup(memo, key) if replay else (False, None)
+        if replay:
+            key = (id(plan), lens, dies, tuple([sig[m] for m in members]))
+            try:  # an unhashable attribute: lowered afresh
+                hashable, compiled = True, memo.get(key)
+            except TypeError:
+                hashable, compiled = False, None
+        else:
+            key, hashable, compiled = None, False, None
         if compiled is None:
             grouped = ins if ins is not None else [(m,) for m in members]
             try:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Hashable, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 from tileplan.kernel.context import Kernel
 from tileplan.kernel.fragment import Fragment, NewValue, Operand, Ref, StepKind, ValueKind
@@ -116,15 +116,6 @@ class Compiled:
     sigs_declared: tuple[int, ...]
     #: whether a new value's signature depends on a member's (it shares its storage)
     flagged: bool
-
-
-def lookup(memo: dict[Hashable, "Compiled"], key: Hashable) -> tuple[bool, "Compiled | None"]:
-    """(whether `key` can be hashed, its compiled fragment if `memo` holds one): one
-    hash per operation, the lookup's own."""
-    try:
-        return True, memo.get(key)
-    except TypeError:
-        return False, None
 
 
 @dataclass
@@ -234,23 +225,25 @@ class Timeline:
     def emit(self, c: Compiled, op: Operation, members: Sequence[int], count: int) -> int:
         """Record `c` emitted for `op`, whose input members are `members`; returns the
         output's id."""
-        base, k = self.size, len(c.values)
+        base, k, all_members = self.size, len(c.values), self.members
         self.codes.append(c.code)
         self.operations.append(op)
         self.counts.append(count)
         self.bases.append(base)
         self.step_bases.append(self.step_count)
-        self.member_starts.append(len(self.members))
-        self.members.extend(members)
+        self.member_starts.append(len(all_members))
+        all_members.extend(members)
+        sig = self.sig
         if c.flagged:
-            sig, keys = self.sig, self.sig_keys
-            self.sig.extend([c.sigs_declared[j] if v.flag is not None and keys[sig[members[v.flag]]][1]
-                             else c.sigs[j] for j, v in enumerate(c.values)])
+            keys = self.sig_keys
+            sig.extend([c.sigs_declared[j] if v.flag is not None and keys[sig[members[v.flag]]][1]
+                        else c.sigs[j] for j, v in enumerate(c.values)])
         else:
-            self.sig.extend(c.sigs)
+            sig.extend(c.sigs)
         self.size = base + k
         self.step_count += len(c.steps)
-        return base + c.output if c.output < k else members[c.output - k]
+        output = c.output
+        return base + output if output < k else members[output - k]
 
     # What a lowering is told of its operands --------------------------------------------
 
