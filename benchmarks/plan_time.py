@@ -7,7 +7,7 @@ each plan meets its target (`--assert-targets`: exit 1 when one does not).
 Cases: `so400m-repeat` (siglip-so400m-patch14-384, 27 layers, F8F143 weights, the
 default policy, the encoder as a repeat block), `so400m-unrolled` (the same, unrolled)
 and `synthetic:N` (the chain of about N timeline values, the report's `values`:
-`tileplan plan synthetic:N`, README "Commands"). Default: so400m-repeat and synthetic
+`tileplan plan synthetic:N`, docs/commands.md). Default: so400m-repeat and synthetic
 at 10k, 100k and 1M values.
 
 Every case is `tileplan plan MODEL -o REPORT --no-what-if` (the CLI's default weights,

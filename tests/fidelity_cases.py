@@ -15,6 +15,7 @@ found in graphcore/poptorch's tests and a Graphcore engineer's ViT port, each ci
 
 from __future__ import annotations
 
+import enum
 import json
 import tempfile
 from collections.abc import Callable
@@ -22,6 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MACHINES = Path(__file__).parent / "data" / "machines"
+
+
+class Evidence(enum.Enum):
+    """What a case can show: `CALIBRATION`, looked at while modelling (a change made
+    while its answer was in view may have turned it: no independent evidence);
+    `HELD_OUT`, added after the model was frozen (its commit named in
+    docs/fidelity.md) and never tuned on."""
+
+    CALIBRATION = "calibration"
+    HELD_OUT = "held out"
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,7 @@ class Case:
     #: published (bytes: each tile's highest variable bytes over the program, summed,
     #: as PopLiner's `max_vars_usage` sums them)
     variables: tuple[int, ...] | None = None
+    evidence: Evidence = Evidence.CALIBRATION
 
 
 def _answer(plans: list) -> Answer:
@@ -310,6 +322,24 @@ def bert_small_mk1() -> Answer:
     return _plan_request(model=_config(doc), machine="mk1", weights="f32", activations="f32", sequence_length=3)
 
 
+#: mrm8488/bert-small-finetuned-squadv2, the BERT-small graphcore/poptorch's test loads
+#: (google's bert_uncased_L-4_H-512_A-8 fine-tuned: 4 layers, hidden 512, 8 heads)
+BERT_SMALL = {"model_type": "bert", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+              "intermediate_size": 2048, "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2,
+              "architectures": ["BertModel"]}
+POPTORCH_BERT_TEST = "graphcore/poptorch tests/bert_small_and_medium_test.py (c2a8b177, 2023: test_bert_small, " \
+    "test_bert_small_half)"
+
+
+def bert_small_model(precision: str) -> Callable[[], Answer]:
+    """`transformers.BertModel` of BERT-small on `tokenizer.encode("E")` (3 tokens),
+    batch 1, PopTorch's default options, one Mk2 IPU."""
+    def build() -> Answer:
+        return _plan_request(model=_config(BERT_SMALL), machine="mk2", weights=precision, activations=precision,
+                             sequence_length=3, batch=1)
+    return build
+
+
 def vit_b16_four_ipus(batch: int) -> Callable[[], Answer]:
     def build() -> Answer:
         doc = {"model_type": "vit", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
@@ -329,6 +359,28 @@ def gpt2_inference(layers_per_ipu: str, hidden: int, layers: int, heads: int) ->
                              available_memory_proportion="0.2")
     return build
 
+
+#: why the two calibration rows that PopLibs' own AMP estimates (issue 28 item 1) turned
+#: now miss; nothing was tuned to turn them back
+RESNET50_MISS = ("with PopLibs' own estimates of its AMP vertices poplin's fastest plan of stage 2's first 1 x 1 "
+                 "convolution (layers.3.conv1, 256 -> 128 at 56 x 56; 23 batch x 4 x 8 field partitions) splits "
+                 "its input channels 2 ways "
+                 "rather than its output channels; poplin's estimate max's the reduction with the convolution's "
+                 "temporaries (333,824 B either way), but the step holds the received partials beside its own "
+                 "(partials_scratch: 268,288 B interleaved), so tile 37 peaks at 639,536 B with 1,792 B of exchange "
+                 "rows, 54,368 B over the budget; whether the real reduction holds both is not verified")
+RESNEXT_MISS = ("with PopLibs' own estimates of its AMP vertices poplin's fastest plan of stage 3's downsampling "
+                "convolution (layers.7.down.0.conv, 1 x 1 stride 2, 512 -> 1024) no longer splits its input "
+                "channels 23 ways, whose received partials (396,064 B interleaved) took tile 37 to 609,680 B in the "
+                "previous model; the peak is now layers.3.conv1's, 530,848 B, under the "
+                "budget: the demo's out-of-memory is not reproduced by tileplan's tensors (code, vertex state and "
+                "exchange buffers, which Poplar's message counts, are not modelled)")
+
+
+#: the commit whose model the held-out cases came after (issue 28: PopLibs' AMP
+#: estimates and relaxation, attention over heads, queries and keys); no model change
+#: was made with a held-out case in view
+FROZEN_AT = "b210bc9"
 
 CASES: tuple[Case, ...] = (
     Case("matmul-chain", "Poplar: FLOAT m1 {9000, 6000}, m2 {6000, 300}, m3 {300, 200} linearly mapped, (m1 m2) m3, "
@@ -393,12 +445,13 @@ CASES: tuple[Case, ...] = (
          "inference_gpt2.py", "runs", True, gpt2_inference("1,7,8,8", 1024, 24, 16)),
     Case("resnet50-fp16-b90", "ResNet-50 inference, FP16, batch 90, one Mk2 IPU",
          "graphcore/examples vision/cnns/pytorch (benchmarks: ResNet-50 inference micro-batch 90)", "runs", True,
-         cnn("50", 90, "f16", 0.6)),
+         cnn("50", 90, "f16", 0.6), miss=RESNET50_MISS),
     Case("resnext50-fp32-b20-0.35", "torchvision resnext50_32x4d, PopTorch inference, FP32, batch 20, one IPU, "
          "setAvailableMemoryProportion({\"IPU0\": 0.35})", RESNEXT_NOTE, "runs (prints its throughput)", True,
          cnn("50", 20, "f32", 0.35, 32, 4)),
     Case("resnext50-fp32-b20-0.8", "the same at proportion 0.8 (the demo's default)", RESNEXT_NOTE,
-         "\"Out of memory on tile\" (the test expects it)", False, cnn("50", 20, "f32", 0.8, 32, 4)),
+         "\"Out of memory on tile\" (the test expects it)", False, cnn("50", 20, "f32", 0.8, 32, 4),
+         miss=RESNEXT_MISS),
     *(Case(f"torchvision-{name}", f"torchvision {name}, FP32 inference, batch 1, one IPU (planned on Mk1, the "
            "IPU of 2020: it fits on Mk2 too)", TORCHVISION_TEST, "runs", True, torchvision_zoo(name, "mk1"))
       for name in ("resnet18", "resnext50_32x4d", "mnasnet1_0", "mobilenet_v2", "googlenet", "inception_v3",
@@ -407,4 +460,27 @@ CASES: tuple[Case, ...] = (
          "test file is of October 2020, when the IPU model and PopTorch's test hardware were Mk1; the IPU model "
          "defaults to Mk2 from SDK 1.4, graphcore/tutorials tut4_profiling/README.rst)", TORCHVISION_TEST,
          "\"Supported but doesn't fit on 1 IPU\" (left untested)", False, torchvision_zoo("wide_resnet50_2", "mk1")),
+    # held out: added after the model was frozen at FROZEN_AT, never tuned on ----------
+    Case("torchvision-wide_resnet50_2-mk2", "torchvision wide_resnet50_2 (its own definition, tests/data/zoo), FP32 "
+         "inference, batch 1, one Mk2 IPU (the file's comment stands through 2023, PopTorch on Mk2 and Bow)",
+         "graphcore/poptorch tests/torchvision_inference_test.py (c2a8b177, 2023)",
+         "\"Supported but doesn't fit on 1 IPU\" (left untested)", False, torchvision_zoo("wide_resnet50_2", "mk2"),
+         miss="held out, not tuned: tileplan's worst tile holds 272,416 B of tensors, 314,544 B under the budget "
+         "(its 68.9 M FP32 parameters are 275.5 MB, 187 KB a tile); the published claim is the test file's comment, "
+         "written with the Mk1 tests of 2020 (c5fe86db) and left unchanged, not a compile's message on Mk2",
+         evidence=Evidence.HELD_OUT),
+    Case("bert-small-bertmodel", "transformers BertModel, BERT-small (4 layers, hidden 512), FP32, 3 tokens, batch 1, "
+         "PopTorch's defaults, one Mk2 IPU", POPTORCH_BERT_TEST, "runs (\"It *just* fits on one IPU\")", True,
+         bert_small_model("f32"), evidence=Evidence.HELD_OUT),
+    Case("bert-small-bertmodel-half", "the same BertModel .half(), one Mk2 IPU", POPTORCH_BERT_TEST,
+         "compiles (\"Just check that we compile for now\")", True, bert_small_model("f16"),
+         evidence=Evidence.HELD_OUT),
+    Case("gpt2-large-inference", "GPT-2 large inference, FP16, half partials, matmul proportion 0.2, sequence 1024, "
+         "micro-batch 1, [1, 5, 5, 5, 5, 5, 5, 5] on 8 Mk2 IPUs, the LM head beside the tied embedding",
+         "graphcore/examples nlp/gpt2/pytorch/benchmarks.yml (pytorch_gpt2_large_infer_gen_pod16), inference_gpt2.py",
+         "runs", True, gpt2_inference("1,5,5,5,5,5,5,5", 1280, 36, 20), evidence=Evidence.HELD_OUT),
+    Case("gpt2-xl-inference", "GPT-2 XL inference (25 heads), the same settings, [1, 6, 6, 7, 7, 7, 7, 7] on 8 Mk2 "
+         "IPUs", "graphcore/examples nlp/gpt2/pytorch/benchmarks.yml (pytorch_gpt2_xlarge_infer_gen_pod16), "
+         "inference_gpt2.py", "runs", True, gpt2_inference("1,6,6,7,7,7,7,7", 1600, 48, 25),
+         evidence=Evidence.HELD_OUT),
 )

@@ -17,14 +17,16 @@ accumulates in F32; F8 32 into 16, accumulating in F16; F32 8 into 8.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import poplin_amp
 from tileplan.kernel.convplan import (
-    BLOCK_CYCLES, EXCHANGE_BYTES_PER_CYCLE, ITERATION_CYCLES, SERIAL_SPLITS, ConvPartition, ConvShape,
+    EXCHANGE_BYTES_PER_CYCLE, ITERATION_CYCLES, SERIAL_SPLITS, ConvPartition, ConvShape,
     conv_output_layout, gemm_partition, partials_scratch, plan_conv, rearranged_bytes,
 )
 from tileplan.kernel.layouts import linear_layout
@@ -43,9 +45,10 @@ TILES = 1472
 
 
 def plan(shape: ConvShape, precision: str = "F16", proportion: float | None = 0.6, tiles: int = TILES,
-         tile_bytes: int = TILE) -> ConvPartition:
+         tile_bytes: int = TILE, fully_connected: bool = False) -> ConvPartition:
     geometry, multiply, partial = PRECISIONS[precision]
-    return plan_conv(shape, tiles, geometry, multiply, partial, tile_bytes, proportion)
+    return plan_conv(shape, tiles, geometry, multiply, partial, tile_bytes, proportion,
+                     fully_connected=fully_connected)
 
 
 # A plain re-implementation of the search --------------------------------------------------
@@ -64,23 +67,30 @@ def _factorisations(n: int, k: int):
                 yield (f, *rest)
 
 
-def candidates(shape: ConvShape, tiles: int, precision: str) -> list[dict]:
+def candidates(shape: ConvShape, tiles: int, precision: str, fully_connected: bool = False) -> list[dict]:
     """Every partition the docstring describes, with its temporary bytes and cycles:
-    for each expansion set (none; with input channels narrower than the AMP's grain,
-    each field dimension with a kernel wider than 1, and all of them)."""
+    for each expansion set (every subset of the dimensions with a kernel, stride or
+    dilation above 1)."""
     geometry, mb, pb = PRECISIONS[precision]
     ig = geometry.input_channels
     combine = 1
     if shape.groups > 1 and shape.in_chans <= (2 if ig >= 16 else 1):
         combine = min(shape.groups, max(1, ig // shape.in_chans))
-    wide = [d for d in range(len(shape.field)) if shape.kernel[d] > 1]
-    sets: list[tuple[int, ...]] = [()]
-    if shape.in_chans * combine < ig and wide:
-        sets += [(d,) for d in wide] + ([tuple(wide)] if len(wide) > 1 else [])
-    return [c for e in sets for c in _candidates(shape, tiles, precision, combine, e)]
+    changed = [d for d in range(len(shape.field))
+               if shape.kernel[d] > 1 or shape.stride[d] > 1 or shape.dilation[d] > 1]
+    sets = [e for n in range(len(changed) + 1) for e in itertools.combinations(changed, n)]
+    return [c for e in sets for c in _candidates(shape, tiles, precision, combine, e, fully_connected)]
 
 
-def _candidates(shape: ConvShape, tiles: int, precision: str, combine: int, expanded: tuple[int, ...]) -> list[dict]:
+def _copy_and_exchange(share: int, channels: int, mb: int) -> int:
+    """A transform's share of a tile: copied at its element's bytes a cycle times 5/4
+    (5/3 when the channels are not a multiple of 4, 2 in F32), exchanged at 4 B a cycle."""
+    num, den = (5, 4) if channels % (2 if mb == 4 else 4) == 0 else (5, 3)
+    return _cdiv(share * num, mb * den) + _cdiv(share, EXCHANGE_BYTES_PER_CYCLE)
+
+
+def _candidates(shape: ConvShape, tiles: int, precision: str, combine: int, expanded: tuple[int, ...],
+                fully_connected: bool) -> list[dict]:
     geometry, mb, pb = PRECISIONS[precision]
     ig, og = geometry.input_channels, geometry.output_channels
     groups = _cdiv(shape.groups, combine)
@@ -91,6 +101,10 @@ def _candidates(shape: ConvShape, tiles: int, precision: str, combine: int, expa
     in_field = [shape.field[d] if d in expanded else (shape.field[d] - 1) * shape.stride[d]
                 + (shape.kernel[d] - 1) * shape.dilation[d] + 1 for d in range(dims)]
     transform = _cdiv(shape.batch * ic * groups * math.prod(in_field), tiles) * mb if expanded else 0
+    kernel = math.prod(kernel_dims)
+    weight_share = _cdiv(kernel * ic * oc * groups * mb, tiles) if expanded else 0
+    input_cycles = _copy_and_exchange(transform, ic * oc, mb) if expanded else 0
+    weight_cycles = _copy_and_exchange(weight_share, ic * oc, mb) if expanded else 0
     sizes = [shape.batch, *shape.field, ic, oc, groups]
     splittable = [k for k, size in enumerate(sizes) if size > 1 or k in (0, dims + 1, dims + 2)]
     rows = []
@@ -100,7 +114,6 @@ def _candidates(shape: ConvShape, tiles: int, precision: str, combine: int, expa
             split[k] = f
         rows.append(split)
     rows = [r for r in rows if all(s <= max(2 * z, 1) for s, z in zip(r, sizes))] or rows
-    kernel = math.prod(kernel_dims)
     out = []
     for dim in ("out", "in"):
         for serial in SERIAL_SPLITS:
@@ -118,24 +131,31 @@ def _candidates(shape: ConvShape, tiles: int, precision: str, combine: int, expa
                 out_t = _cdiv(out_all, serial) if dim == "out" else out_all
                 in_p, out_p = _cdiv(in_t, ig) * ig, _cdiv(out_t, og) * og
                 inputs, weights, partials = bt * window * in_p * gt, kernel * in_p * out_p * gt, positions * out_p * gt
-                temp = (inputs + weights) * mb + partials * pb + transform
+                # a serial split of the output channels broadcasts the input (and
+                # transforms it) once, before the loop, its bytes held across it
+                before = dim == "out" and serial > 1
+                conv = (inputs + weights) * mb + partials * pb
+                if not expanded:
+                    temp = conv
+                elif before:
+                    temp = transform + inputs * mb + max(2 * weight_share, weights * mb + partials * pb)
+                else:
+                    temp = max(2 * max(transform, weight_share), conv)
+                if fully_connected and serial > 1:  # the weights rearranged before slicing
+                    temp += _cdiv(_cdiv(ic, ig) * ig * _cdiv(oc, og) * og * groups, tiles) * mb
                 if dim == "in" and serial > 1:
                     temp += positions * out_all * gt * pb  # the output accumulated in place
                 # poplin max's the reduction's temporaries (as many partials as the tile
                 # made) with the rest, which holds the partials: they never add
-                # PopLibs' AMP estimate: each block of ig x og channels (a group, a kernel
-                # position) a fixed cost plus 8 cycles a position in F32, 2 otherwise
-                blocks = (in_p // ig) * (out_p // og) * gt * kernel
-                compute = blocks * (BLOCK_CYCLES + positions * (8 if precision == "F32" else 2))
-                # a serial split of the output channels broadcasts the input once, before
-                # the loop, and reduces each iteration's partials in it
-                looped_input = 0 if dim == "out" and serial > 1 else inputs * mb
-                received = looped_input + (weights * mb if b * math.prod(fs) > 1 else 0) + transform
+                # PopLibs' estimate of the AMP vertex poplin runs on the tile
+                compute = _vertex_cycles(shape, precision, expanded, bt, ft, gt, in_p // ig, out_p // og)
+                received = (0 if before else inputs * mb) + (weights * mb if b * math.prod(fs) > 1 else 0)
+                looped = weight_cycles + (0 if before else input_cycles)
+                once = inputs * mb // EXCHANGE_BYTES_PER_CYCLE + input_cycles if before else 0
                 reduce = partials * pb * (i - 1) // i if i > 1 else 0
                 accumulate = partials * serial if dim == "in" and serial > 1 else 0
-                cycles = (serial * (compute + received // EXCHANGE_BYTES_PER_CYCLE + ITERATION_CYCLES) + accumulate
-                          + (inputs * mb - looped_input + (serial if dim == "out" else 1) * reduce)
-                          // EXCHANGE_BYTES_PER_CYCLE)
+                cycles = (serial * (compute + received // EXCHANGE_BYTES_PER_CYCLE + looped + ITERATION_CYCLES)
+                          + accumulate + once + (serial if dim == "out" else 1) * reduce // EXCHANGE_BYTES_PER_CYCLE)
                 out.append({"batch_split": b, "field_split": tuple(fs), "in_split": i, "out_split": o,
                             "group_split": g, "serial": serial, "serial_dim": dim, "combine": combine,
                             "input_elements": inputs, "weight_elements": weights, "partial_elements": partials,
@@ -144,17 +164,52 @@ def _candidates(shape: ConvShape, tiles: int, precision: str, combine: int, expa
     return out
 
 
+def _vertex_cycles(shape: ConvShape, precision: str, expanded: tuple[int, ...], batch: int, field: list[int],
+                   groups: int, in_groups: int, out_groups: int) -> int:
+    """The module's docstring's rule: the field padded to two dimensions, the expanded
+    ones kernel and stride 1, the batch and every dimension of kernel and stride 1
+    folded into the innermost such one; all folded: the 1x1 vertex on one row, else
+    the nx1 vertex (poplin_amp's transcriptions of PopLibs' estimates)."""
+    geometry, _, pb = PRECISIONS[precision]
+    acts = {"F16": "half", "F32": "float", "F8": "quarter"}[precision]
+    vertex = (acts, pb == 4, geometry.output_channels, geometry.input_channels)
+    pad = max(0, 2 - len(field))
+    kernel = [1] * pad + [1 if d in expanded else k for d, k in enumerate(shape.kernel)]
+    stride = [1] * pad + [1 if d in expanded else s for d, s in enumerate(shape.stride)]
+    sizes = [1] * pad + list(field)
+    folds = [k == 1 and s == 1 for k, s in zip(kernel, stride)]
+    if all(folds):
+        return poplin_amp.cycles_1x1(*vertex, batch * math.prod(field), groups, in_groups, out_groups)
+    if folds[-1]:
+        image, out_shape = 1, [math.prod(f for f, ok in zip(sizes, folds) if not ok),
+                               batch * math.prod(f for f, ok in zip(sizes, folds) if ok)]
+    else:
+        image, out_shape = batch, sizes
+    return poplin_amp.cycles_nx1(*vertex, image, out_shape, kernel[0], math.prod(kernel[1:]), groups, in_groups,
+                                 out_groups)
+
+
 def chosen(cands: list[dict], tile_bytes: int, proportion: float | None) -> tuple[tuple[int, int], list[dict], int]:
     """((cycles, temp) of the choice, the candidates reaching it, the bound it was found
     under, -1 unbounded): the fewest cycles (then bytes) under the cap, the cap doubled
-    while nothing fits and it stays below twice the tile, then without a bound."""
-    bound = None if proportion is None else int(proportion * tile_bytes)
-    while True:
+    while nothing fits, until a bound of at least twice the tile was tried (poplin's
+    do-while), then without a bound."""
+    first = None if proportion is None else int(proportion * tile_bytes)
+    bounds: list[int | None] = [first]
+    if first is not None:  # poplin's do-while: doubled while the bound tried is below twice the tile
+        bound = first
+        while True:
+            bound *= 2
+            bounds.append(bound)
+            if bound >= 2 * tile_bytes:
+                break
+        bounds.append(None)
+    for bound in bounds:
         ok = [c for c in cands if bound is None or c["temp_bytes"] <= bound]
         if ok:
             best = min((c["cycles"], c["temp_bytes"]) for c in ok)
             return best, [c for c in ok if (c["cycles"], c["temp_bytes"]) == best], -1 if bound is None else bound
-        bound = bound * 2 if bound * 2 < 2 * tile_bytes else None
+    raise AssertionError("the unbounded search keeps every candidate")
 
 
 FIELDS = ("batch_split", "field_split", "in_split", "out_split", "group_split", "serial", "serial_dim", "combine",
@@ -199,28 +254,36 @@ def test_a_serial_split_of_the_output_channels_under_a_lower_cap():
 
 
 def test_a_serial_split_of_the_input_channels_accumulates_in_place():
-    # [729, 11008] x [11008, 16], F16 at 0.005 (3,194 B): rows over 46 (16), K over 16
-    # (688) in 24 serial iterations (28.7 -> 29, padded to 32), N over 2 (8): blocks 16 x
-    # 32 and 32 x 8, partials 16 x 8 in F32, plus the 16 x 8 output accumulated across
-    # the iterations: (512 + 256) x 2 + 128 x 4 + 128 x 4 = 2,560 B
+    # [729, 11008] x [11008, 16], F16 at 0.005 (3,194 B): rows over 46 (16), K over 32
+    # (344) in 24 serial iterations (14.3 -> 15, padded to 16), N whole (16: two passes
+    # of 8): blocks 16 x 16 and 16 x 16, partials 16 x 16 in F32, plus the 16 x 16 output
+    # accumulated across the iterations: (256 + 256) x 2 + 256 x 4 + 256 x 4 = 3,072 B.
+    # K over 16 and N over 2 (2,560 B) is slower: two input groups a tile cost the AMP's
+    # outer loop more than a second output group does
     cp = plan(ConvShape.matmul(729, 11008, 16), "F16", 0.005)
-    assert (cp.batch_split, cp.in_split, cp.out_split, cp.serial, cp.serial_dim) == (46, 16, 2, 24, "in")
-    assert (cp.input_elements, cp.weight_elements, cp.partial_elements, cp.output_elements) == (512, 256, 128, 128)
-    assert cp.temp_bytes == (512 + 256) * 2 + 128 * 4 + 128 * 4 == 2560 and cp.within_cap
+    assert (cp.batch_split, cp.in_split, cp.out_split, cp.serial, cp.serial_dim) == (46, 32, 1, 24, "in")
+    assert (cp.input_elements, cp.weight_elements, cp.partial_elements, cp.output_elements) == (256, 256, 256, 256)
+    assert cp.temp_bytes == (256 + 256) * 2 + 256 * 4 + 256 * 4 == 3072 and cp.within_cap
+    (other,) = [c for c in candidates(ConvShape.matmul(729, 11008, 16), TILES, "F16")
+                if (c["in_split"], c["out_split"], c["serial"], c["serial_dim"]) == (16, 2, 24, "in")
+                and c["batch_split"] == 46]
+    assert other["temp_bytes"] == 2560 and other["cycles"] > cp.cycles
 
 
 def test_resnet50_conv2_layer():
     # docs/notes/CONV-NOTES.md section 3: 3 x 3, 64 -> 64 at 56 x 56, stride 1, batch 90, F16 on
-    # 1472 tiles. The plan: batch over 92 (one image a tile, 2 tiles idle), the field
-    # over 2 x 2 (28 x 28 positions), the input and output channels over 2 each (32).
-    # The window (28 - 1) + 3 = 30 by 30, 32 channels: 28,800 elements; weights 9 x 32 x
-    # 32 = 9,216, broadcast; partials 28 x 28 x 32 = 25,088 in F32: (28,800 + 9,216) x 2
-    # + 25,088 x 4 = 176,384 B, under the cap; 2 x 4 x 9 AMP blocks a tile, each of 784
-    # positions, where the channels whole would make 4 x 8 x 9 blocks of half as many
+    # 1472 tiles. The plan: batch over 92 (one image a tile, 2 tiles idle), the rows over
+    # 4 (14 rows of 56 positions), every input channel, the output channels over 4 (16).
+    # The window (14 - 1) + 3 = 16 by 58, 64 channels: 59,392 elements; weights 9 x 64 x
+    # 16 = 9,216, broadcast; partials 14 x 56 x 16 = 12,544 in F32: (59,392 + 9,216) x 2
+    # + 12,544 x 4 = 187,392 B, under the cap. The nx1 vertex's workers each take a sixth
+    # of the 784 positions as whole rows: rows of 56 make 3 or 4 worklist items a worker where
+    # rows of 28 (the field over 2 x 2) make 5 or 6, and the input channels whole need no
+    # reduction
     cp = plan(ConvShape(90, (56, 56), (3, 3), (1, 1), (1, 1), 64, 64))
-    assert (cp.batch_split, cp.field_split, cp.in_split, cp.out_split) == (92, (2, 2), 2, 2)
-    assert (cp.input_elements, cp.weight_elements, cp.partial_elements) == (30 * 30 * 32, 9 * 32 * 32, 28 * 28 * 32)
-    assert cp.temp_bytes == (28800 + 9216) * 2 + 25088 * 4 == 176384 and cp.within_cap
+    assert (cp.batch_split, cp.field_split, cp.in_split, cp.out_split) == (92, (4, 1), 1, 4)
+    assert (cp.input_elements, cp.weight_elements, cp.partial_elements) == (16 * 58 * 64, 9 * 64 * 16, 14 * 56 * 16)
+    assert cp.temp_bytes == (59392 + 9216) * 2 + 12544 * 4 == 187392 and cp.within_cap
 
 
 def test_the_docstrings_worked_example_is_one_of_the_partitions():
@@ -228,8 +291,8 @@ def test_the_docstrings_worked_example_is_one_of_the_partitions():
     # images x 14 x 7 positions with every channel) costs 160,768 B; it fits the cap too
     # but is not the fastest
     (example,) = [c for c in candidates(ConvShape(90, (56, 56), (3, 3), (1, 1), (1, 1), 64, 64), TILES, "F16")
-                  if (c["batch_split"], c["field_split"], c["out_split"], c["serial"], c["serial_dim"])
-                  == (46, (4, 8), 1, 1, "out")]
+                  if (c["batch_split"], c["field_split"], c["out_split"], c["serial"], c["serial_dim"], c["expanded"])
+                  == (46, (4, 8), 1, 1, "out", ())]
     assert example["temp_bytes"] == 2 * 16 * 9 * 64 * 2 + 9 * 64 * 64 * 2 + 196 * 64 * 4 == 160768
     assert example["cycles"] > plan(ConvShape(90, (56, 56), (3, 3), (1, 1), (1, 1), 64, 64)).cycles
 
@@ -251,11 +314,11 @@ def conv_cases(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(conv_cases())
-def test_the_choice_is_the_fastest_partition_under_the_bound(case):
+@given(conv_cases(), st.booleans())
+def test_the_choice_is_the_fastest_partition_under_the_bound(case, fully_connected):
     shape, tiles, precision, tile_bytes, proportion = case
-    cp = plan(shape, precision, proportion, tiles, tile_bytes)
-    best, ties, bound = chosen(candidates(shape, tiles, precision), tile_bytes, proportion)
+    cp = plan(shape, precision, proportion, tiles, tile_bytes, fully_connected)
+    best, ties, bound = chosen(candidates(shape, tiles, precision, fully_connected), tile_bytes, proportion)
     assert (cp.cycles, cp.temp_bytes) == best
     assert as_row(cp) in ties
     # the partition product is the tile count, every tile given a part (some empty)
@@ -441,3 +504,47 @@ def test_a_convolutions_output_is_laid_out_over_its_partitions(case):
     layout = conv_output_layout(cp, channels, 2 + len(shape.field), "Ipu21")
     assert layout.tiling.tile_count == tiles and layout.tiling.replicas == 1
     shards_of(layout, (shape.batch, channels, *shape.field), "out")  # representable
+
+
+def test_the_relaxation_tries_twice_then_four_times_the_bound_before_none():
+    """ConvPlan.cpp's do-while doubles the bound and tries again while the bound tried
+    was below twice the tile: at 0.6 of a 16 KiB tile it tries 9,830 B, 19,660 B and
+    39,320 B before going unbounded. [256, 256] x [256, 256] in F16 on 4 tiles: no
+    partition fits 19,660 B, the least takes 38,912 B, which the third bound admits;
+    unbounded, the fastest would take 229,376 B."""
+    shape = ConvShape.matmul(256, 256, 256)
+    cp = plan(shape, "F16", 0.6, 4, 16384)
+    cands = candidates(shape, 4, "F16")
+    assert 2 * 9830 < min(c["temp_bytes"] for c in cands) == 38912 <= 4 * 9830
+    _, _, bound = chosen(cands, 16384, 0.6)
+    assert bound == 4 * 9830 and cp.temp_bytes <= bound and not cp.within_cap
+    assert plan(shape, "F16", None, 4, 16384).temp_bytes == 229376
+
+
+def test_a_fully_connected_pass_counts_its_weights_rearranged_before_a_serial_split():
+    """poplin's FC passes add a share of the weights to a serially split plan's
+    temporary bytes (`addRearrangeBeforeSliceEstimate`): [729, 11008] x [11008, 16] in
+    F16 at 0.005 (3,194 B) serially splits K 24 ways; as an FC pass each serial
+    candidate counts 11,008 x 16 / 1472 -> 120 elements, 240 B more: the plan's 3,072 B
+    would be 3,312 B, over the cap, so the FC pass takes K over 16 and N over 2
+    instead, 2,560 + 240 = 2,800 B."""
+    shape = ConvShape.matmul(729, 11008, 16)
+    plain, fc = plan(shape, "F16", 0.005), plan(shape, "F16", 0.005, fully_connected=True)
+    assert plain.serial > 1
+    (same,) = [c for c in candidates(shape, TILES, "F16", True)
+               if (c["batch_split"], c["in_split"], c["out_split"], c["serial"], c["serial_dim"])
+               == (plain.batch_split, plain.in_split, plain.out_split, plain.serial, plain.serial_dim)]
+    assert same["temp_bytes"] == plain.temp_bytes + _cdiv(11008 * 16, TILES) * 2
+    assert (fc.in_split, fc.out_split, fc.serial) == (16, 2, 24) and fc.temp_bytes == 2560 + 240 == 2800
+
+
+def test_every_subset_of_the_changed_dimensions_is_tried_as_an_expansion():
+    """`getExpandDimsCandidates`: a 3 x 3 convolution of 64 channels tries none, either
+    dimension and both (poplin does not require narrow channels); a 1 x 1 stride-1 one
+    nothing; a 1 x 1 stride-2 one both dimensions (its stride changes)."""
+    def sets(shape: ConvShape) -> set:
+        return {c["expanded"] for c in candidates(shape, 4, "F16")}
+
+    assert sets(ConvShape(1, (8, 8), (3, 3), (1, 1), (1, 1), 64, 64)) == {(), (0,), (1,), (0, 1)}
+    assert sets(ConvShape(1, (8, 8), (1, 1), (1, 1), (1, 1), 64, 64)) == {()}
+    assert sets(ConvShape(1, (4, 4), (1, 1), (2, 2), (1, 1), 64, 64)) == {(), (0,), (1,), (0, 1)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from fidelity_cases import CASES, torchvision_zoo
+from fidelity_cases import CASES, Evidence, torchvision_zoo
 
 BY_KEY = {c.key: c for c in CASES}
 
@@ -51,3 +51,26 @@ def test_the_table_in_docs_lists_every_case():
 def test_the_torchvision_models_poptorch_tests_fit_on_mk2_too(name):
     """The table plans them on Mk1 and says they fit on Mk2 too."""
     assert torchvision_zoo(name, "mk2")().fits
+
+
+def test_the_page_begins_with_the_prose_the_benchmark_writes_and_its_counts_hold():
+    """docs/fidelity.md is written by benchmarks/fidelity.py, its prose ("How close to
+    the compiler") included, so a re-run keeps it; the prose's counts are the cases'."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("fidelity_benchmark", root / "benchmarks" / "fidelity.py")
+    assert spec is not None and spec.loader is not None
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    text = (root / "docs" / "fidelity.md").read_text()
+    assert text.startswith(benchmark.HEADER)
+    prose = " ".join(benchmark.HEADER.split())
+    for evidence, pattern in ((Evidence.CALIBRATION, r"(\d+) of (\d+) calibration verdicts agree"),
+                              (Evidence.HELD_OUT, r"Held out: (\d+) of (\d+) inference verdicts agree")):
+        m = re.search(pattern, prose)
+        assert m, f"the prose's count of {evidence.value} verdicts"
+        comparable = [c for c in CASES if c.evidence is evidence and not c.not_comparable]
+        assert (int(m.group(1)), int(m.group(2))) == (sum(not c.miss for c in comparable), len(comparable))

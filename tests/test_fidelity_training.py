@@ -1,6 +1,6 @@
 """The published training configurations of docs/notes/FIDELITY.md (and two published as
 out of memory), planned as published (`benchmarks/fidelity_training.py` holds the
-cases and prints the table in README's "Planning training"): tileplan's verdict
+cases and prints the table in docs/training.md): tileplan's verdict
 agrees with what ran and what did not."""
 
 from __future__ import annotations

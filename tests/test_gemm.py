@@ -98,7 +98,9 @@ def _matmul_temporary(text: str, m: int, k: int, n: int) -> int:
     """A default-policy `Matmul { ... }` step's temporary bytes re-derived from its
     splits (F8 operands, F16 partials; IPU21's F8 AMP: 32 input channels, 16 output):
     rows ceil(M / batch_split), the K and N slices of one serial iteration padded to the
-    grains; the row block, the weight block and the partials (2 B each)."""
+    grains; the row block, the weight block and the partials (2 B each); a serial
+    split of this fully connected pass adds its share of the weights, rearranged before
+    slicing (K x N padded to the grains over the 1472 tiles, 1 B each)."""
     import re
 
     f = dict(re.findall(r"(\w+): ([^,}]+)", text))
@@ -110,7 +112,9 @@ def _matmul_temporary(text: str, m: int, k: int, n: int) -> int:
     else:
         n_t = math.ceil(n_t / int(serial))
     k_p, n_p = math.ceil(k_t / 32) * 32, math.ceil(n_t / 16) * 16
-    return rows * k_p + k_p * n_p + rows * n_p * 2 + (rows * n_t * 2 if serial_dim == "in" and serial != "1" else 0)
+    rearranged = math.ceil(math.ceil(k / 32) * 32 * math.ceil(n / 16) * 16 / 1472) if serial != "1" else 0
+    return (rows * k_p + k_p * n_p + rows * n_p * 2 + (rows * n_t * 2 if serial_dim == "in" and serial != "1" else 0)
+            + rearranged)
 
 
 def test_a_plan_lists_the_products_over_the_cap(tmp_path):

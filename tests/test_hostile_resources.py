@@ -1,6 +1,6 @@
 """Resource bounds of the views: a report with many value groups and many steps is
 turned into bands, a page and a chart in memory linear in its size (the bands were
-an array per group per step: 20.8 GB for the README's 100,000-value report)."""
+an array per group per step: 20.8 GB for docs/performance.md's 100,000-value report)."""
 
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ def test_the_so400m_tower_plans_within_one_percent_of_the_builtin_builder():
     """transformers' SiglipVisionModel (so400m, 2 layers, without its head) through
     torch.export against the built-in builder without the MAP head: the same parameters;
     the worst tile's total within 1 % (measured: 0.1 %). The heads differ by structure
-    (README): transformers' head runs `nn.MultiheadAttention`, whose packed in-projection
+    (docs/models.md): transformers' head runs `nn.MultiheadAttention`, whose packed in-projection
     is sliced and transposed before its products, so its weights are not read as a
     matmul's and stay F16 where the built-in head's are F8; the head is compared on its
     parameters only."""

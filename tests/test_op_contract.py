@@ -150,21 +150,22 @@ def test_a_matmul_is_one_step_as_poplin_plans_it():
 
 
 def test_weights_created_in_the_plan_s_layout_are_read_in_place():
-    # [1, 2, 64] x [64, 64], F16 on 4 tiles: 2 rows cannot be split usefully, so N splits
-    # 4 ways (16 columns, 2 passes of 8): row block 2 x 64, weight block 64 x 16,
-    # partials 2 x 16: temporary (128 + 1024) x 2 + 32 x 4 = 2432. Rows are not split, so
-    # the weights are created in the plan's layout (`createMatMulInputRHS`): each tile
-    # holds its block, the step receives none. The input rests spread and N splits: each
-    # tile keeps a rearranged copy of its share of the input, 128 / 4 x 2 B = 64.
-    plan, fragment = lower("matmul", [((1, 2, 64), F16), ((64, 64), F16)], where="rest")
+    # [1, 2, 16] x [16, 64], F16 on 4 tiles: 2 rows cannot be split usefully, K is one
+    # grain, so N splits 4 ways (16 columns, 2 passes of 8): row block 2 x 16, weight
+    # block 16 x 16, partials 2 x 16: temporary (32 + 256) x 2 + 32 x 4 = 704. Rows are
+    # not split, so the weights are created in the plan's layout (`createMatMulInputRHS`):
+    # each tile holds its block, the step receives none. The input rests spread and N
+    # splits: each tile keeps a rearranged copy of its share of the input, 32 / 4 x 2 B =
+    # 16.
+    plan, fragment = lower("matmul", [((1, 2, 16), F16), ((16, 64), F16)], where="rest")
     cp = plan.detail
     assert (cp.batch_split, cp.in_split, cp.out_split, cp.serial) == (1, 1, 4, 1)
-    assert cp.temp_bytes == (2 * 64 + 64 * 16) * 2 + 2 * 16 * 4 == 2432
+    assert cp.temp_bytes == (2 * 16 + 16 * 16) * 2 + 2 * 16 * 4 == 704
     assert plan.rest[1] is not None and plan.rest[1].tiling.replicas == 1  # held once
-    assert steps(fragment) == [("Matmul", {"standard": 2 * 64 * 2 + 64, "interleaved": 2 * 16 * 4}, True)]
-    # the same weights resting spread instead: each tile receives its block, 64 x 16 x 2 B
-    _, fragment = lower("matmul", [((1, 2, 64), F16), ((64, 64), F16)])
-    assert steps(fragment) == [("Matmul", {"standard": 2 * 64 * 2 + 64 * 16 * 2 + 64,
+    assert steps(fragment) == [("Matmul", {"standard": 2 * 16 * 2 + 16, "interleaved": 2 * 16 * 4}, True)]
+    # the same weights resting spread instead: each tile receives its block, 16 x 16 x 2 B
+    _, fragment = lower("matmul", [((1, 2, 16), F16), ((16, 64), F16)])
+    assert steps(fragment) == [("Matmul", {"standard": 2 * 16 * 2 + 16 * 16 * 2 + 16,
                                            "interleaved": 2 * 16 * 4}, True)]
 
 

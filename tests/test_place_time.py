@@ -2,7 +2,7 @@
 every single-pass member after the first gives up at the deadline, the first (the time
 sweep from SWEEP_FIRST buffers) always ends with a valid placement, and the compiled
 skyline dive and sweep agree with their plain forms. No clock is asserted on: timing
-figures are in benchmarks/placement.py and the README."""
+figures are in benchmarks/placement.py and docs/placement.md."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def test_plan_help_groups_its_flags_and_names_every_model_form(capsys, monkeypat
               for g in verb._action_groups}
     assert groups["options"] == ["-h"]  # argparse's own group: nothing else left there
     assert {"the model", "precisions", "the machine and how Poplar plans on it", "several IPUs (a pipeline)",
-            "training (docs: README, Planning training)", "what-if and sweeps",
+            "training (docs/training.md)", "what-if and sweeps",
             "the report and the exit code"} <= set(groups)
     assert {"model", "--layers", "--batch"} <= set(groups["the model"])
     assert groups["precisions"] == ["--weights", "--activations", "--partials"]

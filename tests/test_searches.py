@@ -58,9 +58,10 @@ def test_the_layers_row_says_when_the_search_stopped_at_its_cap(tmp_path, capsys
 
 
 def test_a_pipeline_stage_margin_shrinks_with_its_layers():
-    """The premise of `fewest_ipus`'s bisection over a stage's layers (not over the
-    batch): each stage kind, first, middle or last, loses margin with every layer it
-    is given, at a batch whose whole-program memory does not grow monotonically."""
+    """The premise of the split search's bisection over a stage's layers
+    (`tileplan.planner.pipeline.most_layers`; not over the batch): each stage kind,
+    first, middle or last, loses margin with every layer it is given, at a batch whose
+    whole-program memory does not grow monotonically."""
     from tileplan.lowering.policy import policy
     from tileplan.model.machine import machine
     from tileplan.model.stages import split_program
@@ -78,15 +79,15 @@ def test_a_pipeline_stage_margin_shrinks_with_its_layers():
         assert all(a > b for a, b in zip(margins, margins[1:])), (kind, margins)
 
 
-def test_the_readme_names_the_default_plans_largest_batches():
-    """README ("Examples") quotes the default plan's batch rows: they hold."""
+def test_the_pipelines_page_names_the_default_plans_largest_batches():
+    """docs/pipelines.md quotes the default plan's batch rows: they hold."""
     import re
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    page = (Path(__file__).resolve().parent.parent / "docs" / "pipelines.md").read_text()
     one, two = largest_batch_rows(PlanRequest(), lambda r: r.plan())
-    text = " ".join(readme.split())
+    text = " ".join(page.split())
     m = re.search(r"names batch (\d+) as the largest that fits one IPU21 and batch (\d+) on two \(rows `batch ([^`]*)` "
                   r"and `batch on 2 IPUs ([^`]*)`\)", text)
-    assert m, "README's sentence on the default plan's batch rows"
+    assert m, "docs/pipelines.md's sentence on the default plan's batch rows"
     assert (int(m.group(1)), int(m.group(2))) == (one.request.batch, two.request.batch)
     assert (m.group(3), m.group(4)) == (one.value, two.value)

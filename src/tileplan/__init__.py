@@ -2,8 +2,8 @@
 
 `tileplan.plan(model, example_inputs=(x,), weights="f8f143:-4")` plans a PyTorch
 module, an ExportedProgram, an ONNX file, a Hugging Face config.json or a built-in
-tower (see `tileplan.app.api`). Packages import one way, top to bottom, as the
-README's "How it plans" lists them (tests/test_import_cycles.py holds the order).
+tower (see `tileplan.app.api`). Packages import one way, top to bottom, as
+docs/architecture.md lists them (tests/test_import_cycles.py holds the order).
 """
 
 from tileplan.version import __version__

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tileplan.errors import InputError
 
-#: the largest report read (the README's 100,000-value benchmark report is 110 MB)
+#: the largest report read (docs/performance.md's 100,000-value report is 104 MB in version 1)
 MAX_REPORT_BYTES = 1 << 30
 #: the largest configuration (machine TOML, Hugging Face config.json) read
 MAX_CONFIG_BYTES = 16 << 20

@@ -5,8 +5,8 @@ poplibs lib/poplin/MatMul.cpp: [G, M, K] x [G, K, N] is batch M, field 1, kernel
 K input and N output channels, G groups), by enumerating partitions and keeping the
 fastest whose temporary bytes per tile fit a bound (lib/poplin/ConvPlan.cpp
 `createPlan`, `choosePlan`; lib/poplin/ConvModel.cpp `constructModel`, `addEstimates`;
-CONV-NOTES.md sections 1 and 2). This module is that search, with a cycle model
-simple enough to read:
+CONV-NOTES.md sections 1 and 2). This module is that search, with poplin's estimate of
+its AMP vertices' cycles and a simpler one of the exchange:
 
 * A partition splits, in parallel, the batch, each output field dimension, the input
   channels, the output channels and the groups (`ConvPartition`); their product is
@@ -26,11 +26,20 @@ simple enough to read:
   output block accumulated in place across iterations. A parallel input-channel
   split's reduction (its first stage receives as many partials as the tile made) is
   max'd with these, which hold the partials already, so it adds nothing to the
-  estimate; what the step really holds then (`partials_scratch`) can be more.
-* Cycles: the AMP's blocks (groups x input-channel grains x output-channel grains x
-  kernel positions), each `BLOCK_CYCLES` plus the geometry's `cycles_per_position` for
-  each output position (PopLibs' own estimate of its AMP vertices: 2 a position for
-  F16's 16 x 8 channels, 64 multiply-accumulates a cycle; 8 for F32's 8 x 8), plus
+  estimate; what the step really holds then (`partials_scratch`) can be more. An
+  expansion's transforms (below) are max'd in, doubled (`totalTransformTempBytes`:
+  the copies before and after are both live), except the input's with a serial
+  output-channel split, held across the loop and added
+  (`broadcastInputBeforeLoopTempBytes`). A fully connected pass with a serial split
+  adds a share of the weights, rearranged before they are sliced
+  (`addRearrangeBeforeSliceEstimate`; `fully_connected`: PopART plans an inference
+  matmul of weights as `FC_INFERENCE_FWD`, willow/src/popx/devicex.cpp).
+* Cycles: the AMP vertex's own estimate of the tile's work (`ampcycles.partial_calc_cycles`,
+  PopLibs' `getConvPartial1x1SupervisorCycleEstimate` or the nx1 vertex's, ported in
+  `kernel/ampcycles.py`: per output position 4 cycles a worker for half activations,
+  8 for float, over the six workers' shares; the weights loaded at 8 B a cycle, the
+  default without `use128BitConvUnitLoad`; per conv group, input and output channel
+  group), plus
   the bytes each tile receives at 4 a cycle (the input window; the weights block when
   the batch or field is split, as the weights are then broadcast; with a parallel
   input-channel split, the partials reduced across it) and `ITERATION_CYCLES`, times
@@ -38,18 +47,19 @@ simple enough to read:
   once, before its loop (`broadcastInputBeforeLoop`), and reduces each iteration's
   partials in it; a serial input-channel split adds each iteration's partials to the
   accumulated ones.
-* The choice (`runPlanner`): the fewest cycles with temporary bytes at most the
-  bound `availableMemoryProportion x tile bytes`; ties to fewer bytes. When no
-  partition fits, the bound is doubled while it stays below twice the tile's bytes
-  (`stepMemBound *= 2`, still the fewest cycles), then the fewest cycles of all.
-  The chosen plan says whether it kept to the first bound (`within_cap`).
+* The choice (`runPlanner`, `createPlan`): the fewest cycles with temporary bytes at
+  most the bound `availableMemoryProportion x tile bytes`; ties to fewer bytes. When
+  no partition fits, poplin's do-while doubles the bound and tries again while the
+  bound tried was below twice the tile's bytes (at 0.6: 1.2, then 2.4 tiles), still
+  the fewest cycles, then takes the fewest cycles of all (`fastest_within`). The
+  chosen plan says whether it kept to the first bound (`within_cap`).
 
-Input channels that do not fill the AMP's grain (an image's three) are widened by
-poplin's `expandDims`: a field dimension's kernel positions become input channels
-(a ViT patch embedding, stride = kernel, becomes its [729, 588] matmul exactly); the
-expanded input is a copy held during the step (its share per tile counted in the
-temporary bytes), and each output position then reads its own column. The sets
-tried are none, each dimension, and all of them.
+poplin's `expandDims` widens the input channels: a field dimension's kernel
+positions become input channels (a ViT patch embedding, stride = kernel, becomes its
+[729, 588] matmul exactly); the expanded input is a copy held during the step (its
+share per tile), each output position then reads its own column, and the transform
+costs its shares' exchange and copy (`convsearch.transform_costs`). The sets tried
+are the power set of the dimensions an expansion changes (`convsearch.expansions`).
 
 Depthwise convolutions combine groups into one AMP group (`combineConvGroupsFactor`,
 tried when a group has one input channel, or two in F16; poplibs ConvPlan.cpp
@@ -76,6 +86,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tileplan.errors import TileplanError
+from tileplan.kernel import ampcycles
+from tileplan.kernel.convsearch import (
+    EXCHANGE_BYTES_PER_CYCLE, divisor_splits, expansions, fastest_within, transform_costs,
+)
+from tileplan.kernel.ampcycles import AmpVertex
 from tileplan.model.machine import AmpGeometry
 from tileplan.model.tiling import ceil_div
 
@@ -83,32 +98,11 @@ if TYPE_CHECKING:
     from tileplan.kernel.gemm import GemmPartition
     from tileplan.model.layout import Layout
 
-#: bytes a tile receives per cycle over the exchange (Mk2: about 8 TB/s over 1472
-#: tiles at 1.33 GHz)
-EXCHANGE_BYTES_PER_CYCLE = 4
 #: the serial splits tried (poplin caps them by the channel grains)
 SERIAL_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 #: cycles each serial iteration costs beyond its work: a sync, the exchange's setup and
 #: the vertices' start (poplin's estimate adds such per-iteration terms; tileplan's figure)
 ITERATION_CYCLES = 2000
-#: cycles a tile spends on each AMP block (a group, an input-channel grain, an output-
-#: channel grain and a kernel position) beyond its output positions: PopLibs' estimate
-#: of its 1x1 AMP vertex (lib/poplin/PerformanceEstimation.hpp, the supervisor's outer
-#: loop `getConvPartial1x1SupervisorOuterLoopCycleEstimateHalfFloat` and the workers'
-#: inner loop): the output group's 19, the pass's 7, loading the weights into the 8
-#: conv units, 8 x 32 B at 16 B a cycle: 16, and the six workers' fixed cycles, 6 x (46
-#: - 3 x 8) = 132, for float activations (half ones: 166)
-BLOCK_CYCLES = 174
-
-
-def amp_cycles(geometry: AmpGeometry, positions: np.ndarray | int, in_p: np.ndarray | int, out_p: np.ndarray | int,
-               groups_kernel: np.ndarray | int = 1) -> np.ndarray:
-    """Cycles of the AMP on one tile: `positions` output positions through in_p x
-    out_p channels (padded to the grains) for `groups_kernel` groups x kernel
-    positions: each block BLOCK_CYCLES plus `cycles_per_position` a position."""
-    blocks = (np.asarray(in_p) // geometry.input_channels) * (np.asarray(out_p) // geometry.output_channels) \
-        * np.asarray(groups_kernel)
-    return blocks * (BLOCK_CYCLES + np.asarray(positions) * geometry.cycles_per_position)
 
 
 class ConvPlanningError(TileplanError):
@@ -187,73 +181,33 @@ class ConvPartition:
         return self.batch_split * math.prod(self.field_split) > 1
 
 
-def _divisor_splits(tile_count: int, dims: int) -> np.ndarray:
-    """Every way to write `tile_count` as an ordered product of `dims` factors, as
-    rows of an int64 array."""
-    rows: list[tuple[int, ...]] = [()]
-    for d in range(dims):
-        nxt = []
-        for row in rows:
-            rest = tile_count // math.prod(row) if row else tile_count
-            if d == dims - 1:
-                nxt.append((*row, rest))
-            else:
-                nxt.extend((*row, f) for f in range(1, rest + 1) if rest % f == 0)
-        rows = nxt
-    return np.asarray(rows, dtype=np.int64).reshape(-1, dims)
-
-
 def _ceil(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
     return -(-np.asarray(a) // np.asarray(b))
 
 
-def fastest_within(temps: np.ndarray, cycles: np.ndarray, cap: int | None, tile_bytes: int) -> int:
-    """The candidate poplin's `runPlanner` picks (the module docstring, "The choice"):
-    the fewest cycles, then the fewest temporary bytes, among those under `cap`; when
-    none is, the bound doubled while below twice the tile's bytes, then no bound."""
-    bound = cap
-    while True:
-        ok = np.ones(len(temps), dtype=bool) if bound is None else temps <= bound
-        if ok.any():
-            idx = np.flatnonzero(ok)
-            return int(idx[np.lexsort((temps[idx], cycles[idx]))[0]])
-        assert bound is not None, "the unbounded search keeps every candidate"
-        bound = bound * 2 if bound * 2 < 2 * tile_bytes else None
-
-
 def plan_conv(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_bytes: int, partial_bytes: int,
-              tile_bytes: int, proportion: float | None, name: str = "conv") -> ConvPartition:
-    """The plan poplin would choose (see the module docstring); memoized."""
+              tile_bytes: int, proportion: float | None, name: str = "conv",
+              fully_connected: bool = False) -> ConvPartition:
+    """The plan poplin would choose (see the module docstring); memoized.
+    `fully_connected`: a fully connected pass (an inference matmul of weights), whose
+    serial plans count the weights' rearrangement before slicing."""
     try:
-        return _plan(shape, tile_count, geometry, multiply_bytes, partial_bytes, tile_bytes, proportion)
+        return _plan(shape, tile_count, geometry, multiply_bytes, partial_bytes, tile_bytes, proportion,
+                     fully_connected)
     except ConvPlanningError as e:
         raise ConvPlanningError(e.detail, name) from None
 
 
-def _expansions(shape: ConvShape, in_chans: int, grain: int) -> list[tuple[int, ...]]:
-    """The sets of field dimensions poplin tries to expand (`getExpandDimsCandidates`):
-    none, and when the input channels do not fill the AMP's grain, each dimension with
-    a kernel wider than 1 alone and all of them (a dimension whose input is narrower
-    than its kernel is never expanded)."""
-    dims = [d for d in range(len(shape.field)) if shape.kernel[d] > 1]
-    if in_chans >= grain or not dims:
-        return [()]
-    out: list[tuple[int, ...]] = [(), *((d,) for d in dims)]
-    if len(dims) > 1:
-        out.append(tuple(dims))
-    return out
-
-
 @lru_cache(maxsize=4096)
 def _plan(shape: ConvShape, tile_count: int, geometry: AmpGeometry, multiply_bytes: int, partial_bytes: int,
-          tile_bytes: int, proportion: float | None) -> ConvPartition:
+          tile_bytes: int, proportion: float | None, fully_connected: bool = False) -> ConvPartition:
     ig = geometry.input_channels
     combine = 1
     # combineConvGroupsFactor: one input channel a group (FP32), one or two (F16)
     if shape.groups > 1 and shape.in_chans <= (2 if ig >= 16 else 1):
         combine = min(shape.groups, max(1, ig // shape.in_chans))
-    options = [_candidates(shape, e, combine, tile_count, geometry, multiply_bytes, partial_bytes)
-               for e in _expansions(shape, shape.in_chans * combine, ig)]
+    options = [_candidates(shape, e, combine, tile_count, geometry, multiply_bytes, partial_bytes, fully_connected)
+               for e in expansions(shape.kernel, shape.stride, shape.dilation)]
     temps = np.concatenate([t for o in options for t in o.temps])
     cycles = np.concatenate([c for o in options for c in o.cycles])
     cap = None if proportion is None else int(proportion * tile_bytes)
@@ -297,8 +251,9 @@ class _Options:
 
 
 def _candidates(shape: ConvShape, expanded: tuple[int, ...], combine: int, tile_count: int, geometry: AmpGeometry,
-                multiply_bytes: int, partial_bytes: int) -> _Options:
+                multiply_bytes: int, partial_bytes: int, fully_connected: bool = False) -> _Options:
     ig, og = geometry.input_channels, geometry.output_channels
+    vertex = AmpVertex.of(geometry)
     groups = -(-shape.groups // combine)
     kernel_dims = [1 if d in expanded else k for d, k in enumerate(shape.kernel)]
     in_chans = shape.in_chans * combine * math.prod(shape.kernel[d] for d in expanded)
@@ -308,7 +263,7 @@ def _candidates(shape: ConvShape, expanded: tuple[int, ...], combine: int, tile_
     # group dimension of 1 is never split (a matmul's field, a convolution of one group)
     sizes = [shape.batch, *shape.field, in_chans, out_chans, groups]
     free = [k for k, size in enumerate(sizes) if size > 1 or k in (0, dims + 1, dims + 2)]
-    free_splits = _divisor_splits(tile_count, len(free))
+    free_splits = divisor_splits(tile_count, len(free))
     splits = np.ones((len(free_splits), len(sizes)), dtype=np.int64)
     splits[:, free] = free_splits
     useful = np.all(splits <= np.maximum(np.asarray(sizes) * 2, 1), axis=1)  # no more than twice a dimension
@@ -334,6 +289,14 @@ def _candidates(shape: ConvShape, expanded: tuple[int, ...], combine: int, tile_
     # the expanded input is a copy of its own (`expandDims`, a transform held by the step)
     transform = np.full(len(splits), -(-expanded_elements // tile_count) * multiply_bytes if expanded else 0,
                         dtype=np.int64)
+    input_cycles, weight_cycles, weight_share = transform_costs(
+        expanded, -(-expanded_elements // tile_count) * multiply_bytes,
+        -(-math.prod(kernel_dims) * in_chans * out_chans * groups * multiply_bytes // tile_count),
+        in_chans * out_chans, multiply_bytes)
+    # poplin's FC passes with a serial split rearrange the weights before slicing them
+    # (ConvModel.cpp `addRearrangeBeforeSliceEstimate`): a share of them a tile, added
+    rearranged_weights = -(-_ceil(in_chans, ig) * ig * _ceil(out_chans, og) * og * groups // tile_count) \
+        * multiply_bytes
     kernel = math.prod(kernel_dims)
     in_t_all = _ceil(in_chans, in_s)
     out_t_all = _ceil(out_chans, out_s)
@@ -348,24 +311,35 @@ def _candidates(shape: ConvShape, expanded: tuple[int, ...], combine: int, tile_
             inputs = batch_t * window * in_p * group_t
             weights = kernel * in_p * out_p * group_t
             partials = positions * out_p * group_t
-            temp = (inputs + weights) * multiply_bytes + partials * partial_bytes + transform
+            before_loop = dim == "out" and serial > 1
+            conv_temp = (inputs + weights) * multiply_bytes + partials * partial_bytes
+            if not expanded:
+                temp = conv_temp
+            elif before_loop:  # the input and its transform held across the loop, added
+                temp = transform + inputs * multiply_bytes + np.maximum(
+                    2 * weight_share, weights * multiply_bytes + partials * partial_bytes)
+            else:  # the transforms' bytes doubled, max'd with the convolution's
+                temp = np.maximum(2 * np.maximum(transform, weight_share), conv_temp)
+            if fully_connected and serial > 1:
+                temp = temp + rearranged_weights
             if dim == "in" and serial > 1:
                 temp = temp + positions * out_t_all * group_t * partial_bytes
             # a parallel input-channel split reduces the partials across tiles: the first
             # stage receives as many partial elements as the tile made (`reduceTempBytes`),
             # which poplin max's with the rest, partials included: never more than the rest
-            compute = amp_cycles(geometry, positions, in_p, out_p, group_t * kernel)
+            compute = ampcycles.partial_calc_cycles(vertex, shape.kernel, shape.stride, expanded, batch_t, field_t,
+                                                    group_t, in_p // ig, out_p // og)
             weights_received = np.where(batch_s * np.prod(field_s, axis=1) > 1, weights * multiply_bytes, 0)
-            # a serial output-channel split broadcasts the input once, before the loop
-            # (`broadcastInputBeforeLoop`: the same temporary bytes, fewer cycles)
-            before_loop = dim == "out" and serial > 1
-            received = weights_received + transform + (0 if before_loop else inputs * multiply_bytes)
-            once = inputs * multiply_bytes if before_loop else 0
+            # a serial output-channel split broadcasts the input, and transforms it, once,
+            # before the loop (`broadcastInputBeforeLoop`)
+            received = weights_received + (0 if before_loop else inputs * multiply_bytes)
+            looped = weight_cycles + (0 if before_loop else input_cycles)
+            once = (inputs * multiply_bytes // EXCHANGE_BYTES_PER_CYCLE + input_cycles) if before_loop else 0
             reduce = np.where(in_s > 1, partials * partial_bytes * (in_s - 1) // in_s, 0)
             reductions = serial if dim == "out" else 1  # each output slice is reduced in its iteration
             accumulate = partials * serial if dim == "in" and serial > 1 else 0  # adding each iteration's partials
-            cycles = (serial * (compute + received // EXCHANGE_BYTES_PER_CYCLE + ITERATION_CYCLES) + accumulate
-                      + (once + reductions * reduce) // EXCHANGE_BYTES_PER_CYCLE)
+            cycles = (serial * (compute + received // EXCHANGE_BYTES_PER_CYCLE + looped + ITERATION_CYCLES)
+                      + accumulate + once + reductions * reduce // EXCHANGE_BYTES_PER_CYCLE)
             out.blocks.append((dim, serial, inputs, weights, partials))
             out.temps.append(temp)
             out.cycles.append(cycles)
@@ -546,7 +520,8 @@ def _grain(x: np.ndarray | int, grain: int) -> np.ndarray:
 def _joint(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, mb: int, pb: int, tile_bytes: int,
            proportion: float | None) -> JointPlan:
     ig, og = geometry.input_channels, geometry.output_channels
-    splits = _divisor_splits(tile_count, 2)  # (a over K, b over N)
+    vertex = AmpVertex.of(geometry)
+    splits = divisor_splits(tile_count, 2)  # (a over K, b over N)
     useful = (splits[:, 0] <= max(2 * k, 1)) & (splits[:, 1] <= max(2 * n, 1))
     if useful.any():
         splits = splits[useful]
@@ -568,7 +543,9 @@ def _joint(m: int, k: int, n: int, tile_count: int, geometry: AmpGeometry, mb: i
                 (n_t * m_in + m_in * k_out, 0, n_t * k_out, n_t * k_t if serial > 1 else 0, 1, (n_t, m_in, k_out))):
             temp = (received + resting) * mb + (partials + extra) * pb
             reduce = np.where(reduce_over > 1, partials * pb * (reduce_over - 1) // reduce_over, 0)
-            cycles = (serial * (amp_cycles(geometry, *amp) + received * mb // EXCHANGE_BYTES_PER_CYCLE
+            positions, in_c, out_c = amp
+            compute = ampcycles.cycles_1x1(vertex, positions, 1, in_c // ig, out_c // og)
+            cycles = (serial * (compute + received * mb // EXCHANGE_BYTES_PER_CYCLE
                                 + ITERATION_CYCLES) + serial * reduce // EXCHANGE_BYTES_PER_CYCLE)
             passes.append((received, resting, partials + extra, temp, cycles))
         rows.append((serial, m_t, passes))

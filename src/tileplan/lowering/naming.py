@@ -1,6 +1,6 @@
 """The names of the values a lowering makes: one function of (operation, kind).
 
-Default names say what a value is, after the operation or what it copies (README,
+Default names say what a value is, after the operation or what it copies (docs/models.md,
 "How a model is imported"):
 
 | kind | name | example |

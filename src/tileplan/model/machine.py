@@ -29,25 +29,17 @@ LIMITS = {"tile_count": 1 << 16}
 @dataclass(frozen=True, slots=True)
 class AmpGeometry:
     """What the matrix engine works on for one multiply precision: blocks of
-    `input_channels` along K, `output_channels` along N per pass, partials in
-    `accumulate`; `position_cycles`, the cycles one output position takes through one
-    block (None: 8 for F32, else 2; PopLibs' estimate of its AMP vertices, lib/poplin/
-    PerformanceEstimation.hpp `getConvPartial1x1SupervisorInnerLoopCycleEstimateHalfFloat`:
-    `coreCycles` 8 a position for float activations through 8 x 8 channels, 4 for half
-    ones through 16 x 16, which is 2 through tileplan's 16 x 8)."""
+    `input_channels` along K (the weights a conv unit holds, poplar's
+    `getWeightsPerConvUnit`), `output_channels` along N per pass (one per conv unit:
+    `numConvUnits`, poplin's `partialChansPerGroup`), partials in `accumulate`. The
+    cycles of its work are PopLibs' estimates of its vertices, read from these
+    (`tileplan.kernel.ampcycles`)."""
 
     multiply: str
     input_channels: int
     output_channels: int
     accumulate: str
     rows: int = 16
-    position_cycles: int | None = None
-
-    @property
-    def cycles_per_position(self) -> int:
-        if self.position_cycles is not None:
-            return self.position_cycles
-        return 8 if self.multiply == "F32" else 2
 
     def __post_init__(self) -> None:
         for key in ("multiply", "accumulate"):
@@ -57,10 +49,8 @@ class AmpGeometry:
                                  f"({', '.join((*FP8_FORMATS, 'F16', 'F32', 'BF16'))}), found {value!r}")
         if self.accumulate in FP8_FORMATS:
             raise InputError(f"AMP geometry {self.multiply}: accumulate must not be FP8, found {self.accumulate}")
-        for key in ("input_channels", "output_channels", "rows", "position_cycles"):
+        for key in ("input_channels", "output_channels", "rows"):
             value = getattr(self, key)
-            if key == "position_cycles" and value is None:
-                continue
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4096:
                 raise InputError(f"AMP geometry {self.multiply}: {key} must be an integer in [1, 4096], "
                                  f"found {value!r}")

@@ -161,7 +161,8 @@ def plan_poplibs(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[convp
     else:
         shape = convplan.ConvShape.matmul(math.prod(x.shape[:-1]), x.shape[-1], w.shape[-1])
         cp = convplan.plan_conv(shape, k.tile_count, geometry, w.precision.bytes, accumulate.bytes,
-                                k.machine.tile_bytes, k.options.available_memory_proportion, op.name)
+                                k.machine.tile_bytes, k.options.available_memory_proportion, op.name,
+                                fully_connected=True)
     created = None
     if not cp.broadcasts_weights:
         created = gemm.weight_layout(convplan.gemm_partition(cp, geometry, whole=True), k.prefix)

@@ -174,7 +174,10 @@ class ShardSpec:
 @dataclass(frozen=True, slots=True)
 class MemoryConfig:
     """ttnn `MemoryConfig`: a buffer type, a memory layout and, when sharded, its shard
-    spec. Invariant: sharded iff a shard spec is given, and sharding is in L1."""
+    spec. Invariant: sharded iff a shard spec is given; sharding is in L1, or in DRAM by
+    width or height (tt-transformers' weights: WIDTH_SHARDED over the DRAM banks,
+    `ModelArgs.create_dram_sharded_mem_config`; ttnn refuses a DRAM block-sharded
+    buffer, reduce_scatter_common_validates "DRAM block sharding not supported")."""
 
     buffer_type: BufferType
     layout: MemoryLayout = MemoryLayout.INTERLEAVED
@@ -183,8 +186,10 @@ class MemoryConfig:
     def __post_init__(self) -> None:
         if self.layout.sharded != (self.shard is not None):
             raise InputError(f"memory config {self.layout.value}: a shard spec is given iff the layout is sharded")
-        if self.layout.sharded and self.buffer_type is not BufferType.L1:
-            raise InputError(f"a {self.layout.value} tensor lives in L1, found {self.buffer_type.value}")
+        dram_ok = self.buffer_type is BufferType.DRAM and self.layout is not MemoryLayout.BLOCK_SHARDED
+        if self.layout.sharded and self.buffer_type is not BufferType.L1 and not dram_ok:
+            raise InputError(f"a {self.layout.value} tensor lives in L1 (or, width or height sharded, in DRAM), "
+                             f"found {self.buffer_type.value}")
 
     def text(self) -> str:
         """tt-mlir's override form: `dram:interleaved`, `l1:block_sharded`."""

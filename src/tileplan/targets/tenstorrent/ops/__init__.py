@@ -14,13 +14,29 @@ from typing import Any
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_ccl import plan_all_gather, plan_reduce_scatter
 from tileplan.targets.tenstorrent.ops.tt_conv import plan_conv2d, plan_conv3d, plan_halo
 from tileplan.targets.tenstorrent.ops.tt_data_movement import plan_concat, plan_permute, plan_reshape, plan_transpose
 from tileplan.targets.tenstorrent.ops.tt_embedding import plan_embedding
+from tileplan.targets.tenstorrent.ops.tt_heads import (
+    plan_concat_heads_decode,
+    plan_create_heads,
+    plan_create_heads_decode,
+)
+from tileplan.targets.tenstorrent.ops.tt_kv_cache import plan_fill_cache, plan_update_cache
 from tileplan.targets.tenstorrent.ops.tt_layout import plan_layout
 from tileplan.targets.tenstorrent.ops.tt_matmul import plan_matmul
 from tileplan.targets.tenstorrent.ops.tt_norm import plan_norm
+from tileplan.targets.tenstorrent.ops.tt_norm_distributed import plan_rms_post, plan_rms_pre
+from tileplan.targets.tenstorrent.ops.tt_rotary import plan_rotary
 from tileplan.targets.tenstorrent.ops.tt_sdpa import plan_sdpa, plan_sdpa_decode
+from tileplan.targets.tenstorrent.ops.tt_sdpa_paged import plan_sdpa_chunked
+from tileplan.targets.tenstorrent.ops.tt_sharding import (
+    plan_interleaved_to_sharded,
+    plan_sharded_to_interleaved,
+    plan_slice,
+    plan_to_memory_config,
+)
 from tileplan.targets.tenstorrent.ops.tt_softmax import plan_softmax
 from tileplan.targets.tenstorrent.ops.tt_transformer import plan_concat_heads, plan_split_qkv
 from tileplan.targets.tenstorrent.ops.tt_eltwise import (
@@ -65,6 +81,21 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.TO_LAYOUT: ("tt_layout", plan_layout),
         OpKind.RESHAPE: ("tt_data_movement", plan_reshape), OpKind.PERMUTE: ("tt_data_movement", plan_permute),
         OpKind.TRANSPOSE: ("tt_data_movement", plan_transpose), OpKind.CONCAT: ("tt_data_movement", plan_concat),
+        OpKind.SLICE: ("tt_sharding", plan_slice),
+        OpKind.INTERLEAVED_TO_SHARDED: ("tt_sharding", plan_interleaved_to_sharded),
+        OpKind.SHARDED_TO_INTERLEAVED: ("tt_sharding", plan_sharded_to_interleaved),
+        OpKind.TO_MEMORY_CONFIG: ("tt_sharding", plan_to_memory_config),
+        OpKind.ROTARY_EMBEDDING_LLAMA: ("tt_rotary", plan_rotary),
+        OpKind.NLP_CREATE_QKV_HEADS: ("tt_heads", plan_create_heads),
+        OpKind.NLP_CREATE_QKV_HEADS_DECODE: ("tt_heads", plan_create_heads_decode),
+        OpKind.NLP_CONCAT_HEADS_DECODE: ("tt_heads", plan_concat_heads_decode),
+        OpKind.SDPA_CHUNKED: ("tt_sdpa_paged", plan_sdpa_chunked),
+        OpKind.FILL_CACHE: ("tt_kv_cache", plan_fill_cache), OpKind.PAGED_FILL_CACHE: ("tt_kv_cache", plan_fill_cache),
+        OpKind.PAGED_UPDATE_CACHE: ("tt_kv_cache", plan_update_cache),
+        OpKind.RMS_NORM_PRE_ALL_GATHER: ("tt_norm_distributed", plan_rms_pre),
+        OpKind.RMS_NORM_POST_ALL_GATHER: ("tt_norm_distributed", plan_rms_post),
+        OpKind.ALL_GATHER_ASYNC: ("tt_ccl", plan_all_gather),
+        OpKind.REDUCE_SCATTER_ASYNC: ("tt_ccl", plan_reduce_scatter),
     }
     for kind, (family, rule) in singles.items():
         table[kind] = OpRule(family, rule)

@@ -100,3 +100,22 @@ class OpKind(Enum):
     PERMUTE = "ttnn.permute"
     TRANSPOSE = "ttnn.transpose"
     CONCAT = "ttnn.concat"
+    SLICE = "ttnn.slice"
+    # memory configs (sharded/: interleaved_to_sharded, sharded_to_interleaved, reshard)
+    INTERLEAVED_TO_SHARDED = "ttnn.interleaved_to_sharded"
+    SHARDED_TO_INTERLEAVED = "ttnn.sharded_to_interleaved"
+    TO_MEMORY_CONFIG = "ttnn.to_memory_config"
+    # the decoder ops tt-transformers runs (tt-metal models/tt_transformers/tt/attention.py)
+    ROTARY_EMBEDDING_LLAMA = "ttnn.experimental.rotary_embedding_llama"
+    NLP_CREATE_QKV_HEADS = "ttnn.experimental.nlp_create_qkv_heads"
+    NLP_CREATE_QKV_HEADS_DECODE = "ttnn.experimental.nlp_create_qkv_heads_decode"
+    NLP_CONCAT_HEADS_DECODE = "ttnn.experimental.nlp_concat_heads_decode"
+    SDPA_CHUNKED = "ttnn.transformer.chunked_scaled_dot_product_attention"
+    FILL_CACHE = "ttnn.fill_cache"
+    PAGED_FILL_CACHE = "ttnn.experimental.paged_fill_cache"
+    PAGED_UPDATE_CACHE = "ttnn.experimental.paged_update_cache"
+    RMS_NORM_PRE_ALL_GATHER = "ttnn.rms_norm_pre_all_gather"
+    RMS_NORM_POST_ALL_GATHER = "ttnn.rms_norm_post_all_gather"
+    # collectives between the chips of a mesh (n300: two)
+    ALL_GATHER_ASYNC = "ttnn.experimental.all_gather_async"
+    REDUCE_SCATTER_ASYNC = "ttnn.experimental.reduce_scatter_minimal_async"

@@ -44,7 +44,7 @@ from tileplan.targets.tenstorrent.ops.base import (
     require,
 )
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.tiles import TILE, Layout, round_up
+from tileplan.targets.tenstorrent.tiles import TILE, Layout, padded_height_width, round_up
 
 SOURCE_DIR = "ttnn/cpp/ttnn/operations/data_movement/"
 #: a tile's face edge (16 x 16 faces)
@@ -55,7 +55,12 @@ SEGMENT_BYTES = 4 * 4
 
 @dataclass(frozen=True, slots=True)
 class ReshapeAttrs:
+    """The new logical shape; `padded`: ttnn.reshape(x, shape, padded_shape) with the
+    input's padded shape kept (a view that only relabels the logical size, as
+    tt-transformers' decode marks the true batch of a 32-row tensor)."""
+
     shape: tuple[int, ...]
+    padded: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +164,15 @@ def plan_reshape(kind: OpKind, req: OpRequest, attrs: ReshapeAttrs) -> OpPlan:
     (x,) = req.inputs
     op = kind.value
     shape = attrs.shape
+    if attrs.padded is not None:
+        require(padded_height_width(attrs.padded, x.layout) == padded_height_width(x.shape, x.layout)
+                and attrs.padded[-1] == round_up(x.shape[-1], TILE if x.layout is Layout.TILE else 1), op,
+                f"padded shape {list(attrs.padded)} is not the padded shape of {list(x.shape)}")
+        require(all(a <= b for a, b in zip(shape, attrs.padded)) and len(shape) == len(attrs.padded), op,
+                f"logical shape {list(shape)} exceeds the padded shape {list(attrs.padded)}")
+        out = TensorSpec(shape, x.dtype, x.layout, req.out.memory())
+        require(out.memory == x.memory, op, "a view keeps its input's memory")
+        return OpPlan(op, (), (out,), ())
     require(math.prod(shape) == math.prod(x.shape), op, f"{x.shape} and {shape} differ in volume")
     _interleaved(op, x)
     out = TensorSpec(shape, x.dtype, x.layout, req.out.memory())

@@ -87,9 +87,12 @@ REDUCE_KINDS = frozenset({OpKind.SUM, OpKind.MEAN, OpKind.MAX, OpKind.MIN})
 
 @dataclass(frozen=True, slots=True)
 class BinaryAttrs:
-    """`scalar`: b is a scalar (one input), not a tensor."""
+    """`scalar`: b is a scalar (one input), not a tensor. `lhs_activation`: an
+    activation applied to a first (`input_tensor_a_activations`, as tt-transformers'
+    MLP multiplies silu(w1_out) by w3_out), which pre-activates a like the logical ops."""
 
     scalar: bool = False
+    lhs_activation: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +206,7 @@ def plan_binary(kind: OpKind, req: OpRequest, attrs: BinaryAttrs | None = None) 
     out = TensorSpec(shape, out_dtype, Layout.TILE, req.out.memory(shard))
     grid: CoreRange | CoreRangeSet = req.target.grid_range()
     lhs, rhs = BINARY_PREACTIVATED.get(kind, (False, False))
+    lhs = lhs or (attrs is not None and attrs.lhs_activation)
     interim = DataType.BFLOAT16 if kind in BINARY_EXP else None
     cbs: list[CircularBuffer] = []
     if native:

@@ -58,7 +58,8 @@ def plan_embedding(kind: OpKind, req: OpRequest, attrs: EmbeddingAttrs | None = 
     idx, weights = req.inputs
     op = kind.value
     target = req.target
-    require(len(idx.shape) == 2 and len(weights.shape) == 2, op, "indices [B, S] and weights [V, D] expected")
+    require(len(idx.shape) == 2 and len(weights.shape) >= 2 and all(d == 1 for d in weights.shape[:-2]), op,
+            "indices [B, S] and weights [V, D] (or [1, 1, V, D], as tt-transformers' rotary tables) expected")
     require(idx.dtype in (DataType.UINT32, DataType.BFLOAT16), op,
             f"indices are uint32 or bfloat16, found {idx.dtype.value}")
     b, s = idx.shape

@@ -1,0 +1,313 @@
+"""One decode step of tt-transformers on one chip: every user's next token with a KV cache
+of `kv_cache` positions (tt-metal models/tt_transformers/tt/: model.py
+`ttnn_decode_forward` and `_transform_decode_inputs_device`, rope.py `get_rot_mats`,
+decoder.py, attention.py `forward_decode`, mlp.py decode, lm_head.py; tt-frontends A7).
+
+Inputs: the tokens [1, 32] (uint32), the positions [B] (int32), the rotary indices [1, 32]
+(uint32), the page table [B, blocks a user] (int32), all row-major DRAM. The embedding
+[1, 1, 32, dim / devices] moves into DECODE_RESIDUAL_MEMCFG (L1 width-sharded); the
+rotary cos / sin: an embedding of the position into each table, transposed to
+[1, 32, 32, D] and sharded one user per core. Per layer:
+- the attention norm: the residual resharded into SHARDED_ATTN_INPUT_MEMCFG (n300: the
+  all-gather writes it there), the sharded RMS norm (SHARDED_NORM_ATTN_PRGM_CFG);
+- `linear(x, wqkv)` DRAM-sharded (XQKV_DECODE_PROGCFG) into L1 width-sharded; + the bias
+  (Qwen2); the norm output freed; moved to L1 interleaved bf16; the heads
+  (nlp_create_qkv_heads_decode, height-sharded one user per core); q / k norms (Qwen3,
+  Gemma-3: through L1 interleaved and back); rotary embedding on Q and K;
+- paged_update_cache of K and V at each user's position; SDPA decode (paged: the page
+  table; SDPA_DECODE_PROGCFG, chunk sizes chosen by the factory) into DRAM; resharded into
+  SCORES_BATCHED_MM_OUTPUT_MEMCFG; nlp_concat_heads_decode; `matmul(., wo)` DRAM-sharded
+  (ATTN_OUTPUT_PROGCFG) into the concat's width-sharded config;
+- n300: reduce_scatter into DECODE_RESIDUAL_MEMCFG; resharded into it; the residual add;
+- the MLP norm (SHARDED_MLP_INPUT_MEMCFG); w1, w3 (DECODE_MLP_W1_W3_PRG_CONFIG) into L1
+  width-sharded; mul(silu(w1), w3) in w1's config; resharded into
+  SHARDED_MLP2_INPUT_MEMCFG; w2; n300: reduce-scatter; resharded into the residual
+  config; the residual add.
+After the last layer: the final norm into LM_HEAD_INPUT_MEMCFG, the LM head splits as in
+prefill, concatenated in L1 (n300: all-gathered on dim 3).
+What tileplan leaves out: the trace capture (its buffers go to the trace region), the
+logits' untilize and move to DRAM, and on-device sampling.
+"""
+
+from __future__ import annotations
+
+from tileplan.model.role import Role
+from tileplan.targets.tenstorrent.frontends.tt_transformers.configs import Configs
+from tileplan.targets.tenstorrent.frontends.tt_transformers.emit import Emit
+from tileplan.targets.tenstorrent.frontends.tt_transformers.model_args import ModelArgs
+from tileplan.targets.tenstorrent.frontends.tt_transformers.options import TtTransformersOptions
+from tileplan.targets.tenstorrent.frontends.tt_transformers.precision import (
+    LM_HEAD_COMPUTE,
+    NORM_COMPUTE,
+    DecodersPrecision,
+)
+from tileplan.targets.tenstorrent.frontends.tt_transformers.weights import Layer, Weights, row_major
+from tileplan.targets.tenstorrent.memory import L1_INTERLEAVED, BufferType, MemoryConfig, MemoryLayout
+from tileplan.targets.tenstorrent.ops.base import OutputRequest
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs
+from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, TransposeAttrs
+from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs
+from tileplan.targets.tenstorrent.ops.tt_embedding import EmbeddingAttrs
+from tileplan.targets.tenstorrent.ops.tt_heads import ConcatHeadsDecodeAttrs, CreateHeadsAttrs
+from tileplan.targets.tenstorrent.ops.tt_kv_cache import CacheAttrs
+from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
+from tileplan.targets.tenstorrent.ops.tt_norm import NormAttrs
+from tileplan.targets.tenstorrent.ops.tt_rotary import RotaryAttrs
+from tileplan.targets.tenstorrent.ops.tt_sdpa import SdpaAttrs
+from tileplan.targets.tenstorrent.ops.tt_sharding import SliceAttrs
+from tileplan.targets.tenstorrent.tiles import TILE, DataType
+
+DRAM = OutputRequest(BufferType.DRAM)
+L1 = OutputRequest.of(L1_INTERLEAVED)
+WIDTH = OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED)
+
+
+class Decode:
+    """The lowering of one decode step (see the module docstring)."""
+
+    def __init__(self, e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision, w: Weights,
+                 grid: tuple[int, int]) -> None:
+        self.e, self.a, self.o, self.p, self.w, self.grid = e, a, o, p, w, grid
+        self.c = Configs(a, o.batch)
+        self.multichip = a.num_devices > 1
+        self.residual = self.c.decode_residual()
+        self.positions = self.table = 0
+        self.table_spec = row_major((o.batch, -(-o.kv_cache // o.page_block_size)), DataType.INT32)
+        self.positions_spec = row_major((o.batch,), DataType.INT32)
+
+    def to(self, x: int, memory: MemoryConfig, name: str) -> int:
+        """ttnn.to_memory_config: a new tensor unless x is already there."""
+        if self.e.memory.get(x) == memory:
+            return x
+        return self.e.one(OpKind.TO_MEMORY_CONFIG, name, (x,), OutputRequest.of(memory))
+
+    def norm(self, x: int, weight: int, grid_memory: MemoryConfig, name: str) -> int:
+        """distributed_norm.py decode: the residual into the norm's sharded config (n300:
+        all-gathered into it), then the sharded RMS norm into the same config."""
+        e = self.e
+        assert grid_memory.shard is not None
+        if self.multichip:
+            src = e.one(OpKind.ALL_GATHER_ASYNC, name + ".all_gather", (x,), OutputRequest.of(grid_memory), CclAttrs(3))
+        else:
+            src = self.to(x, grid_memory, name + ".input")
+        box = grid_memory.shard.bounding_box()
+        gamma = row_major((1, 1, self.a.dim // TILE, TILE), DataType.BFLOAT16)
+        out = e.one(OpKind.RMS_NORM, name, (src,), OutputRequest.of(grid_memory),
+                    NormAttrs(gamma=gamma, program_config=self.c.norm(box)), NORM_COMPUTE)
+        if src != x:
+            e.free(src)
+        return out
+
+    def run(self) -> tuple[int, ...]:
+        e, a, o = self.e, self.a, self.o
+        e.module, e.layer = "inputs", None
+        tokens = e.upload("tokens", row_major((1, TILE), DataType.UINT32), Role.INPUT)
+        self.positions = e.upload("current_pos", self.positions_spec, Role.INPUT)
+        rot_idxs = e.upload("rot_idxs", row_major((1, TILE), DataType.UINT32), Role.INPUT)
+        if o.paged:
+            self.table = e.upload("page_table", self.table_spec, Role.INPUT)
+        e.module = "embedding"
+        emb = e.one(OpKind.EMBEDDING, "embedding", (tokens, self.w.embedding), DRAM, EmbeddingAttrs())
+        x = self.to(emb, self.residual, "embedding.to_residual")
+        e.free(emb)
+        e.module = "rope"
+        rot = self.rot_mats(rot_idxs, self.w.cos, self.w.sin, "rope")
+        local = self.rot_mats(rot_idxs, self.w.cos_local, self.w.sin_local, "rope_local") \
+            if self.w.cos_local is not None else rot
+        for i, layer in enumerate(self.w.layers):
+            e.layer = i
+            sliding = i < len(a.sliding_layers) and a.sliding_layers[i]
+            out = self.decoder(x, layer, i, local if sliding else rot)
+            e.free(x)
+            x = out
+        e.layer = None
+        e.free(*rot, *(local if local is not rot else ()))
+        return self.lm_head(x)
+
+    def rot_mats(self, idxs: int, cos: int | None, sin: int | None, name: str) -> tuple[int, int]:
+        """rope.py get_rot_mats: embedding, transpose (1, 2), [slice], interleaved_to_sharded."""
+        assert cos is not None and sin is not None
+        e, o = self.e, self.o
+        mats = []
+        for table, n in ((cos, "cos"), (sin, "sin")):
+            emb = e.one(OpKind.EMBEDDING, f"{name}.{n}.embedding", (idxs, table), DRAM, EmbeddingAttrs())
+            t = e.one(OpKind.TRANSPOSE, f"{name}.{n}.transpose", (emb,), DRAM, TransposeAttrs(1, 2))
+            e.free(emb)
+            if o.batch % TILE:
+                sliced = e.one(OpKind.SLICE, f"{name}.{n}.slice", (t,), DRAM,
+                               SliceAttrs((0, 0, 0, 0), (1, o.batch, 1, self.a.head_dim)))
+                e.free(t)
+                t = sliced
+            memory = self.c_rot_memory()
+            sharded = e.one(OpKind.INTERLEAVED_TO_SHARDED, f"{name}.{n}", (t,), OutputRequest.of(memory))
+            e.free(t)
+            mats.append(sharded)
+        return mats[0], mats[1]
+
+    def c_rot_memory(self) -> MemoryConfig:
+        """rope.py: (32, D) height shards on `num_cores_to_corerangeset(batch)` row-wise."""
+        from tileplan.targets.tenstorrent.frontends.tt_transformers.configs import sharded
+        from tileplan.targets.tenstorrent.memory import CoreRangeSet
+        return sharded(MemoryLayout.HEIGHT_SHARDED, (TILE, self.a.head_dim),
+                       CoreRangeSet.from_count(self.o.batch, *self.grid, row_wise=True))
+
+    def decoder(self, x: int, layer: Layer, i: int, rot: tuple[int, int]) -> int:
+        e, pre = self.e, f"layers.{i}."
+        e.module = pre + "attention_norm"
+        attn_in = self.norm(x, layer.attention_norm, self.c.attn_input(), pre + "attention_norm")
+        attn_out = self.attention(attn_in, layer, i, rot)
+        e.module = pre[:-1]
+        h = e.one(OpKind.ADD, pre + "add_attention", (x, attn_out), OutputRequest.of(self.residual))
+        e.module = pre + "ffn_norm"
+        f_in = self.norm(h, layer.ffn_norm, self.c.mlp_input(), pre + "ffn_norm")
+        e.free(attn_out)
+        mlp_out = self.mlp(f_in, i)
+        e.module = pre[:-1]
+        act = self.p.layer(i).activation or DataType.BFLOAT16
+        out = e.one(OpKind.ADD, pre + "add_mlp", (h, mlp_out), OutputRequest.of(self.residual, act))
+        e.free(h, mlp_out)
+        return out
+
+    def attention(self, x: int, layer: Layer, i: int, rot: tuple[int, int]) -> int:
+        """attention.py forward_decode."""
+        e, a, o, c, prec = self.e, self.a, self.o, self.c, self.p.layer(i)
+        pre = f"layers.{i}.attention."
+        e.module = pre[:-1]
+        xqkv = e.one(OpKind.LINEAR, pre + "wqkv", (x, layer.wqkv),
+                     OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED,
+                                   dtype=prec.activation or DataType.BFLOAT16),
+                     MatmulAttrs(c.xqkv_decode()), prec.li_qkv_decode.compute)
+        if layer.bias_decode is not None:
+            biased = e.one(OpKind.ADD, pre + "wqkv_bias", (xqkv, layer.bias_decode), WIDTH)
+            e.free(xqkv)
+            xqkv = biased
+        e.free(x)
+        flat = e.one(OpKind.SHARDED_TO_INTERLEAVED, pre + "xqkv_interleaved", (xqkv,),
+                     OutputRequest(BufferType.L1, dtype=DataType.BFLOAT16))
+        e.free(xqkv)
+        qkv_local = a.qkv_size // a.num_devices
+        view = e.view(flat, (1, 1, o.batch, qkv_local), pre + "xqkv_reshaped",
+                      padded=(1, 1, c.rows, qkv_local)) if o.batch != c.rows else flat
+        heads = OutputRequest(BufferType.L1, MemoryLayout.HEIGHT_SHARDED)
+        q, k, v = e.op(OpKind.NLP_CREATE_QKV_HEADS_DECODE, pre + "create_qkv_heads", (view,), heads,
+                       CreateHeadsAttrs(a.n_local_heads, a.n_local_kv_heads), outputs=3)
+        e.free(flat)
+        if layer.q_norm is not None and layer.k_norm is not None:
+            q = self.head_norm(q, layer.q_norm, pre + "q_norm")
+            k = self.head_norm(k, layer.k_norm, pre + "k_norm")
+        cos, sin = rot
+        decode = RotaryAttrs(decode=True)
+        trans = self.w.trans_decode
+        q_rot = e.one(OpKind.ROTARY_EMBEDDING_LLAMA, pre + "rotary_q", (q, cos, sin, trans), heads, decode)
+        k_rot = e.one(OpKind.ROTARY_EMBEDDING_LLAMA, pre + "rotary_k", (k, cos, sin, trans), heads, decode)
+        e.free(q, k)
+        table = self.table_spec if o.paged else None
+        extra = (self.positions, self.table) if o.paged else (self.positions,)
+        for cache, t, n in ((layer.keys, k_rot, "k"), (layer.values, v, "v")):
+            e.op(OpKind.PAGED_UPDATE_CACHE, pre + f"update_cache_{n}", (cache, t, *extra), DRAM,
+                 CacheAttrs(page_table=table, positions=self.positions_spec), outputs=0)
+        e.free(k_rot, v)
+        attrs = SdpaAttrs(is_causal=True, program_config=c.sdpa_decode(), cur_pos=self.positions_spec,
+                          page_table=table)
+        attn = e.one(OpKind.SDPA_DECODE, pre + "sdpa_decode", (q_rot, layer.keys, layer.values, *extra), DRAM, attrs,
+                     prec.sdpa_decode.compute)
+        e.free(q_rot)
+        scores = e.one(OpKind.INTERLEAVED_TO_SHARDED, pre + "scores_sharded", (attn,),
+                       OutputRequest.of(c.scores(o.batch)))
+        cat = e.one(OpKind.NLP_CONCAT_HEADS_DECODE, pre + "concat_heads", (scores,), WIDTH,
+                    ConcatHeadsDecodeAttrs(a.n_local_heads))
+        e.free(scores, attn)
+        out = e.one(OpKind.MATMUL, pre + "wo", (cat, layer.wo), WIDTH, MatmulAttrs(c.wo_decode()),
+                    prec.li_o_decode.compute)
+        e.free(cat)
+        if self.multichip:
+            reduced = e.one(OpKind.REDUCE_SCATTER_ASYNC, pre + "reduce_scatter", (out,),
+                            OutputRequest.of(self.residual), CclAttrs(3))
+            e.free(out)
+            return reduced
+        moved = self.to(out, self.residual, pre + "to_residual")
+        if moved != out:
+            e.free(out)
+        return moved
+
+    def head_norm(self, x: int, weight: int, name: str) -> int:
+        """attention.py: Q / K to L1 interleaved for the norm and back ("Hack until RMSNorm
+        supports height-sharded output config")."""
+        e = self.e
+        flat = e.one(OpKind.SHARDED_TO_INTERLEAVED, name + ".interleaved", (x,), L1)
+        e.free(x)
+        gamma = row_major((1, 1, self.a.head_dim // TILE, TILE), DataType.BFLOAT16)
+        normed = e.one(OpKind.RMS_NORM, name, (flat,), L1, NormAttrs(gamma=gamma), NORM_COMPUTE)
+        e.free(flat)
+        back = e.one(OpKind.INTERLEAVED_TO_SHARDED, name + ".sharded", (normed,),
+                     OutputRequest.of(self.head_memory()))
+        e.free(normed)
+        return back
+
+    def head_memory(self) -> MemoryConfig:
+        """nlp_create_qkv_heads_decode's output config: (32 ceil(heads / 32), D) one user a core."""
+        from tileplan.targets.tenstorrent.frontends.tt_transformers.configs import sharded
+        from tileplan.targets.tenstorrent.memory import CoreRangeSet
+        padded = TILE * -(-self.a.n_local_heads // TILE)
+        return sharded(MemoryLayout.HEIGHT_SHARDED, (padded, self.a.head_dim),
+                       CoreRangeSet.from_count(self.o.batch, *self.grid, row_wise=True))
+
+    def mlp(self, x: int, i: int) -> int:
+        """mlp.py decode."""
+        e, c, prec = self.e, self.c, self.p.layer(i)
+        pre = f"layers.{i}.feed_forward."
+        e.module = pre[:-1]
+        layer = self.w.layers[i]
+        act = prec.activation
+        out13 = OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED, dtype=act or DataType.BFLOAT16)
+        w1 = e.one(OpKind.LINEAR, pre + "w1", (x, layer.w1), out13, MatmulAttrs(c.w1_w3_decode()),
+                   prec.li_ff1_ff3.compute)
+        w3 = e.one(OpKind.LINEAR, pre + "w3", (x, layer.w3), out13, MatmulAttrs(c.w1_w3_decode()),
+                   prec.li_ff1_ff3.compute)
+        e.free(x)
+        w2_in = e.one(OpKind.MULTIPLY, pre + "mul", (w1, w3),
+                      OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED, dtype=act or DataType.BFLOAT8_B),
+                      BinaryAttrs(lhs_activation=True))
+        e.free(w1, w3)
+        w2_sharded = self.to(w2_in, c.mlp2_input(), pre + "w2_input")
+        if w2_sharded != w2_in:
+            e.free(w2_in)
+        w2 = e.one(OpKind.LINEAR, pre + "w2", (w2_sharded, layer.w2),
+                   OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED, dtype=act or DataType.BFLOAT16),
+                   MatmulAttrs(c.w2_decode()), prec.li_ff2.compute)
+        e.free(w2_sharded)
+        if self.multichip:
+            reduced = e.one(OpKind.REDUCE_SCATTER_ASYNC, pre + "reduce_scatter", (w2,), OutputRequest.of(self.residual),
+                            CclAttrs(3))
+            e.free(w2)
+            return reduced
+        moved = self.to(w2, self.residual, pre + "to_residual")
+        if moved != w2:
+            e.free(w2)
+        return moved
+
+    def lm_head(self, x: int) -> tuple[int, ...]:
+        e, a = self.e, self.a
+        e.module = "norm"
+        normed = self.norm(x, self.w.norm, self.c.lm_head_input(), "norm")
+        e.free(x)
+        e.module = "lm_head"
+        parts = []
+        for i, (weight, split) in enumerate(zip(self.w.lm_head, a.lm_head_splits)):
+            out = e.one(OpKind.LINEAR, f"lm_head.split{i}", (normed, weight),
+                        OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED, dtype=DataType.BFLOAT8_B),
+                        MatmulAttrs(self.c.lm_head(split)), LM_HEAD_COMPUTE)
+            flat = e.one(OpKind.SHARDED_TO_INTERLEAVED, f"lm_head.split{i}.interleaved", (out,), L1)
+            e.free(out)
+            parts.append(flat)
+        e.free(normed)
+        logits = parts[0]
+        if len(parts) > 1:
+            logits = e.one(OpKind.CONCAT, "lm_head.concat", tuple(parts), L1, ConcatAttrs(-1))
+            e.free(*parts)
+        if self.multichip:
+            gathered = e.one(OpKind.ALL_GATHER_ASYNC, "lm_head.all_gather", (logits,), DRAM, CclAttrs(3))
+            e.free(logits)
+            logits = gathered
+        return (logits,)

@@ -1,0 +1,179 @@
+"""The tt-transformers frontend end to end: `FRONTEND` as the planner and the CLI call
+it (options from the flags, words, knobs, turn, reproduce, device defaults), the
+programs it lowers (prefill, decode, n300's collectives, paged and per-user caches,
+vLLM's cache order) and verdicts through `tileplan plan` (reports re-derived by check:
+conftest)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from tt_transformers_support import CONFIGS, config, device, plan
+
+from tileplan.cli.main import main
+from tileplan.errors import InputError
+from tileplan.targets.tenstorrent.frontend import Search, frontend
+from tileplan.targets.tenstorrent.frontends.tt_transformers import (
+    FRONTEND,
+    Mode,
+    Preset,
+    TtTransformersOptions,
+    build,
+    read_config,
+)
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.versions import DispatchCoreType
+
+LLAMA_1B = str(CONFIGS / "Llama-3.2-1B-Instruct")
+LLAMA_8B = str(CONFIGS / "Llama-3.1-8B-Instruct")
+
+
+def cli(tmp_path: Path, *argv: str) -> tuple[int, list[str]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["plan", *argv, "-o", str(tmp_path / "r.json")])
+    return code, out.getvalue().splitlines()
+
+
+def test_the_registry_finds_it() -> None:
+    assert frontend("tt-transformers") is FRONTEND
+
+
+def test_read_config_takes_a_mapping_a_folder_or_a_file() -> None:
+    cfg, name = read_config(LLAMA_1B)
+    assert name == "Llama-3.2-1B-Instruct" and cfg["hidden_size"] == 2048
+    assert read_config(LLAMA_1B + "/config.json")[1] == "Llama-3.2-1B-Instruct"
+    assert read_config(cfg) == (cfg, None)
+    with pytest.raises(InputError, match="takes a config.json"):
+        read_config(42)
+
+
+def test_options_from_the_flags() -> None:
+    """No flag: a prefill of tt-transformers' chunk (8B on N150: 4k) on 128k positions;
+    --kv-cache alone: a decode step; --precision accuracy."""
+    n150 = device("n150")
+    o = FRONTEND.options(LLAMA_8B, {}, n150)
+    assert (o.mode, o.prefill_chunk, o.kv_cache, o.batch, o.preset) == (
+        Mode.PREFILL, 4096, 131072, 1, Preset.PERFORMANCE)
+    d = FRONTEND.options(LLAMA_8B, {"kv_cache": 8192, "batch": 32, "precision": "accuracy"}, n150)
+    assert (d.mode, d.kv_cache, d.batch, d.preset) == (Mode.DECODE, 8192, 32, Preset.ACCURACY)
+    assert FRONTEND.words(d) == (("batch", 32), ("kv_cache", 8192), ("prefill_chunk", None), ("precision", "accuracy"))
+    assert FRONTEND.words(o) == (("batch", 1), ("kv_cache", 131072), ("prefill_chunk", 4096),
+                                 ("precision", "performance"))
+
+
+def test_knobs_turn_and_reproduce() -> None:
+    o = FRONTEND.options(LLAMA_8B, {"prefill_chunk": 4096, "kv_cache": 65536}, device("n150"))
+    knobs = {k.key: k for k in FRONTEND.knobs(o, device("n150"))}
+    assert knobs["prefill_chunk"].search is Search.LARGEST and knobs["prefill_chunk"].current == 4096
+    assert knobs["prefill_chunk"].values[0] == 128 and knobs["prefill_chunk"].values[-1] == 65536
+    assert knobs["kv_cache"].values[-1] == 131072 and knobs["precision"].values == ("performance", "accuracy")
+    turned = FRONTEND.turn(o, "precision", "accuracy")
+    assert turned.preset is Preset.ACCURACY and FRONTEND.turn(o, "prefill_chunk", 8192).prefill_chunk == 8192
+    decode = FRONTEND.options(LLAMA_8B, {"kv_cache": 4096}, device("n150"))
+    assert {k.key for k in FRONTEND.knobs(decode, device("n150"))} == {"kv_cache", "batch", "precision"}
+    assert FRONTEND.reproduce(o, ("layers.0.feed_forward.w1",)) == (
+        "MAX_PREFILL_CHUNK_SIZE=4 (environment, in units of 1024 tokens)",
+        "ModelArgs(mesh_device, max_batch_size=1, max_seq_len=65536, optimizations=DecodersPrecision.performance)",
+        "PagedAttentionConfig(block_size=32, max_num_blocks=2048)",
+        "layers.0.feed_forward.w1: memory_config=ttnn.DRAM_MEMORY_CONFIG")
+
+
+def test_device_defaults_are_the_demos() -> None:
+    """trace_region_config.py: Llama-3.1-8B N150 25,000,000, N300 38,000,000; others the
+    demo's 23,887,872; n300 dispatches on ethernet cores for the 8 x 8 grids."""
+    o = TtTransformersOptions()
+    assert FRONTEND.device_defaults(LLAMA_8B, o, "n150") == {"trace_region_size": 25_000_000}
+    assert FRONTEND.device_defaults(LLAMA_8B, o, "n300") == {"trace_region_size": 38_000_000,
+                                                             "dispatch_core_type": DispatchCoreType.ETH}
+    assert FRONTEND.device_defaults(LLAMA_1B, o, "n150") == {"trace_region_size": 23_887_872}
+
+
+def kinds(model: str, machine: str, options: TtTransformersOptions) -> Counter[OpKind]:
+    return Counter(op.kind for op in build(config(model), options, device(machine)).ops)
+
+
+def test_a_prefill_program() -> None:
+    """Llama-3.2-1B 4k prefill on N150, 16 layers: per layer one fused QKV, WO, w1, w3, w2
+    linear (MLP in four 1,024-row batches reshaped, not split), two rotary embeddings, two
+    paged cache fills, one SDPA; the LM head on the last 32 rows; no collective."""
+    k = kinds("Llama-3.2-1B-Instruct", "n150", TtTransformersOptions(prefill_chunk=4096, kv_cache=8192))
+    assert k[OpKind.ROTARY_EMBEDDING_LLAMA] == 32 and k[OpKind.PAGED_FILL_CACHE] == 32 and k[OpKind.SDPA] == 16
+    assert k[OpKind.NLP_CREATE_QKV_HEADS] == 16
+    assert k[OpKind.ALL_GATHER_ASYNC] == k[OpKind.REDUCE_SCATTER_ASYNC] == 0
+
+
+def test_n300_runs_the_collectives_and_half_the_heads() -> None:
+    """On n300 each layer all-gathers the attention output before WO and reduce-scatters
+    / all-gathers around the MLP (tt-frontends A12); the KV caches hold 4 of 8 heads."""
+    o = TtTransformersOptions(prefill_chunk=1024, kv_cache=4096)
+    k = kinds("Llama-3.1-8B-Instruct", "n300", o)
+    assert k[OpKind.ALL_GATHER_ASYNC] >= 32 and k[OpKind.REDUCE_SCATTER_ASYNC] >= 32
+    program = build(config("Llama-3.1-8B-Instruct"), o, device("n300"))
+    cache = next(t for t in program.tensors if t.name == "layers.0.attention.layer_past.k")
+    assert cache.spec is not None and cache.spec.shape == (128, 4, 32, 128)
+
+
+def test_a_decode_program_and_per_user_caches() -> None:
+    o = TtTransformersOptions(Mode.DECODE, kv_cache=2048, batch=8, paged=False)
+    k = kinds("Llama-3.2-1B-Instruct", "n150", o)
+    assert k[OpKind.NLP_CREATE_QKV_HEADS_DECODE] == 16 and k[OpKind.PAGED_UPDATE_CACHE] == 32
+    assert k[OpKind.SDPA_DECODE] == 16 and k[OpKind.NLP_CONCAT_HEADS_DECODE] == 16
+    program = build(config("Llama-3.2-1B-Instruct"), o, device("n150"))
+    cache = next(t for t in program.tensors if t.name == "layers.0.attention.layer_past.v")
+    assert cache.spec is not None and cache.spec.shape == (8, 8, 2048, 64)
+
+
+def test_vllm_allocates_the_caches_after_the_model() -> None:
+    program = build(config("Llama-3.2-1B-Instruct"), TtTransformersOptions(kv_cache=4096, vllm=True), device("n150"))
+    names = [program.tensors[t].name for t in program.uploads]
+    assert names.index("layers.0.attention.layer_past.k") > names.index("lm_head.output_weights.0")
+
+
+def test_21904_kv_cache_oom_to_the_byte() -> None:
+    """tt-metal #21904: Llama-3.1-8B on N150 under vLLM, accuracy, paged (1034, 8, 64, 128)
+    bfp8 caches, a 2025-04-25 build: the message as published."""
+    options = TtTransformersOptions(kv_cache=1034 * 64, preset=Preset.ACCURACY, page_block_size=64, vllm=True)
+    p = plan("Llama-3.1-8B-Instruct", "n150", options, version="2025-04-25", trace_region_size=25_000_000)
+    assert p.verdict.message == ("Out of Memory: Not enough space to allocate 71999488 B DRAM buffer across 12 banks, "
+                                 "where each bank needs to store 6000320 B")
+    assert (p.verdict.request_name or "").endswith("attention.layer_past.k")
+
+
+def test_cli_plans_a_fit_with_its_knobs(tmp_path: Path) -> None:
+    code, lines = cli(tmp_path, LLAMA_1B, "--machine", "n150", "--frontend", "tt-transformers", "--prefill-chunk",
+                      "4096", "--kv-cache", "8192")
+    assert code == 0
+    assert lines[0].endswith("--frontend tt-transformers --batch 1 --kv-cache 8192 --prefill-chunk 4096 "
+                             "--precision performance)")
+    assert lines[1].startswith("fits on n150")
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["frontend"]["name"] == "tt-transformers"
+    assert report["frontend"]["options"] == {"batch": 1, "kv_cache": 8192, "prefill_chunk": 4096,
+                                             "precision": "performance"}
+    assert "MAX_PREFILL_CHUNK_SIZE=4 (environment, in units of 1024 tokens)" in report["reproduce"]["settings"]
+
+
+def test_cli_8b_on_n150_at_128k_runs_out_of_dram_and_64k_fits(tmp_path: Path) -> None:
+    """ModelArgs' default max_seq_len of 128k does not fit an N150 beside Llama-3.1-8B's
+    weights; the what-if row finds 64k, the N150 context of tt-metal PR #16508."""
+    code, lines = cli(tmp_path, LLAMA_8B, "--machine", "n150", "--frontend", "tt-transformers")
+    assert code == 0
+    assert lines[1].startswith("does not fit: Out of Memory: Not enough space to allocate 142606336 B DRAM buffer "
+                               "across 12 banks")
+    assert any(line.startswith("  change: kv_cache 65536 (the largest that fits") for line in lines)
+
+
+def test_cli_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, words in (
+            ((str(CONFIGS / "Qwen2.5-7B-Instruct"), "--machine", "n150"), "only supported on 2 or 4 devices"),
+            ((str(CONFIGS / "Llama-3.2-11B-Vision-Instruct"), "--machine", "n300"), "supported: Gemma3ForCausalLM"),
+            ((LLAMA_1B, "--machine", "n150", "--prefill-chunk", "100"), "multiple of 32")):
+        assert cli(tmp_path, *argv, "--frontend", "tt-transformers")[0] == 2
+        err = capsys.readouterr().err.strip()
+        assert words in err and "\n" not in err
