@@ -1,7 +1,8 @@
-"""Plan time, CPU time and peak memory of tileplan at scale; prints figures, asserts nothing.
+"""Plan time, CPU time and peak memory of tileplan at scale; prints figures and whether
+each plan meets its target (`--assert-targets`: exit 1 when one does not).
 
     .venv/bin/python benchmarks/plan_time.py [--cases CASE ...] [--verbs VERB ...]
-        [--report-version auto|1|2] [--timeout S] [--keep DIR] [--json]
+        [--report-version auto|1|2] [--timeout S] [--keep DIR] [--json] [--assert-targets]
 
 Cases: `so400m-repeat` (siglip-so400m-patch14-384, 27 layers, F8F143 weights, the
 default policy, the encoder as a repeat block), `so400m-unrolled` (the same, unrolled)
@@ -25,9 +26,10 @@ The report's version: `--report-version 2` when `tileplan plan --help` offers it
 running after `--timeout` seconds is stopped and shown as such (its finished phases
 listed); the readers of a report that was not written are skipped. Reports are
 written to a temporary folder, deleted at the end unless `--keep DIR`.
-Targets (issue 13, CPU seconds on a 2-core machine): 100k values plan under 2 s and
-400 MB; 1M under 20 s and 2 GB, report v2 under 100 MB; check, summary and html on the
-1M report each under 20 s and 2 GB, the page under 20 MB; so400m under 0.1 s.
+Targets (`TARGETS`, issue 26: CPU seconds of the whole `tileplan plan` process on this
+2-core machine, and its peak RSS): synthetic:100000 at most 1.5 s; synthetic:1000000 at
+most 12 s and 1.5 GB. Earlier ones (issue 13): report v2 of 1M under 100 MB; check,
+summary and html on the 1M report each under 20 s and 2 GB, the page under 20 MB.
 """
 
 from __future__ import annotations
@@ -47,6 +49,23 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CASES = ("so400m-repeat", "synthetic:10000", "synthetic:100000", "synthetic:1000000")
 VERBS = ("check", "summary", "html")
 TOWER = "siglip-so400m-patch14-384"
+
+
+#: the plan of a case: (most CPU seconds, most peak RSS in MB or None), issue 26
+TARGETS: dict[str, tuple[float, float | None]] = {
+    "synthetic:100000": (1.5, None),
+    "synthetic:1000000": (12.0, 1536.0),
+}
+
+
+def target_text(case: str, r: dict) -> str | None:
+    """Whether a plan met its case's target, in words; None for a case without one."""
+    if case not in TARGETS:
+        return None
+    cpu, rss = TARGETS[case]
+    wanted = f"<= {cpu:g} s CPU" + (f" and {rss / 1024:g} GB" if rss is not None else "")
+    met = "error" not in r and r["cpu_s"] <= cpu and (rss is None or r["peak_rss_mb"] <= rss)
+    return f"target {wanted}: {'met' if met else 'NOT MET'}"
 
 
 def plan_arguments(case: str) -> list[str]:
@@ -246,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds before a process is stopped (default 300)")
     p.add_argument("--keep", metavar="DIR", help="write the reports and pages here and keep them")
     p.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    p.add_argument("--assert-targets", action="store_true",
+                   help="exit 1 when a plan misses its target (TARGETS: synthetic:100000, synthetic:1000000)")
     p.add_argument("--plan-child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.plan_child:
@@ -270,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="plan_time."))
     folder.mkdir(parents=True, exist_ok=True)
     results = []
+    missed = 0
     try:
         for case in args.cases:
             report = (folder / f"{case.replace(':', '-')}.json").resolve()
@@ -281,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'':<27}phases (CPU s): {phase_text(r['phases'])}", flush=True)
             if "verdict" in r:
                 print(f"{'':<27}{r['verdict']}", flush=True)
+            if (verdict := target_text(case, r)) is not None:
+                print(f"{'':<27}{verdict}", flush=True)
+                missed += verdict.endswith("NOT MET")
             if not case.startswith("synthetic:"):
                 continue
             for verb in args.verbs:
@@ -295,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(folder, ignore_errors=True)
     if args.json:
         print(json.dumps(results, indent=1, sort_keys=True))
-    return 0
+    return 1 if args.assert_targets and missed else 0
 
 
 if __name__ == "__main__":

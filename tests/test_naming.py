@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 
 from tileplan.kernel.fragment import NewValue, Ref, ValueKind
 from tileplan.kernel.layouts import linear_layout
-from tileplan.lowering.naming import group_of_parts, value_name
-from tileplan.lowering.replay import Timeline
+from tileplan.lowering.naming import group_of_parts, groups_of, stem_group, value_name
 from tileplan.model.ir import Operation, group_of
 from tileplan.model.layout import Padding
 from tileplan.model.precision import F16, Precision
@@ -51,12 +50,20 @@ def test_a_group_is_the_stems_group_and_the_suffix():
 @settings(max_examples=2000, deadline=None)
 @given(st.text(alphabet=".layer0123{i}hbocks x[]_", max_size=40))
 def test_the_timeline_finds_a_names_group_from_its_head_as_group_of_does(name):
-    """`Timeline.stem_group` keeps the group of each name's part up to its last `.`
-    (the operations of one module share it); for every name it is `group_of`'s."""
-    timeline = Timeline()
-    assert timeline.stem_group(name) == group_of(name)
-    assert timeline.stem_group(name + ".x") == group_of(name + ".x")  # the head now kept
-    assert timeline.stem_group(name + ".y") == group_of(name + ".y")
+    """`stem_group` keeps the group of each name's part up to its last `.` (the
+    operations of one module share it); for every name it is `group_of`'s."""
+    heads: dict[str, str] = {}
+    assert stem_group(name, heads) == group_of(name)
+    assert stem_group(name + ".x", heads) == group_of(name + ".x")  # the head now kept
+    assert stem_group(name + ".y", heads) == group_of(name + ".y")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(alphabet=".layer0123{i}hbocks x[]_\n", max_size=30), max_size=8))
+def test_the_groups_of_many_names_at_once_are_each_names_group(names):
+    """`groups_of` runs the layer-index pattern once over the names joined by
+    newlines: each result is `group_of` of its name, a name holding a newline too."""
+    assert groups_of(names) == [group_of(n) for n in names]
 
 
 def test_the_policy_says_whose_kernels_and_names_the_lowering_uses():

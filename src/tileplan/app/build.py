@@ -9,8 +9,11 @@ report with none of the planner's code (tests/test_import_cycles.py holds both).
 
 from __future__ import annotations
 
+from itertools import compress
+
 import numpy as np
 
+from tileplan.lowering.columns import LoweredOperations
 from tileplan.model.info import Mode
 from tileplan.model.timeline import StepTable
 from tileplan.planner.placed import placement_verdict
@@ -24,6 +27,7 @@ from tileplan.report.sections import (
     CapExceeded,
     NonTensor,
     NonTensorCounts,
+    OperationRow,
     Operations,
     PlacedTile,
     Placement,
@@ -61,13 +65,11 @@ CAP_TEXT = ("Poplar's cap on one matmul's or convolution's temporary bytes per t
 def build_report(plan: Plan) -> Report:
     m = plan.machine
     p = plan.peaks
-    spans = operation_steps(plan.steps)
     info = plan.program.info
     training = info.mode is Mode.TRAINING
     sections: list[Section] = [
         Program.of(plan.program.name, m.name, plan.policy, program_entries(info)),
-        Operations(rows=tuple((o.index, o.origin, o.name, o.kind, o.execution_count, *spans[o.index])
-                              for o in plan.operations if o.index in spans)),
+        Operations(rows=operation_rows(plan.operations, plan.steps)),
     ]
     proportion = plan.options.available_memory_proportion
     if proportion is not None:
@@ -132,15 +134,22 @@ def build_report(plan: Plan) -> Report:
     return report
 
 
-def operation_steps(steps: StepTable) -> dict[int, tuple[int, int]]:
-    """Each operation's first and last step (its steps are consecutive)."""
+def operation_rows(operations: LoweredOperations, steps: StepTable) -> tuple[OperationRow, ...]:
+    """The operations that have steps, in order, each with its first and last step
+    (its steps are consecutive), column by column (a million-value plan has some
+    800,000 of them)."""
     source = steps.source
-    if not len(source):
-        return {}
-    starts = np.flatnonzero(np.concatenate(([True], source[1:] != source[:-1])))
-    ends = np.concatenate((starts[1:] - 1, [len(source) - 1]))
-    spans: dict[int, tuple[int, int]] = {}
-    for a, b in zip(starts.tolist(), ends.tolist()):
-        op = int(source[a])
-        spans[op] = (spans.get(op, (a,))[0], b)
-    return spans
+    index, origin, name, kind, count = operations.columns()
+    if not len(source) or not index:
+        return ()
+    ops, first = np.unique(source, return_index=True)
+    last = len(source) - 1 - np.unique(source[::-1], return_index=True)[1]
+    wanted = np.array(index, dtype=np.int64)
+    at = np.searchsorted(ops, wanted)
+    found = ops[np.minimum(at, len(ops) - 1)] == wanted
+    if not found.all():
+        keep = found.tolist()
+        index, origin, count = (list(compress(column, keep)) for column in (index, origin, count))
+        name, kind = (list(compress(column, keep)) for column in (name, kind))
+    at = at[found]
+    return tuple(zip(index, origin, name, kind, count, first[at].tolist(), last[at].tolist()))

@@ -121,10 +121,12 @@ def synthetic_graph(cfg: SyntheticConfig) -> Graph:
     for k in range(cfg.shared):
         _declare_set(b, f"synthetic.shared{k}", hidden, mlp)
     x = h
-    for j in range(cfg.operations):
-        if j % BLOCK_OPERATIONS == 0:
-            h = x  # the block's input, read again by its residual
-        x = _block_operation(b, j, x, h, cfg)
+    blocks, rest = divmod(cfg.operations, BLOCK_OPERATIONS)
+    # each set's parameters as each operation of a block reads them (None: the residual)
+    sets = [tuple(None if q is None else tuple(f"synthetic.shared{k}.{s}" for s in q) for _, _, q, _ in _BLOCK)
+            for k in range(cfg.shared)]
+    for block in range(blocks + (rest > 0)):
+        x = _block(b, block, x, sets[block % cfg.shared], BLOCK_OPERATIONS if block < blocks else rest)
     b.output(x)
     return b.build()
 
@@ -149,36 +151,35 @@ def _declare_set(b: GraphBuilder, prefix: str, hidden: int, mlp: int) -> None:
         b.parameter(f"{prefix}.{suffix}", shapes[suffix], "float")
 
 
-def _block_operation(b: GraphBuilder, j: int, x: str, h: str, cfg: SyntheticConfig) -> str:
-    """Operation j of the chain, step j mod 7 of block j // 7, on the previous result
-    `x`; the residual adds the block's input `h`. Returns the operation's result
-    (`name.out`)."""
-    block, step = divmod(j, BLOCK_OPERATIONS)
-    p = f"synthetic.shared{block % cfg.shared}"
-    at = f"synthetic.layer{block}"
-    if step == 0:
-        return _op(b, block, "layernorm", f"{at}.norm", (x, f"{p}.norm.scale", f"{p}.norm.bias"), _NORM)
-    if step == 1:
-        return _op(b, block, "matmul", f"{at}.mlp.up", (x, f"{p}.mlp.up.weight"))
-    if step == 2:
-        return _op(b, block, "add", f"{at}.mlp.up.bias_add", (x, f"{p}.mlp.up.bias"))
-    if step == 3:
-        return _op(b, block, "gelu", f"{at}.mlp.gelu", (x,), _GELU)
-    if step == 4:
-        return _op(b, block, "matmul", f"{at}.mlp.down", (x, f"{p}.mlp.down.weight"))
-    if step == 5:
-        return _op(b, block, "add", f"{at}.mlp.down.bias_add", (x, f"{p}.mlp.down.bias"))
-    return _op(b, block, "add", f"{at}.residual", (h, x))
+def _block(b: GraphBuilder, block: int, x: str, parameters: tuple[tuple[str, ...] | None, ...], steps: int) -> str:
+    """The first `steps` operations of block `block` on the previous block's output `x`
+    (see the module docstring), each named under `synthetic.layer<block>` and reading
+    `parameters` (those of set `block` mod `shared`, by operation); the residual adds
+    the block's input. Returns the last operation's result (`name.out`)."""
+    at = f"synthetic.layer{block}."
+    h = x  # the block's input, read again by its residual
+    op = b.op
+    for (kind, suffix, _, attrs), read in zip(_BLOCK[:steps], parameters):
+        name = at + suffix
+        x = op(kind, (h, x) if read is None else (x, *read), attrs, name=name, output=name + ".out", layer=block)
+    return x
 
 
 _NORM = {"eps": 1e-6}
 _GELU = {"approximate": "tanh"}
-
-
-def _op(b: GraphBuilder, layer: int, kind: str, name: str, inputs: tuple[str, ...],
-        attrs: Mapping[str, object] | None = None) -> str:
-    """Operation `name` of block `layer` (each block of the chain is one layer)."""
-    return b.op(kind, inputs, attrs, name=name, output=f"{name}.out", layer=layer)
+#: a block's operations: (kind, name under the block, parameters of the set it reads
+#: after the running value, or None for the residual (the block's input and the
+#: running value), attributes)
+_BLOCK: tuple[tuple[str, str, tuple[str, ...] | None, Mapping[str, object] | None], ...] = (
+    ("layernorm", "norm", ("norm.scale", "norm.bias"), _NORM),
+    ("matmul", "mlp.up", ("mlp.up.weight",), None),
+    ("add", "mlp.up.bias_add", ("mlp.up.bias",), None),
+    ("gelu", "mlp.gelu", (), _GELU),
+    ("matmul", "mlp.down", ("mlp.down.weight",), None),
+    ("add", "mlp.down.bias_add", ("mlp.down.bias",), None),
+    ("add", "residual", None, None),
+)
+assert len(_BLOCK) == BLOCK_OPERATIONS
 
 
 # The named model: `synthetic:N`, about N timeline values ------------------------------

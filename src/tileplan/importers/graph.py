@@ -89,11 +89,13 @@ class Graph:
         index, at = 0, 0
         for run in [*runs, None]:
             stop = run.start if run is not None else len(self.ops)
-            for o in self.ops[at:stop]:
-                inputs = tuple(renamed.get(i, i) for i in o.inputs) if renamed else o.inputs
-                items.append(Operation(origins[o.output] if origins else base + index, index, o.kind, o.name, inputs,
-                                       o.output, o.shape, precision[o.dtype], o.attrs, o.module, o.layer))
-                index += 1
+            chunk = self.ops[at:stop]
+            items.extend(Operation(origins[output] if origins else base + k, k, kind, name,
+                                   tuple([renamed.get(i, i) for i in inputs]) if renamed else inputs, output, shape,
+                                   precision[dtype], attrs, module, layer)
+                         for k, (kind, name, inputs, output, shape, dtype, attrs, module, layer)
+                         in enumerate(chunk, start=index))
+            index += len(chunk)
             if run is None:
                 break
             layer0 = self.ops[run.start:run.start + run.length]
@@ -179,8 +181,8 @@ class GraphBuilder:
         self.dtypes: dict[str, str] = {}
         self.blocks: list[Block] = []
         self._names: dict[str, int] = {}
-        self._shapes_of: dict[tuple, tuple[int, ...]] = {}
-        self._dtypes_of: dict[tuple, str] = {}
+        #: (kind, attributes, input shapes, input classes or the dtype given) -> (shape, dtype)
+        self._rules: dict[tuple, tuple[tuple[int, ...], str]] = {}
         self._order: list[str] | None = [] if origins == "declared" else None
         #: the layer the operations being added belong to (inside `repeat`), and the
         #: layers the repeat blocks so far ran
@@ -236,40 +238,39 @@ class GraphBuilder:
         """Add an operation; returns its output tensor's name: `output`, or by default
         the operation's own (`name`, made unique). `dtype` defaults to what the
         operator's dtype rule gives (`tileplan.ops.infer_dtype`). `layer`: the model
-        layer it belongs to, when the builder knows it (inside `repeat`: that layer)."""
+        layer it belongs to, when the builder knows it (inside `repeat`: that layer).
+        The shape and dtype rules are pure: a chain of a million alike operations asks
+        each once per kind, attributes and input shapes and classes."""
+        shapes_of, dtypes_of = self.shapes, self.dtypes
         try:
-            shapes = [self.shapes[i] for i in inputs]
+            shapes = tuple([shapes_of[i] for i in inputs])
         except KeyError as e:
             raise ModelError(f"input {e.args[0]!r} is not defined before this operation", name) from None
-        label = self.unique(name)
+        n = self._names.get(name, 0) + 1  # `unique`, inline: once per operation
+        self._names[name] = n
+        label = name if n == 1 else f"{name}:{n}"
         if output is None:
             output = label
-        elif output in self.shapes:
+        elif output in shapes_of:
             raise ModelError("tensor declared twice", output)
         items = tuple(sorted((k, _frozen(v)) for k, v in attrs.items())) if attrs else ()
-        asked = (kind, items, *shapes)
-        key: tuple | None = asked
-        try:  # the rules are pure: a chain of a million alike operations asks each once
-            shape = self._shapes_of.get(asked)
-        except TypeError:  # an unhashable attribute
-            key, shape = None, None
-        if shape is None:
+        classes = tuple([dtypes_of[i] for i in inputs])
+        asked = (kind, items, shapes, classes if dtype is None else dtype)
+        try:
+            known, hashable = self._rules.get(asked), True
+        except TypeError:  # an unhashable attribute: asked each time
+            known, hashable = None, False
+        if known is None:
             probe = Operation(0, len(self.ops), kind, label, tuple(inputs), output, (1,), F32, items, module)
-            shape = _shape(infer_shape(probe, shapes), label)
-            if key is not None:
-                self._shapes_of[key] = shape
-        if dtype is None:  # the dtype rules are pure too: asked once per kind, attributes and input dtypes
-            classes = tuple(self.dtypes[i] for i in inputs)
-            dkey: tuple | None = (kind, items, classes) if key is not None else None
-            dtype = self._dtypes_of.get(dkey) if dkey is not None else None
-            if dtype is None:
-                probe = Operation(0, len(self.ops), kind, label, tuple(inputs), output, (1,), F32, items, module)
-                dtype = infer_dtype(probe, list(classes))
-                if dkey is not None:
-                    self._dtypes_of[dkey] = dtype
-        self.ops.append(GraphOp(kind, label, tuple(inputs), output, shape, dtype, items, module,
-                                self._layer if layer is None else layer))
-        self.shapes[output], self.dtypes[output] = shape, dtype
+            shape = _shape(infer_shape(probe, list(shapes)), label)
+            known = (shape, infer_dtype(probe, list(classes)) if dtype is None else dtype)
+            if hashable:
+                self._rules[asked] = known
+        shape, dtype = known
+        self.ops.append(tuple.__new__(GraphOp, (kind, label, tuple(inputs), output, shape, dtype, items, module,
+                                                self._layer if layer is None else layer)))
+        shapes_of[output] = shape
+        dtypes_of[output] = dtype
         if self._order is not None:
             self._order.append(output)
         return output

@@ -25,7 +25,7 @@ conversion, which keeps its input's name.
 from __future__ import annotations
 
 from tileplan.kernel.fragment import NewValue, ValueKind
-from tileplan.model.ir import Operation, group_of
+from tileplan.model.ir import LAYER_INDEX, Operation, group_of
 from tileplan.model.precision import Precision
 
 
@@ -66,3 +66,29 @@ def own_suffix(made: NewValue) -> str | None:
 def group_of_parts(stem_group: str, stem: str, suffix: str) -> str:
     """The group of the name `stem + suffix`, given the stem's group."""
     return stem_group + suffix if "." not in suffix else group_of(stem + suffix)
+
+
+def stem_group(stem: str, heads: dict[str, str]) -> str:
+    """`group_of(stem)`, from the group of the part up to its last `.`, kept in
+    `heads`: a layer index ends at a `.` (`tileplan.model.ir.LAYER_INDEX`), so none
+    reaches into the last part, and the operations of a module share that part."""
+    head, dot, tail = stem.rpartition(".")
+    if not dot:
+        return group_of(stem)
+    group = heads.get(head)
+    if group is None:
+        group = heads[head] = group_of(head + ".")
+    return group + tail
+
+
+def groups_of(names: list[str]) -> list[str]:
+    """`group_of` of each name, in one pass of the layer-index pattern over the names
+    joined by newlines (a match never spans one: the pattern holds none and its
+    look-arounds need a `.`), or name by name when a name holds a newline."""
+    if not names:
+        return []
+    text = "\n".join(names)
+    if text.count("\n") != len(names) - 1:
+        heads: dict[str, str] = {}
+        return [stem_group(n, heads) for n in names]
+    return LAYER_INDEX.sub("", text).split("\n")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from tileplan.errors import ModelError
 from tileplan.model.info import ProgramInfo
@@ -94,8 +94,30 @@ class Operation:
     layer: int | None = None
     role: Role = Role.ACTIVATION
 
+    def __init__(self, origin: int, index: int, kind: str, name: str, inputs: tuple[str, ...], output: str,
+                 output_shape: tuple[int, ...], output_precision: Precision,
+                 attrs: tuple[tuple[str, object], ...] = (), module: str | None = None, layer: int | None = None,
+                 role: Role = Role.ACTIVATION) -> None:
+        """The fields, each set through its slot's own setter (`_OPERATION_SETTERS`), then
+        `__post_init__`: the generated frozen `__init__` goes through `object.__setattr__`
+        for each field, twice as slow, and a synthetic chain makes a million operations."""
+        s = _OPERATION_SETTERS
+        s[0](self, origin)
+        s[1](self, index)
+        s[2](self, kind)
+        s[3](self, name)
+        s[4](self, inputs)
+        s[5](self, output)
+        s[6](self, output_shape)
+        s[7](self, output_precision)
+        s[8](self, attrs)
+        s[9](self, module)
+        s[10](self, layer)
+        s[11](self, role)
+        self.__post_init__()
+
     def __post_init__(self) -> None:
-        if not self.output_shape or any(d < 1 for d in self.output_shape):
+        if not self.output_shape or min(self.output_shape) < 1:
             raise ModelError(f"output shape {list(self.output_shape)}: every dimension must be >= 1",
                              f"operation {self.index} ({self.name})")
         if self.role is not Role.ACTIVATION and self.role not in MADE:
@@ -123,6 +145,10 @@ class Operation:
             raise ModelError(f"attribute {key!r} must be a list of integers, found {value!r}",
                              f"operation {self.index} ({self.name})")
         return tuple(value)
+
+
+#: `Operation`'s fields' slot setters, in field order (`Operation.__init__`)
+_OPERATION_SETTERS = [getattr(Operation, f.name).__set__ for f in fields(Operation)]
 
 
 @dataclass(frozen=True, slots=True)

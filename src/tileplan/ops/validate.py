@@ -5,7 +5,7 @@ its operator's rule gives."""
 from __future__ import annotations
 
 from tileplan.errors import ModelError
-from tileplan.model.ir import Program, RepeatBlock, family_member
+from tileplan.model.ir import Operation, Program, RepeatBlock, family_member
 from tileplan.ops.base import infer_shape
 
 
@@ -19,37 +19,45 @@ def check_program(program: Program) -> None:
         shapes[t.name] = t.shape
     index = 0
     for item in program.items:
-        if isinstance(item, RepeatBlock):
-            for family in item.families:
-                for member in item.members(family):
-                    if member not in shapes:
-                        raise ModelError(f"repeat block {item.name}: family member {member} is not declared")
-            iterations = range(item.count)
-            body = item.body
-        else:
-            iterations = range(1)
-            body = (item,)
-        offset = item.first if isinstance(item, RepeatBlock) else 0
-        for op in body:
+        if not isinstance(item, RepeatBlock):  # an operation: the common case, kept short
+            if item.index != index:
+                raise ModelError(f"operations must be numbered in order: expected {index}, found {item.index}",
+                                 item.name)
+            index += 1
+            try:
+                ins = [shapes[name] for name in item.inputs]
+            except KeyError as e:
+                raise ModelError(f"input {e.args[0]} is not defined before operation {item.index}",
+                                 item.name) from None
+            _check_shape(item, ins)
+            shapes[item.output] = item.output_shape
+            continue
+        for family in item.families:
+            for member in item.members(family):
+                if member not in shapes:
+                    raise ModelError(f"repeat block {item.name}: family member {member} is not declared")
+        for op in item.body:
             if op.index != index:
                 raise ModelError(f"operations must be numbered in order: expected {index}, found {op.index}",
                                  op.name)
             index += 1
-            for i in iterations:
+            for i in range(item.first, item.first + item.count):
                 ins = []
                 for name in op.inputs:
-                    member = family_member(name, i + offset) if isinstance(item, RepeatBlock) else name
+                    member = family_member(name, i)
                     if member not in shapes:
                         raise ModelError(f"input {member} is not defined before operation {op.index}", op.name)
                     ins.append(shapes[member])
-                expected = infer_shape(op, ins)
-                if expected != op.output_shape:
-                    raise ModelError(f"{op.kind} of {' and '.join(map(str, map(list, ins)))} gives "
-                                     f"{list(expected)}, declared {list(op.output_shape)}", op.name)
-                shapes[family_member(op.output, i + offset) if isinstance(item, RepeatBlock) else op.output] = \
-                    op.output_shape
-                if isinstance(item, RepeatBlock):
-                    shapes[op.output] = op.output_shape
+                _check_shape(op, ins)
+                shapes[family_member(op.output, i)] = op.output_shape
+                shapes[op.output] = op.output_shape
     for out in program.outputs:
         if out not in shapes:
             raise ModelError("program output is never computed", out)
+
+
+def _check_shape(op: Operation, ins: list[tuple[int, ...]]) -> None:
+    expected = infer_shape(op, ins)
+    if expected != op.output_shape:
+        raise ModelError(f"{op.kind} of {' and '.join(map(str, map(list, ins)))} gives "
+                         f"{list(expected)}, declared {list(op.output_shape)}", op.name)

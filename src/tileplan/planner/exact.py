@@ -28,6 +28,8 @@ import numpy as np
 from tileplan.model.rows import Rows
 from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Step, StepTable, Value
+from tileplan.model.precision import Precision
+from tileplan.model.values import FormShards, ValueTable
 
 REGIONS = ("standard", "interleaved")
 
@@ -35,11 +37,15 @@ REGIONS = ("standard", "interleaved")
 def value_tile_bytes(value: Value, shards: Shards) -> np.ndarray:
     """The bytes a value takes on each tile: its stored shard there, rounded up to its
     alignment where it holds anything, times its copies."""
-    per_tile = shards.bytes_per_tile(value.precision)
-    if value.alignment_bytes and value.alignment_bytes > 1:
-        a = value.alignment_bytes
-        per_tile = np.where(per_tile > 0, (per_tile + a - 1) // a * a, 0)
-    return per_tile * value.copies
+    return tile_bytes(value.precision, value.alignment_bytes, value.copies, shards)
+
+
+def tile_bytes(precision: Precision, alignment: int | None, copies: int, shards: Shards) -> np.ndarray:
+    """`value_tile_bytes` of a value of this precision, alignment and copies."""
+    per_tile = shards.bytes_per_tile(precision)
+    if alignment and alignment > 1:
+        per_tile = np.where(per_tile > 0, (per_tile + alignment - 1) // alignment * alignment, 0)
+    return per_tile * copies
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,40 +119,69 @@ class ExactAccounting:
 def group_vectors(values: Sequence[Value], shards: Mapping[int, Shards], tile_count: int
                   ) -> dict[int, tuple[str, np.ndarray]]:
     """Each storage group's region and per-tile bytes (the max of its members)."""
-    vectors, group_index, group_region = _distinct_group_vectors(values, shards)
-    return {g: (group_region[g], vectors[k]) for g, k in group_index.items()}
+    vectors, groups, vector, standard = _distinct_group_vectors(ValueTable.from_values(values), shards)
+    return {g: ("standard" if std else "interleaved", vectors[k])
+            for g, k, std in zip(groups.tolist(), vector.tolist(), standard.tolist())}
 
 
-def _distinct_group_vectors(values: Sequence[Value], shards: Mapping[int, Shards]
-                            ) -> tuple[list[np.ndarray], dict[int, int], dict[int, str]]:
-    """The distinct per-tile vectors, each group's index among them and its region. A
-    value's vector depends only on its layout, shape, element bytes, alignment and
-    copies: computed once per such key; a group of several members takes the
-    elementwise maximum, once per distinct combination."""
-    by_key: dict[tuple, int] = {}
+def _distinct_group_vectors(values: ValueTable, shards: Mapping[int, Shards]
+                            ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct per-tile vectors, and the storage groups (ascending) with each
+    one's index among them and whether it is in the standard region. A value's vector
+    depends only on its layout, shape, element bytes, alignment and copies: computed
+    once per such key (in order of first use); a group of several members takes the
+    elementwise maximum, once per distinct set of keys (which vector stands for a
+    group does not change any sum: only its bytes count)."""
+    n = len(values)
+    forms = values.forms
+    form_key: dict[tuple, int] = {}
+    key_of_form = np.array([form_key.setdefault((f.layout, f.shape, f.precision.bytes, f.alignment_bytes, f.copies),
+                                                len(form_key)) for f in forms], dtype=np.int64)
+    key = key_of_form[values.form] if n else np.zeros(0, dtype=np.int64)
+    group = values.storage_group
+    # each key's vector, in order of first use
     vectors: list[np.ndarray] = []
-    combined: dict[tuple[int, int], int] = {}
-    group_index: dict[int, int] = {}
-    group_region: dict[int, str] = {}
-    for v in values:
-        key = (v.layout, v.shape, v.precision.bytes, v.alignment_bytes, v.copies)
-        k = by_key.get(key)
-        if k is None:
-            k = by_key[key] = len(vectors)
-            vectors.append(value_tile_bytes(v, shards[v.id]))
-        g = v.storage_group
-        old = group_index.get(g)
-        if old is None:
-            group_index[g] = k
-            group_region[g] = v.region
-        elif old != k:
-            pair = (min(old, k), max(old, k))
-            m = combined.get(pair)
+    if n:
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        firsts = np.sort(order[np.concatenate(([True], sorted_key[1:] != sorted_key[:-1]))])
+        vector_of_key = np.full(len(form_key), -1, dtype=np.int64)
+        for kk, f, vid in zip(key[firsts].tolist(), values.form[firsts].tolist(), values.id[firsts].tolist()):
+            form = forms[f]
+            vector_of_key[kk] = len(vectors)
+            vectors.append(tile_bytes(form.precision, form.alignment_bytes, form.copies, shards[vid]))
+        key = vector_of_key[key]
+    # each group's vector: its key's, or for a group whose members differ in key the
+    # elementwise maximum of theirs, once per distinct set of keys
+    by_group = np.argsort(group, kind="stable")
+    g_sorted, k_sorted = group[by_group], key[by_group]
+    starts = np.concatenate(([True], g_sorted[1:] != g_sorted[:-1])) if n else np.zeros(0, dtype=bool)
+    groups, vector = g_sorted[starts], k_sorted[starts]
+    run = np.cumsum(starts) - 1
+    mixed = np.zeros(len(groups), dtype=bool)
+    mixed[run[1:][(~starts[1:]) & (k_sorted[1:] != k_sorted[:-1])]] = True
+    if mixed.any():
+        members = mixed[run]
+        base = len(vectors)
+        pairs = np.unique(run[members] * base + k_sorted[members])  # (group run, key), sorted
+        runs, keys = pairs // base, pairs % base
+        first = np.flatnonzero(np.concatenate(([True], runs[1:] != runs[:-1])))
+        count = np.diff(np.concatenate((first, [len(runs)])))
+        two = first[count == 2]  # the common case, vectorized: a group of two keys
+        codes, which = np.unique(keys[two] * base + keys[two + 1], return_inverse=True)
+        for code in codes.tolist():
+            vectors.append(np.maximum(vectors[code // base], vectors[code % base]))
+        vector[runs[two]] = len(vectors) - len(codes) + which.reshape(-1)
+        combined: dict[tuple[int, ...], int] = {}
+        for at, c in zip(first[count > 2].tolist(), count[count > 2].tolist()):
+            sig = tuple(keys[at:at + c].tolist())
+            m = combined.get(sig)
             if m is None:
-                m = combined[pair] = len(vectors)
-                vectors.append(np.maximum(vectors[old], vectors[k]))
-            group_index[g] = m
-    return vectors, group_index, group_region
+                m = combined[sig] = len(vectors)
+                vectors.append(np.maximum.reduce([vectors[k] for k in sig]))
+            vector[runs[at]] = m
+    first_member = by_group[starts]
+    return vectors, groups, vector, values.standard()[first_member]
 
 
 def account(values: Sequence[Value], steps: StepTable, shards: Mapping[int, Shards],
@@ -160,9 +195,11 @@ def account(values: Sequence[Value], steps: StepTable, shards: Mapping[int, Shar
     live groups of each (vector, region, resident) kind per step comes from a
     difference array, and the usage per class is those counts times the kinds'
     vectors, a chunk of steps at a time (bounded memory)."""
-    assert all(v.id in shards for v in values), "exact accounting needs every value representable"
+    table = ValueTable.from_values(values)
+    assert (shards.complete() if isinstance(shards, FormShards) and shards.table is table
+            else all(v in shards for v in table.id.tolist())), "exact accounting needs every value representable"
     n = len(steps)
-    vectors, group_index, group_region = _distinct_group_vectors(values, shards)
+    vectors, groups, group_vector, group_standard = _distinct_group_vectors(table, shards)
     matrix = np.stack(vectors) if vectors else np.zeros((0, tile_count), dtype=np.int64)
     # tile classes, in order of their first tile (so the first tile of the first class
     # reaching a maximum is the lowest tile reaching it, as argmax over tiles gives)
@@ -176,16 +213,13 @@ def account(values: Sequence[Value], steps: StepTable, shards: Mapping[int, Shar
     class_vectors = matrix[:, class_tile]  # distinct vectors x classes
 
     # each group's live intervals (the union of its members')
-    value_id = np.fromiter((v.id for v in values), dtype=np.int64, count=len(values))
-    value_group = np.fromiter((v.storage_group for v in values), dtype=np.int64, count=len(values))
+    value_id, value_group = table.id, table.storage_group
     by_id = np.argsort(value_id, kind="stable")
     member_group = value_group[by_id][np.searchsorted(value_id[by_id], steps.value_ids)]
     g_first, g_last, g_id = merged_intervals(member_group, steps.first, steps.last)
     # each group's kind: (its vector, its region, resident or not), numbered in order of appearance
-    groups = np.array(sorted(group_index), dtype=np.int64)
-    resident_groups = {v.storage_group for v in values if v.id in resident}
-    group_kind = np.array([(group_index[g] * 2 + (group_region[g] == "standard")) * 2 + (g in resident_groups)
-                           for g in groups.tolist()], dtype=np.int64)
+    resident_groups = value_group[np.isin(value_id, np.fromiter(resident, dtype=np.int64, count=len(resident)))]
+    group_kind = (group_vector * 2 + group_standard) * 2 + np.isin(groups, resident_groups)
     codes = group_kind[np.searchsorted(groups, g_id)]
     distinct, first_seen, kind_of = np.unique(codes, return_index=True, return_inverse=True)
     renumber = np.empty(len(distinct), dtype=np.int64)

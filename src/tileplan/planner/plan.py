@@ -3,27 +3,29 @@
 `plan_program` runs named passes in order, each data in, data out:
 `lower_program` (values sized there, once per layout, shape and precision) ->
 `compute_live_ranges` -> `find_scope` -> `build_steps` (live intervals and usage, as columns) -> `find_peaks` -> exact
-accounting -> `judge_budget` -> placement. The passes work on arrays (numpy): one
-`Value` per value, no object per step or per live entry (`StepTable` builds a `Step`
-when one is asked for).
+accounting -> `judge_budget` -> placement. The passes work on arrays (numpy): the
+values are columns (`ValueTable`), the steps too (`StepTable`), and no object is made
+per value, per step or per live entry unless one is asked for.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping
 
 import numpy as np
 
 from tileplan.kernel.fragment import StepKind
 from tileplan.kernel.options import Options
 from tileplan.lowering.policy import Policy
-from tileplan.lowering.program import Lowering, OperationInfo, lower_program
+from tileplan.lowering.columns import LoweredOperations
+from tileplan.lowering.program import Lowering, lower_program
 from tileplan.model.ir import Program
 from tileplan.model.machine import Machine
 from tileplan.model.role import DECLARED, HELD
 from tileplan.model.tiling import Shards
-from tileplan.model.timeline import Rejection, StepTable, Value
+from tileplan.model.timeline import Rejection, StepTable
+from tileplan.model.values import ROLE_CODE, ValueTable
 from tileplan.runtime import without_gc
 from tileplan.planner.exact import ExactAccounting, account, merged_intervals
 from tileplan.planner.exchange import exchange_rows
@@ -43,10 +45,10 @@ class Plan:
     policy: str
     options: Options
     scope: str
-    values: tuple[Value, ...]
+    values: ValueTable
     steps: StepTable
     rejections: tuple[Rejection, ...]
-    operations: tuple[OperationInfo, ...]
+    operations: LoweredOperations
     rejected_operation: tuple[int, str, str] | None
     peaks: Peaks
     verdict: BudgetVerdict
@@ -90,18 +92,18 @@ def compute_live_ranges(lowering: Lowering, always_live: bool = False) -> tuple[
     come: the members of a parameter family that later iterations read (layers 1..26's
     weights, read by the same step as layer 0's) stay live to the block's last step."""
     n = len(lowering.values)
-    first = np.full(n, n_steps := len(lowering.steps), dtype=np.int64)
+    steps = lowering.steps
+    first = np.full(n, n_steps := len(steps), dtype=np.int64)
     last = np.full(n, -1, dtype=np.int64)
     end = n_steps - 1
     if end < 0:
         return np.full(n, -1, dtype=np.int64), last
     first[:lowering.declared] = 0
-    steps = lowering.steps
-    writes = np.fromiter((v for s in steps for v in s.writes), dtype=np.int64)
-    write_step = np.repeat(np.arange(n_steps), [len(s.writes) for s in steps])
-    np.minimum.at(first, writes, write_step)
-    reads = np.fromiter((v for s in steps for v in s.reads), dtype=np.int64)
-    read_step = np.repeat(np.arange(n_steps), [len(s.reads) for s in steps])
+    every = np.arange(n_steps, dtype=np.int64)
+    writes = steps.write_ids
+    np.minimum.at(first, writes, np.repeat(every, np.diff(steps.write_starts)))
+    reads = steps.read_ids
+    read_step = np.repeat(every, np.diff(steps.read_starts))
     block_end = np.full(n_steps, -1, dtype=np.int64)
     for a, b in lowering.blocks:
         block_end[a:b + 1] = b
@@ -113,57 +115,63 @@ def compute_live_ranges(lowering: Lowering, always_live: bool = False) -> tuple[
     np.maximum.at(last, reads, until)
     last[list(lowering.outputs)] = end
     if always_live:
-        parameters = [v.id for v in lowering.values[:lowering.declared] if v.role in HELD]
-        last[parameters] = end
+        held = np.isin(lowering.values.role[:lowering.declared], [ROLE_CODE[r] for r in HELD])
+        last[:lowering.declared][held] = end
     live = first < n_steps
     return np.where(live, first, -1), np.where(live, np.maximum(first, last), -1)
 
 
-def find_scope(lowering: Lowering, first: np.ndarray, unsized: set[int]
+def find_scope(lowering: Lowering, first: np.ndarray, unsized: Iterable[int]
                ) -> tuple[int, str, tuple[int, str] | None]:
     """(steps kept, scope, rejected operation and reason). Planning stops at the first
     operation with a step where an unrepresentable value is live, or at an operation
     that could not be lowered at all."""
     starts = [int(first[v]) for v in unsized if first[v] >= 0]
+    source = lowering.steps.source
     if starts:
-        op = lowering.steps[min(starts)].source
-        kept = max(i for i, s in enumerate(lowering.steps) if s.source == op) + 1
+        op = int(source[min(starts)])
+        kept = int(np.flatnonzero(source == op).max()) + 1
         return kept, f"rejected-op{op}", (op, "unrepresentable values are live in its steps")
     if lowering.failed is not None:
         op, reason = lowering.failed
-        return len(lowering.steps), f"rejected-op{op}", (op, reason)
-    return len(lowering.steps), "program", None
+        return len(source), f"rejected-op{op}", (op, reason)
+    return len(source), "program", None
 
 
-def build_steps(lowering: Lowering, kept: int, values: Sequence[Value], groups: GroupColumns,
+def build_steps(lowering: Lowering, kept: int, values: ValueTable, groups: GroupColumns,
                 first: np.ndarray, last: np.ndarray) -> tuple[StepTable, tuple[StepKind, ...], tuple[bool, ...]]:
     """The kept steps as columns: their usage of each region (the live storage groups,
     each once, + scratch; difference arrays over the groups' live intervals) and the
     values' live intervals; with each distinct operation text's step kind and
     exchange flag (its steps', which its text states too)."""
-    ids = np.fromiter((v.id for v in values), dtype=np.int64, count=len(values))
+    ids = values.id
     f, e = first[ids], np.minimum(last[ids], kept - 1)
-    member_group = np.fromiter((v.storage_group for v in values), dtype=np.int64, count=len(values))
-    g_first, g_last, g_ids = merged_intervals(member_group, f, e)
-    drafts = lowering.steps[:kept]
-    scratch_std = np.zeros(kept, dtype=np.int64)
-    scratch_inter = np.zeros(kept, dtype=np.int64)
-    for i, s in enumerate(drafts):
-        for region, size in s.scratch:
-            (scratch_std if region == "standard" else scratch_inter)[i] += size
+    g_first, g_last, g_ids = merged_intervals(values.storage_group, f, e)
+    steps = lowering.steps
+    templates = steps.templates
+    template = steps.template[:kept]
+    by_template = np.array([(sum(b for r, b in t.scratch if r == "standard"),
+                             sum(b for r, b in t.scratch if r != "standard")) for t in templates],
+                           dtype=np.int64).reshape(len(templates), 2)
+    scratch_std, scratch_inter = by_template[template, 0], by_template[template, 1]
     std, std_known = region_usage(groups, g_first, g_last, g_ids, kept, "standard")
     inter, inter_known = region_usage(groups, g_first, g_last, g_ids, kept, "interleaved")
-    texts: dict[str, int] = {}
-    operation = [texts.setdefault(s.operation, len(texts)) for s in drafts]
-    # texts are numbered in order of first use: a text's first step is where the running maximum grows
-    grows = np.flatnonzero(np.diff(np.maximum.accumulate(np.asarray(operation, dtype=np.int64)), prepend=-1) > 0)
-    firsts = [drafts[i] for i in grows.tolist()]
+    # texts are numbered in order of first use; the kind and exchange of a text are its first step's
+    codes: dict[str, int] = {}
+    text_code = np.array([codes.setdefault(t.text, len(codes)) for t in templates], dtype=np.int64)
+    by_step = text_code[template] if len(templates) else np.zeros(0, dtype=np.int64)
+    used, first_step = np.unique(by_step, return_index=True)
+    order = np.argsort(first_step, kind="stable")
+    rank = np.zeros(len(codes), dtype=np.int64)
+    rank[used[order]] = np.arange(len(used))
+    texts = list(codes)
+    firsts = [templates[int(template[i])] for i in first_step[order].tolist()]
     table = StepTable(
-        operation_texts=tuple(texts), source=[s.source for s in drafts], operation=operation,
-        execution_count=[s.execution_count for s in drafts], scratch_standard=scratch_std,
+        operation_texts=tuple(texts[c] for c in used[order].tolist()), source=steps.source[:kept],
+        operation=rank[by_step], execution_count=steps.execution_count[:kept], scratch_standard=scratch_std,
         scratch_interleaved=scratch_inter, usage_standard=std + scratch_std, usage_interleaved=inter + scratch_inter,
         standard_known=std_known, interleaved_known=inter_known, value_ids=ids, first=f, last=e)
-    return table, tuple(s.kind for s in firsts), tuple(s.exchange for s in firsts)
+    return table, tuple(t.kind for t in firsts), tuple(t.exchange for t in firsts)
 
 
 @without_gc
@@ -171,11 +179,12 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     """The plan of `program`; `place` places the worst tiles' buffers in their address
     space (`tileplan.planner.placed`)."""
     lowering = lower_program(program, machine, policy, options)
-    shards, reasons = lowering.shards, lowering.unsized
+    reasons = lowering.unsized
     first, last = compute_live_ranges(lowering, policy.always_live)
-    kept, scope, rejected = find_scope(lowering, first, set(reasons))
+    kept, scope, rejected = find_scope(lowering, first, reasons)
     in_report = np.flatnonzero((first >= 0) & (first < kept))
-    values = tuple(lowering.values[v] for v in in_report.tolist())
+    values = lowering.values.take(in_report)
+    shards = values.shards()
     groups = group_columns(values)
     steps, kinds, exchanging = build_steps(lowering, kept, values, groups, first, last)
     peaks = find_peaks(steps, groups)
@@ -184,18 +193,19 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     # live for the whole program, as Poplar's variables); the reference policy's
     # resident values: every declared tensor
     always = HELD if policy.always_live else DECLARED
-    resident = frozenset(v.id for v in values if v.role in always)
-    complete = all(v.id in shards for v in values)
+    resident = frozenset(values.id[np.isin(values.role, [ROLE_CODE[r] for r in always])].tolist())
+    complete = shards.complete()
     exact = account(values, steps, shards, machine.tile_count, set(resident)) if len(steps) and complete else None
     verdict = judge_budget(steps, peaks, machine.budget_bytes, machine.interleaved_budget_bytes,
                            rows * machine.exchange_row_bytes, complete=scope == "program", exact=exact)
     placed = place_tiles(values, steps, shards, machine, exact, rows * machine.exchange_row_bytes) \
         if exact is not None and place and verdict.fits else ()
     placements, skipped = (placed, None) if isinstance(placed, tuple) else ((), placed)
-    rejections = tuple(Rejection(v.id, v.name, reasons[v.id]) for v in values if v.id in reasons)
+    unsized = values.unsized()
+    rejections = tuple(Rejection(v, values.names[values.position(v)], unsized[v]) for v in unsized)
     if scope != "program":
         sources = set(steps.source.tolist())
-        ops = tuple(o for o in lowering.operations if o.index in sources)
+        ops = lowering.operations.where(sources)
     else:
         ops = lowering.operations
     rejected_op = None
@@ -204,6 +214,5 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
         name = next((o.name for o in program.operations() if o.index == index), f"operation {index}")
         rejected_op = (index, name, reason)
     return Plan(program, machine, policy.name, options, scope, values, steps, rejections, ops,
-                rejected_op, peaks, verdict, rows,
-                shards if len(shards) == len(values) else {v.id: shards[v.id] for v in values if v.id in shards}, exact,
-                resident, lowering.over_cap, placements, skipped, kinds, exchanging)
+                rejected_op, peaks, verdict, rows, shards, exact, resident, lowering.over_cap, placements, skipped,
+                kinds, exchanging)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from tileplan.model.timeline import StepTable, Value
+from tileplan.model.values import ValueTable
 
 if TYPE_CHECKING:
     from tileplan.planner.exact import ExactAccounting
@@ -34,10 +35,8 @@ class GroupColumns:
 def group_columns(values: Sequence[Value]) -> GroupColumns:
     """The storage groups of `values` (values sharing a `storage_group`; sized by the
     largest member), as columns. Members must share a region."""
-    n = len(values)
-    sg = np.fromiter((v.storage_group for v in values), dtype=np.int64, count=n)
-    std = np.fromiter((v.region == "standard" for v in values), dtype=bool, count=n)
-    size = np.fromiter((v.bytes if v.bytes is not None else -1 for v in values), dtype=np.int64, count=n)
+    table = ValueTable.from_values(values)
+    sg, std, size = table.storage_group, table.standard(), table.form_column("bytes")
     ids, where = np.unique(sg, return_inverse=True)
     where = where.reshape(-1)
     std_any = np.zeros(len(ids), dtype=bool)

@@ -18,6 +18,7 @@ import base64
 import binascii
 import json
 import zlib
+from operator import itemgetter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from tileplan.errors import InputError
 from tileplan.model.role import ROLE_OF_TEXT
+from tileplan.model.values import ROLE_CODES, ValueTable
 from tileplan.model.timeline import Step, StepTable, Value, step_table
 from tileplan.report.fields import Fields, brief
 from tileplan.report.format_v1 import json_default, to_json_dict
@@ -63,7 +65,10 @@ def pack_column(values: Any, delta: bool = False) -> str:
     else:
         items = values if isinstance(values, list) else list(values)
         try:
-            arr = np.fromiter((-1 if x is None else x for x in items), dtype=np.int64, count=len(items))
+            if set(map(type, items)) == {int}:  # plain integers: converted in one call
+                arr = np.array(items, dtype=np.int64)
+            else:
+                arr = np.fromiter((-1 if x is None else x for x in items), dtype=np.int64, count=len(items))
         except (OverflowError, TypeError):
             return _dumps(items)
         if len(arr) and int(arr.min()) < -1:
@@ -85,8 +90,8 @@ def _table(name: str, columns: list[tuple[str, str]], count: int) -> str:
 
 def _value_columns(values: Sequence[Value], steps: StepTable, tables: dict[str, dict[Any, int]]) -> Iterator[str]:
     """The values' columns, one JSON text each (name first, then in order)."""
-    n = len(values)
-    ids = np.fromiter((v.id for v in values), dtype=np.int64, count=n) if n else np.zeros(0, np.int64)
+    table = ValueTable.from_values(values)
+    n, ids = len(table), table.id
     order = np.argsort(steps.value_ids, kind="stable")
     sorted_ids = steps.value_ids[order]
     at = np.searchsorted(sorted_ids, ids)
@@ -101,38 +106,35 @@ def _value_columns(values: Sequence[Value], steps: StepTable, tables: dict[str, 
     if len(steps.value_ids) != n:
         raise InputError(f"the steps' live intervals name {len(steps.value_ids)} values, the timeline has {n}")
 
-    def interned(table: str, keys: Iterator[Any]) -> list[int]:
-        t = tables[table]
-        by_object: dict[int, int] = {}  # values share these objects: look each one up once
-        out = []
-        for key in keys:
-            k = by_object.get(id(key))
-            if k is None:
-                k = t.get(key)
-                if k is None:
-                    k = t[key] = len(t)
-                by_object[id(key)] = k
-            out.append(k)
-        return out
+    forms = table.forms
 
-    yield f'"name":{_dumps([v.name for v in values])}'
+    def interned(name: str, by_form: list[Any], keys: np.ndarray) -> np.ndarray:
+        """Each value's index into table `name`, the keys numbered in order of first use
+        (`keys[i]` indexes `by_form`, equal keys one entry)."""
+        t = tables[name]
+        used, first_at = np.unique(keys, return_index=True)
+        code = np.zeros(len(by_form), dtype=np.int64)
+        for k in used[np.argsort(first_at, kind="stable")].tolist():
+            code[k] = t.setdefault(by_form[k], len(t))
+        return code[keys]
+
+    labels = table.labels
+    yield f'"name":{_dumps(list(labels.names))}'
     yield f'"id":{pack_column(ids, delta=True)}'
-    yield f'"origin":{pack_column([v.origin for v in values], delta=True)}'
-    yield f'"root":{pack_column([v.root for v in values], delta=True)}'
-    yield f'"storage_group":{pack_column([v.storage_group for v in values], delta=True)}'
-    yield f'"group":{pack_column(interned("groups", (v.group for v in values)))}'
-    yield f'"shape":{pack_column(interned("shapes", (v.shape for v in values)))}'
-    yield f'"precision":{pack_column(interned("precisions", (v.precision for v in values)))}'
-    yield f'"layout":{pack_column(interned("layouts", (v.layout for v in values)))}'
-    yield f'"shard_bytes":{pack_column([v.shard_bytes for v in values])}'
-    yield f'"aligned_bytes":{pack_column([v.aligned_bytes for v in values])}'
-    yield f'"copies":{pack_column([v.copies for v in values])}'
-    yield f'"bytes":{pack_column([v.bytes for v in values])}'
-    yield f'"alignment_bytes":{pack_column([v.alignment_bytes for v in values])}'
-    roles = [v.role for v in values]
-    codes = interned("roles", (r for r in roles if r is not None))
-    it = iter(codes)
-    yield f'"role":{pack_column([None if r is None else next(it) for r in roles])}'
+    yield f'"origin":{pack_column(table.origin, delta=True)}'
+    yield f'"root":{pack_column(table.root, delta=True)}'
+    yield f'"storage_group":{pack_column(table.storage_group, delta=True)}'
+    yield f'"group":{pack_column(interned("groups", list(labels.groups), labels.group))}'
+    yield f'"shape":{pack_column(interned("shapes", [f.shape for f in forms], table.form))}'
+    yield f'"precision":{pack_column(interned("precisions", [f.precision for f in forms], table.form))}'
+    yield f'"layout":{pack_column(interned("layouts", [f.layout for f in forms], table.form))}'
+    for key in ("shard_bytes", "aligned_bytes", "copies", "bytes", "alignment_bytes"):
+        yield f'"{key}":{pack_column(table.form_column(key))}'  # None as -1, as pack_column writes it
+    roles = table.role
+    known = roles >= 0
+    codes = np.full(n, -1, dtype=np.int64)
+    codes[known] = interned("roles", list(ROLE_CODES), roles[known])
+    yield f'"role":{pack_column(codes)}'
     yield f'"first":{pack_column(first, delta=True)}'
     yield f'"last":{pack_column(last, delta=True)}'
 
@@ -165,20 +167,27 @@ def _exact_json(exact: object) -> str:
 
 
 def _operations_json(ops: object) -> str:
-    """`operations` as columns, its kinds interned."""
-    keys = ("index", "origin", "name", "kind", "execution_count", "steps")
-    if not isinstance(ops, list) or not all(isinstance(o, dict) and all(k in o for k in keys)
-                                            and isinstance(o["steps"], list) and len(o["steps"]) == 2 for o in ops):
+    """`operations` as columns, its kinds interned (each column taken in one pass)."""
+    if not isinstance(ops, list) or (ops and set(map(type, ops)) != {dict}):
         return _dumps(ops)  # not the planner's: as version 1 writes it
+    try:
+        index, origin, names, kind, runs, steps = (list(map(itemgetter(k), ops)) for k in _OPERATION_FIELDS)
+    except KeyError:
+        return _dumps(ops)
+    if steps and (set(map(type, steps)) != {list} or set(map(len, steps)) != {2}):
+        return _dumps(ops)
     kinds: dict[str, int] = {}
-    cols = [("index", pack_column([o["index"] for o in ops], delta=True)),
-            ("origin", pack_column([o["origin"] for o in ops], delta=True)),
-            ("name", _dumps([o["name"] for o in ops])),
-            ("kind", pack_column([kinds.setdefault(o["kind"], len(kinds)) for o in ops])),
-            ("execution_count", pack_column([o["execution_count"] for o in ops])),
-            ("first", pack_column([o["steps"][0] for o in ops], delta=True)),
-            ("last", pack_column([o["steps"][1] for o in ops], delta=True))]
+    cols = [("index", pack_column(index, delta=True)),
+            ("origin", pack_column(origin, delta=True)),
+            ("name", _dumps(names)),
+            ("kind", pack_column([kinds.setdefault(k, len(kinds)) for k in kind])),
+            ("execution_count", pack_column(runs)),
+            ("first", pack_column(list(map(itemgetter(0), steps)), delta=True)),
+            ("last", pack_column(list(map(itemgetter(1), steps)), delta=True))]
     return "{" + f'"count":{len(ops)},"kinds":{_dumps(list(kinds))}' + "".join(f',"{k}":{t}' for k, t in cols) + "}"
+
+
+_OPERATION_FIELDS = ("index", "origin", "name", "kind", "execution_count", "steps")
 
 
 def v2_chunks(r: Report) -> Iterator[str]:

@@ -74,7 +74,7 @@ class Report:
     interleaved_peak_step: int | None
     gemm_output_packing: str
     attention_products: str
-    values: tuple[Value, ...]
+    values: Sequence[Value]
     steps: Sequence[Step]
     rejections: tuple[Rejection, ...] = ()
     exchange_row_bytes: int | None = None
