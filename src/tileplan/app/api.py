@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from tileplan.errors import InputError
+from tileplan.app.targets import for_machine, refuse_foreign
+from tileplan.errors import InputError, option
 from tileplan.importers.graph import Graph
 from tileplan.lowering.policy import policy as layout_policy
 from tileplan.model.machine import machine as find_machine
@@ -74,9 +75,12 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
          policy: str = "default", attention_products: str = "automatic", gemm_output_packing: str = "native",
          available_memory_proportion: float | str = 0.6, batch: int | None = None,
          sequence_length: int | None = None, image_size: int | None = None, layers: int | None = None,
-         kv_cache: int | None = None, what_if: bool = True, train: bool | TrainingOptions = False
-         ) -> PlanResult:
-    """Plan `model` on `machine` (see the module docstring). Precisions default as
+         kv_cache: int | None = None, what_if: bool = True, train: bool | TrainingOptions = False,
+         **target_options: Any) -> Any:
+    """Plan `model` on `machine` (see the module docstring). A machine of another target
+    (`machine="n150"`: app/targets.py) is planned by that target, with its own keywords
+    (`frontend=`, `opt_level=`, `prefill_chunk=`, `l1_small_size=`, ...: its
+    `plan_call`); the keywords below that it does not take are refused in one line. Precisions default as
     `tileplan plan`'s do (`app.request.default_precisions`): the model's own, the
     seed's for a built-in tower. `what_if`: re-plan with each knob turned, as
     `tileplan plan` does (a model named by its path or name). `kv_cache`: plan one
@@ -86,6 +90,21 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
     `sequence_length` new tokens). `train`: plan training (`tileplan plan --train`; a
     `TrainingOptions` for its flags): a config.json's head's loss, or a module's own (it
     must return its loss on `example_inputs`); F16 unless asked otherwise; on one IPU."""
+    target = for_machine(machine)
+    if target.plan_call is not None:
+        asked = {"weights": weights, "activations": activations, "partials": partials, "batch": batch,
+                 "sequence_length": sequence_length, "image_size": image_size, "layers": layers,
+                 "kv_cache": kv_cache, "train": train or None, **target_options,
+                 "policy": None if policy == "default" else policy,
+                 "attention_products": None if attention_products == "automatic" else attention_products,
+                 "gemm_output_packing": None if gemm_output_packing == "native" else gemm_output_packing,
+                 "available_memory_proportion": None if str(available_memory_proportion) == "0.6"
+                 else available_memory_proportion}
+        given = {k: v for k, v in asked.items() if v is not None}
+        refuse_foreign(target, machine, given, option)
+        return target.plan_call(model, example_inputs, machine=machine, what_if=what_if, **given)
+    if target_options:
+        raise InputError(f"{option(next(iter(target_options)))} is not an option for {machine} ({target.title})")
     proportion = str(available_memory_proportion)
     if weights is not None:
         weights_precision(weights)  # by --weights' grammar, for a module too ('' is no precision)

@@ -7,6 +7,11 @@ prints the verdict first: the worst tile, its step and bytes against the budget
 what-if table re-planned with each knob you can turn. `--sweep KNOB=V1,V2` plans every
 combination of knobs instead (in parallel) and writes one row per combination.
 `--fail-over-budget` exits 3 when it does not fit.
+
+On a Tenstorrent machine (`--machine n150`, `n300`, `p100`, `p150`) the model is planned
+as tt-metal's allocator would place it, through a frontend (`--frontend tt-mlir`, the
+default, or `tt-transformers`): the report is a Tenstorrent report (docs/report-format.md,
+"Tenstorrent reports") and the verdict tt-metal's own message when it does not fit.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from pathlib import Path
 from tileplan import runtime
 from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.cli.progress import Progress
-from tileplan.errors import InputError
+from tileplan.app.sources import config_name, display_name, is_hub_id
+from tileplan.app.targets import Target, for_machine, refuse_foreign, targets
+from tileplan.errors import InputError, option
 from tileplan.ioutil import check_target, escape_controls, write_atomic
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
@@ -69,16 +76,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                             help=f"precision of the weights matmuls and convolutions read: {WEIGHTS_GRAMMAR} "
                                  "(BF16 and FP8 where the machine's AMP has them; SCALE the power-of-two exponent, "
                                  "e.g. f8f143:-4). Default: an imported model's own precision (FP32 model: f32); a "
-                                 "built-in tower f8f143:-4 where FP8 exists, else f16")
-    precisions.add_argument("--activations", choices=("f16", "f32"), default=None,
-                            help="precision of every other floating tensor (default: the model's own; f16 for a "
-                                 "built-in tower): f16 is a model run with .half()")
+                                 "built-in tower f8f143:-4 where FP8 exists, else f16. On a Tenstorrent machine: "
+                                 "bf16, f32, bfp8 or bfp4")
+    precisions.add_argument("--activations", default=None, metavar="PRECISION",
+                            help="precision of every other floating tensor: f16 or f32 (default: the model's own; "
+                                 "f16 for a built-in tower): f16 is a model run with .half(). On a Tenstorrent "
+                                 "machine: bf16, f32, bfp8 or bfp4")
     precisions.add_argument("--partials", choices=("f16", "f32"), default=None,
                             help="the matmuls' and convolutions' partials: f16 is PopTorch's "
                                  "setPartialsType(torch.half), optimum-graphcore's enable_half_partials (default: as "
                                  "the AMP accumulates, float for F16 inputs)")
     target = p.add_argument_group("the machine and how Poplar plans on it")
-    target.add_argument("--machine", default="ipu21", help=f"a preset ({', '.join(PRESETS)}) or a machine .toml file")
+    target.add_argument("--machine", default="ipu21",
+                        help=f"an IPU preset ({', '.join(PRESETS)}) or a machine .toml file; or another target's "
+                             "machine: " + "; ".join(f"{', '.join(t.machines())} ({t.title})" for t in targets()
+                                                     if t.options))
     target.add_argument("--available-memory-proportion", default=None, metavar="P[,P,...]",
                         help="Poplar's cap on one matmul's or convolution's temporary bytes per tile, as a proportion "
                              "of the tile (default 0.6, PopLibs' and PopTorch's; one per IPU with several)")
@@ -153,6 +165,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                              f"columns, for large programs; docs/report-format-v2.md) or auto (the default: 1 up to "
                              f"{V1_LIMIT:,} values, 2 beyond, where version 1 would run past 20 megabytes)")
     output.add_argument("--fail-over-budget", action="store_true", help="exit 3 when the program does not fit")
+    for other in targets():
+        if other.options:
+            group = p.add_argument_group(f"{other.title} machines ({', '.join(other.machines())})")
+            for o in other.options:
+                group.add_argument(o.flag, dest=o.dest, type=o.type or str, metavar=o.metavar, choices=o.choices,
+                                   action="append" if o.repeat else "store", default=None, help=o.help)
+    p.set_defaults(option_defaults={a.dest: a.default for a in p._actions if a.dest != "help"})
 
 
 #: the training flags (`--train` needs to be given with any of them)
@@ -165,6 +184,9 @@ TRAINING_FLAGS = ("optimizer", "optimizer_preset", "gradient_accumulation", "rec
 def request_from(args: argparse.Namespace) -> PlanRequest:
     """The request the flags ask for: a flag given wins, then `--ipu-config`'s field,
     then the default."""
+    if args.activations is not None and args.activations not in ("f16", "f32"):
+        raise InputError(f"--activations {args.activations!r}: expected f16 or f32 on an IPU (bf16, f32, bfp8 or "
+                         "bfp4 on a Tenstorrent machine)")
     config = read_ipu_config(args.ipu_config, args.train) if getattr(args, "ipu_config", None) else None
     given = {k: v for k, v in vars(args).items() if v is not None}
     merged = {**(config.defaults if config is not None else {}), **given}
@@ -191,9 +213,14 @@ def _output(args: argparse.Namespace, request: PlanRequest, suffix: str) -> Path
     """-o, else the model's name (its last path segment) with `suffix`, in this folder;
     never the model's own file (`tileplan plan config.json -f` in a checkpoint folder
     must not overwrite config.json)."""
-    stem = request.name.rstrip("/").rsplit("/", 1)[-1] or "model"
+    return output_for(args, request.name, request.model, suffix)
+
+
+def output_for(args: argparse.Namespace, name: str, model_path: str, suffix: str) -> Path:
+    """`_output` for a model named `name` given as `model_path`."""
+    stem = name.rstrip("/").rsplit("/", 1)[-1] or "model"
     output = Path(args.output) if args.output is not None else Path(f"{stem}{suffix}")
-    model = Path(request.model)
+    model = Path(model_path)
     if model.exists() and output.resolve() == model.resolve():
         if args.output is not None:
             raise InputError(f"{output} is the model's own file; choose another output with -o")
@@ -212,8 +239,19 @@ def report_version(args: argparse.Namespace, report: Report) -> int:
     return auto_version(report, V1_LIMIT)
 
 
+def given_options(args: argparse.Namespace) -> dict[str, object]:
+    """The options given on the command line: those whose value is not the default."""
+    defaults = args.option_defaults
+    return {k: v for k, v in vars(args).items() if k in defaults and v != defaults[k]}
+
+
 def run(args: argparse.Namespace) -> int:
     runtime.VERBOSE = args.verbose
+    target = for_machine(args.machine)
+    given = given_options(args)
+    refuse_foreign(target, args.machine, given, option)
+    if target.plan_options is not None:
+        return run_target(args, target, given)
     request = request_from(args)
     if args.ipu_config_read is not None:
         for line in args.ipu_config_read.lines():
@@ -245,6 +283,30 @@ def run(args: argparse.Namespace) -> int:
     if skipped is not None:
         print(skipped.reason)
     return args.decided
+
+
+def run_target(args: argparse.Namespace, target: Target, given: dict[str, object]) -> int:
+    """Plan on a target with its own flow (app/targets.py): the report written, the
+    verdict and what to change printed."""
+    output = output_for(args, target_stem(args.model), args.model, ".json")
+    progress = Progress()
+    assert target.plan_options is not None
+    planned = target.plan_options({**given, "model": args.model, "machine": args.machine}, progress.update)
+    progress.done()
+    write_atomic(output, planned.report)
+    args.decided = EXIT_OVER_BUDGET if args.fail_over_budget and not planned.fits else 0
+    print(f"wrote {output} ({planned.command})")
+    for line in planned.lines:
+        print(line)
+    return args.decided
+
+
+def target_stem(model: str) -> str:
+    """A model's name for its report's default file name: a hub id's last part, a
+    config.json's folder, another file's stem."""
+    if is_hub_id(model):
+        return display_name(model.rsplit("/", 1)[-1])
+    return config_name(model, "model")
 
 
 def stage_path(output: Path, ipu: int) -> Path:

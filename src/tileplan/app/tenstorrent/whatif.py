@@ -1,0 +1,191 @@
+"""What would make a Tenstorrent plan fit: the request re-planned with one knob turned.
+
+The knobs: each the frontend exposes (`TtFrontend.knobs`: the largest batch or prefill
+chunk, bfp8 weights, another opt-level, ...), searched as it says (LARGEST: the
+largest of its values that fits, by `largest_found`, which does not assume memory grows
+with the value: every value above the answer is planned up to a margin; EACH: every
+other value once); then the device's: the `l1_small_size` window that works (planned
+at each of a ladder of sizes up to the L1 bank: the smallest and the largest that fit),
+and, when L1 is what failed, the largest L1 tensor an operation makes moved to DRAM
+(`--to-dram OP`). Each row is a full plan with the command that re-derives it; a row
+that cannot be planned says why. When first fit's holes failed (fragmentation), the
+placement solver says whether another placement of the same buffers would fit.
+
+For a plan that fits: the device parameters and the frontend's settings that reproduce
+it (`TtReproduce`).
+
+Worked example: a tt-transformers decoder whose prefill chunk of 8192 clashes; the row
+`prefill_chunk 4096 (the largest that fits up to 5 values above)` with its command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tileplan.app.tenstorrent.request import TtRequest
+from tileplan.app.whatif import largest_found
+from tileplan.errors import TileplanError
+from tileplan.placement import Buffer, Problem, place
+from tileplan.report.tt_report import TtReport
+from tileplan.report.tt_sections import TtReproduce, TtWhatIf, TtWhatIfRow
+from tileplan.targets.tenstorrent.frontend import Search
+from tileplan.targets.tenstorrent.memory import BufferType
+from tileplan.targets.tenstorrent.planned import BufferUse, FailureKind, TtPlan
+
+#: the l1_small_size ladder the window is searched on (bytes; tt-mlir's 32 and 64 KiB among them)
+L1_SMALL_LADDER = (0, 8192, 16384, 24576, 32768, 49152, 65536, 98304, 131072, 196608, 262144, 393216, 524288)
+#: seconds the placement solver may take for the fragmentation note
+PLACEMENT_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Tried:
+    """One re-plan: the request and its plan, or why it could not be planned."""
+
+    request: TtRequest
+    plan: TtPlan | None
+    error: str | None = None
+
+    @property
+    def fits(self) -> bool:
+        return self.plan is not None and self.plan.fits
+
+
+def attempt(request: TtRequest) -> Tried:
+    try:
+        return Tried(request, request.plan())
+    except TileplanError as e:
+        return Tried(request, None, " ".join(str(e).split()))
+
+
+def row(knob: str, value: str, tried: Tried) -> TtWhatIfRow:
+    if tried.plan is None:
+        return TtWhatIfRow(knob=knob, value=value, command=tried.request.command(), error=tried.error)
+    v = tried.plan.verdict
+    return TtWhatIfRow(knob=knob, value=value, command=tried.request.command(), fits=v.fits,
+                       kind=v.kind.value if v.kind else None, message=v.message)
+
+
+def largest_row(base: TtRequest, key: str, values: tuple[object, ...], current: object,
+                progress: Callable[[str], None]) -> TtWhatIfRow:
+    """The largest of `values` (ascending) that fits, searched by `largest_found` on
+    their positions from the current value's."""
+    tried: dict[int, Tried] = {}
+
+    def fits(n: int) -> bool:
+        progress(f"what-if {key} {values[n - 1]}")
+        tried[n] = attempt(base.turned(key, values[n - 1]))
+        return tried[n].fits
+
+    start = values.index(current) + 1 if current in values else 1
+    found = largest_found(fits, start, len(values), scan=2)
+    if found.best:
+        best = values[found.best - 1]
+        last = len(values)
+        above = "the last value tried" if found.best == last else f"every value up to {values[found.upto - 1]} tried"
+        return row(key, f"{best} (the largest that fits; {above})", tried[found.best])
+    return row(key, f"none of {values[0]}..{values[found.upto - 1]} fits", tried[min(tried)])
+
+
+def frontend_rows(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) -> list[TtWhatIfRow]:
+    rows = []
+    for knob in base.stack().knobs(base.options, plan.device):
+        if knob.search is Search.LARGEST:
+            rows.append(largest_row(base, knob.key, knob.values, knob.current, progress))
+            continue
+        for value in knob.values:
+            if value != knob.current:
+                progress(f"what-if {knob.key} {value}")
+                rows.append(row(knob.key, str(value), attempt(base.turned(knob.key, value))))
+    return rows
+
+
+def l1_small_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) -> TtWhatIfRow | None:
+    """The l1_small_size window: planned at each ladder size the L1 bank allows; the
+    smallest and largest that fit (None when the plan uses no L1_SMALL and failed on
+    none: the window is then every size the bank leaves L1 enough for)."""
+    v = plan.verdict
+    used = plan.peak_event(BufferType.L1_SMALL)[0] > 0
+    if not used and v.buffer_type is not BufferType.L1_SMALL:
+        return None
+    d = plan.device
+    room = d.l1_size - d.l1_base
+    fitting: list[tuple[int, Tried]] = []
+    planned = []
+    for size in L1_SMALL_LADDER:
+        if size >= room:
+            break
+        progress(f"what-if l1_small_size {size}")
+        tried = attempt(base.with_(l1_small_size=size))
+        planned.append(size)
+        if tried.fits:
+            fitting.append((size, tried))
+    if not fitting:
+        return TtWhatIfRow(knob="l1_small_size", value=f"none of {', '.join(map(str, planned))} fits",
+                           command=base.command(), fits=False)
+    low, high = fitting[0][0], fitting[-1][0]
+    return row("l1_small_size", f"{low}..{high} fit (planned {', '.join(map(str, planned))})", fitting[0][1])
+
+
+def to_dram_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) -> TtWhatIfRow | None:
+    """When L1 failed: the largest L1 tensor an operation made and still live, its
+    operation's output moved to DRAM interleaved."""
+    v = plan.verdict
+    if v.fits or v.buffer_type is not BufferType.L1:
+        return None
+    made = [plan.buffers[i] for i in v.responsible
+            if plan.buffers[i].use is BufferUse.ACTIVATION and plan.buffers[i].first_op >= 0]
+    if not made:
+        return None
+    name = plan.ops[made[0].first_op].name
+    if name in base.to_dram:
+        return None
+    progress(f"what-if to_dram {name}")
+    return row("to_dram", f"{name} ({made[0].name}, {made[0].bytes_per_bank:,} B a bank of L1)",
+               attempt(base.with_(to_dram=(*base.to_dram, name))))
+
+
+def fragmentation_note(plan: TtPlan) -> str | None:
+    """Whether another placement of the L1 buffers (over their lifetimes, the failed
+    request at the end) fits the bank: the placement solver's answer."""
+    v = plan.verdict
+    if v.kind is not FailureKind.FRAGMENTATION or v.statistics is None or v.failure is None:
+        return None
+    end = plan.events
+    kind = v.buffer_type
+    assert kind is not None
+    buffers = [Buffer(str(b.id), b.allocated, b.freed if b.freed is not None else end + 1, b.reserved)
+               for b in plan.buffers if b.buffer_type is kind]
+    need = getattr(v.failure, "need", 0)
+    buffers.append(Buffer("request", end, end + 1, need))
+    result = place(Problem(tuple(buffers)), v.statistics.total_allocatable, time_limit=PLACEMENT_SECONDS,
+                   minimize=False)
+    if result.fits:
+        return (f"a different order would fit: the placement solver places the {len(buffers) - 1} {kind.value} "
+                f"buffers and the request within the {v.statistics.total_allocatable:,}-B bank (height "
+                f"{result.height:,}); tt-metal's first fit, in the run's order, leaves no block of {need:,} B")
+    if result.infeasible:
+        return (f"no order would fit: no placement of the {kind.value} buffers and the request stays within the "
+                f"{v.statistics.total_allocatable:,}-B bank")
+    return None
+
+
+def reproduce(request: TtRequest, plan: TtPlan) -> TtReproduce:
+    d = plan.device
+    params = (("l1_small_size", d.l1_small_size), ("trace_region_size", d.trace_region_size))
+    dispatch = f"dispatch_core_type={d.dispatch_core_type.value}"
+    settings = (dispatch, *request.stack().reproduce(request.options, request.to_dram))
+    return TtReproduce(device_parameters=params, settings=settings)
+
+
+def with_tt_what_if(report: TtReport, request: TtRequest, plan: TtPlan,
+                    progress: Callable[[str], None] = lambda _: None) -> TtReport:
+    """`report` with its what-if rows (and, when it fits, what reproduces it)."""
+    rows = frontend_rows(request, plan, progress)
+    for extra in (l1_small_row(request, plan, progress), to_dram_row(request, plan, progress)):
+        if extra is not None:
+            rows.append(extra)
+    note = fragmentation_note(plan)
+    what_if = TtWhatIf(command=request.command(), rows=tuple(rows), notes=(note,) if note else ())
+    return report.with_(what_if=what_if, reproduce=reproduce(request, plan) if plan.fits else None)

@@ -1,0 +1,61 @@
+"""A Tenstorrent summary (views/tt_summary.py) as terminal text: the verdict line first
+(tt-metal's words), then where, the buffers responsible, the peaks, the largest buffers
+and what to change. `headline_lines` is the head `tileplan plan` prints."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tileplan.ioutil import escape_controls
+from tileplan.render import human_bytes
+from tileplan.render.terminal import Style, format_table
+from tileplan.views.tt_summary import KIND_WORDS, BufferLine, TtSummary
+
+
+def _verdict(s: TtSummary, style: Style) -> list[str]:
+    if s.fits:
+        return [style(escape_controls(s.verdict), "bold green")]
+    lines = [style(f"does not fit: {escape_controls(s.verdict)}", "bold red")]
+    if s.kind is not None:
+        lines.append(f"  why: {KIND_WORDS[s.kind]}")
+    if s.where is not None:
+        lines.append(f"  where: {escape_controls(s.where)}")
+    return lines
+
+
+def buffer_table(rows: Sequence[BufferLine]) -> list[str]:
+    cells = [[escape_controls(b.name), escape_controls(b.module or "-"), b.buffer_type, str(b.bytes_per_bank),
+              str(b.banks) + (" shards" if b.sharded else ""), str(b.address), escape_controls(b.made_by),
+              escape_controls(b.freed_after or "-")] for b in rows]
+    return ["  " + line for line in format_table(
+        ["buffer", "module", "memory", "bytes/bank", "banks", "address", "made by", "freed after"], cells)]
+
+
+def headline_lines(s: TtSummary, style: Style | None = None) -> list[str]:
+    """The verdict, where and the buffers responsible (three at most), what to change."""
+    lines = _verdict(s, style or Style())
+    if s.responsible:
+        lines.append("  responsible (live then, largest first):")
+        lines += buffer_table(s.responsible[:3])
+    for change in s.changes:
+        lines.append(f"  change: {escape_controls(change)}")
+    return lines
+
+
+def render_tt_summary(s: TtSummary, style: Style | None = None) -> str:
+    lines = _verdict(s, style or Style())
+    lines += [f"machine: {s.machine}", f"frontend: {escape_controls(s.frontend)}"]
+    if s.responsible:
+        lines += ["", "buffers responsible (live then):", *buffer_table(s.responsible)]
+    lines += ["", "peaks:"]
+    for p in s.peaks:
+        share = f" ({100 * p.bytes_per_bank / p.of:.1f}%)" if p.of else ""
+        lines.append(f"  {p.memory}: {p.bytes_per_bank:,} B of {p.of:,} B{share} ({human_bytes(p.bytes_per_bank)}); "
+                     f"{escape_controls(p.where)}")
+    if s.largest:
+        lines += ["", "largest buffers (L1 first, bytes per bank):", *buffer_table(s.largest)]
+    if s.changes:
+        lines += ["", "what to change:", *(f"  {escape_controls(c)}" for c in s.changes)]
+    if s.reproduce:
+        lines += ["", "to reproduce this plan:", *(f"  {escape_controls(c)}" for c in s.reproduce)]
+    return "\n".join(lines) + "\n"
