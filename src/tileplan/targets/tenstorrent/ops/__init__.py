@@ -22,6 +22,7 @@ from tileplan.targets.tenstorrent.ops.tt_matmul import plan_matmul
 from tileplan.targets.tenstorrent.ops.tt_norm import plan_norm
 from tileplan.targets.tenstorrent.ops.tt_sdpa import plan_sdpa, plan_sdpa_decode
 from tileplan.targets.tenstorrent.ops.tt_softmax import plan_softmax
+from tileplan.targets.tenstorrent.ops.tt_tm import plan_repeat, plan_slice, plan_to_memory_config
 from tileplan.targets.tenstorrent.ops.tt_transformer import plan_concat_heads, plan_split_qkv
 from tileplan.targets.tenstorrent.ops.tt_eltwise import (
     BINARY_KINDS,
@@ -65,6 +66,8 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.TO_LAYOUT: ("tt_layout", plan_layout),
         OpKind.RESHAPE: ("tt_data_movement", plan_reshape), OpKind.PERMUTE: ("tt_data_movement", plan_permute),
         OpKind.TRANSPOSE: ("tt_data_movement", plan_transpose), OpKind.CONCAT: ("tt_data_movement", plan_concat),
+        OpKind.SLICE: ("tt_tm", plan_slice), OpKind.REPEAT: ("tt_tm", plan_repeat),
+        OpKind.TO_MEMORY_CONFIG: ("tt_tm", plan_to_memory_config),
     }
     for kind, (family, rule) in singles.items():
         table[kind] = OpRule(family, rule)

@@ -100,3 +100,6 @@ class OpKind(Enum):
     PERMUTE = "ttnn.permute"
     TRANSPOSE = "ttnn.transpose"
     CONCAT = "ttnn.concat"
+    SLICE = "ttnn.slice"
+    REPEAT = "ttnn.repeat"
+    TO_MEMORY_CONFIG = "ttnn.to_memory_config"
