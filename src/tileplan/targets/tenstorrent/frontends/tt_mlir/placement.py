@@ -39,9 +39,9 @@ def pin_configs(graph: TtnnGraph, device: Device) -> TtnnGraph:
     target = op_target(device)
     specs: dict[int, TensorSpec] = {t: graph.tensors[t].spec for t in graph.uploads}  # type: ignore[misc]
     nodes = []
-    for node in graph.nodes:
-        inputs = tuple(specs[t] for t in node.inputs)
-        node = pin_matmul_config(node, inputs, node.out, target)
+    for original in graph.nodes:
+        inputs = tuple(specs[t] for t in original.inputs)
+        node = pin_matmul_config(original, inputs, original.out, target)
         try:
             plan = plan_op(node.kind, OpRequest(inputs, node.out, target, node.compute), node.attrs)
             specs.update(zip(node.outputs, plan.outputs))
