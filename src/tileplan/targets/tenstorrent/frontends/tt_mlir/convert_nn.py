@@ -270,16 +270,30 @@ def convert_gather(lw: Lowering, op: Operation) -> None:
 
 
 def convert_batchnorm(lw: Lowering, op: Operation) -> None:
-    """x * scale + shift per channel, the scale and shift const-evaluated ([1, C, 1, 1])."""
-    x = lw.tensor(op.inputs[0], at=op)
-    shape = lw.shapes[op.inputs[0]]
-    per_channel = (1, shape[1]) + (1,) * (len(shape) - 2)
+    """Level 0: `ttnn.batch_norm`, which has no rule. Levels 1 and 2 (where no convolution
+    took it, fusion.py): x * scale + shift per channel, the scale and shift
+    const-evaluated ([1, C, 1, 1], or [1, 1, 1, C] on a flattened convolution output)."""
+    from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import no_rule
+    if not lw.options.optimizer:
+        raise no_rule(op, "ttnn.batch_norm")
+    src = op.inputs[0]
+    shape = lw.shapes[src]
+    if src in lw.flat:
+        x = lw.flat_tensor(src, at=op)
+        per_channel: tuple[int, ...] = (1, 1, 1, shape[1])
+    else:
+        x = lw.tensor(src, at=op)
+        per_channel = (1, shape[1]) + (1,) * (len(shape) - 2)
     dtype = lw.value(x).dtype
     scale = lw.constant_form(f"{op.name}.scale", Layout.TILE, dtype, shape=per_channel)
     shift = lw.constant_form(f"{op.name}.shift", Layout.TILE, dtype, shape=per_channel)
-    out = Value(op.output_shape, dtype)
+    out = lw.value(x)
     y = lw.builder.one(OpKind.MULTIPLY, f"{op.name}.scale_mul", (x, scale), out, **lw.where(op))
-    lw.define(op, lw.builder.one(OpKind.ADD, f"{op.name}.shift_add", (y, shift), out, **lw.where(op)))
+    tid = lw.builder.one(OpKind.ADD, f"{op.name}.shift_add", (y, shift), out, **lw.where(op))
+    if src in lw.flat:
+        lw.define_flat(op, tid, lw.flat[src])
+    else:
+        lw.define(op, tid)
 
 
 CONVERTERS = {"matmul": convert_matmul, "linear": convert_matmul, "rmsnorm": convert_norm,

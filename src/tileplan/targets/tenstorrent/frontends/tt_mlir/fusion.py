@@ -16,6 +16,11 @@ the model's operations (each takes operations and returns operations).
   inner dimension are one matmul by the weights concatenated along the output features
   (a const-eval result), each original a slice of its output (TTIRFusing.cpp
   `SharedLHSMatmulFusion`: Q/K/V and gate/up projections).
+- `fold_batch_norms` (levels 1 and 2: `enable-fusing-conv2d-with-multiply-pattern` follows
+  the optimizer, TTNNPipelines.h): a batch norm whose input is a convolution read by
+  nothing else is folded into it (TTIRFusing.cpp `BatchNormDecomposition` then
+  `ConvWithMultiply`: the scale into the weights, the shift into the bias, both
+  const-evaluated); at level 0 it stays `ttnn.batch_norm`.
 - `fuse_activations`: a matmul or linear whose only reader is a sigmoid, SiLU or GELU
   takes it as its fused activation; a conv2d likewise a ReLU, ReLU6, SiLU or sigmoid
   (lib/Dialect/TTNN/Transforms/TTNNFusing.cpp `TTNNMatmulAndLinearWithActivation`,
@@ -278,13 +283,42 @@ def fuse_shared_lhs(ops: tuple[Operation, ...], constant: set[str], shapes: dict
     return tuple(out), fused
 
 
+def fold_batch_norms(ops: tuple[Operation, ...], outputs: tuple[str, ...], shapes: dict[str, tuple[int, ...]]
+                     ) -> tuple[tuple[Operation, ...], dict[str, FusedWeight]]:
+    """See the module docstring. Returns the operations and the folded weights and biases
+    made, by name."""
+    work = list(ops)
+    readers = _readers(work, outputs)
+    drop: set[int] = set()
+    made: dict[str, FusedWeight] = {}
+    for k, conv in enumerate(work):
+        if conv.kind != "conv":
+            continue
+        bn = _sole(readers, conv.output)
+        if bn is None or work[bn].kind != "batchnorm":
+            continue
+        norm = work[bn]
+        weight = f"{conv.inputs[1]}*{norm.name}"
+        made[weight] = ((conv.inputs[1], *norm.inputs[1:]), shapes[conv.inputs[1]])
+        bias = f"{conv.inputs[2] if len(conv.inputs) > 2 else conv.name + '.bias'}+{norm.name}"
+        made[bias] = (tuple(norm.inputs[1:]), (shapes[conv.inputs[1]][0],))
+        work[k] = replace(conv, inputs=(conv.inputs[0], weight, bias), output=norm.output)
+        drop.add(bn)
+    return tuple(op for k, op in enumerate(work) if k not in drop), made
+
+
 def fuse(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant: set[str],
-         shapes: dict[str, tuple[int, ...]]) -> tuple[tuple[Operation, ...], dict[str, FusedWeight]]:
-    """Every fusion, in the order tt-xla then tt-mlir applies them; also the fused
-    weights the shared-input fusion made."""
+         shapes: dict[str, tuple[int, ...]], optimizer: bool = False
+         ) -> tuple[tuple[Operation, ...], dict[str, FusedWeight]]:
+    """Every fusion, in the order tt-xla then tt-mlir applies them; also the constants
+    the fusions made (concatenated weights, folded batch norms). `optimizer`: levels 1
+    and 2."""
     ops = fuse_rms_norm(ops, outputs, constant, shapes)
     ops = cse_views(ops)
     ops = fuse_linear(ops, outputs, constant, shapes)
     ops = fuse_silu(ops, outputs)
     ops, weights = fuse_shared_lhs(ops, constant, shapes)
+    if optimizer:
+        ops, folded = fold_batch_norms(ops, outputs, shapes)
+        weights = {**weights, **folded}
     return fuse_activations(ops, outputs), weights

@@ -88,7 +88,7 @@ def lower_graph(program: Program, options: TtMlirOptions, device: Device) -> Ttn
     target = op_target(device)
     operations = unroll(program)
     probe = Lowering(program, options, device, target, GraphBuilder(program.name), operations)
-    fused, weights = fuse(operations, program.outputs, probe.constant, probe.shapes)
+    fused, weights = fuse(operations, program.outputs, probe.constant, probe.shapes, options.optimizer)
     lw = Lowering(program, options, device, target, GraphBuilder(program.name), fused, weights)
     return place(convert(lw), options, device)
 
