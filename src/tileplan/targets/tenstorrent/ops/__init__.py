@@ -22,7 +22,8 @@ from tileplan.targets.tenstorrent.ops.tt_matmul import plan_matmul
 from tileplan.targets.tenstorrent.ops.tt_norm import plan_norm
 from tileplan.targets.tenstorrent.ops.tt_sdpa import plan_sdpa, plan_sdpa_decode
 from tileplan.targets.tenstorrent.ops.tt_softmax import plan_softmax
-from tileplan.targets.tenstorrent.ops.tt_tm import plan_repeat, plan_slice, plan_to_memory_config
+from tileplan.targets.tenstorrent.ops.tt_tm import (
+    plan_repeat, plan_repeat_interleave, plan_slice, plan_to_memory_config)
 from tileplan.targets.tenstorrent.ops.tt_transformer import plan_concat_heads, plan_split_qkv
 from tileplan.targets.tenstorrent.ops.tt_eltwise import (
     BINARY_KINDS,
@@ -67,6 +68,7 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.RESHAPE: ("tt_data_movement", plan_reshape), OpKind.PERMUTE: ("tt_data_movement", plan_permute),
         OpKind.TRANSPOSE: ("tt_data_movement", plan_transpose), OpKind.CONCAT: ("tt_data_movement", plan_concat),
         OpKind.SLICE: ("tt_tm", plan_slice), OpKind.REPEAT: ("tt_tm", plan_repeat),
+        OpKind.REPEAT_INTERLEAVE: ("tt_tm", plan_repeat_interleave),
         OpKind.TO_MEMORY_CONFIG: ("tt_tm", plan_to_memory_config),
     }
     for kind, (family, rule) in singles.items():

@@ -102,4 +102,5 @@ class OpKind(Enum):
     CONCAT = "ttnn.concat"
     SLICE = "ttnn.slice"
     REPEAT = "ttnn.repeat"
+    REPEAT_INTERLEAVE = "ttnn.repeat_interleave"
     TO_MEMORY_CONFIG = "ttnn.to_memory_config"

@@ -12,6 +12,10 @@ ttnn.repeat and ttnn.to_memory_config (the optimizer's reshards and L1 spills).
   first, each with a CB of 8 pages (`cb_depth = 2 x max(READ_BATCH, WRITE_BATCH)`) on the
   cores its output pages split over; every program but the last writes an intermediate
   tensor. The row-major path (TILE -> ROW_MAJOR -> repeat -> TILE) is refused by name.
+- repeat_interleave (ttnn/cpp/ttnn/operations/data_movement/repeat_interleave/
+  repeat_interleave.cpp): the composite repeats a unit dimension inserted after `dim`
+  (the repeat above) and reshapes the result back (a view): [B, H, S, D] by r at dim 1 is
+  the repeat of [B, H, 1, S, D] by r at dim 2.
 - to_memory_config (ttnn/cpp/ttnn/operations/core/to_memory_config/
   to_memory_config_op.hpp): interleaved to interleaved is a copy
   (data_movement/copy/device/copy_program_factory.cpp `copy_multi_core`: c_0 of two
@@ -28,7 +32,7 @@ output tiles over 64 cores (2 each), CB 2 x 2,048 = 4,096 B a core.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tileplan.targets.tenstorrent.memory import CoreRangeSet, MemoryLayout, TensorSpec
 from tileplan.targets.tenstorrent.ops.base import (
@@ -139,6 +143,32 @@ def plan_repeat(kind: OpKind, req: OpRequest, attrs: RepeatAttrs) -> OpPlan:
     buffers.append(tensor_buffer("output0", BufferRole.OUTPUT, current, req.target,
                                  (len(programs) - 1, len(programs) - 1)))
     return OpPlan(op, tuple(programs), (current,), tuple(buffers))
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatInterleaveAttrs:
+    """ttnn.repeat_interleave: each slice along `dim` repeated `repeats` times."""
+
+    repeats: int
+    dim: int
+
+
+def plan_repeat_interleave(kind: OpKind, req: OpRequest, attrs: RepeatInterleaveAttrs) -> OpPlan:
+    """ttnn.repeat_interleave as its composite runs (see the module docstring)."""
+    (x,) = req.inputs
+    rank = len(x.shape)
+    require(-rank <= attrs.dim < rank and attrs.repeats >= 1, kind.value,
+            f"dim {attrs.dim} of a rank-{rank} tensor, repeats >= 1")
+    d = attrs.dim % rank
+    require(d < rank - 1, kind.value, "repeating along the last dimension is not modelled")
+    unsqueezed = TensorSpec(x.shape[:d + 1] + (1,) + x.shape[d + 1:], x.dtype, x.layout, x.memory)
+    reps = tuple(attrs.repeats if i == d + 1 else 1 for i in range(rank + 1))
+    inner = plan_repeat(OpKind.REPEAT, OpRequest((unsqueezed,), req.out, req.target, req.compute),
+                        RepeatAttrs(reps))
+    shape = x.shape[:d] + (x.shape[d] * attrs.repeats,) + x.shape[d + 1:]
+    out = TensorSpec(shape, inner.outputs[0].dtype, inner.outputs[0].layout, inner.outputs[0].memory)
+    buffers = tuple(replace(b, spec=out) if b.spec is inner.outputs[0] else b for b in inner.buffers)
+    return OpPlan(kind.value, inner.programs, (out,), buffers)
 
 
 def plan_to_memory_config(kind: OpKind, req: OpRequest, attrs: None = None) -> OpPlan:

@@ -22,7 +22,7 @@ from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, PermuteAttrs, ReshapeAttrs
 from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs, ReduceAttrs
-from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, SliceAttrs
+from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
 from tileplan.targets.tenstorrent.tiles import Layout
 
 Converter = Callable[[Lowering, Operation], None]
@@ -224,6 +224,14 @@ def convert_expand(lw: Lowering, op: Operation) -> None:
     lw.define(op, lw.builder.one(OpKind.REPEAT, op.name, (x,), out, attrs=RepeatAttrs(repeats), **lw.where(op)))
 
 
+def convert_repeat_interleave(lw: Lowering, op: Operation) -> None:
+    """fusion.py's repeat_interleave (grouped-query attention's repeated K / V heads)."""
+    x = lw.tensor(op.inputs[0], at=op)
+    attrs = RepeatInterleaveAttrs(op.int_attr("repeats"), op.int_attr("dim"))
+    out = Value(op.output_shape, lw.value(x).dtype)
+    lw.define(op, lw.builder.one(OpKind.REPEAT_INTERLEAVE, op.name, (x,), out, attrs=attrs, **lw.where(op)))
+
+
 def convert_unsupported(lw: Lowering, op: Operation) -> None:
     raise no_rule(op, NO_RULE[op.kind])
 
@@ -233,6 +241,6 @@ CONVERTERS: dict[str, Converter] = {
     **{k: convert_reduce for k in REDUCE}, **{k: convert_unsupported for k in NO_RULE},
     "cast": convert_cast, "identity": convert_alias, "alias": convert_alias, "restore": convert_alias,
     "reshape": convert_reshape, "transpose": convert_permute, "concat": convert_concat, "slice": convert_slice,
-    "expand": convert_expand,
+    "expand": convert_expand, "repeat_interleave": convert_repeat_interleave,
 }
 

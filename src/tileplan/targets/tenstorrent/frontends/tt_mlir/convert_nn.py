@@ -45,7 +45,7 @@ from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_norm import NormAttrs
 from tileplan.targets.tenstorrent.ops.tt_sdpa import SdpaAttrs
 from tileplan.targets.tenstorrent.ops.tt_softmax import SoftmaxAttrs
-from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs
+from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs
 from tileplan.targets.tenstorrent.frontends.tt_mlir.budget import usable_l1
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
 
@@ -201,12 +201,11 @@ def decompose_sdpa(lw: Lowering, op: Operation, q: int, k: int, v: int, causal: 
     kv_heads, sk = kv.shape[1], kv.shape[2]
     dtype = qv.dtype
     if heads != kv_heads:
-        reps = (1, heads // kv_heads, 1, 1)
-        k = b.one(OpKind.REPEAT, f"{op.name}.k_repeat", (k,), kv.with_(shape=(batch, heads, sk, d)),
-                  attrs=RepeatAttrs(reps), **where)
-        v = b.one(OpKind.REPEAT, f"{op.name}.v_repeat", (v,), lw.value(v).with_(shape=(batch, heads, sk,
-                                                                                         lw.value(v).shape[3])),
-                  attrs=RepeatAttrs(reps), **where)
+        rep = RepeatInterleaveAttrs(heads // kv_heads, 1)
+        k = b.one(OpKind.REPEAT_INTERLEAVE, f"{op.name}.k_repeat", (k,), kv.with_(shape=(batch, heads, sk, d)),
+                  attrs=rep, **where)
+        v = b.one(OpKind.REPEAT_INTERLEAVE, f"{op.name}.v_repeat", (v,),
+                  lw.value(v).with_(shape=(batch, heads, sk, lw.value(v).shape[3])), attrs=rep, **where)
     kt = b.one(OpKind.TRANSPOSE, f"{op.name}.k_transpose", (k,), Value((batch, heads, d, sk), dtype),
                attrs=TransposeAttrs(-2, -1), **where)
     scores_value = Value((batch, heads, sq, sk), dtype)

@@ -11,6 +11,10 @@ the model's operations (each takes operations and returns operations).
   matmul + add, LinearOpRewritePattern.cpp).
 - `cse_views`: reshapes of one value to one shape are one (MLIR's CSE), so the Q, K and V
   projections of a layer read the same tensor.
+- `fuse_repeat_interleave`: reshape (a unit dimension inserted) -> expand (that dimension)
+  -> reshape (merged into the dimension before) is one `ttnn.repeat_interleave`, as
+  Hugging Face's `repeat_kv` of grouped-query attention becomes in tt-mlir
+  (TTIRFusing.cpp `ReshapeBroadcastReshapeToRepeatPattern`).
 - `fuse_silu`: `x * sigmoid(x)` is one SiLU (TTIRFusing.cpp `SiluFusionPattern`).
 - `fuse_shared_lhs`: matmuls (or linears) of one input by constant 2-D weights of one
   inner dimension are one matmul by the weights concatenated along the output features
@@ -208,6 +212,42 @@ def cse_views(ops: tuple[Operation, ...]) -> tuple[Operation, ...]:
     return tuple(out)
 
 
+def fuse_repeat_interleave(ops: tuple[Operation, ...], outputs: tuple[str, ...],
+                           shapes: dict[str, tuple[int, ...]]) -> tuple[Operation, ...]:
+    """See the module docstring."""
+    work = list(ops)
+    readers = _readers(work, outputs)
+    by_output = {op.output: k for k, op in enumerate(work)}
+    drop: set[int] = set()
+    for k, last in enumerate(work):
+        if last.kind != "reshape" or len(last.inputs) != 1 or last.inputs[0] not in by_output:
+            continue
+        e = by_output[last.inputs[0]]
+        expand = work[e]
+        if expand.kind != "expand" or _sole(readers, expand.output) != k or expand.inputs[0] not in by_output:
+            continue
+        f = by_output[expand.inputs[0]]
+        first = work[f]
+        if first.kind != "reshape" or _sole(readers, first.output) != e:
+            continue
+        src_shape, mid, out = shapes.get(first.inputs[0]), first.output_shape, last.output_shape
+        if src_shape is None or len(mid) != len(src_shape) + 1 or len(out) != len(src_shape):
+            continue
+        grown = [i for i, (a, b) in enumerate(zip(mid, expand.output_shape)) if a != b]
+        if len(grown) != 1 or mid[grown[0]] != 1 or grown[0] == 0:
+            continue
+        at, reps = grown[0], expand.output_shape[grown[0]]
+        if tuple(mid[:at] + mid[at + 1:]) != src_shape:
+            continue
+        changed = [i for i, (a, b) in enumerate(zip(src_shape, out)) if a != b]
+        if changed != [at - 1] or out[at - 1] != src_shape[at - 1] * reps:
+            continue
+        work[k] = replace(last, kind="repeat_interleave", inputs=first.inputs,
+                          attrs=(("dim", at - 1), ("repeats", reps)))
+        drop.update((e, f))
+    return tuple(op for k, op in enumerate(work) if k not in drop)
+
+
 def fuse_silu(ops: tuple[Operation, ...], outputs: tuple[str, ...]) -> tuple[Operation, ...]:
     """See the module docstring."""
     work = list(ops)
@@ -317,6 +357,7 @@ def fuse(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant: set[str
     ops = cse_views(ops)
     ops = fuse_linear(ops, outputs, constant, shapes)
     ops = fuse_silu(ops, outputs)
+    ops = fuse_repeat_interleave(ops, outputs, shapes)
     ops, weights = fuse_shared_lhs(ops, constant, shapes)
     if optimizer:
         ops, folded = fold_batch_norms(ops, outputs, shapes)
