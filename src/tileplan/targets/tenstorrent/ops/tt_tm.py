@@ -11,7 +11,11 @@ ttnn.repeat and ttnn.to_memory_config (the optimizer's reshards and L1 spills).
   repeat_codegen_program_factory.cpp): one program per repeated dimension, innermost
   first, each with a CB of 8 pages (`cb_depth = 2 x max(READ_BATCH, WRITE_BATCH)`) on the
   cores its output pages split over; every program but the last writes an intermediate
-  tensor. The row-major path (TILE -> ROW_MAJOR -> repeat -> TILE) is refused by name.
+  tensor. Any other tensor takes the row-major path: a TILE one is untilized, then one
+  program per repeated dimension (repeat_program_factory_higher_dim.cpp /
+  repeat_program_factory_last_dim.cpp: two CBs c_0 and c_1 of `2 x READ_ALIGNMENT + page`
+  bytes on the whole grid, READ_ALIGNMENT 64, the page one row of the last dimension),
+  then tilized back.
 - repeat_interleave (ttnn/cpp/ttnn/operations/data_movement/repeat_interleave/
   repeat_interleave.cpp): the composite repeats a unit dimension inserted after `dim`
   (the repeat above) and reshapes the result back (a view): [B, H, S, D] by r at dim 1 is
@@ -116,10 +120,9 @@ def plan_repeat(kind: OpKind, req: OpRequest, attrs: RepeatAttrs) -> OpPlan:
     reps = (1,) * (len(x.shape) - len(attrs.repeats)) + tuple(attrs.repeats)
     require(len(reps) == len(x.shape) and all(r >= 1 for r in reps), op,
             f"repeats {list(attrs.repeats)} for a rank-{len(x.shape)} tensor")
-    require(x.layout is Layout.TILE and len(x.shape) >= 2 and x.shape[-1] % TILE == 0 and x.shape[-2] % TILE == 0,
-            op, "the row-major path (TILE -> ROW_MAJOR -> repeat -> TILE) is not modelled: expected a TILE tensor "
-                "of whole-tile height and width")
     require(not x.memory.layout.sharded and not req.out.sharded, op, "sharded repeats are not modelled")
+    if not (x.layout is Layout.TILE and len(x.shape) >= 2 and x.shape[-1] % TILE == 0 and x.shape[-2] % TILE == 0):
+        return _repeat_row_major(op, x, reps, req)
     shape = list(x.shape)
     programs: list[Program] = []
     buffers: list[DeviceBuffer] = []
@@ -151,6 +154,48 @@ class RepeatInterleaveAttrs:
 
     repeats: int
     dim: int
+
+
+#: repeat_program_factory_common.hpp `READ_ALIGNMENT`
+READ_ALIGNMENT = 64
+RM_REPEAT_SOURCE = DM_DIR + "repeat/device/repeat_program_factory_higher_dim.cpp"
+
+
+def _repeat_row_major(op: str, x: TensorSpec, reps: tuple[int, ...], req: OpRequest) -> OpPlan:
+    """The row-major path (see the module docstring)."""
+    from tileplan.targets.tenstorrent.ops.tt_layout import tilize_program, untilize_program
+
+    require(not x.dtype.block_float, op, f"{x.dtype.value} has no row-major form")
+    target = req.target
+    grid = target.grid_range()
+    programs: list[Program] = []
+    buffers: list[DeviceBuffer] = []
+    current = x
+    if x.layout is Layout.TILE:
+        programs.append(untilize_program(x, x.dtype, target))
+        current = TensorSpec(x.shape, x.dtype, Layout.ROW_MAJOR, x.memory)
+        buffers.append(tensor_buffer("untilized", BufferRole.INTERMEDIATE, current, target, (0, 1)))
+    shape = list(x.shape)
+    page = x.shape[-1] * x.dtype.element_bytes
+    for n, d in enumerate(d for d in range(len(reps) - 1, -1, -1) if reps[d] != 1):
+        shape[d] *= reps[d]
+        if d == len(shape) - 1:
+            page = shape[-1] * x.dtype.element_bytes
+        k = len(programs)
+        programs.append(Program("RepeatProgramFactory", RM_REPEAT_SOURCE, grid, (
+            cbuf(0, "src0", 1, 2 * READ_ALIGNMENT + page, grid), cbuf(1, "src1", 1, 2 * READ_ALIGNMENT + page, grid))))
+        current = TensorSpec(tuple(shape), x.dtype, Layout.ROW_MAJOR, x.memory)
+        buffers.append(tensor_buffer(f"repeat{n}", BufferRole.INTERMEDIATE, current, target, (k, k + 1)))
+    last = len(programs)
+    if x.layout is Layout.TILE:
+        programs.append(tilize_program(current, x.dtype, target))
+        out = TensorSpec(tuple(shape), x.dtype, Layout.TILE, req.out.memory())
+    else:
+        buffers.pop()  # the last repeat's output is the operation's
+        last -= 1
+        out = TensorSpec(tuple(shape), x.dtype, Layout.ROW_MAJOR, req.out.memory())
+    buffers.append(tensor_buffer("output0", BufferRole.OUTPUT, out, target, (last, last)))
+    return OpPlan(op, tuple(programs), (out,), tuple(buffers))
 
 
 def plan_repeat_interleave(kind: OpKind, req: OpRequest, attrs: RepeatInterleaveAttrs) -> OpPlan:
