@@ -24,7 +24,10 @@ def spec(shape: tuple[int, ...], layout: Layout = Layout.TILE, dtype: DataType =
     return TensorSpec(shape, dtype, layout, memory)
 
 
-def plan(kind: OpKind, inputs: tuple[TensorSpec, ...], attrs: object = None, out: OutputRequest = OutputRequest()):
+DRAM_OUT = OutputRequest()
+
+
+def plan(kind: OpKind, inputs: tuple[TensorSpec, ...], attrs: object = None, out: OutputRequest = DRAM_OUT):
     return plan_op(kind, OpRequest(inputs, out, op_target(n150()), None), attrs)
 
 
