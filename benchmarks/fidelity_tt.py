@@ -55,7 +55,7 @@ def cell(text: str) -> str:
 def row(c: Any, answer: Any, error: str) -> tuple[str, bool]:
     if answer is None:
         return (f"| {c.key} | {c.split} | {cell(c.what)} | {cell(c.published)} | not planned: {cell(error)} | "
-                f"miss: the frontend cannot plan it | {cell(c.source)} |"), False
+                f"miss: {cell(c.miss or 'the frontend cannot plan it')} | {cell(c.source)} |"), False
     fits = answer.fits
     peak, bank = answer.dram
     verdict = (f"fits (DRAM peak {peak:,} of {bank:,} B a bank)" if fits

@@ -148,6 +148,11 @@ def unet() -> Answer:
     return _answer(program, "n150", "2025-11", 0)
 
 
+BENCH = ("tileplan plans a decode step over a cache its importer concatenates; the benchmark also runs the prefill "
+         "of its prompt into a static bfp8 KV cache (index_copy into a StaticCache), which the importer does not "
+         "build, so the tensor that failed is not in the planned graph")
+DRAM_UNKNOWN = ("the source says only \"DRAM OOM\": the DRAM the run needed beyond tileplan's plan (its decomposed "
+                "attention, the mask repeated over the heads, the logits) is not identified")
 YAML = "tt-xla tests/runner/test_config/torch_llm/test_config_inference_single_device.yaml @95c1c1c"
 LLAMA_1B = "Llama-3.2-1B (bf16, tt-xla's test runner: optimization_level 0)"
 
@@ -158,21 +163,21 @@ CASES: tuple[Case, ...] = (
          "Out of Memory: Not enough space to allocate 26542080 B L1 buffer across 48 banks, where each bank needs "
          "to store 552960 B, but bank size is 1329888 B (allocated: 417792 B, free: 912096 B, largest free block: "
          "522240 B)", False, decode("falcon3-7b-base", 32, "n150", "2026-04", 2, "bfp8"),
-         published_failed=("L1", 26542080)),
+         published_failed=("L1", 26542080), miss=BENCH),
     Case("cal-gemma-1.1-2b-bench", "calibration",
          "gemma-1.1-2b-it, tt-xla LLM benchmark: decode at batch 32, optimization_level 2, bfp_bf8 weights, n150",
          "tt-xla #4214; tt-xla tests/benchmark/test_llms.py (defaults)",
          "Statically allocated circular buffers in program 65868 clash with L1 buffers on core range "
          "[(x=0,y=0) - (x=3,y=7)]. L1 buffer allocated at 665600 and static circular buffer region ends at 890144",
-         False, decode("gemma-1.1-2b-it", 32, "n150", "2026-04", 2, "bfp8")),
+         False, decode("gemma-1.1-2b-it", 32, "n150", "2026-04", 2, "bfp8"), miss=BENCH),
     Case("llama-3.2-1b-prefill-128x4-n150", "held out", f"{LLAMA_1B}, prefill 128 tokens x batch 4, n150", YAML,
          "passes (EXPECTED_PASSING)", True, prefill("llama-3.2-1b", 128, 4, "n150")),
     Case("llama-3.2-1b-prefill-2048x1-n150", "held out", f"{LLAMA_1B}, prefill 2048 x 1, n150", YAML,
          "passes (EXPECTED_PASSING)", True, prefill("llama-3.2-1b", 2048, 1, "n150")),
     Case("llama-3.2-1b-prefill-2048x4-n150", "held out", f"{LLAMA_1B}, prefill 2048 x 4, n150", YAML,
-         "\"DRAM OOM\" (arch_overrides n150)", False, prefill("llama-3.2-1b", 2048, 4, "n150")),
+         "\"DRAM OOM\" (arch_overrides n150)", False, prefill("llama-3.2-1b", 2048, 4, "n150"), miss=DRAM_UNKNOWN),
     Case("llama-3.2-1b-prefill-4096x1-n150", "held out", f"{LLAMA_1B}, prefill 4096 x 1, n150", YAML,
-         "\"DRAM OOM\" (arch_overrides n150)", False, prefill("llama-3.2-1b", 4096, 1, "n150")),
+         "\"DRAM OOM\" (arch_overrides n150)", False, prefill("llama-3.2-1b", 4096, 1, "n150"), miss=DRAM_UNKNOWN),
     Case("llama-3.2-1b-prefill-8192x1-n150", "held out", f"{LLAMA_1B}, prefill 8192 x 1, n150", YAML,
          "\"DRAM OOM\" (arch_overrides n150)", False, prefill("llama-3.2-1b", 8192, 1, "n150")),
     Case("llama-3.2-1b-prefill-2048x4-p150", "held out", f"{LLAMA_1B}, prefill 2048 x 4, p150", YAML,
@@ -180,7 +185,8 @@ CASES: tuple[Case, ...] = (
     Case("llama-3.2-1b-prefill-8192x1-p150", "held out", f"{LLAMA_1B}, prefill 8192 x 1, p150", YAML,
          "passes", True, prefill("llama-3.2-1b", 8192, 1, "p150")),
     Case("llama-3.2-1b-prefill-4096x4-p150", "held out", f"{LLAMA_1B}, prefill 4096 x 4, p150", YAML,
-         "\"DRAM OOM\" (NOT_SUPPORTED_SKIP on every arch)", False, prefill("llama-3.2-1b", 4096, 4, "p150")),
+         "\"DRAM OOM\" (NOT_SUPPORTED_SKIP on every arch)", False, prefill("llama-3.2-1b", 4096, 4, "p150"),
+         miss=DRAM_UNKNOWN),
     Case("llama-3.2-3b-decode-n150", "held out", "Llama-3.2-3B-Instruct (bf16), decode 1 x 1, n150", YAML,
          "passes (EXPECTED_PASSING)", True, decode("llama-3.2-3b", 1, "n150")),
     Case("qwen2.5-0.5b-decode-n150", "held out", "Qwen2.5-0.5B-Instruct (bf16), decode 1 x 1, n150", YAML,
@@ -197,16 +203,24 @@ CASES: tuple[Case, ...] = (
          "tt-xla #1722 (2025-10-17)",
          "Out of Memory: Not enough space to allocate 135790592 B DRAM buffer across 12 banks, where each bank "
          "needs to store 11317248 B, but bank size is only 1073741792 B", False,
-         prefill("qwen2-7b-token-classification", 32, 1, "n150", "2025-10"), published_failed=("DRAM", 135790592)),
+         prefill("qwen2-7b-token-classification", 32, 1, "n150", "2025-10"), published_failed=("DRAM", 135790592),
+         miss="the published failing buffer is one MLP projection (3,584 x 18,944 bf16); tileplan's is the gate "
+              "and up projections concatenated by tt-mlir's SharedLHSMatmulFusion, which the October 2025 build may "
+              "not have applied"),
     Case("deepseek-r1-distill-qwen-32b-n150", "held out",
          "DeepSeek-R1-Distill-Qwen-32B (bf16), the loader's sample (planned at 32 tokens), n150",
          "tt-xla test config (2025-10-18), tt-xla #1722",
          "Out of Memory: Not enough space to allocate 283115520 B DRAM buffer across 12 banks, where each bank "
          "needs to store 23611392 B, but bank size is only 1073741792 B", False,
-         prefill("deepseek-r1-distill-qwen-32b", 32, 1, "n150", "2025-10"), published_failed=("DRAM", 283115520)),
+         prefill("deepseek-r1-distill-qwen-32b", 32, 1, "n150", "2025-10"), published_failed=("DRAM", 283115520),
+         miss="the bytes are the published ones (an MLP projection, 5,120 x 27,648 bf16); the published 23,611,392 B "
+              "a bank are 427 row-major pages of 55,296 B (that build held the weight row-major), tileplan's "
+              "23,592,960 B are 11,520 tiles (tt-mlir's TTNNLayout today: parameters in TILE)"),
     Case("vanilla-unet-480x640-n150", "held out",
          "Vanilla UNet (brain-segmentation-pytorch, 32 features), 1 x 3 x 480 x 640 bf16, optimizer disabled, n150",
          "tt-mlir #5771 (2025-11-10)",
          "Out of Memory: Not enough space to allocate 49971200 B L1 buffer across 64 banks, where each bank needs "
-         "to store 780800 B, but bank size is only 1331936 B", False, unet, published_failed=("L1", 49971200)),
+         "to store 780800 B, but bank size is only 1331936 B", False, unet, published_failed=("L1", 49971200),
+         miss="at optimization level 0 tt-mlir lowers batch norm to ttnn.batch_norm and the pooling to "
+              "ttnn.max_pool2d, for which tileplan has no rules"),
 )

@@ -15,12 +15,10 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.frontend import FRONTEND
 from tileplan.targets.tenstorrent.frontends.tt_mlir.layouts import Score, sharded_hints
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.frontends.tt_mlir.reproduce import (
-    compile_options_text, layout_text, moved_overrides, placement_overrides)
+    compile_options_text, layout_text, moved_overrides, output_specs, placement_overrides)
 from tileplan.targets.tenstorrent.frontends.tt_mlir.spill import Tracker
 from tileplan.targets.tenstorrent.memory import (
     DRAM_INTERLEAVED, L1_INTERLEAVED, BufferType, CoreRange, MemoryConfig, MemoryLayout, ShardSpec, TensorSpec)
-from tileplan.targets.tenstorrent.ops import plan_op
-from tileplan.targets.tenstorrent.ops.base import OpRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.plan import op_target
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
@@ -124,11 +122,8 @@ def test_layout_text_follows_tt_mlirs_grammar():
 def test_placement_overrides_list_every_l1_output_of_a_level_2_plan():
     dev = n150()
     p = lowered(mlp(), 2)
-    target = op_target(dev)
-    specs = {t: p.tensors[t].spec for t in p.uploads}
-    for op in p.ops:
-        plan = plan_op(op.kind, OpRequest(tuple(specs[t] for t in op.inputs), op.out, target, op.compute), op.attrs)
-        specs.update(zip(op.outputs, plan.outputs))
+    specs = output_specs(p, dev)
+    assert set(specs) == {t.id for t in p.tensors}
     lines = placement_overrides(p, specs, dev)
     assert lines and lines[0].startswith("override-output-layout=")
     entries = lines[0].split("=", 1)[1].split(",")

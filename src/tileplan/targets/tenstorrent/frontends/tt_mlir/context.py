@@ -299,13 +299,6 @@ class Lowering:
         """Model value `op.output` is now TTNN tensor `tid`."""
         self.tensor_of[op.output] = tid
 
-    def single_reader(self, name: str) -> Operation | None:
-        """The one operation reading `name`, when exactly one does and it is no output."""
-        readers = self.readers.get(name, [])
-        if len(readers) != 1 or name in self.program.outputs:
-            return None
-        return readers[0]
-
 
 def _module_of(name: str) -> str | None:
     """A parameter's module: its name without the last part (`fc1.weight` -> `fc1`)."""

@@ -23,11 +23,15 @@ Worked example: a linear placed L1 height-sharded on 64 cores of bf16 tiles prin
 
 from __future__ import annotations
 
+from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.device import Device
 from tileplan.targets.tenstorrent.frontends.tt_mlir.options import TtMlirOptions
-from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout, TensorSpec
+from tileplan.targets.tenstorrent.memory import BufferType, TensorSpec
+from tileplan.targets.tenstorrent.ops import plan_op
+from tileplan.targets.tenstorrent.ops.base import OpRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs
+from tileplan.targets.tenstorrent.plan import op_target
 from tileplan.targets.tenstorrent.program import TtProgram
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
 
@@ -108,6 +112,17 @@ def moved_overrides(options: TtMlirOptions, moved: tuple[str, ...]) -> tuple[str
     return tuple(lines)
 
 
-def is_default(spec: TensorSpec) -> bool:
-    """A DRAM-interleaved output: tt-mlir's default placement."""
-    return spec.memory.buffer_type is BufferType.DRAM and spec.memory.layout is MemoryLayout.INTERLEAVED
+def output_specs(program: TtProgram, device: Device) -> dict[int, TensorSpec]:
+    """Every tensor's spec as the operations' rules decide them (uploads as declared): what
+    `placement_overrides` reads."""
+    target = op_target(device)
+    specs = {t: program.tensors[t].spec for t in program.uploads}
+    out: dict[int, TensorSpec] = {t: s for t, s in specs.items() if s is not None}
+    for op in program.ops:
+        try:
+            plan = plan_op(op.kind, OpRequest(tuple(out[t] for t in op.inputs), op.out, target, op.compute),
+                           op.attrs)
+        except InputError:  # the planner says why the operation cannot run; nothing after it runs either
+            break
+        out.update(zip(op.outputs, plan.outputs))
+    return out
