@@ -66,6 +66,12 @@ def test_llama_rms_norm_is_fused_and_the_kv_heads_repeated(llama):
     assert counts["ttnn.silu"] == 2 and "ttnn.sigmoid" not in counts
 
 
+def test_a_fused_weight_belongs_to_the_module_holding_its_parts(llama):
+    p = lowered(llama, 0)
+    fused = [t for t in p.tensors if "mlp.gate_proj.weight+" in t.name]
+    assert fused and all(t.module is not None and t.module.endswith(".mlp") and "+" not in t.module for t in fused)
+
+
 @pytest.mark.parametrize("level", [0, 1, 2])
 def test_bert_and_llama_fit_n150_at_every_level(bert, llama, level):
     for model in (bert, llama):

@@ -301,5 +301,13 @@ class Lowering:
 
 
 def _module_of(name: str) -> str | None:
-    """A parameter's module: its name without the last part (`fc1.weight` -> `fc1`)."""
-    return name.rsplit(".", 1)[0] if "." in name else None
+    """A parameter's module: its name without the last part (`fc1.weight` -> `fc1`); for
+    a fused parameter (fusion.py joins its parts with `+`: `mlp.gate_proj.weight+mlp.up_proj.weight`)
+    the deepest module holding every part (`mlp`)."""
+    paths = [part.split(".")[:-1] for part in name.split("+")]
+    common: list[str] = []
+    for parts in zip(*paths):
+        if len(set(parts)) != 1:
+            break
+        common.append(parts[0])
+    return ".".join(common) or None
