@@ -27,7 +27,8 @@ def reference_values(reference_json) -> list[dict]:
 
 @pytest.fixture(autouse=True)
 def every_written_report_passes_check(request):
-    """Every report a test writes under its tmp_path must pass `tileplan check`
+    """Every report a test writes under its tmp_path must pass `tileplan check` (an IPU
+    report or a Tenstorrent one)
     (reports that a test breaks on purpose are named bad*.json or cut*.json)."""
     yield
     tmp = request.node.funcargs.get("tmp_path")
@@ -40,6 +41,13 @@ def every_written_report_passes_check(request):
         if path.name.startswith(("bad", "cut", "deep", "list", "nan")) or not path.is_file() or path.is_symlink():
             continue  # broken on purpose, or not a regular file (a FIFO would block the read)
         text = path.read_text()
+        if '"target":"tenstorrent"' in text:  # a Tenstorrent report
+            from tileplan.check.tenstorrent import check_tt_report
+            from tileplan.report.reading import read_any_report
+
+            tt = check_tt_report(read_any_report(str(path)))  # type: ignore[arg-type]
+            assert tt.consistent, (path, [f.to_text() for f in tt.findings][:3])
+            continue
         if '"timeline"' not in text:
             continue  # a sweep or a summary, not a report
         result = check_report(read_report(str(path)))

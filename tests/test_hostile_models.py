@@ -14,6 +14,7 @@ from onnx import TensorProto, helper
 
 from tileplan.cli.main import main
 from tileplan.app import sources
+from tileplan.importers import hf_models
 from tileplan.ioutil import MAX_CONFIG_BYTES
 
 TINY_BERT = {"model_type": "bert", "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64,
@@ -183,6 +184,6 @@ def test_every_default_configuration_of_transformers_passes_the_size_bounds():
             config = cls()
         except Exception:  # some need arguments: nothing to check
             continue
-        sources.check_sizes(config.to_dict(), name)
+        hf_models.check_sizes(config.to_dict(), name)
         checked += 1
     assert checked > 300

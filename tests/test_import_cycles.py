@@ -9,9 +9,9 @@ runs its package's `__init__` too, but that is not counted: a package whose
 `__init__` imports its own modules would otherwise always be a cycle. Packages are
 the second level (`tileplan.ops`); the top-level modules (`tileplan.errors`) and the
 package root `tileplan` are packages of their own. Imports under `if TYPE_CHECKING:`
-never run (they name types for annotations: a handler table typing its importer), so
-they make no edge between modules; between packages they do, and the layers' order
-below holds them too.
+count too: they never run, but a module naming another's type for its annotations
+depends on it as much (a handler table typing its importer names what it should only
+describe: a `Protocol` of what it asks, below both, breaks the cycle).
 
 The packages' order, top to bottom, as the README's "How it plans" lists them: a
 package imports only packages below it. `check` re-derives a report without anything
@@ -28,16 +28,11 @@ import tileplan
 
 ROOT = Path(tileplan.__file__).parent
 
-#: cycles known: none (each entry would be the sorted members of one strongly
-#: connected component, to be broken where it lives)
-KNOWN: set[tuple[str, tuple[str, ...]]] = set()
 #: the packages, top to bottom (README, "How it plans")
 LAYERS = ("tileplan", "tileplan.cli", "tileplan.app", "tileplan.render", "tileplan.views", "tileplan.check",
           "tileplan.report", "tileplan.planner", "tileplan.builtins", "tileplan.lowering", "tileplan.importers",
           "tileplan.ops", "tileplan.targets", "tileplan.kernel", "tileplan.model", "tileplan.placement",
           "tileplan.ioutil", "tileplan.runtime", "tileplan.version", "tileplan.errors")
-#: the packages issue 17 redesigns: no cycle may reach them
-REDESIGNED = ("tileplan.kernel", "tileplan.ops", "tileplan.lowering", "tileplan.model", "tileplan.planner")
 
 
 def modules() -> dict[str, Path]:
@@ -59,27 +54,31 @@ def _type_checking_only(tree: ast.Module) -> set[int]:
     return out
 
 
-def module_graph(type_checking: bool = False) -> dict[str, set[str]]:
-    """Module -> the tileplan modules it imports (`type_checking`: those under `if
-    TYPE_CHECKING:` too)."""
+def module_graph(type_checking: bool = True) -> dict[str, set[str]]:
+    """Module -> the tileplan modules it imports (with `type_checking`, the default,
+    those under `if TYPE_CHECKING:` too)."""
     mods = modules()
-    edges: dict[str, set[str]] = {m: set() for m in mods}
-    for name, path in mods.items():
-        tree = ast.parse(path.read_text(), str(path))
-        skip = set() if type_checking else _type_checking_only(tree)
-        for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module is not None:
-                assert node.level == 0, f"{path}: relative import"
-                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
-                           for a in node.names]
-            else:
-                continue
-            edges[name].update(t for t in targets if t in mods and t != name)
-    return edges
+    return {name: imports_of(ast.parse(path.read_text(), str(path)), name, set(mods), type_checking)
+            for name, path in mods.items()}
+
+
+def imports_of(tree: ast.Module, name: str, mods: set[str], type_checking: bool = True) -> set[str]:
+    """The modules of `mods` that module `name`, parsed as `tree`, imports."""
+    skip = set() if type_checking else _type_checking_only(tree)
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            assert node.level == 0, f"{name}: relative import"
+            targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
+                       for a in node.names]
+        else:
+            continue
+        out.update(t for t in targets if t in mods and t != name)
+    return out
 
 
 def package_of(module: str) -> str:
@@ -140,17 +139,21 @@ def test_the_graph_sees_each_kind_of_import():
     assert "tileplan.kernel.options" in edges["tileplan.lowering.program"]
 
 
-def test_no_package_cycle_but_the_known_ones():
-    assert {("packages", c) for c in cycles(package_graph())} <= KNOWN
+def test_an_import_under_type_checking_is_an_edge():
+    source = ("from typing import TYPE_CHECKING\nfrom tileplan.model import ir\n"
+              "if TYPE_CHECKING:\n    from tileplan.ops.base import OpDef\n")
+    mods = {"tileplan.x", "tileplan.model.ir", "tileplan.ops.base"}
+    assert imports_of(ast.parse(source), "tileplan.x", mods) == {"tileplan.model.ir", "tileplan.ops.base"}
+    assert imports_of(ast.parse(source), "tileplan.x", mods, type_checking=False) == {"tileplan.model.ir"}
+    assert cycles({"a": {"b"}, "b": {"a"}}) == [("a", "b")]  # such an edge back is a cycle
 
 
-def test_no_module_cycle_but_the_known_ones():
-    assert {("modules", c) for c in cycles(module_graph())} <= KNOWN
+def test_no_package_cycle():
+    assert cycles(package_graph()) == []
 
 
-def test_no_known_cycle_reaches_the_redesigned_packages():
-    for _, members in KNOWN:
-        assert not any(package_of(m) in REDESIGNED for m in members), members
+def test_no_module_cycle_not_even_through_type_checking_imports():
+    assert cycles(module_graph(type_checking=True)) == []
 
 
 #: what plans: the packages `check` re-derives a report without (the report is built

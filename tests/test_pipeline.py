@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tileplan.cli.main import main
 from tileplan.errors import InputError
@@ -14,7 +16,15 @@ from tileplan.builtins import siglip
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import from_option
 from tileplan.model.stages import split_program
-from tileplan.planner.pipeline import expand_layers_per_ipu, fewest_ipus, margin, plan_pipeline
+from tileplan.planner.pipeline import (
+    ProgramSplit,
+    best_split,
+    expand_layers_per_ipu,
+    fewest_ipus,
+    fits_on,
+    margin,
+    pipeline_of,
+)
 from tileplan.planner.plan import plan_program
 from tileplan.app.build import build_report
 from tileplan.check.driver import check_report
@@ -67,12 +77,12 @@ def test_stages_hold_their_own_layers_and_receive_the_residual_stream():
 def test_so400m_with_f16_weights_needs_two_ipus_and_each_report_checks():
     program = siglip.build_vit(siglip.config(siglip.DEFAULT_MODEL), from_option("f16"))
     assert not run(program).verdict.fits
-    pipeline = fewest_ipus(program, run)
+    pipeline = fewest_ipus(ProgramSplit(program, run))
     assert pipeline is not None and len(pipeline.plans) == 2 and pipeline.fits
     assert sum(pipeline.layers_per_ipu) == 27
     margins = [margin(p) for p in pipeline.plans]
     for other in ((13, 14), (15, 12)):  # the chosen split keeps the most margin on its tightest IPU
-        alternative = plan_pipeline(program, other, run)
+        alternative = pipeline_of(ProgramSplit(program, run), other)
         assert min(margin(p) for p in alternative.plans) <= min(margins)
     for p in pipeline.plans:
         assert check_report(from_json_text(to_json_text(build_report(p)))).consistent
@@ -168,6 +178,23 @@ def test_a_head_tied_to_the_embedding_runs_on_ipu_0(tmp_path):
         assert check_report(from_json_text(to_json_text(build_report(plan)))).consistent
 
 
+def test_a_masked_lm_head_runs_on_ipu_0_whole(tmp_path):
+    """BERT's masked-LM head (`cls`: its transform, then the decoder tied to the token
+    embedding) runs on IPU 0 from its first operation, as optimum-graphcore's
+    `PipelinedBertForMaskedLM` places it; the last IPU runs only its layers."""
+    from tileplan.app.request import PlanRequest
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 2,
+                                  "num_attention_heads": 2, "intermediate_size": 128, "vocab_size": 500,
+                                  "max_position_embeddings": 64, "architectures": ["BertForMaskedLM"]}))
+    request = PlanRequest(model=str(config), sequence_length=16, layers_per_ipu="1,1").resolved()
+    first, last = split_program(request.program(), (1, 1))
+    assert {o.module for o in last.operations()} <= {o.module for o in request.program().operations()
+                                                     if o.layer is not None}
+    assert any((o.module or "").startswith("cls.predictions.transform") for o in first.operations())
+
+
 def test_when_no_split_fits_the_first_ipu_alone_says_why(tmp_path, capsys):
     """`--ipus auto` with an embedding (and the head tied to it) larger than an IPU of 4
     tiles: no split fits, and IPU 0 planned with no layers shows why."""
@@ -184,3 +211,62 @@ def test_when_no_split_fits_the_first_ipu_alone_says_why(tmp_path, capsys):
     assert lines[1].startswith("  IPU 0 with no layers (the embeddings, and a head tied to them) already does not "
                                "fit: Out of memory on tile ")
     assert not list(tmp_path.glob("g*.json"))  # nothing written
+
+
+class TableSplit:
+    """A split whose stage margins come from a table (n, k, count) -> margin, counting
+    what the search asks."""
+
+    def __init__(self, layers, table):
+        self.layers, self.table, self.asked = layers, table, set()
+
+    def margin(self, n, k, count):
+        self.asked.add((n, k, count))
+        return self.table(n, k, count)
+
+    def plans(self, counts):
+        return ()
+
+
+def splits(layers, n):
+    """Every contiguous split of `layers` over n stages, a middle stage with a layer."""
+    if n == 1:
+        yield (layers,)
+        return
+    for c in range(layers + 1):
+        for rest in splits(layers - c, n - 1):
+            if all(r >= 1 for r in rest[:-1]):
+                yield (c, *rest)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 4),
+       st.dictionaries(st.tuples(st.integers(1, 4), st.integers(0, 3), st.integers(0, 7)),
+                       st.one_of(st.none(), st.integers(-3, 3)), max_size=80))
+def test_fits_on_answers_as_fewest_ipus_whatever_the_margins(layers, ipus, table):
+    """`fits_on` (some split over at most N IPUs fits) is `fewest_ipus(split, N)` finding
+    one, even where a stage's margin does not shrink with its layers."""
+    def margin(n, k, c):
+        return table.get((n, k, c), c % 3 - 1)
+    found = fewest_ipus(TableSplit(layers, margin), ipus)
+    assert fits_on(TableSplit(layers, margin), ipus) == (found is not None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 7), st.integers(2, 4), st.lists(st.integers(0, 40), min_size=12, max_size=12))
+def test_the_best_split_keeps_the_most_margin_on_its_tightest_stage(layers, n, budgets):
+    """With margins that shrink with a stage's layers (the search's premise), the split
+    `best_split` finds has the largest smallest margin of every split, and `fits_on`
+    asks for no margin the search does not."""
+    def margin(n_, k, c):
+        return budgets[(k * 3 + n_) % 12] - 7 * c
+    split = TableSplit(layers, margin)
+    counts = best_split(split, n)
+    feasible = [s for s in splits(layers, n) if all(margin(n, k, c) >= 0 for k, c in enumerate(s))]
+    assert (counts is None) == (not feasible)
+    if counts is not None:
+        assert sum(counts) == layers and all(c >= 1 for c in counts[1:-1])
+        best = max(min(margin(n, k, c) for k, c in enumerate(s)) for s in feasible)
+        assert min(margin(n, k, c) for k, c in enumerate(counts)) == best
+        cheap, full = TableSplit(layers, margin), TableSplit(layers, margin)
+        assert fits_on(cheap, n) and fewest_ipus(full, n) is not None and cheap.asked <= full.asked

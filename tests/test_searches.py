@@ -58,9 +58,10 @@ def test_the_layers_row_says_when_the_search_stopped_at_its_cap(tmp_path, capsys
 
 
 def test_a_pipeline_stage_margin_shrinks_with_its_layers():
-    """The premise of `fewest_ipus`'s bisection over a stage's layers (not over the
-    batch): each stage kind, first, middle or last, loses margin with every layer it
-    is given, at a batch whose whole-program memory does not grow monotonically."""
+    """The premise of the split search's bisection over a stage's layers
+    (`tileplan.planner.pipeline.most_layers`; not over the batch): each stage kind,
+    first, middle or last, loses margin with every layer it is given, at a batch whose
+    whole-program memory does not grow monotonically."""
     from tileplan.lowering.policy import policy
     from tileplan.model.machine import machine
     from tileplan.model.stages import split_program

@@ -148,6 +148,8 @@ def test_every_layer_recomputation_checkpoints_layer_outputs(qa, tmp_path):
 
 
 def test_a_tied_head_runs_on_ipu_0_as_the_last_stage(tmp_path):
+    """GPT-2's LM head runs on IPU 0, its final norm on the last IPU after the last
+    layer (Graphcore's GPT-2 gives `lm_head` a block on IPU 0 and `ln_f` none)."""
     gpt2 = config(tmp_path, "gpt2", "GPT2LMHeadModel", model_type="gpt2", n_embd=64, n_layer=2, n_head=2,
                   vocab_size=500, n_positions=64, bos_token_id=0, eos_token_id=0)
     assert main(["plan", gpt2, "--train", "--sequence-length", "16", "--no-what-if", "-o", str(tmp_path / "g.json"),
@@ -156,6 +158,23 @@ def test_a_tied_head_runs_on_ipu_0_as_the_last_stage(tmp_path):
     assert (first["stages"], first["stash_depths"]) == ("0,2", "5,0")  # 3 stages: the head is the third
     names = {v["name"] for v in values(report(tmp_path / "g.ipu0.json"))}
     assert {"transformer.wte.splits.split0.weight", "transformer.wte.splits.split1.weight"} <= names
+    last = {v["name"] for v in values(report(tmp_path / "g.ipu1.json"))}
+    assert "transformer.ln_f.weight" in last and "transformer.ln_f.weight" not in names
+
+
+def test_bert_pretrainings_pooler_and_heads_run_on_ipu_0(tmp_path):
+    """BERT's pre-training heads read the token embedding: over two IPUs the pooler and
+    both heads run on IPU 0 beside it (Graphcore's BERT: "Pooler --> IPU 0",
+    "Classifier --> IPU 0"), the layers on their IPUs."""
+    from tileplan.app.training import training_program
+
+    pre = config(tmp_path, "pre", "BertForPreTraining")
+    request = PlanRequest(model=pre, sequence_length=16, training=TrainingOptions()).resolved()
+    first, last = (training_program(request, (2, 2), ipu) for ipu in (0, 1))
+    weights = [{t.name for t in p.tensors if t.role == "parameter"} for p in (first, last)]
+    for head in ("bert.pooler.dense.weight", "cls.predictions.transform.dense.weight", "cls.seq_relationship.weight"):
+        assert head in weights[0] and head not in weights[1]
+    assert "bert.encoder.layer.3.output.dense.weight" in weights[1]
 
 
 def test_bert_pretraining_and_mt5_plan(tmp_path):

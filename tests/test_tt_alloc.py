@@ -174,10 +174,14 @@ def test_too_many_shards_is_message_6() -> None:
     assert result == TooManyShards(BufferRequest(BufferType.L1, 64 * 2048, 2048, shards=64), 56)
 
 
-def test_an_interleaved_l1_small_buffer_without_l1_small_is_refused() -> None:
-    alloc = DeviceAllocator(load_device("n150", stack=Stack.TT_METAL))
-    with pytest.raises(InputError, match="l1_small_size is 0"):
-        alloc.allocate(BufferRequest(BufferType.L1_SMALL, 64, 32))
+def test_an_l1_small_buffer_without_l1_small_is_an_out_of_memory_on_0_b_banks() -> None:
+    """tt-metal with l1_small_size 0 keeps the L1_SMALL banks, of 0 B: "Out of Memory: Not
+    enough space to allocate 1024 B L1_SMALL buffer across 64 banks, where each bank needs
+    to store 16 B, but bank size is 0 B" (a conv1d's config tensor, public model notes)."""
+    alloc = DeviceAllocator(load_device("n150", stack=Stack.TT_METAL))  # worker dispatch: 64 banks
+    result = alloc.allocate(BufferRequest(BufferType.L1_SMALL, 1024, 16))
+    assert isinstance(result, OutOfMemory)
+    assert (result.banks, result.bytes_per_bank, result.bank_size) == (64, 16, 0)
 
 
 def test_requests_for_tensors() -> None:

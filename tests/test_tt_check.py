@@ -106,3 +106,14 @@ def test_the_device_arithmetic_is_re_derived() -> None:
     obj = report_json("mlp")
     obj["device"]["l1_bank_size"] += 32
     assert findings(obj)[0] == "disagree: device.l1_bank_size: the report gives 1329920, the rules give 1329888"
+
+
+@pytest.mark.parametrize("trace_region_size", [0, 2048, 50_000_000])
+def test_reports_with_a_trace_re_derive(trace_region_size: int) -> None:
+    plan = plan_tt(PROGRAMS["traced"]().program(), load_device("n150", trace_region_size=trace_region_size))
+    obj = json.loads(build_tt_report(plan, "traced", "tt-mlir", ()).to_bytes())
+    assert findings(obj) == []
+    if trace_region_size == 2048:
+        obj["verdict"]["trace"]["trace_buffers_size"] = 2000
+        obj["verdict"]["message"] = obj["verdict"]["message"].replace("5120B", "2000B")
+        assert findings(obj) == ["disagree: verdict: 2000 B of trace buffers fit the 2304 B region"]

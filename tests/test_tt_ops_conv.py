@@ -1,6 +1,6 @@
 """conv2d and halo rules (tileplan.targets.tenstorrent.ops.tt_conv) against the
-Blackhole p150b trace of TENSTORRENT-NOTES.md (h) H3 (tt-metal
-tests/ttnn/unit_tests/base_functionality/graph_l1_traces/README.md), and properties of
+Blackhole p150b trace of TENSTORRENT-NOTES.md (h) H3 (
+tenstorrent/tt-metal tests/ttnn/unit_tests/base_functionality/graph_l1_traces/README.md), and properties of
 the shard-grid search."""
 
 from __future__ import annotations

@@ -4,9 +4,18 @@ buffers and frees, every address a first-fit free list gives, the lifetimes in e
 
 from __future__ import annotations
 
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tileplan.app.tenstorrent.build import build_tt_report
+from tileplan.check.tenstorrent import check_tt_report
+from tileplan.report.tt_report import read_tt_report
 from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.device import load_device
-from tileplan.targets.tenstorrent.memory import BufferType
+from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, L1_INTERLEAVED, BufferType
+from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.plan import plan_tt
 from tileplan.targets.tenstorrent.planned import UPLOAD, BufferUse, TtPlan
@@ -88,3 +97,34 @@ def test_a_view_names_its_inputs_buffer_until_both_are_freed() -> None:
     assert x_buf.freed is not None and x_buf.last_op == 1  # freed with the view, not with x
     assert plan.programs[0].l1_buffers == (0, 1)
     no_two_live_buffers_overlap(plan)
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> Builder:
+    """Uploads in L1 or DRAM, then unary operations writing L1 or DRAM, each freeing a
+    live activation now and then: first fit's holes, clashes and out-of-memories."""
+    b = Builder("random")
+    live: list[int] = []
+    for k in range(draw(st.integers(1, 4))):
+        tiles = draw(st.one_of(st.integers(1, 300), st.integers(600, 649)))
+        memory = draw(st.sampled_from([L1_INTERLEAVED, DRAM_INTERLEAVED]))
+        live.append(b.upload(f"w{k}", tile((1, 1, 32 * tiles, 32 * 72), memory), Role.INPUT))
+    for k in range(draw(st.integers(1, 8))):
+        src = draw(st.sampled_from(live))
+        out = OutputRequest(draw(st.sampled_from([BufferType.L1, BufferType.DRAM])))
+        free = tuple(t for t in live if t == src and draw(st.booleans()))
+        made = b.op(OpKind.RELU, f"op{k}", (src,), out, free=free)
+        live = [t for t in live if t not in free] + [made]
+    return b
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs())
+def test_every_random_program_plans_without_overlap_and_its_report_re_derives(b: Builder) -> None:
+    """Two implementations agree: the planner's addresses, program figures and verdict,
+    and check's first fit and rules, over random programs whatever their verdict."""
+    plan = plan_tt(b.program(), N150)
+    no_two_live_buffers_overlap(plan)
+    report = read_tt_report(json.loads(build_tt_report(plan, "random", "tt-mlir", ()).to_bytes()))
+    result = check_tt_report(report)
+    assert result.consistent, [f.to_text() for f in result.findings]

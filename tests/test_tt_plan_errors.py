@@ -10,13 +10,14 @@ import pytest
 from tileplan.errors import ModelError
 from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.device import load_device
-from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
+from tileplan.targets.tenstorrent.memory import L1_INTERLEAVED, BufferType, MemoryLayout, TensorSpec
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.plan import plan_tt
 from tileplan.targets.tenstorrent.planned import UPLOAD, FailureKind
+from tileplan.targets.tenstorrent.tiles import DataType, Layout
 
-from tt_plan_support import Builder, cb_clash, cb_grow, falcon_8044, tile, too_many_shards
+from tt_plan_support import Builder, bloom_dram, cb_clash, cb_grow, falcon_8044, tile, too_many_shards, traced
 
 N150_2026 = load_device("n150", version="2026-04-21")
 
@@ -42,11 +43,7 @@ def test_bloom_dram_out_of_memory_in_each_builds_words() -> None:
     DRAM banks, 85,635,072 B a bank; with 102,400,000 B x 10 already uploaded it does not
     fit: capacity. A 2025-10 build prints 'bank size is only', a 2026 one the statistics."""
     def verdict(version: str) -> str | None:
-        b = Builder()
-        for k in range(10):
-            b.upload(f"layer{k}", tile((1, 1, 32 * 50_000, 32 * 12)))
-        b.upload("word_embeddings", tile((250880, 2048)))
-        plan = plan_tt(b.program(), load_device("n150", version=version))
+        plan = plan_tt(bloom_dram().program(), load_device("n150", version=version))
         assert plan.verdict.kind is FailureKind.CAPACITY and plan.verdict.op == UPLOAD
         assert plan.verdict.responsible == tuple(range(10))
         return plan.verdict.message
@@ -94,3 +91,57 @@ def test_an_operation_its_rule_refuses_is_one_line_naming_it() -> None:
     with pytest.raises(ModelError, match=r"^operation 0 \(relu, ttnn.relu\): ttnn.relu: the unary factories run "
                                          "interleaved to interleaved or sharded to sharded"):
         plan_tt(b.program(), N150_2026)
+
+
+def test_a_trace_beyond_the_trace_region_is_mesh_traces_message() -> None:
+    """A 5,000-B command stream in 1,024-B pages (trace.py): 5,120 B of trace buffers; a
+    2,048-B trace region (aligned to 2,304 on 2026 builds) cannot take them."""
+    plan = plan_tt(traced().program(), load_device("n150", trace_region_size=2048))
+    assert plan.verdict.message == ("Creating trace buffers of size 5120B on MeshDevice 0, but only 2304B is "
+                                    "allocated for trace region.")
+    assert (plan.verdict.kind, plan.verdict.buffer_type, plan.verdict.op) == (FailureKind.TRACE, BufferType.TRACE, 1)
+
+
+def test_a_trace_goes_to_the_trace_bank_or_top_down_in_dram_when_dynamic() -> None:
+    regioned = plan_tt(traced().program(), load_device("n150", trace_region_size=50_000_000))
+    (trace,) = [b for b in regioned.buffers if b.use.value == "trace"]
+    d = regioned.device
+    assert (trace.buffer_type, trace.address, trace.bytes) == (BufferType.TRACE, d.trace_base, 5120)
+    dynamic = plan_tt(traced().program(), load_device("n150"))
+    (trace,) = [b for b in dynamic.buffers if b.use.value == "trace"]
+    top = dynamic.device.dram_unreserved_base + dynamic.device.dram_bank_size
+    assert (trace.buffer_type, trace.address) == (BufferType.DRAM, top - 1024)
+
+
+def test_tt_mlir_8110_fragmentation_on_n300_end_to_end() -> None:
+    """tt-mlir #8110 (Qwen3-32B, n300, 64 banks a chip): 323,936 B a bank allocated around
+    a 591,872-B hole (289 tiles), 414,080 B free below; an L1-interleaved output of
+    19,008 tiles (297 a bank, 608,256 B) fits in neither though 1,005,952 B are free."""
+    b = Builder("qwen")
+    b.upload("a", tile((1, 1, 32 * 100, 32 * 64), L1_INTERLEAVED))  # 204,800 B a bank
+    hole = b.upload("hole", tile((1, 1, 32 * 289, 32 * 64), L1_INTERLEAVED), Role.INPUT)
+    b.upload("b", TensorSpec((64, 59568), DataType.BFLOAT16, Layout.ROW_MAJOR, L1_INTERLEAVED))  # one 119,136-B row
+    x = b.upload("x", tile((1, 1, 32 * 297, 32 * 64)), Role.INPUT)
+    b.op(OpKind.RELU, "hole.to_dram", (hole,), free=(hole,))
+    b.op(OpKind.RELU, "mlp.act", (x,), OutputRequest(BufferType.L1))
+    plan = plan_tt(b.program(), load_device("n300", version="2026-04-21"))
+    assert plan.verdict.message == (
+        "Out of Memory: Not enough space to allocate 38928384 B L1 buffer across 64 banks, where each bank needs to "
+        "store 608256 B, but bank size is 1329888 B (allocated: 323936 B, free: 1005952 B, largest free block: "
+        "591872 B)")
+    assert plan.verdict.kind is FailureKind.FRAGMENTATION
+
+
+def test_bevdepth_l1_out_of_memory_in_a_2025_10_build() -> None:
+    """tt-xla's bevdepth test config (n150, 2025-10): 69,599,232 B of L1 over 72 banks,
+    966,656 B a bank (472 tiles), bank 1,366,016 B (base 100,352, tt-mlir's 32 KiB of
+    L1_SMALL then); with 200 tiles a bank already held it does not fit, in the build's
+    'only' form."""
+    b = Builder("bevdepth")
+    b.upload("resident", tile((1, 1, 32 * 200, 32 * 72), L1_INTERLEAVED))
+    x = b.upload("x", tile((1, 1, 32 * 472, 32 * 72)), Role.INPUT)
+    b.op(OpKind.RELU, "backbone.act", (x,), OutputRequest(BufferType.L1))
+    plan = plan_tt(b.program(), load_device("n150", version="2025-10-03"))
+    assert plan.verdict.message == ("Out of Memory: Not enough space to allocate 69599232 B L1 buffer across 72 banks, "
+                                    "where each bank needs to store 966656 B, but bank size is only 1366016 B")
+    assert plan.verdict.kind is FailureKind.CAPACITY

@@ -40,6 +40,7 @@ class Builder:
     uploads: list[int] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
     frees: list[tuple[int, ...]] = field(default_factory=list)
+    traces: list[tuple[int, int]] = field(default_factory=list)
 
     def upload(self, name: str, spec: TensorSpec, role: Role = Role.WEIGHT) -> int:
         t = len(self.tensors)
@@ -66,7 +67,7 @@ class Builder:
 
     def program(self, outputs: tuple[int, ...] = ()) -> TtProgram:
         return TtProgram(self.name, Frontend.TT_MLIR, tuple(self.tensors), tuple(self.uploads), tuple(self.ops),
-                         tuple(self.frees), outputs)
+                         tuple(self.frees), outputs, tuple(self.traces))
 
 
 # -- programs the tests plan ------------------------------------------------------------
@@ -156,3 +157,35 @@ def too_many_shards() -> Builder:
 #: every program above, by name
 PROGRAMS = {"mlp": mlp, "reduce": reduce_both, "view": view_then_relu, "falcon_8044": falcon_8044,
             "bloom": bloom_dram, "grow": cb_grow, "clash": cb_clash, "shards": too_many_shards}
+
+
+def small_config(l1_small_tiles: int = 20) -> Builder:
+    """A config tensor in L1_SMALL (20 tiles a bank: 40,960 B) and an activation in L1."""
+    b = Builder("small")
+    b.upload("halo.config", tile((1, 1, 32 * l1_small_tiles, 32 * 72), MemoryConfig(BufferType.L1_SMALL)))
+    x = b.upload("x", tile((1, 1, 1024, 1024)), Role.INPUT)
+    b.op(OpKind.RELU, "relu", (x,), L1)
+    return b
+
+
+def clash_by_activation() -> Builder:
+    """An operation's L1 output of 649 tiles a bank leaves 736 B above the base: its own
+    program's CBs clash with it."""
+    b = Builder("activation_clash")
+    x = b.upload("x", tile((1, 1, 32 * 649, 32 * 72)), Role.INPUT)
+    h = b.op(OpKind.RELU, "big.relu", (x,), L1, free=(x,))
+    b.op(OpKind.RELU, "next.relu", (h,), free=(h,))
+    return b
+
+
+PROGRAMS.update({"small": small_config, "activation_clash": clash_by_activation})
+
+
+def traced(stream_bytes: int = 5000) -> Builder:
+    """The mlp with a trace of `stream_bytes` captured after its last operation."""
+    b = mlp()
+    b.traces.append((1, stream_bytes))
+    return b
+
+
+PROGRAMS["traced"] = traced

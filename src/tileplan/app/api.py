@@ -26,9 +26,11 @@ from tileplan.model.machine import machine as find_machine
 from tileplan.model.precision import from_option
 from tileplan.planner.plan import plan_program
 from tileplan.app.request import PlanRequest, default_precisions, weights_precision
-from tileplan.app.training import TrainingOptions, joint_from_module
+from tileplan.app.training import TrainingOptions
+from tileplan.importers.hf_models import joint_from_module
 from tileplan.app.whatif import with_what_if
-from tileplan.importers.training import JointProgram, ipu_program
+from tileplan.importers.joint_program import JointProgram
+from tileplan.importers.training import ipu_program
 from tileplan.kernel.options import Options
 from tileplan.planner.plan import Plan
 from tileplan.app.build import build_report

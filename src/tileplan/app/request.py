@@ -15,18 +15,18 @@ from typing import Any
 from tileplan.errors import InputError, TileplanError, option
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
 from tileplan.lowering.policy import policy
-from tileplan.app.sources import config_name, display_name, import_graph, is_hub_id, kind_of, locate
+from tileplan.app.sources import display_name, import_graph, is_hub_id, kind_of, locate
 from tileplan.builtins import siglip, synthetic
 from tileplan.importers.graph import Graph
+from tileplan.importers.hf_models import config_name
 from tileplan.model.info import ModelShape, ProgramInfo
 from tileplan.model.ir import Program
 from tileplan.model.machine import machine
 from tileplan.model.precision import Precision, from_option
-from tileplan.model.stages import layer_count
-from tileplan.planner.pipeline import MAX_IPUS, Pipeline, expand_layers_per_ipu, fewest_ipus, plan_pipeline
+from tileplan.planner.pipeline import MAX_IPUS, Pipeline, ProgramSplit, Split, as_asked
 from tileplan.planner.plan import Plan, plan_program
 from tileplan.builtins.synthetic import config_for_timeline, timeline_count
-from tileplan.app.training import TrainingOptions, training_pipeline, training_program
+from tileplan.app.training import TrainingOptions, training_program, training_split
 
 
 #: PopLibs' and PopTorch's default availableMemoryProportion
@@ -283,24 +283,20 @@ class PlanRequest:
         `ipus`, or (`ipus` auto) the fewest IPUs that fit; None when auto finds none."""
         if self.weights is None or self.activations is None:
             return self.resolved().pipeline()
-        program = self.program() if self.training is None else None
+        ipus = None if self.ipus in (None, "auto") else int(self.ipus)
+        return as_asked(self.split(), self.split_spec() if self.layers_per_ipu is not None else None, ipus,
+                        self.ipus == "auto")
+
+    def split(self) -> Split:
+        """The model's layers split over IPUs, each IPU planned with its own options
+        (the search of `tileplan.planner.pipeline` takes it); the precisions decided."""
         target, layout = machine(self.machine), policy(self.policy)
 
         def run(stage: Program) -> Plan:
             ipu = stage.info.pipeline.ipu if stage.info.pipeline is not None else 0
             return plan_program(stage, target, layout, self.options_for(ipu))
 
-        if self.training is not None:
-            ipus = None if self.ipus in (None, "auto") else int(self.ipus)
-            return training_pipeline(self, self.split_spec() if self.layers_per_ipu is not None else None, ipus,
-                                     self.ipus == "auto", run)
-        assert program is not None
-        if self.ipus == "auto" and self.layers_per_ipu is None:
-            return fewest_ipus(program, run)
-        ipus = None if self.ipus in (None, "auto") else int(self.ipus)
-        spec = self.split_spec() if self.layers_per_ipu is not None else [-1]
-        counts = expand_layers_per_ipu(spec, layer_count(program), ipus or len(spec))
-        return plan_pipeline(program, counts, run)
+        return training_split(self, run) if self.training is not None else ProgramSplit(self.program(), run)
 
     def with_(self, **changes: Any) -> "PlanRequest":
         return replace(self, **changes)

@@ -1,6 +1,6 @@
 """Where a model comes from, by how it is named: a built-in name, a Hugging Face
-`config.json` (SigLIP towers by the built-in builder, any other architecture through
-transformers on the meta device and torch.export), an ONNX file (`.onnx`), a saved
+`config.json` (SigLIP towers by the built-in builder, any other architecture built by
+`tileplan.importers.hf_models`), an ONNX file (`.onnx`), a saved
 ExportedProgram (`.pt2`), `synthetic:N` (a chain of about N timeline values, built
 in; `tileplan.builtins.synthetic`) or a Hugging Face hub id (its config.json from the
 local cache or the hub: `locate`). `import_graph` imports one once per process
@@ -15,15 +15,13 @@ import os
 import re
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
 
-from tileplan.errors import InputError, ModelError, option
+from tileplan.errors import InputError, option
 from tileplan.importers.graph import Graph
+from tileplan.importers.hf_models import first_line, from_hf_config
 from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json
 from tileplan.runtime import library_output_captured
 
-#: the sequence length a text model is planned at unless told
-DEFAULT_SEQUENCE = 128
 #: model_type values the built-in SigLIP builder plans from a config.json
 SIGLIP_TYPES = ("siglip", "siglip_vision_model", "siglip2", "siglip2_vision_model")
 
@@ -71,7 +69,7 @@ def locate(model: str) -> str:
                     continue
                 raise InputError(f"unknown model {model!r}: not a built-in model ({_builtins()}), a file or a Hugging "
                                  f"Face model in the local cache, and the hub did not give its config.json "
-                                 f"({type(e).__name__}: {_first_line(e, 160)}); {hint}") from None
+                                 f"({type(e).__name__}: {first_line(e, 160)}); {hint}") from None
             if path:
                 return str(path)
     raise InputError(f"the Hugging Face hub has no config.json for this model; {hint}", model)
@@ -169,62 +167,6 @@ def _import(model: str, key: tuple[str, int], batch: int | None, sequence_length
     raise AssertionError(kind)
 
 
-def from_hf_config(path: str, batch: int | None, sequence_length: int | None, image_size: int | None,
-                   layers: int | None, kv_cache: int | None = None) -> Graph:
-    """Any architecture transformers builds from its config: random weights on the meta
-    device (nothing downloaded, nothing in memory), exported with example inputs of
-    the model's main input (`input_ids` [batch, sequence], `pixel_values` [batch,
-    channels, image, image])."""
-    try:
-        import torch
-        from transformers import AutoConfig
-    except ImportError:  # pragma: no cover - the import extra is installed by make test
-        raise InputError("planning a Hugging Face config.json needs the `import` extra: "
-                         "pip install 'tileplan[import]'", path) from None
-    from tileplan.importers.torch_export import from_torch
-    doc = read_json(path, MAX_CONFIG_BYTES)
-    if not isinstance(doc, dict):
-        raise InputError(f"expected a JSON object (a Hugging Face config.json), found a {type(doc).__name__}", path)
-    kind = doc.get("model_type")
-    if not isinstance(kind, str):
-        raise InputError("no model_type: expected a Hugging Face config.json", path)
-    fields = {k: v for k, v in doc.items() if k != "model_type"}
-    try:
-        cfg = AutoConfig.for_model(kind, **fields)
-    except Exception as e:  # transformers and huggingface_hub validate with many exception types
-        raise InputError(f"transformers cannot build a {display_name(kind)!r} configuration: {type(e).__name__}: "
-                         f"{_first_line(e)}", path) from None
-    cfg.use_cache = False
-    if layers is not None:
-        if not hasattr(cfg, "num_hidden_layers"):
-            raise InputError(f"{option('layers')}: this configuration has no num_hidden_layers", path)
-        cfg.num_hidden_layers = layers
-    for key in ("num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size", "num_attention_heads"):
-        value = getattr(cfg, key, None)
-        limit = MAX_CONFIG_LAYERS if key == "num_hidden_layers" else MAX_CONFIG_SIZE
-        if isinstance(value, int) and not 0 < value <= limit:
-            raise InputError(f"{key} must be in [1, {limit}], found {value}", path)
-    check_sizes(cfg.to_dict(), path)
-    model_class, architecture = model_class_for(cfg, doc.get("architectures"))
-    try:
-        with torch.device("meta"):
-            model = model_class.from_config(cfg) if hasattr(model_class, "from_config") else \
-                model_class._from_config(cfg)
-    except Exception as e:
-        raise ModelError(f"transformers cannot build the model: {type(e).__name__}: {_first_line(e)}",
-                         path) from None
-    batch = batch or 1
-    name = doc.get("_name_or_path")
-    label = display_name(name) if isinstance(name, str) and name else config_name(path, kind)
-    if kv_cache is not None:  # one decoding step of sequence_length tokens (default 1) after kv_cache positions
-        from tileplan.importers.decode import decode_step
-        graph = decode_step(model, kv_cache, batch, sequence_length or 1, label)
-        return replace(graph, architecture=architecture)
-    example = _example_input(model, cfg, batch, sequence_length, image_size, path)
-    graph = from_torch(model, (example,), label)
-    return replace(graph, architecture=architecture)
-
-
 def max_positions(model: str) -> int | None:
     """The most positions a config.json's model takes (`max_position_embeddings`,
     `n_positions`, ...; its text configuration's for a composite model), if it says."""
@@ -239,113 +181,3 @@ def max_positions(model: str) -> int | None:
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                     return value
     return None
-
-
-#: keys of a configuration (at any depth: a composite model's text_config, vision_config...)
-#: that count layers, and their most; and the most of any other size
-_LAYER_KEYS = re.compile(r"(^|_)(layers|n_layer|depths?)$")
-MAX_CONFIG_LAYERS = 1000
-#: a list of layer counts (a Swin's depths per stage); other lists under layer keys index layers
-_DEPTHS = re.compile(r"(^|_)depths$")
-_SIZE_KEYS = re.compile(r"(size|dim|heads|channels|vocab|positions|embd|d_model|d_ff|d_kv|n_inner|ctx)$")
-MAX_CONFIG_SIZE = 1 << 24
-
-
-def check_sizes(config: object, path: str, place: str = "") -> None:
-    """Every layer count at most MAX_CONFIG_LAYERS and every size at most
-    MAX_CONFIG_SIZE, in the configuration and each of its sub-configurations: a
-    composite model's text_config with a million layers would otherwise take minutes and
-    gigabytes to build before anything could say so."""
-    stack: list[tuple[object, str]] = [(config, place)]
-    while stack:
-        node, where = stack.pop()
-        if isinstance(node, dict):
-            for key, value in node.items():
-                here = f"{where}.{key}" if where else str(key)
-                if isinstance(value, (dict, list)):
-                    stack.append((value, here))
-                elif isinstance(value, bool) or not isinstance(value, int):
-                    continue
-                elif _LAYER_KEYS.search(str(key)) and value > MAX_CONFIG_LAYERS:
-                    raise InputError(f"{here} is {value}, more than the {MAX_CONFIG_LAYERS} layers tileplan plans",
-                                     path)
-                elif _SIZE_KEYS.search(str(key)) and value > MAX_CONFIG_SIZE:
-                    raise InputError(f"{here} is {value}, more than the {MAX_CONFIG_SIZE} tileplan plans", path)
-        elif isinstance(node, list):
-            for i, value in enumerate(node):
-                here = f"{where}[{i}]"
-                if isinstance(value, (dict, list)):
-                    stack.append((value, here))
-                elif (isinstance(value, int) and not isinstance(value, bool) and _DEPTHS.search(where)
-                      and value > MAX_CONFIG_LAYERS):
-                    raise InputError(f"{here} is {value}, more than the {MAX_CONFIG_LAYERS} layers tileplan plans",
-                                     path)
-
-
-def _example_input(model: Any, cfg: Any, batch: int, sequence_length: int | None, image_size: int | None,
-                   path: str) -> Any:
-    """The model's main input on the meta device: `input_ids` [batch, sequence] or
-    `pixel_values` [batch, channels, image, image]."""
-    import torch
-
-    main = getattr(model, "main_input_name", "input_ids")
-    if main == "input_ids":
-        limit = getattr(cfg, "max_position_embeddings", None)
-        limit = limit if isinstance(limit, int) and limit > 0 else DEFAULT_SEQUENCE
-        seq = sequence_length or min(DEFAULT_SEQUENCE, limit)
-        return torch.zeros(batch, seq, dtype=torch.long, device="meta")
-    if main == "pixel_values":
-        vision = getattr(cfg, "vision_config", cfg)
-        found = image_size or getattr(vision, "image_size", None) or 224
-        first: object = found[0] if isinstance(found, (list, tuple)) and found else found
-        checked = []
-        for key, value in (("image_size", first), ("num_channels", getattr(vision, "num_channels", 3))):
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1 << 16:
-                raise InputError(f"{key} must be an integer in [1, 65536], found {str(value)[:40]}", path)
-            checked.append(value)
-        size, channels = checked
-        return torch.zeros(batch, channels, size, size, device="meta")
-    raise InputError(f"the model's main input is {str(main)[:40]!r}; tileplan builds input_ids or pixel_values from "
-                     "a config (export the model yourself and plan the .pt2 or .onnx)", path)
-
-
-def model_class_for(config: Any, architectures: object) -> tuple[Any, str]:
-    """The transformers class a config.json names in `architectures` (its first entry:
-    `BertForQuestionAnswering` plans the QA head, `LlamaForCausalLM` the LM head), when
-    transformers has it and it takes this configuration; else the base model
-    (`AutoModel`; build either with `from_config`, or `_from_config` for a model
-    class). Returns the class and what was chosen, in words (the report's
-    `program.architecture`)."""
-    import transformers
-    from transformers import AutoModel
-
-    names = architectures if isinstance(architectures, list) else []
-    first = names[0] if names and isinstance(names[0], str) and names[0].isidentifier() else None
-    if first is not None:
-        cls = getattr(transformers, first, None)
-        config_class = getattr(cls, "config_class", None)
-        if cls is not None and hasattr(cls, "_from_config") and isinstance(config, config_class or ()):
-            return cls, first
-        base = AutoModel._model_mapping.get(type(config), None) if hasattr(AutoModel, "_model_mapping") else None
-        fallback = getattr(base, "__name__", "the base model")
-        return AutoModel, f"{fallback} (architectures names {display_name(first, 60)!r}, which transformers does not " \
-                          f"build for this configuration)"
-    base = AutoModel._model_mapping.get(type(config), None) if hasattr(AutoModel, "_model_mapping") else None
-    return AutoModel, getattr(base, "__name__", "the base model")
-
-
-def _first_line(e: BaseException, limit: int = 300) -> str:
-    """An exception's text on one line (whitespace runs folded), at most `limit`
-    characters."""
-    text = " ".join(str(e).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def config_name(path: str, fallback: str) -> str:
-    """A configuration's model name when it names none itself: a `config.json`'s
-    folder name (the same from inside the folder as from outside it), any other
-    file's stem."""
-    absolute = os.path.abspath(path)
-    if os.path.basename(absolute) != "config.json":
-        return display_name(os.path.splitext(os.path.basename(absolute))[0] or fallback)
-    return display_name(os.path.basename(os.path.dirname(absolute)) or fallback)

@@ -18,55 +18,39 @@ first_order_momentum_accum_type=torch.float32, ...)` sets them (Graphcore's BERT
 examples: FP16 accumulator, FP32 moments unless `enable_half_first_order_momentum`;
 graphcore/examples `nlp/bert/pytorch/optimization.py`).
 
-The model comes from a Hugging Face `config.json` (the class its `architectures`
-names, built on the meta device with eager attention, whose materialised scores are
-what IPUs train with) or a `torch.nn.Module` handed to the API; its loss is its head's
-(`LOSS_INPUTS`: the labels each head takes), and the joint forward and backward graph
-is exported once per process for each shape (`import_joint`).
+The model comes from a Hugging Face `config.json` (built, given its loss, serialised
+and exported by `tileplan.importers.hf_models.joint_from_config`) or a
+`torch.nn.Module` handed to the API (`joint_from_module` there); the joint forward
+and backward graph is exported once per process for each file version and shape
+(`import_joint`), and its layers split over IPUs by `training_split`.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 import shlex
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from tileplan.errors import InputError, ModelError
-from tileplan.importers.joint import JointGraph, joint_graph
-from tileplan.importers.training import JointProgram, ipu_program
-from tileplan.importers.training_stages import find_layers
-from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json
+from tileplan.errors import InputError
+from tileplan.importers.hf_models import joint_from_config
+from tileplan.importers.joint import JointGraph
+from tileplan.importers.joint_program import JointProgram
+from tileplan.importers.training import ipu_program
+from tileplan.importers.training_stages import layer_count
 from tileplan.model.info import ModelShape, ProgramInfo, Serialization
 from tileplan.model.ir import Program
 from tileplan.model.precision import F16, F32, from_option
 from tileplan.model.training import OPTIMIZERS, PRESETS, RECOMPUTE, TrainingSetup
-from tileplan.planner.pipeline import Pipeline, expand_layers_per_ipu
 from tileplan.planner.plan import Plan
-from tileplan.planner.training import fewest_training_ipus, plan_training_pipeline
+from tileplan.planner.training import TrainingSplit
 from tileplan.runtime import library_output_captured
 
 #: the precisions PopTorch's optimizers take for their accumulator and moments
 STATE_TYPES = ("f16", "f32")
 #: PopTorch's optimizer arguments for the state's precisions (`TrainingOptions`)
 STATE_TYPE_OPTIONS = ("accum_type", "first_order_momentum_accum_type", "second_order_momentum_accum_type")
-#: the labels each task head takes to return its loss, by the end of its class name:
-#: (input name, "batch" [b] or "tokens" [b, s])
-LOSS_INPUTS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
-    ("ForQuestionAnswering", (("start_positions", "batch"), ("end_positions", "batch"))),
-    ("ForPreTraining", (("labels", "tokens"), ("next_sentence_label", "batch"))),
-    ("ForCausalLM", (("labels", "tokens"),)),
-    ("LMHeadModel", (("labels", "tokens"),)),
-    ("ForMaskedLM", (("labels", "tokens"),)),
-    ("ForTokenClassification", (("labels", "tokens"),)),
-    ("ForConditionalGeneration", (("labels", "tokens"),)),
-    ("ForSequenceClassification", (("labels", "batch"),)),
-    ("ForImageClassification", (("labels", "batch"),)),
-    ("ForAudioClassification", (("labels", "batch"),)),
-)
-HEADS = ", ".join(f"...{suffix}" for suffix, _ in LOSS_INPUTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,165 +162,11 @@ class TrainingOptions:
         return parts
 
 
-def loss_inputs(model: Any, main: str, batch: int, tokens: int) -> dict[str, tuple[tuple[int, ...], Any]]:
-    """The label inputs that make `model` return its loss (see `LOSS_INPUTS`), with
-    their shapes; `InputError` naming what to pass when its class has no loss."""
-    import torch
-
-    name = type(model).__name__
-    wanted = next((inputs for suffix, inputs in LOSS_INPUTS if name.endswith(suffix)), None)
-    try:
-        parameters: Any = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        parameters = {}
-    if wanted is None or not all(k in parameters for k, _ in wanted[:1]):
-        raise InputError(f"--train needs a loss, and {display_name(name, 60)} has none: pass a config.json whose "
-                         f"architectures names a task head ({HEADS})")
-    return {key: ((batch,) if size == "batch" else (batch, tokens), torch.long) for key, size in wanted
-            if key in parameters}
-
-
-def serialize_embeddings(model: Any, factor: int) -> None:
-    """optimum-graphcore's `embedding_serialization_factor`: the input embedding split
-    into `factor` tables of consecutive rows (`SerializedEmbedding`: each looks up the
-    ids in its range, the results summed), and a head tied to it (its weight the
-    embedding's) made of `factor` products concatenated (`SerializedLinear`), so each
-    table's gradient is made and consumed in turn."""
-    import torch
-
-    embedding = model.get_input_embeddings()
-    if not isinstance(embedding, torch.nn.Embedding):
-        raise InputError(f"--embedding-serialization-factor: {type(model).__name__}'s input embedding is not an "
-                         "nn.Embedding")
-    rows, width = embedding.weight.shape
-    if factor > rows:
-        raise InputError(f"--embedding-serialization-factor {factor}: the embedding has only {rows} rows")
-    head = model.get_output_embeddings()
-    tied = head is not None and getattr(head, "weight", None) is embedding.weight
-    size = -(-rows // factor)
-    bounds = [(k * size, min(rows, (k + 1) * size)) for k in range(factor) if k * size < rows]
-
-    class SerializedEmbedding(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.splits = torch.nn.ModuleDict({f"split{k}": torch.nn.Embedding(b - a, width)
-                                               for k, (a, b) in enumerate(bounds)})
-
-        def forward(self, ids: Any) -> Any:
-            out = None
-            for (a, b), table in zip(bounds, self.splits.values()):
-                inside = (ids >= a) & (ids < b)
-                x = table(torch.where(inside, ids - a, 0)) * inside.unsqueeze(-1)
-                out = x if out is None else out + x
-            return out
-
-    class SerializedLinear(torch.nn.Module):
-        def __init__(self, tables: Any, bias: Any) -> None:
-            super().__init__()
-            self.tables = [tables[k] for k in tables]
-            self.bias = bias
-
-        def forward(self, x: Any) -> Any:
-            y = torch.cat([x @ t.weight.t() for t in self.tables], dim=-1)
-            return y if self.bias is None else y + self.bias
-
-    serialized = SerializedEmbedding()
-    model.set_input_embeddings(serialized)
-    if tied:
-        model.set_output_embeddings(SerializedLinear(serialized.splits, getattr(head, "bias", None)))
-
-
 @lru_cache(maxsize=4)
 def _joint(path: str, stamp: tuple[str, int], batch: int, sequence_length: int | None, image_size: int | None,
            layers: int | None, factor: int, projection: int) -> tuple[JointGraph, str, str]:
-    from tileplan.app import sources
-
-    try:
-        import torch
-        from transformers import AutoConfig
-    except ImportError:  # pragma: no cover - the import extra is installed by make test
-        raise InputError("training needs the `import` extra: pip install 'tileplan[import]'", path) from None
-    doc = read_json(path, MAX_CONFIG_BYTES)
-    if not isinstance(doc, dict) or not isinstance(doc.get("model_type"), str):
-        raise InputError("expected a Hugging Face config.json with a model_type", path)
-    kind = doc["model_type"]
-    try:
-        cfg = AutoConfig.for_model(kind, **{k: v for k, v in doc.items() if k != "model_type"})
-    except Exception as e:  # transformers validates with many exception types
-        raise InputError(f"transformers cannot build a {display_name(kind)!r} configuration: {type(e).__name__}: "
-                         f"{sources._first_line(e)}", path) from None
-    cfg.use_cache = False
-    # materialised scores, as IPUs train (docs/notes/TRAINING-NOTES.md section 3.5)
-    cfg._attn_implementation = "eager"
-    if layers is not None:
-        if not hasattr(cfg, "num_hidden_layers"):
-            raise InputError("--layers: this configuration has no num_hidden_layers", path)
-        cfg.num_hidden_layers = layers
-    sources.check_sizes(cfg.to_dict(), path)
-    model_class, architecture = sources.model_class_for(cfg, doc.get("architectures"))
-    try:
-        with torch.device("meta"):
-            model = model_class.from_config(cfg) if hasattr(model_class, "from_config") else \
-                model_class._from_config(cfg)
-    except Exception as e:
-        raise ModelError(f"transformers cannot build the model: {type(e).__name__}: {sources._first_line(e)}",
-                         path) from None
-    example = sources._example_input(model, cfg, batch, sequence_length, image_size, path)
-    main = getattr(model, "main_input_name", "input_ids")
-    tokens = example.shape[1] if main == "input_ids" else 1
-    labels = loss_inputs(model, main, batch, tokens)
-    name = doc.get("_name_or_path")
-    name = display_name(name) if isinstance(name, str) and name else sources.config_name(path, kind)
-    inputs = {main: (tuple(example.shape), example.dtype), **labels}
-    untie = doc.get("tie_word_embeddings") is False
-
-    def prepare(m: Any) -> None:
-        if untie:  # transformers may tie what the config.json says is not tied (MT5Config always ties)
-            untie_head(m)
-        if factor > 1:
-            serialize_embeddings(m, factor)
-        if projection > 1:
-            serialize_projection(m, projection)
-
-    return joint_graph(model, inputs, name, prepare=prepare), name, architecture
-
-
-def serialize_projection(model: Any, factor: int) -> None:
-    """optimum-graphcore's `projection_serialization_factor` for a head with its own
-    weight: `factor` products of consecutive output columns, each with its own weight,
-    concatenated (`SplitProjection`), so each part's gradient and update come in turn."""
-    import torch
-
-    head = model.get_output_embeddings()
-    if not isinstance(head, torch.nn.Linear):
-        raise InputError(f"--projection-serialization-factor: {type(model).__name__}'s head is not an nn.Linear")
-    if head.weight is getattr(model.get_input_embeddings(), "weight", None):
-        return  # tied: the embedding's serialisation serialises it
-    rows, width = head.weight.shape
-    size = -(-rows // factor)
-    bounds = [(k * size, min(rows, (k + 1) * size)) for k in range(factor) if k * size < rows]
-
-    class SplitProjection(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.parts = torch.nn.ModuleDict({f"part{k}": torch.nn.Linear(width, b - a, bias=head.bias is not None)
-                                              for k, (a, b) in enumerate(bounds)})
-
-        def forward(self, x: Any) -> Any:
-            return torch.cat([part(x) for part in self.parts.values()], dim=-1)
-
-    model.set_output_embeddings(SplitProjection())
-
-
-def untie_head(model: Any) -> None:
-    """A head with its own weight, as the config.json says (`tie_word_embeddings`
-    false: mT5's 250112 x 512 head is not its embedding)."""
-    import torch
-
-    head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
-    if head is None or embedding is None or getattr(head, "weight", None) is not getattr(embedding, "weight", None):
-        return
-    head.weight = torch.nn.Parameter(torch.empty_like(embedding.weight))
+    """`joint_from_config`, once per file version (`stamp`) and shape."""
+    return joint_from_config(path, batch, sequence_length, image_size, layers, factor, projection)
 
 
 def import_joint(model: str, batch: int | None, sequence_length: int | None, image_size: int | None,
@@ -359,19 +189,6 @@ def import_joint(model: str, batch: int | None, sequence_length: int | None, ima
         raise InputError(f"cannot read: {e.strerror}", model) from None
     with library_output_captured():
         return _joint(path, stamp, batch or 1, sequence_length, image_size, layers, factor, projection)
-
-
-def joint_from_module(module: Any, example_inputs: tuple[Any, ...], name: str | None = None) -> JointGraph:
-    """The joint graph of a `torch.nn.Module` called on `example_inputs`, which must
-    return its loss (a tensor, or an output with `.loss`)."""
-    import torch
-
-    shapes = {f"input{k}": (tuple(x.shape), x.dtype) for k, x in enumerate(example_inputs)
-              if isinstance(x, torch.Tensor)}
-    if len(shapes) != len(example_inputs):
-        raise InputError("train=True needs example_inputs that are all tensors")
-    with library_output_captured():
-        return joint_graph(module, shapes, name or type(module).__name__, positional=True)
 
 
 def joint_program(request: Any) -> JointProgram:
@@ -412,22 +229,8 @@ def training_program(request: Any, counts: tuple[int, ...] | None = None, ipu: i
     return ipu_program(joint, setup, counts, ipu)
 
 
-def layer_count(joint: JointProgram) -> int:
-    """The model's layers (`importers.training_stages.find_layers`)."""
-    return len(find_layers(joint.program.operations(), joint.backward))
-
-
-def training_pipeline(request: Any, spec: list[int] | None, ipus: int | None, auto: bool,
-                      plan: Callable[[Program], Plan]) -> Pipeline | None:
-    """The plans over several IPUs of a training request: as `layers_per_ipu` (`spec`,
-    -1 wildcards) says, split evenly over `ipus`, or (`auto`) the fewest IPUs that fit;
-    None when auto finds none."""
+def training_split(request: Any, plan: Callable[[Program], Plan]) -> TrainingSplit:
+    """The layers of a training request split over IPUs, each IPU's program planned by
+    `plan` (what `tileplan.planner.pipeline`'s search and `as_asked` take)."""
     layers = layer_count(joint_program(request))
-
-    def program(counts: tuple[int, ...], ipu: int) -> Program:
-        return training_program(request, counts, ipu)
-
-    if auto and spec is None:
-        return fewest_training_ipus(layers, program, plan)
-    counts = expand_layers_per_ipu(spec or [-1], layers, ipus or len(spec or [-1]))
-    return plan_training_pipeline(counts, program, plan)
+    return TrainingSplit(layers, lambda counts, ipu: training_program(request, counts, ipu), plan)

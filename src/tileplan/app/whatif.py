@@ -180,7 +180,7 @@ def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) ->
     over two IPUs, `--ipus 2 --layers-per-ipu` as `fewest_ipus` chooses it). A batch
     that cannot be planned (an input whose batch the file fixes) ends the search: the
     row says why."""
-    from tileplan.planner.pipeline import Pipeline, fewest_ipus
+    from tileplan.planner.pipeline import ProgramSplit, fewest_ipus, fits_on
     plans: dict[int, Plan] = {}
     errors: dict[int, str] = {}
 
@@ -209,25 +209,32 @@ def largest_batch_rows(base: PlanRequest, run: Callable[[PlanRequest], Plan]) ->
         layer_count(base.program())
     except TileplanError:
         return rows  # no layers to split over two IPUs
-    pipelines: dict[int, Pipeline | None] = {}
+    splits: dict[int, ProgramSplit] = {}
+
+    def split(batch: int) -> ProgramSplit:
+        if batch not in splits:
+            request = base.with_(batch=batch)
+            target, layout, options = machine(request.machine), policy(request.policy), request.options
+            splits[batch] = ProgramSplit(request.program(), lambda p: plan_program(p, target, layout, options))
+        return splits[batch]
 
     def two(batch: int) -> bool:
-        request = base.with_(batch=batch)
+        """Whether some split over at most two IPUs fits (not which is best: asked once,
+        of the largest batch found)."""
         try:
-            pipe = fewest_ipus(request.program(), lambda p: plan_program(p, machine(request.machine),
-                                                                           policy(request.policy), request.options),
-                               max_ipus=2)
+            return fits_on(split(batch), 2)
         except TileplanError:
-            pipe = None
-        pipelines[batch] = pipe
-        return pipe is not None and len(pipe.plans) <= 2
+            return False
     found2 = largest_found(two, max(best, 1))
-    pipe = pipelines.get(found2.best) if found2.best else None
+    try:
+        pipe = fewest_ipus(split(found2.best), max_ipus=2) if found2.best else None
+    except TileplanError:
+        pipe = None
     if pipe is not None:
-        split = ",".join(map(str, pipe.layers_per_ipu))
-        request = base.with_(batch=found2.best, ipus=str(len(pipe.layers_per_ipu)), layers_per_ipu=split)
+        counts = ",".join(map(str, pipe.layers_per_ipu))
+        request = base.with_(batch=found2.best, ipus=str(len(pipe.layers_per_ipu)), layers_per_ipu=counts)
         tight = min(pipe.plans, key=lambda p: outcome(p).margin or 0)
-        value = f"{found2.text('largest')[:-1]}; layers per IPU {split})"
+        value = f"{found2.text('largest')[:-1]}; layers per IPU {counts})"
         rows.append(WhatIfRow("batch on 2 IPUs", value, request, outcome(tight)))
     return rows
 

@@ -37,6 +37,8 @@ def check_device(d: TtDevice, out: TtCheckResult) -> None:
     out.compare("device.l1_small_bank_size", d.l1_small_bank_size, round_up(d.l1_small_size, d.dram_alignment))
     out.compare("device.l1_bank_size", d.l1_bank_size, d.l1_size - d.l1_base - d.l1_small_bank_size)
     out.compare("device.l1_banks", d.l1_banks, d.worker_grid[0] * d.worker_grid[1])
+    unit = d.dram_alignment * (d.dram_banks if d.trace_alignment == "dram_x_banks" else 1)
+    out.compare("device.trace_region_config", d.trace_region_config, round_up(d.trace_region_size, unit))
 
 
 def check_buffer(d: TtDevice, b: BufferRow, out: TtCheckResult) -> bool:

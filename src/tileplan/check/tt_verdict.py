@@ -89,7 +89,7 @@ def check_verdict(report: TtReport, lists: dict[str, FirstFit],
         if t is None:
             out.add(place, "a trace verdict gives the trace buffers' size and the region", "defect")
             return
-        out.compare(f"{place}.trace.trace_region_size", t.trace_region_size, d.trace_region_size)
+        out.compare(f"{place}.trace.trace_region_size", t.trace_region_size, d.trace_region_config)
         if t.trace_buffers_size <= t.trace_region_size:
             out.add(place, f"{t.trace_buffers_size} B of trace buffers fit the {t.trace_region_size} B region")
         out.compare(f"{place}.message", v.message, trace_message(t.trace_buffers_size, d.trace_device_word,

@@ -10,6 +10,11 @@ Exit 0: consistent; 1: not; 2: the report cannot be read.
 
 `--budget` makes it a CI gate: after the check, a consistent report whose program
 does not fit (`fits_budget` false) prints the verdict line and exits 3.
+
+A Tenstorrent report is re-derived by check's own rules for it (check/tenstorrent.py):
+every buffer's per-bank size and address (first fit replayed over the report's events),
+every program's live buffers and circular-buffer region, the verdict's figures and
+tt-metal's message, the peaks.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ import argparse
 
 from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.check.driver import check_report
-from tileplan.report.format import read_report
+from tileplan.check.tenstorrent import check_tt_report
+from tileplan.report.reading import read_any_report
+from tileplan.report.tt_report import TtReport
 from tileplan.views.common import verdict_line
+from tileplan.views.tt_summary import verdict_text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,7 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = read_report(args.report)
+    report = read_any_report(args.report)
+    if isinstance(report, TtReport):
+        return run_tt(args, report)
     result = check_report(report)
     args.decided = (1 if not result.consistent else
                     EXIT_OVER_BUDGET if args.budget and not report.fits_budget else 0)
@@ -61,4 +71,29 @@ def run(args: argparse.Namespace) -> int:
         return args.decided
     print(f"inconsistent: {counts['unrepresentable']} unrepresentable, {counts['defect']} defects, "
           f"{counts['disagree']} disagreements")
+    return args.decided
+
+
+def run_tt(args: argparse.Namespace, report: TtReport) -> int:
+    result = check_tt_report(report)
+    args.decided = (1 if not result.consistent else
+                    EXIT_OVER_BUDGET if args.budget and not report.fits else 0)
+    d = report.device
+    print(f"{args.report}: Tenstorrent report of {report.model} on {d.machine}: {report.buffers.count} buffers, "
+          f"{report.operations.count} operations, {report.programs.count} programs")
+    print(f"buffers: {result.buffers_agreeing} of {report.buffers.count} addresses re-derive by first fit over the "
+          "events")
+    print(f"programs: {result.programs_agreeing} of {report.programs.count} programs' live buffers and circular "
+          "buffers re-derive")
+    for f in result.findings:
+        print(f.to_text())
+    if report.what_if is not None:
+        print(f"what_if: {len(report.what_if.rows)} rows are separate plans, not re-derived here; run each row's "
+              "command")
+    if result.consistent:
+        print("consistent: every number re-derives from the report, the verdict and its message too")
+        if args.budget:
+            print(verdict_text(report))
+        return args.decided
+    print(f"inconsistent: {len(result.findings)} findings")
     return args.decided

@@ -23,9 +23,10 @@ from pathlib import Path
 from tileplan import runtime
 from tileplan.cli import EXIT_OVER_BUDGET
 from tileplan.cli.progress import Progress
-from tileplan.app.sources import config_name, display_name, is_hub_id
+from tileplan.app.sources import display_name, is_hub_id
 from tileplan.app.targets import Target, for_machine, refuse_foreign, targets
 from tileplan.errors import InputError, option
+from tileplan.importers.hf_models import config_name
 from tileplan.ioutil import check_target, escape_controls, write_atomic
 from tileplan.kernel.options import AttentionProducts, GemmOutputPacking
 from tileplan.lowering.policy import POLICIES
@@ -56,7 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                             "Hugging Face hub id (org/name: its config.json from the local cache, else downloaded; "
                             "never weights)")
     model.add_argument("--layers", type=int, help="encoder layers (default: the configuration's)")
-    model.add_argument("--batch", type=int, help="batch size of an imported model's inputs (default 1)")
+    model.add_argument("--batch", type=int, help="batch size of an imported model's inputs (default 1; "
+                                                  "tt-transformers: max_batch_size)")
     model.add_argument("--sequence-length", type=int,
                        help="sequence length of a text model's inputs (a config.json's default 128; an ONNX file's "
                             "symbolic sequence dimension needs it, a fixed one is the file's)")
@@ -64,7 +66,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     model.add_argument("--kv-cache", type=int, metavar="L",
                        help="plan one decoding step of a decoder (a config.json's) with a key/value cache of L "
                             "positions per layer, always live; --sequence-length sets the step's new tokens "
-                            "(default 1)")
+                            "(default 1). On a Tenstorrent machine: decode with a KV cache of L positions "
+                            "(tt-transformers: max_seq_len)")
     model.add_argument("--no-map-head", action="store_true", help="leave out the MAP head (a built-in tower)")
     model.add_argument("--unroll", action="store_true",
                        help="plan the encoder as one copy of its operations per layer, not as a repeat block")

@@ -1,7 +1,8 @@
 """Draw a report's liveness chart as a PNG image.
 
 Usage per step stacked by value group, both regions against their budgets, the peak
-and the repeat blocks. The image is REPORT.png beside REPORT.json unless -o says
+and the repeat blocks; for a Tenstorrent report, each program's L1 on one core (circular
+buffers up, L1 buffers down, where they meet). The image is REPORT.png beside REPORT.json unless -o says
 otherwise.
 """
 
@@ -12,7 +13,8 @@ import argparse
 from tileplan.errors import InputError
 from tileplan.ioutil import output_path, write_atomic
 from tileplan.render import human_bytes, require_extra
-from tileplan.report.format import read_report
+from tileplan.report.reading import read_any_report
+from tileplan.report.tt_report import TtReport
 from tileplan.views.liveness import build_liveness
 
 
@@ -29,7 +31,13 @@ def run(args: argparse.Namespace) -> int:
     from tileplan.render.plot import render_png  # noqa: PLC0415 (the optional extra)
 
     output = output_path(args.report, args.output, ".png", args.force)
-    image = render_png(build_liveness(read_report(args.report)))
+    report = read_any_report(args.report)
+    if isinstance(report, TtReport):
+        from tileplan.render.tt_plot import render_tt_png  # noqa: PLC0415 (the optional extra)
+        from tileplan.views.tt_page import build_tt_page
+        image = render_tt_png(build_tt_page(report))
+    else:
+        image = render_png(build_liveness(report))
     write_atomic(output, image, overwrite=args.force)
     print(f"wrote {output} ({human_bytes(len(image))})")
     return 0

@@ -1,6 +1,8 @@
 """Summarize a report in the terminal, the verdict line first.
 
-Then each region's peak against its budget, the largest values live at the peak step
+A Tenstorrent report: tt-metal's message (or the fit), where the run stopped and the
+buffers responsible, each memory's peak, the largest buffers and what to change.
+An IPU report: then each region's peak against its budget, the largest values live at the peak step
 and usage per step as a chart. `--json` prints the same summary as JSON. Plain text,
 coloured on a terminal; it needs no optional extra.
 """
@@ -14,8 +16,11 @@ from typing import TextIO
 
 from tileplan.errors import InputError
 from tileplan.render.terminal import render_summary, terminal_style
-from tileplan.report.format import read_report
+from tileplan.render.tt_terminal import render_tt_summary
+from tileplan.report.reading import read_any_report
+from tileplan.report.tt_report import TtReport
 from tileplan.views.summary import TOP_VALUES, Summary, build_summary
+from tileplan.views.tt_summary import build_tt_summary
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,7 +33,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError(f"--top must be >= 1, found {args.top}")
-    summary = build_summary(read_report(args.report), top=args.top)
+    report = read_any_report(args.report)
+    if isinstance(report, TtReport):
+        tt = build_tt_summary(report, top=args.top)
+        args.decided = 0
+        if args.json:
+            sys.stdout.write(json.dumps(tt.to_json(), sort_keys=True, indent=1, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(render_tt_summary(tt, terminal_style(sys.stdout)))
+        return args.decided
+    summary = build_summary(report, top=args.top)
     args.decided = 0  # what a reader that leaves early (| head) does not change
     if args.json:
         write_json(summary, sys.stdout)

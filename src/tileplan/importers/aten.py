@@ -12,37 +12,34 @@ importer does not know.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tileplan.errors import ModelError
 from tileplan.importers import aten_views  # noqa: F401  (its view and movement handlers register on import)
-from tileplan.importers.aten_table import ATEN, Handler, aten
-
-if TYPE_CHECKING:
-    from tileplan.importers.torch_export import Importer
+from tileplan.importers.aten_table import ATEN, AtenImporter, Handler, aten
 
 __all__ = ["ATEN", "Handler", "aten"]
 
 
 @aten("getitem")
-def _getitem(im: Importer, node: Any) -> Any:
+def _getitem(im: AtenImporter, node: Any) -> Any:
     return im.arg(0)[im.arg(1)]
 
 
 @aten("aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
       "aten.sym_constrain_range_for_size.default")
-def _nothing(im: Importer, node: Any) -> Any:
+def _nothing(im: AtenImporter, node: Any) -> Any:
     return None
 
 
 @aten("aten.clone.default", "aten.alias.default", "aten.contiguous.default", "aten.lift_fresh_copy.default",
       "aten.detach.default", "aten.dropout.default")
-def _alias(im: Importer, node: Any) -> str:
+def _alias(im: AtenImporter, node: Any) -> str:
     return im.arg(0)
 
 
 @aten("aten.copy.default")
-def _copy(im: Importer, node: Any) -> str:
+def _copy(im: AtenImporter, node: Any) -> str:
     """`dst.copy_(src)`, functionalised (`output[:, t] = ...` in RWKV's loop): the
     result is `src`, cast to `dst`'s element class and broadcast to its shape; `dst`
     gives only the shape."""
@@ -59,7 +56,7 @@ def _copy(im: Importer, node: Any) -> str:
 
 
 @aten("aten._to_copy.default")
-def _to_copy(im: Importer, node: Any) -> str:
+def _to_copy(im: AtenImporter, node: Any) -> str:
     x = im.arg(0)
     dtype = im.out_dtype()
     if dtype == im.b.dtypes[x]:
@@ -74,7 +71,7 @@ BINARY = {"add": "add", "sub": "sub", "rsub": "sub", "mul": "mul", "div": "div",
 
 
 def _binary(kind: str) -> Handler:
-    def handle(im: Importer, node: Any) -> str:
+    def handle(im: AtenImporter, node: Any) -> str:
         a, b = im.arg(0), im.arg(1)
         if kind in ("add", "sub") and im.kwarg("alpha", 2, 1) != 1:
             raise ModelError("add/sub with alpha != 1 is not supported")
@@ -101,7 +98,7 @@ UNARY = {"neg": "neg", "exp": "exp", "log": "log", "tanh": "tanh", "sigmoid": "s
 
 
 def _unary(kind: str) -> Handler:
-    def handle(im: Importer, node: Any) -> str:
+    def handle(im: AtenImporter, node: Any) -> str:
         return im.op(kind, [im.arg(0)], dtype=im.out_dtype())
     return handle
 
@@ -111,12 +108,12 @@ for _name, _kind in UNARY.items():
 
 
 @aten("aten.gelu.default")
-def _gelu(im: Importer, node: Any) -> str:
+def _gelu(im: AtenImporter, node: Any) -> str:
     return im.op("gelu", [im.arg(0)], {"approximate": im.kwarg("approximate", 1, "none")})
 
 
 @aten("aten.clamp.default", "aten.clamp_min.default", "aten.clamp_max.default", "aten.hardtanh.default")
-def _clamp(im: Importer, node: Any) -> str:
+def _clamp(im: AtenImporter, node: Any) -> str:
     target = str(node.target)
     lo = im.kwarg("min", 1) if "clamp_max" not in target else None
     hi = im.kwarg("max", 2) if "clamp_min" not in target else im.kwarg("max", 1)
@@ -125,7 +122,7 @@ def _clamp(im: Importer, node: Any) -> str:
 
 
 @aten("aten.where.self", "aten.where.ScalarOther", "aten.where.ScalarSelf", "aten.where.Scalar")
-def _where(im: Importer, node: Any) -> str:
+def _where(im: AtenImporter, node: Any) -> str:
     cond, x, y = im.arg(0), im.arg(1), im.arg(2)
     if isinstance(x, str) and isinstance(y, str):
         return im.op("where", [cond, x, y], dtype=im.out_dtype())
@@ -141,12 +138,12 @@ def _where(im: Importer, node: Any) -> str:
 # matrix products ----------------------------------------------------------------------
 
 @aten("aten.mm.default", "aten.bmm.default", "aten.matmul.default")
-def _mm(im: Importer, node: Any) -> str:
+def _mm(im: AtenImporter, node: Any) -> str:
     return im.op("matmul", [im.arg(0), im.arg(1)])
 
 
 @aten("aten.addmm.default", "aten.baddbmm.default")
-def _addmm(im: Importer, node: Any) -> str:
+def _addmm(im: AtenImporter, node: Any) -> str:
     bias, a, b = im.arg(0), im.arg(1), im.arg(2)
     if im.kwarg("beta", 3, 1) != 1 or im.kwarg("alpha", 4, 1) != 1:
         raise ModelError("addmm with alpha or beta != 1 is not supported")
@@ -155,7 +152,7 @@ def _addmm(im: Importer, node: Any) -> str:
 
 
 @aten("aten.linear.default")
-def _linear(im: Importer, node: Any) -> str:
+def _linear(im: AtenImporter, node: Any) -> str:
     x, w, bias = im.arg(0), im.arg(1), im.arg(2)
     wt = im.op("transpose", [w], {"perm": (1, 0)}, "weight_t")
     y = im.op("matmul", [x, wt])
@@ -163,7 +160,7 @@ def _linear(im: Importer, node: Any) -> str:
 
 
 @aten("aten.convolution.default")
-def _convolution(im: Importer, node: Any) -> str:
+def _convolution(im: AtenImporter, node: Any) -> str:
     x, w, bias, stride, padding, dilation, transposed, _, groups = (im.arg(i) for i in range(9))
     n = len(im.shape(w)) - 2
     stride, padding, dilation = (tuple(v) * (n if len(v) == 1 else 1) for v in (stride, padding, dilation))
@@ -191,7 +188,7 @@ def transposed_conv(op: Any, x: str, w: str, bias: str | None, out_shape: tuple[
 
 
 @aten("aten.scaled_dot_product_attention.default")
-def _sdpa(im: Importer, node: Any) -> str:
+def _sdpa(im: AtenImporter, node: Any) -> str:
     q, k, v = im.arg(0), im.arg(1), im.arg(2)
     mask = im.kwarg("attn_mask", 3)
     causal = bool(im.kwarg("is_causal", 5, False))
@@ -206,7 +203,7 @@ def _sdpa(im: Importer, node: Any) -> str:
 # normalisations -----------------------------------------------------------------------
 
 @aten("aten.native_layer_norm.default")
-def _layer_norm(im: Importer, node: Any) -> tuple[str, None, None]:
+def _layer_norm(im: AtenImporter, node: Any) -> tuple[str, None, None]:
     x, normalized, w, b, eps = (im.arg(i) for i in range(5))
     if len(normalized) != 1:
         raise ModelError(f"layer norm over {len(normalized)} dimensions; tileplan normalises the last one")
@@ -217,7 +214,7 @@ def _layer_norm(im: Importer, node: Any) -> tuple[str, None, None]:
 
 
 @aten("aten._native_batch_norm_legit_no_training.default")
-def _batch_norm(im: Importer, node: Any) -> tuple[str, None, None]:
+def _batch_norm(im: AtenImporter, node: Any) -> tuple[str, None, None]:
     x, w, b, mean, var = (im.arg(i) for i in range(5))
     if w is None or b is None:
         raise ModelError("batch norm without affine weight and bias is not supported")
@@ -225,7 +222,7 @@ def _batch_norm(im: Importer, node: Any) -> tuple[str, None, None]:
 
 
 @aten("aten._native_batch_norm_legit_functional.default", "aten._native_batch_norm_legit.default")
-def _batch_norm_training_mode(im: Importer, node: Any) -> tuple[str | None, ...]:
+def _batch_norm_training_mode(im: AtenImporter, node: Any) -> tuple[str | None, ...]:
     """Batch norm of a module exported in training mode (`model.eval()` forgotten):
     the batch's statistics normalise the input, per channel as the running statistics
     do (the same memory); the updated running statistics, buffer mutations of the
@@ -238,7 +235,7 @@ def _batch_norm_training_mode(im: Importer, node: Any) -> tuple[str | None, ...]
 
 
 @aten("aten.native_dropout.default")
-def _dropout_training_mode(im: Importer, node: Any) -> tuple[str, None]:
+def _dropout_training_mode(im: AtenImporter, node: Any) -> tuple[str, None]:
     """Dropout of a module exported in training mode: its input (an inference plan;
     Poplar regenerates a dropout mask from the seed and keeps none, docs/notes/TRAINING-NOTES.md);
     the mask, which only a backward pass reads, is not made."""
@@ -246,7 +243,7 @@ def _dropout_training_mode(im: Importer, node: Any) -> tuple[str, None]:
 
 
 @aten("aten.native_group_norm.default")
-def _group_norm(im: Importer, node: Any) -> tuple[str, None, None]:
+def _group_norm(im: AtenImporter, node: Any) -> tuple[str, None, None]:
     x, w, b = im.arg(0), im.arg(1), im.arg(2)
     groups, eps = int(im.arg(6)), float(im.arg(7, 1e-5))
     if w is None and b is not None:
@@ -256,7 +253,7 @@ def _group_norm(im: Importer, node: Any) -> tuple[str, None, None]:
 
 
 @aten("aten._softmax.default", "aten._log_softmax.default")
-def _softmax(im: Importer, node: Any) -> str:
+def _softmax(im: AtenImporter, node: Any) -> str:
     kind = "log_softmax" if "log" in str(node.target) else "softmax"
     return im.op(kind, [im.arg(0)], {"axis": int(im.arg(1))})
 
@@ -264,7 +261,7 @@ def _softmax(im: Importer, node: Any) -> str:
 # reductions ---------------------------------------------------------------------------
 
 def _reduce(kind: str) -> Handler:
-    def handle(im: Importer, node: Any) -> Any:
+    def handle(im: AtenImporter, node: Any) -> Any:
         x = im.arg(0)
         dims = im.kwarg("dim", 1)
         keep = bool(im.kwarg("keepdim", 2, False))
@@ -291,7 +288,7 @@ for _name, _kind in {"sum.dim_IntList": "reduce_sum", "sum.default": "reduce_sum
 
 
 @aten("aten.linalg_vector_norm.default")
-def _vector_norm(im: Importer, node: Any) -> str:
+def _vector_norm(im: AtenImporter, node: Any) -> str:
     """`torch.linalg.vector_norm` (weight norm's `_weight_norm_interface` decomposes to
     it, ConvNeXt-V2's GRN calls it): ord 2 `reduce_l2`, ord 1 `reduce_l1`."""
     order = float(im.kwarg("ord", 1, 2))
@@ -307,7 +304,7 @@ def _vector_norm(im: Importer, node: Any) -> str:
 
 
 @aten("aten.topk.default")
-def _topk(im: Importer, node: Any) -> tuple[str, str]:
+def _topk(im: AtenImporter, node: Any) -> tuple[str, str]:
     x, k = im.arg(0), int(im.arg(1))
     attrs = {"k": k, "axis": int(im.kwarg("dim", 2, -1)), "largest": bool(im.kwarg("largest", 3, True))}
     return (im.op("topk", [x], {**attrs, "indices": False}, "topk", dtype=im.b.dtypes[x]),
@@ -315,7 +312,7 @@ def _topk(im: Importer, node: Any) -> tuple[str, str]:
 
 
 @aten("aten.sort.default", "aten.sort.stable")
-def _sort(im: Importer, node: Any) -> tuple[str, str]:
+def _sort(im: AtenImporter, node: Any) -> tuple[str, str]:
     x = im.arg(0)
     stable = str(node.target) == "aten.sort.stable"
     attrs = {"axis": int(im.kwarg("dim", None if stable else 1, -1)),
@@ -325,14 +322,14 @@ def _sort(im: Importer, node: Any) -> tuple[str, str]:
 
 
 @aten("aten.histc.default")
-def _histc(im: Importer, node: Any) -> str:
+def _histc(im: AtenImporter, node: Any) -> str:
     attrs = {"bins": int(im.kwarg("bins", 1, 100)), "min": float(im.kwarg("min", 2, 0)),
              "max": float(im.kwarg("max", 3, 0))}
     return im.op("histogram", [im.arg(0)], attrs, "histc", dtype=im.out_dtype())
 
 
 @aten("aten.clamp.Tensor", "aten.clamp_min.Tensor", "aten.clamp_max.Tensor")
-def _clamp_tensor(im: Importer, node: Any) -> str:
+def _clamp_tensor(im: AtenImporter, node: Any) -> str:
     """Bounds that are tensors (PhiMoE's router): `maximum` by the lower, `minimum`
     by the upper, each a broadcast elementwise operation."""
     target = str(node.target)
@@ -353,7 +350,7 @@ def _clamp_tensor(im: Importer, node: Any) -> str:
 
 @aten("aten.scatter.src", "aten.scatter.value", "aten.scatter_add.default", "aten.scatter.reduce",
       "aten.scatter.value_reduce")
-def _scatter(im: Importer, node: Any) -> str:
+def _scatter(im: AtenImporter, node: Any) -> str:
     """`x.scatter(dim, index, src or value)`: values written at `index` along `dim`
     (a scalar value broadcast to the index's shape first), added with `scatter_add`
     or a reduction."""
@@ -367,7 +364,7 @@ def _scatter(im: Importer, node: Any) -> str:
 
 
 @aten("aten.slice_scatter.default")
-def _slice_scatter(im: Importer, node: Any) -> str:
+def _slice_scatter(im: AtenImporter, node: Any) -> str:
     """`src` written over a slice of `x` (Funnel's and ViT-MAE's in-place writes,
     functionalised): the parts of `x` before and after the slice and `src`
     concatenated along `dim`, a new tensor of `x`'s shape."""
@@ -392,7 +389,7 @@ def _slice_scatter(im: Importer, node: Any) -> str:
 
 
 @aten("aten.index_put.default", "aten.index_put_.default")
-def _index_put(im: Importer, node: Any) -> str:
+def _index_put(im: AtenImporter, node: Any) -> str:
     x, indices, values = im.arg(0), im.arg(1), im.arg(2)
     given = [(d, i) for d, i in enumerate(indices) if i is not None]
     attrs = {"axes": tuple(d for d, _ in given), "accumulate": bool(im.kwarg("accumulate", 3, False))}
@@ -400,7 +397,7 @@ def _index_put(im: Importer, node: Any) -> str:
 
 
 @aten("transformers.grouped_mm_fallback.default", "aten._grouped_mm.default")
-def _grouped_mm(im: Importer, node: Any) -> str:
+def _grouped_mm(im: AtenImporter, node: Any) -> str:
     """A mixture of experts' products (transformers' `grouped_mm`): rows sorted by
     expert times each expert's weights, with the experts' row offsets."""
     x, w, offsets = im.arg(0), im.arg(1), im.kwarg("offs", 2)
@@ -410,29 +407,29 @@ def _grouped_mm(im: Importer, node: Any) -> str:
 
 
 @aten("aten.cumsum.default")
-def _cumsum(im: Importer, node: Any) -> str:
+def _cumsum(im: AtenImporter, node: Any) -> str:
     return im.op("cumsum", [im.arg(0)], {"axis": int(im.arg(1))}, dtype=im.out_dtype())
 
 
 # lookups --------------------------------------------------------------------------------
 
 @aten("aten.embedding.default")
-def _embedding(im: Importer, node: Any) -> str:
+def _embedding(im: AtenImporter, node: Any) -> str:
     return im.op("gather", [im.arg(0), im.arg(1)], {"axis": 0}, "embedding")
 
 
 @aten("aten.index_select.default")
-def _index_select(im: Importer, node: Any) -> str:
+def _index_select(im: AtenImporter, node: Any) -> str:
     return im.op("gather", [im.arg(0), im.arg(2)], {"axis": int(im.arg(1))}, "index_select")
 
 
 @aten("aten.gather.default")
-def _gather(im: Importer, node: Any) -> str:
+def _gather(im: AtenImporter, node: Any) -> str:
     return im.op("gather_elements", [im.arg(0), im.arg(2)], {"axis": int(im.arg(1))}, "gather")
 
 
 @aten("aten.index.Tensor")
-def _index(im: Importer, node: Any) -> str:
+def _index(im: AtenImporter, node: Any) -> str:
     x, indices = im.arg(0), im.arg(1)
     given = [(d, i) for d, i in enumerate(indices) if i is not None]
     if len(given) == 1 and len(im.shape(given[0][1])) == 1:
@@ -445,7 +442,7 @@ def _index(im: Importer, node: Any) -> str:
 
 @aten("aten.max_pool2d_with_indices.default", "aten.max_pool2d.default", "aten.avg_pool2d.default",
       "aten.max_pool1d.default", "aten.avg_pool1d.default")
-def _pool(im: Importer, node: Any) -> Any:
+def _pool(im: AtenImporter, node: Any) -> Any:
     x = im.arg(0)
     kernel = tuple(int(k) for k in im.arg(1))
     stride = tuple(int(s) for s in (im.arg(2) or kernel))
@@ -462,7 +459,7 @@ def _pool(im: Importer, node: Any) -> Any:
       "aten._upsample_nearest_exact1d.vec", "aten._upsample_nearest_exact2d.vec", "aten.upsample_linear1d.vec",
       "aten.upsample_bilinear2d.vec", "aten.upsample_trilinear3d.vec", "aten.upsample_bicubic2d.vec",
       "aten._upsample_bilinear2d_aa.vec", "aten.upsample_nearest2d.default", "aten.upsample_bilinear2d.default")
-def _upsample(im: Importer, node: Any) -> str:
+def _upsample(im: AtenImporter, node: Any) -> str:
     target = str(node.target)
     mode = "nearest" if "nearest" in target else "cubic" if "bicubic" in target else "linear"
     return im.op("resize", [im.arg(0)], {"size": im.out_shape()[2:], "mode": mode}, "resize")
@@ -470,7 +467,7 @@ def _upsample(im: Importer, node: Any) -> str:
 
 @aten("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool1d.default",
       "aten.adaptive_avg_pool1d.default")
-def _adaptive(im: Importer, node: Any) -> str:
+def _adaptive(im: AtenImporter, node: Any) -> str:
     return im.op("adaptive_avgpool", [im.arg(0)], {"output_size": tuple(int(s) for s in im.arg(1))})
 
 
@@ -483,7 +480,7 @@ def _adaptive(im: Importer, node: Any) -> str:
       "aten.empty_strided.default", "aten.empty_permuted.default", "aten.rand.default", "aten.randn.default",
       "aten.tril.default",
       "aten.triu.default")
-def _fill(im: Importer, node: Any) -> str:
+def _fill(im: AtenImporter, node: Any) -> str:
     target = str(node.target)
     if target in ("aten.tril.default", "aten.triu.default"):  # a mask made from a tensor: same shape, new data
         return im.op("identity", [im.arg(0)], what=target.split(".")[1], dtype=im.out_dtype())
@@ -496,5 +493,5 @@ def _fill(im: Importer, node: Any) -> str:
 
 
 @aten("aten.lift_fresh.default")
-def _lift(im: Importer, node: Any) -> str:
+def _lift(im: AtenImporter, node: Any) -> str:
     return im.arg(0)

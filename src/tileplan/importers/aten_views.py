@@ -5,24 +5,21 @@ unbinds and pads, each onto the registry's view and movement operators."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tileplan.errors import ModelError
-from tileplan.importers.aten_table import aten
-
-if TYPE_CHECKING:
-    from tileplan.importers.torch_export import Importer
+from tileplan.importers.aten_table import AtenImporter, aten
 
 
 @aten("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.unsqueeze.default",
       "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default", "aten.flatten.using_ints",
       "aten.view_copy.default")
-def _view(im: Importer, node: Any) -> str:
+def _view(im: AtenImporter, node: Any) -> str:
     return im.reshape(im.arg(0), im.out_shape())
 
 
 @aten("aten.permute.default", "aten.transpose.int", "aten.t.default", "aten.permute_copy.default")
-def _permute(im: Importer, node: Any) -> str:
+def _permute(im: AtenImporter, node: Any) -> str:
     x = im.arg(0)
     rank = len(im.shape(x))
     target = str(node.target)
@@ -39,7 +36,7 @@ def _permute(im: Importer, node: Any) -> str:
 
 
 @aten("aten.expand.default", "aten.expand_copy.default")
-def _expand(im: Importer, node: Any) -> str:
+def _expand(im: AtenImporter, node: Any) -> str:
     x = im.arg(0)
     shape = im.out_shape()
     if shape == im.shape(x):
@@ -50,7 +47,7 @@ def _expand(im: Importer, node: Any) -> str:
 
 
 @aten("aten.repeat.default")
-def _repeat(im: Importer, node: Any) -> str:
+def _repeat(im: AtenImporter, node: Any) -> str:
     x = im.arg(0)
     shape = im.out_shape()
     # repeat copies data like an expand of a [1, ...]-shaped view, then a reshape
@@ -62,7 +59,7 @@ def _repeat(im: Importer, node: Any) -> str:
 
 
 @aten("aten.slice.Tensor", "aten.slice_copy.Tensor")
-def _slice(im: Importer, node: Any) -> str:
+def _slice(im: AtenImporter, node: Any) -> str:
     x = im.arg(0)
     dim = int(im.arg(1, 0))
     start, end, step = im.arg(2), im.arg(3), im.arg(4, 1)
@@ -77,7 +74,7 @@ def _slice(im: Importer, node: Any) -> str:
 
 
 @aten("aten.select.int")
-def _select(im: Importer, node: Any) -> str:
+def _select(im: AtenImporter, node: Any) -> str:
     x, dim, index = im.arg(0), int(im.arg(1)), int(im.arg(2))
     extent = im.shape(x)[dim]
     index %= extent
@@ -86,7 +83,7 @@ def _select(im: Importer, node: Any) -> str:
 
 
 @aten("aten.as_strided.default", "aten.as_strided_copy.default")
-def _as_strided(im: Importer, node: Any) -> str:
+def _as_strided(im: AtenImporter, node: Any) -> str:
     """A strided view of as many elements as its input is a reshape (the same bytes,
     perhaps in another order: Swin's pooled output); of fewer, a slice of the
     flattened input; of more (overlapping windows) it is refused."""
@@ -107,7 +104,7 @@ def _as_strided(im: Importer, node: Any) -> str:
 
 
 @aten("aten.cat.default", "aten.concat.default")
-def _cat(im: Importer, node: Any) -> str:
+def _cat(im: AtenImporter, node: Any) -> str:
     xs = [x for x in im.arg(0) if isinstance(x, str)]  # empty tensors (None or EMPTY) add nothing
     dim = int(im.arg(1, 0))
     if len(xs) == 1:
@@ -116,7 +113,7 @@ def _cat(im: Importer, node: Any) -> str:
 
 
 @aten("aten.split_with_sizes.default", "aten.split.Tensor", "aten.split_with_sizes_copy.default")
-def _split(im: Importer, node: Any) -> tuple[str, ...]:
+def _split(im: AtenImporter, node: Any) -> tuple[str, ...]:
     x = im.arg(0)
     dim = int(im.arg(2, 0))
     extent = im.shape(x)[dim]
@@ -131,7 +128,7 @@ def _split(im: Importer, node: Any) -> tuple[str, ...]:
 
 
 @aten("aten.unbind.int")
-def _unbind(im: Importer, node: Any) -> tuple[str, ...]:
+def _unbind(im: AtenImporter, node: Any) -> tuple[str, ...]:
     x = im.arg(0)
     dim = int(im.arg(1, 0)) % len(im.shape(x))
     shape = im.shape(x)
@@ -141,7 +138,7 @@ def _unbind(im: Importer, node: Any) -> tuple[str, ...]:
 
 
 @aten("aten.constant_pad_nd.default")
-def _pad(im: Importer, node: Any) -> str:
+def _pad(im: AtenImporter, node: Any) -> str:
     x = im.arg(0)
     pad = [int(p) for p in im.arg(1)]
     rank = len(im.shape(x))

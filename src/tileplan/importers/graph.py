@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from tileplan.errors import ModelError
+from tileplan.importers.graph_nodes import GraphOp, GraphTensor
 from tileplan.importers.repeats import Block, Repeat, find_repeats, layer_key
 from tileplan.model.info import ProgramInfo
 from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, RepeatBlock, Tensor, family_member
@@ -39,33 +40,6 @@ INT = Precision("I32")  # Poplar indexes with 32-bit integers
 BOOL = Precision("Bool")
 #: operators that broadcast their operands without materialising them
 BROADCASTING = frozenset({*BINARY, "where"})
-
-
-@dataclass(frozen=True, slots=True)
-class GraphTensor:
-    name: str
-    shape: tuple[int, ...]
-    dtype: str
-    #: `INPUT`, `WEIGHT` or `BUFFER` (state that is not trained: held like a weight)
-    role: Role
-
-
-class GraphOp(NamedTuple):
-    """One operation: `name` is what people read (the module path and what it does),
-    `output` the tensor it makes, `layer` the model layer it belongs to
-    (`Operation.layer`; None outside the layers). Immutable; a named tuple rather than
-    a frozen dataclass because a synthetic chain makes a million of them, five times
-    faster (`GraphOp._replace` makes a changed copy)."""
-
-    kind: str
-    name: str
-    inputs: tuple[str, ...]
-    output: str
-    shape: tuple[int, ...]
-    dtype: str
-    attrs: tuple[tuple[str, Any], ...]
-    module: str | None
-    layer: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

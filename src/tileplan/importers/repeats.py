@@ -13,12 +13,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping, Protocol, Sequence
 
+from tileplan.importers.graph_nodes import GraphOp, GraphTensor
 from tileplan.model.ir import ITERATION, family_member
 
-if TYPE_CHECKING:
-    from tileplan.importers.graph import Graph
+
+class Graph(Protocol):
+    """What the search reads of a graph (`tileplan.importers.graph.Graph` is one): its
+    declared tensors, its operations in execution order and its outputs."""
+
+    @property
+    def tensors(self) -> Sequence[GraphTensor]: ...
+
+    @property
+    def ops(self) -> Sequence[GraphOp]: ...
+
+    @property
+    def outputs(self) -> Sequence[str]: ...
 
 #: the first numeric component of a module path: `model.layers.5.mlp` -> (`model.layers`, 5)
 _LAYER = re.compile(r"^(?P<prefix>(?:[^.]+\.)*?[^.]+)\.(?P<index>\d+)(?=\.|$)")

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from tileplan.errors import InputError
-from tileplan.importers.joint import JointGraph
+from tileplan.importers.joint_program import JointProgram
 from tileplan.importers.training_stages import StagePlan
 from tileplan.model.info import ProgramInfo
 from tileplan.model.ir import Operation, Program, Tensor
@@ -50,27 +50,6 @@ from tileplan.model.role import Role
 from tileplan.model.training import TrainingSetup
 from tileplan.ops import infer_shape
 from tileplan.ops.training import UPDATER_TERM
-
-@dataclass(frozen=True, slots=True)
-class JointProgram:
-    """The joint graph as a flat program with precisions: `gradients` pairs each
-    trained parameter with its gradient, `backward` names the outputs of the backward
-    pass's operations."""
-
-    program: Program
-    gradients: tuple[tuple[str, str], ...]
-    backward: frozenset[str]
-    loss: str
-
-    @staticmethod
-    def of(joint: JointGraph, weights: Precision, activations: Precision,
-           info: ProgramInfo | None = None) -> "JointProgram":
-        if weights != activations:
-            raise InputError(f"training keeps weights and gradients in one precision (PopART's Adam requires it): "
-                             f"--weights {weights.to_text()} and --activations {activations.to_text()} differ")
-        program = joint.graph.to_program(weights, activations, info, repeat=False)
-        program = replace(program, outputs=(joint.loss,))
-        return JointProgram(program, joint.gradients, joint.backward, joint.loss)
 
 
 # The program of one IPU -------------------------------------------------------------------
@@ -262,7 +241,7 @@ def build_ipu_program(joint: JointProgram, setup: TrainingSetup, plan: StagePlan
         attrs = {"optimizer": setup.optimizer, "shards": setup.shards, "replicas": setup.replication_factor}
         if offchip:
             attrs["offchip"] = tuple(offchip)
-        updater = setup.updater(t) if setup.optimizer in UPDATER_TERM else t.precision
+        updater = setup.updater(t.shape, t.precision) if setup.optimizer in UPDATER_TERM else t.precision
         e.new("optimizer_update", f"{param} [optimizer update]", (param, g, *state), updater, attrs, layer=layer,
               role=Role.UPDATE)
 

@@ -1,22 +1,21 @@
 """A training program's pipeline stages: which IPU runs each operation, what each
 stage stashes and what is recomputed.
 
-Sections: the model's layers are the entries of its module lists whose modules hold
-a fully connected layer (`bert.encoder.layer.{i}`, `transformer.h.{i}`, T5's
-`encoder.block.{i}` then `decoder.block.{i}`), in the order the forward pass runs
-them; a forward operation outside them is in the `pre` section (before the first
-layer: embeddings) or the `post` one (after the last: the head and the loss), one
-between layers goes with the next layer. A backward operation is in its forward
-module's section (the section of the backward operation before it when its module
-ran no forward operation).
+Sections and IPUs are the splitter's (`tileplan.model.stages`): a forward operation is
+in its layer (`Operation.layer`, which the graph builder numbers from the module
+lists: `bert.encoder.layer.{i}`, `transformer.h.{i}`, T5's `encoder.block.{i}` then
+`decoder.block.{i}`), before the first layer (`PRE`: embeddings), after the last
+(`POST`: the head and the loss), or between two layers with the next. A backward
+operation is in its forward module's section (the section of the backward operation
+before it when its module ran no forward operation).
 
 Stages (PopTorch's pipelined execution, docs/notes/TRAINING-NOTES.md section 2.1): with
-`layers_per_ipu` [n_0, ..., n_{N-1}], IPU i runs its n_i layers, IPU 0 also `pre`
+`layers_per_ipu` [n_0, ..., n_{N-1}], IPU i runs its n_i layers, IPU 0 also `PRE`
 (each split of a serialised embedding on the IPU `serialized_embedding_splits_per_ipu`
-gives it), the last IPU `post`; but a head reading a parameter the embeddings read (a
-tied embedding: BERT's masked-LM head, GPT-2's LM head) runs on IPU 0, as Graphcore's
-BERT and GPT-2 place it. An operation of a module enclosing others (the model's own
-forward: masks, the loss) runs where the one before it does. As PopTorch's
+gives it), the last IPU `POST`, but a head tied to the embedding (BERT's pooler and
+pre-training heads, GPT-2's LM head: `tileplan.model.stages.head_start`) on IPU 0, as
+Graphcore's BERT and GPT-2 place it. An operation of a module enclosing others (the
+model's own forward: masks, the loss) runs where the one before it does. As PopTorch's
 `AutoStage.AutoIncrement`, a new forward stage begins wherever the IPU changes along
 the forward pass (a tied head is one more stage on IPU 0; T5's decoder, looking up the
 shared embedding, goes back to its IPUs). With S forward stages, stage s's values are
@@ -25,7 +24,7 @@ stash depth; the last stage, whose backward follows its forward, has none).
 
 Recomputation (`recompute` pipeline or every-layer, PopART's RecomputationType
 Pipeline with optimum-graphcore's checkpoints): every forward operation outside
-`post` is recomputed but checkpoints (every-layer: each layer's output read by the
+`POST` is recomputed but checkpoints (every-layer: each layer's output read by the
 next layer, the model's last layer excepted). A stage that is not the last stashes
 what its backward pass reads from its forward pass: its inputs (received tensors and
 the model's inputs) and checkpoints, or without recomputation every saved value.
@@ -35,75 +34,33 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from tileplan.errors import InputError
+from tileplan.importers.joint_program import JointProgram
 from tileplan.model.info import PipelineStage, ProgramInfo, TrainingInfo
 from tileplan.model.ir import Operation
 from tileplan.model.role import Role
+from tileplan.model.stages import POST, PRE, Placement, head_start, sections
+from tileplan.model.training import TrainingSetup
 
-if TYPE_CHECKING:
-    from tileplan.importers.training import JointProgram
-    from tileplan.model.training import TrainingSetup
-
-#: the first numeric component of a module path: `bert.encoder.layer.5.attention` ->
-#: (`bert.encoder.layer`, 5)
-_LAYER = re.compile(r"^(?P<prefix>(?:[^.]+\.)*?[^.]+)\.(?P<index>\d+)(?=\.|$)")
-PRE, POST = -1, 1 << 30
-#: a split of a serialised embedding (`...word_embeddings.splits.split3`)
+#: a split of a serialised embedding, as `tileplan.importers.hf_models.serialize_embeddings`
+#: names its tables (`...word_embeddings.splits.split3`)
 _SPLIT = re.compile(r"\.splits\.split(\d+)(?=\.|$)")
 
 
-def _key(module: str | None) -> tuple[str, int] | None:
-    m = _LAYER.match(module or "")
-    return (m.group("prefix"), int(m.group("index"))) if m else None
+def layer_count(joint: JointProgram) -> int:
+    """The model's layers: those its operations belong to (`Operation.layer`)."""
+    return len({o.layer for o in joint.program.operations() if o.layer is not None})
 
 
-def find_layers(ops: Sequence[Operation], backward: frozenset[str]) -> list[tuple[str, int]]:
-    """The model's layers in forward order: (module list, index) of every entry of a
-    module list whose entries hold a fully connected layer (a `joint` matmul), each
-    list complete from 0."""
+def training_sections(ops: Sequence[Operation], backward: frozenset[str]) -> dict[str, int]:
+    """Each operation's section by its output: a forward operation's by its layer
+    (`tileplan.model.stages.sections`), a backward one's by its module (see the module
+    docstring)."""
     forward = [o for o in ops if o.output not in backward]
-    lists: dict[str, set[int]] = {}
-    first: dict[str, int] = {}
-    for k, o in enumerate(forward):
-        key = _key(o.module)
-        if key is None:
-            continue
-        first.setdefault(key[0], k)
-        if o.kind == "matmul" and o.attr("joint"):
-            lists.setdefault(key[0], set()).add(key[1])
-    out: list[tuple[str, int]] = []
-    for prefix in sorted(lists, key=first.__getitem__):
-        indices = {key[1] for o in forward if (key := _key(o.module)) is not None and key[0] == prefix}
-        if indices != set(range(len(indices))):
-            continue
-        out.extend((prefix, i) for i in range(len(indices)))
-    return out
-
-
-def sections(ops: Sequence[Operation], backward: frozenset[str], layers: Sequence[tuple[str, int]]
-             ) -> dict[str, int]:
-    """Each operation's section by its output: PRE, a layer's position or POST (see
-    the module docstring)."""
-    position = {key: k for k, key in enumerate(layers)}
-    forward = [o for o in ops if o.output not in backward]
-    at = [position.get(_key(o.module) or ("", -1)) for o in forward]
-    placed = [k for k, p in enumerate(at) if p is not None]
-    out: dict[str, int] = {}
+    out = dict(zip((o.output for o in forward), sections([o.layer for o in forward])))
     by_module: dict[str | None, int] = {}
-    nxt = POST
-    for k in range(len(forward) - 1, -1, -1):  # between layers: the next layer's
-        p = at[k]
-        if p is not None:
-            nxt = p
-        elif not placed or k < placed[0]:
-            p = PRE
-        elif k > placed[-1]:
-            p = POST
-        else:
-            p = nxt
-        out[forward[k].output] = p
     for o in forward:
         by_module.setdefault(o.module, out[o.output])
     last = POST
@@ -111,6 +68,14 @@ def sections(ops: Sequence[Operation], backward: frozenset[str], layers: Sequenc
         if o.output in backward:
             last = out[o.output] = by_module.get(o.module, last)
     return out
+
+
+def _containers(forward: Sequence[Operation]) -> set[str]:
+    """The modules enclosing a layer's or an embedding split's (and the model's own,
+    ""): their operations are placed by the operation before them."""
+    modules = {o.module or "" for o in forward}
+    leaves = {o.module or "" for o in forward if o.layer is not None} | {m for m in modules if _SPLIT.search(m)}
+    return {m for m in modules if m == "" or any(x.startswith(m + ".") for x in leaves)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,16 +96,18 @@ class StagePlan:
         self.joint = joint
         ops = joint.program.operations()
         self.ops = ops
-        self.layers = find_layers(ops, joint.backward)
         self.counts = counts
-        n = len(counts)
-        self.section = sections(ops, joint.backward, self.layers)
+        placement = Placement(counts)
+        self.section = training_sections(ops, joint.backward)
         forward = [o for o in ops if o.output not in joint.backward]
-        pre_reads = {i for o in forward if self.section[o.output] == PRE for i in o.inputs}
-        post_reads = {i for o in forward if self.section[o.output] == POST for i in o.inputs}
-        parameters = {p for p, _ in joint.gradients}  # trained: a constant both read is no tie
-        self.tied = n > 1 and bool(pre_reads & post_reads & parameters)
-        anchors = self._anchors(forward, counts, 0 if self.tied else n - 1, embedding_splits)
+        self.containers = _containers(forward)
+        pre, post = ([o for o in forward if self.section[o.output] == part] for part in (PRE, POST))
+        last = max((o.layer for o in forward if o.layer is not None), default=None)
+        last_layer = [o for o in forward if o.layer is not None and o.layer == last]
+        trained = {p for p, _ in joint.gradients}  # a constant both read is no tie
+        start = head_start(pre, last_layer, post, trained) if placement.ipus > 1 else None
+        head = {o.output for o in post[start:]} if start is not None else set()
+        anchors = self._anchors(forward, placement, head, embedding_splits)
         # PopTorch's AutoStage.AutoIncrement: a new stage wherever the IPU changes
         stage_ipus: list[int] = []
         self.stage_of = {}
@@ -155,35 +122,28 @@ class StagePlan:
         self._backward_stages(ops, forward)
         self.recompute = recompute
         #: a pipeline's plan (its programs carry `pipeline`), not one IPU's alone
-        self.pipelined = n > 1
+        self.pipelined = placement.ipus > 1
         self.checkpoints = self._checkpoints(forward) if recompute == "every-layer" else set()
         self._recomputed = {o.output for o in forward if recompute != "none" and self.section[o.output] != POST
                             and o.output not in self.checkpoints}
 
-    def _anchors(self, forward: Sequence[Operation], counts: tuple[int, ...], head: int,
+    def _anchors(self, forward: Sequence[Operation], placement: Placement, head: set[str],
                  embedding_splits: tuple[int, ...] | None) -> dict[str, int]:
         """The IPU a forward operation is placed on, as `poptorch.BeginBlock` places
-        modules: a layer's on its IPU, the embeddings' on IPU 0 (each split of a
-        serialised embedding on the IPU `embedding_splits` gives it), the head's on
-        `head`. An operation of a module enclosing layers or splits (the model's own
-        forward, an encoder's, a serialised embedding's sums) has none: it runs where
-        the operation before it does."""
-        ipu_of_layer = [i for i, c in enumerate(counts) for _ in range(c)]
+        modules: by its section (`Placement`; `head`: the tied head's operations), each
+        split of a serialised embedding on the IPU `embedding_splits` gives it. An
+        operation of a module enclosing layers or splits (the model's own forward, an
+        encoder's, a serialised embedding's sums) has none: it runs where the operation
+        before it does."""
         split_ipu = [i for i, c in enumerate(embedding_splits or ()) for _ in range(c)]
-        modules = {o.module or "" for o in forward}
-        leaves = [m for m in modules if _key(m) is not None or _SPLIT.search(m)]
-        containers = {m for m in modules if m == "" or any(x.startswith(m + ".") for x in leaves)}
         out = {}
         for o in forward:
             module = o.module or ""
             split = _SPLIT.search(module)
             if split is not None and split_ipu:
                 out[o.output] = split_ipu[min(int(split.group(1)), len(split_ipu) - 1)]
-            elif module in containers:
-                continue
-            else:
-                p = self.section[o.output]
-                out[o.output] = 0 if p == PRE else head if p == POST else ipu_of_layer[p]
+            elif module not in self.containers:
+                out[o.output] = placement.ipu(self.section[o.output], o.output in head)
         return out
 
     def _backward_stages(self, ops: Sequence[Operation], forward: Sequence[Operation]) -> None:
@@ -194,16 +154,13 @@ class StagePlan:
         stages: dict[str, list[int]] = {}
         for o in forward:
             stages.setdefault(o.module or "", []).append(self.stage_of[o.output])
-        modules = set(stages)
-        leaves = [m for m in modules if _key(m) is not None or _SPLIT.search(m)]
-        containers = {m for m in modules if m == "" or any(x.startswith(m + ".") for x in leaves)}
         last = len(self.stages) - 1
         for o in ops:
             if o.output not in self.joint.backward:
                 continue
             module = o.module or ""
             candidates = sorted(set(stages.get(module, ())))
-            if candidates and module not in containers:
+            if candidates and module not in self.containers:
                 before = [c for c in candidates if c <= last]
                 last = before[-1] if before else candidates[0]
             self.stage_of[o.output] = last
@@ -212,7 +169,7 @@ class StagePlan:
     def of(joint: JointProgram, setup: TrainingSetup, counts: tuple[int, ...] | None) -> "StagePlan":
         """The plan of `counts` layers per IPU, a pipeline (its reports say which IPU
         each is, even of one); None: every layer on one IPU, not pipelined."""
-        layers = len(find_layers(joint.program.operations(), joint.backward))
+        layers = layer_count(joint)
         given = counts
         if counts is None:
             counts = (layers,)

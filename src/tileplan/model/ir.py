@@ -23,14 +23,17 @@ from tileplan.model.info import ProgramInfo
 from tileplan.model.precision import Precision
 from tileplan.model.role import DECLARED, MADE, Role
 
+#: a layer index in a value's name, taken out of its display group (`group_of`)
 LAYER_INDEX = re.compile(r"\.layer(?:\d+|\{i\})(?=\.)|(?<=\.)(?:layers?|h|blocks?)\.\d+\.")
 ITERATION = "{i}"
 
 
 def group_of(name: str) -> str:
-    """A value's group: its name without the layer index
-    (`vit.encoder.layer3.mlp.up.bias` -> `vit.encoder.mlp.up.bias`,
-    `model.layers.5.mlp.down_proj` -> `model.mlp.down_proj`)."""
+    """A value's group, what the report's `group` column and the views gather values
+    by: its name without the layer index (`vit.encoder.layer3.mlp.up.bias` ->
+    `vit.encoder.mlp.up.bias`, `model.layers.5.mlp.down_proj` -> `model.mlp.down_proj`).
+    For display only: a value's name is all the lowering has of it there; which layer an
+    operation belongs to is `Operation.layer`, and nothing splits by names."""
     return LAYER_INDEX.sub("", name)
 
 

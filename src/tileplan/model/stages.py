@@ -1,24 +1,145 @@
-"""A program split into pipeline stages, one per IPU (inference).
+"""A model split into pipeline stages, one per IPU: the one splitter, for inference
+and training alike.
 
-The layers of a program are the iterations of its repeat block; `split_program` gives
-stage k the layers [a_k, a_k + counts[k]), stage 0 also what runs before the block
-(embeddings), the last stage what runs after it (the final norm, the head), as
-optimum-graphcore's `layers_per_ipu` places a model; a head tied to the embedding
-(GPT-2's LM head) runs on IPU 0 beside it, after the last stage's final norm. A
-tensor one stage makes and another reads crosses the boundary: the maker keeps it to
-its end (the send buffer, a program output of that stage) and the reader declares it
-as an input (the receive buffer, resident from its first step). A parameter stays with the stage that
-reads it; one read by two stages (tied weights) is held by both.
+A split gives IPU k the layers [a_k, a_k + counts[k]) (optimum-graphcore's
+`layers_per_ipu`). Each operation is in a section (`sections`, from `Operation.layer`):
+a layer's, the operations before the first layer (`PRE`: the embeddings), those after
+the last (`POST`: the final norm, the head, the loss); an operation between two layers
+goes with the next one (T5's encoder's final norm and its decoder's embedding, before
+the decoder's first block). `Placement` puts a layer on its IPU, `PRE` on IPU 0 and
+`POST` on the last IPU, but a head tied to the embedding on IPU 0 (`head_start`, the
+one tied-head rule), as optimum-graphcore's pipelined models place it.
+
+Inference (`split_program`): the layers are the iterations of the program's repeat
+block; stage k runs its layers, stage 0 also what runs before the block, the last
+stage what runs after it, and a tied head (GPT-2's LM head) runs on IPU 0 beside the
+embedding, after the last stage's final norm. A tensor one stage makes and another
+reads crosses the boundary: the maker keeps it to its end (the send buffer, a program
+output of that stage) and the reader declares it as an input (the receive buffer,
+resident from its first step). A parameter stays with the stage that reads it; one
+read by two stages (tied weights) is held by both. Training
+(`tileplan.importers.training_stages`) places its flat joint program's forward
+operations by the same sections, placement and tied head.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import AbstractSet, Sequence
 
 from tileplan.errors import ModelError
 from tileplan.model.info import PipelineStage
 from tileplan.model.ir import Operation, Program, RepeatBlock, Tensor
 from tileplan.model.role import Role
+
+#: the sections of the operations before the first layer and after the last
+PRE, POST = -1, 1 << 30
+
+
+def sections(layers: Sequence[int | None]) -> list[int]:
+    """The section of each of a program's operations in execution order, from their
+    layers (`Operation.layer`): a layer's operation is in that layer; one with none is
+    in `PRE` before the first layer's operations, in `POST` after the last's, and
+    between two layers' operations in the next layer."""
+    placed = [k for k, layer in enumerate(layers) if layer is not None]
+    out = [POST] * len(layers)
+    following = POST
+    for k in range(len(layers) - 1, -1, -1):
+        layer = layers[k]
+        if layer is not None:
+            out[k] = following = layer
+        elif not placed or k < placed[0]:
+            out[k] = PRE
+        elif k < placed[-1]:
+            out[k] = following
+    return out
+
+
+def head_start(before: Sequence[Operation], last_layer: Sequence[Operation], after: Sequence[Operation],
+               weights: AbstractSet[str]) -> int | None:
+    """Where a head tied to the embedding starts among the operations after the layers
+    (`after`), or None when nothing is tied: no weight (of `weights`) the operations
+    before the layers read is read after them (GPT-2's LM head, BERT's masked-LM decoder
+    read the token embedding's).
+
+    The head runs on IPU 0 from its first operation on: the first after the layers in
+    a module outside the one that holds the layer list (GPT-2's `transformer` beside
+    `transformer.h`, BERT's `bert.encoder`), and no later than the first reading the
+    tied weight. optimum-graphcore and Graphcore's examples give the head modules a
+    block of their own on IPU 0 (GPT-2's `lm_head`, "LM head",
+    optimum/graphcore/models/gpt2/modeling_gpt2.py; BERT's `cls`,
+    optimum/graphcore/models/bert/modeling_bert.py `PipelinedBertForMaskedLM`; BERT's
+    pre-training `pooler` and `cls`, "Pooler --> IPU 0", "Classifier --> IPU 0",
+    graphcore/examples nlp/bert/pytorch/modeling.py) and none to what the layers'
+    module runs after them (GPT-2's final norm `transformer.ln_f`), which then runs
+    where the last layer does; an operation of a module enclosing the layers (the
+    model's own forward) starts no head. Where the modules are unknown, the head starts
+    at the first operation reading the tied weight."""
+    read_before = {name for op in before for name in op.inputs} & weights
+    tied = [k for k, op in enumerate(after) if read_before.intersection(op.inputs)]
+    if not tied:
+        return None
+    stack = _stack(last_layer)
+    if stack is not None:
+        for k, op in enumerate(after[:tied[0]]):
+            if op.module is not None and not _within(op.module, stack) and not _within(stack, op.module):
+                return k
+    return tied[0]
+
+
+def _within(module: str, outer: str) -> bool:
+    """Whether `module` is `outer` or inside it (everything is inside the model, "")."""
+    return outer == "" or module == outer or module.startswith(outer + ".")
+
+
+def _stack(layer: Sequence[Operation]) -> str | None:
+    """The module holding the layer list a layer's operations belong to: the parent of
+    the module holding the layer's module, which is its operations' modules' common part
+    (`transformer.h.11` -> `transformer`; "" when that is the model); None when their
+    modules are unknown."""
+    paths = [op.module.split(".") for op in layer if op.module]
+    if not paths:
+        return None
+    common: list[str] = []
+    for parts in zip(*paths):
+        if len(set(parts)) > 1:
+            break
+        common.append(parts[0])
+    return ".".join(common[:-2])
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """The IPU each section runs on when the layers are split `counts` (see the module
+    docstring): layer i on the IPU whose range holds it, `PRE` on IPU 0, `POST` on the
+    last IPU or, a tied head's operations, on IPU 0."""
+
+    counts: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not self.counts or any(c < 0 for c in self.counts):
+            raise ModelError(f"layers per IPU {list(self.counts)} must be non-negative, on at least one IPU")
+
+    @property
+    def ipus(self) -> int:
+        return len(self.counts)
+
+    def first(self, ipu: int) -> int:
+        """The first layer of IPU `ipu`."""
+        return sum(self.counts[:ipu])
+
+    def ipu(self, section: int, head: bool = False) -> int:
+        """The IPU of an operation in `section`; `head`: it is a tied head's."""
+        if section == PRE or (section == POST and head):
+            return 0
+        if section == POST:
+            return self.ipus - 1
+        end = 0
+        for ipu, count in enumerate(self.counts):
+            end += count
+            if section < end:
+                return ipu
+        raise ModelError(f"layer {section} is past the {sum(self.counts)} layers per IPU {list(self.counts)} place")
 
 
 def block_of(program: Program) -> tuple[int, RepeatBlock]:
@@ -41,28 +162,28 @@ def split_program(program: Program, counts: tuple[int, ...]) -> tuple[Program, .
     at, block = block_of(program)
     if sum(counts) != block.count or any(c < 0 for c in counts) or not counts:
         raise ModelError(f"layers per IPU {list(counts)} must be non-negative and sum to the {block.count} layers")
+    placement = Placement(counts)
     n = len(counts)
-    pre, post = program.items[:at], program.items[at + 1:]
-    tied = _tied_head(program, pre, post) if n > 1 else len(post)
-    post, head = post[:tied], post[tied:]
-    firsts = [sum(counts[:k]) for k in range(n)]
-    stage_items: list[list[Operation | RepeatBlock]] = []
+    pre = [item for item in program.items[:at] if isinstance(item, Operation)]  # the one block is at `at`
+    post = [item for item in program.items[at + 1:] if isinstance(item, Operation)]
+    weights = {t.name for t in program.tensors if t.role is Role.WEIGHT}
+    tied = head_start(pre, block.body, post, weights) if n > 1 else None
+    head = len(post) if tied is None else tied
+    firsts = [placement.first(k) for k in range(n)]
+    stage_items: list[list[Operation | RepeatBlock]] = [[] for _ in range(n)]
+    stage_items[placement.ipu(PRE)].extend(pre)
     for k, c in enumerate(counts):
-        items: list[Operation | RepeatBlock] = list(pre) if k == 0 else []
         if c:
             part = replace(block, count=c, first=block.first + firsts[k],
                            body=tuple(_shifted(op, firsts[k]) for op in block.body))
             if firsts[k] and block.carried_in is not None and block.carried_out is not None:
                 part = _receiving(part, block.carried_in, block.first + firsts[k] - 1)
-            items.append(part)
-        if k == n - 1:
-            items.extend(post)
-        if k == 0:
-            items.extend(head)
+            stage_items[k].append(part)
+    stage_items[placement.ipu(POST)].extend(post[:head])
+    stage_items[placement.ipu(POST, head=True)].extend(post[head:])
+    for k, items in enumerate(stage_items):
         if not items:
             raise ModelError(f"IPU {k} would run nothing: a stage between two others needs at least one layer")
-        stage_items.append(items)
-
     declared = {t.name: t for t in program.tensors}
     shapes = _shapes(program)
     if block.carried_in is not None and block.carried_out is not None:
@@ -91,18 +212,6 @@ def split_program(program: Program, counts: tuple[int, ...]) -> tuple[Program, .
         info = replace(program.info, pipeline=PipelineStage.of(k, tuple(counts)))
         programs.append(Program(program.name, tuple(renumbered), tuple(ops), tuple(dict.fromkeys(outputs)), info))
     return tuple(programs)
-
-
-def _tied_head(program: Program, pre: tuple, post: tuple) -> int:
-    """Where a head tied to the embedding starts among the operations after the layers
-    (the first that reads a parameter the operations before the layers read: GPT-2's
-    LM head, BERT's masked-LM decoder), else their count. That head runs on IPU 0, beside
-    the embedding it shares, as optimum-graphcore's pipelined models place it (`LM head`
-    on `ipu_id=0`: optimum/graphcore/models/gpt2/modeling_gpt2.py) and Graphcore's
-    examples do (nlp/gpt2/pytorch/inference_gpt2.py: "LM_head --> IPU 0")."""
-    parameters = {t.name for t in program.tensors if t.role.held}
-    before = _reads(list(pre)) & parameters
-    return next((index for index, item in enumerate(post) if _reads([item]) & before), len(post))
 
 
 def _shifted(op: Operation, layers: int) -> Operation:

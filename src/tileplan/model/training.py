@@ -10,13 +10,9 @@ declares from it, and a training program's `ProgramInfo` carries it (the report'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tileplan.errors import InputError
 from tileplan.model.precision import F32, Precision
-
-if TYPE_CHECKING:
-    from tileplan.model.ir import Tensor
 
 OPTIMIZERS = ("sgd", "sgd-momentum", "adam", "adamw", "lamb")
 #: whose defaults a setup takes: PopTorch's, or optimum-graphcore's trainer's
@@ -77,14 +73,14 @@ class TrainingSetup:
     def accumulates(self) -> bool:
         return self.gradient_accumulation > 1
 
-    def updater(self, weight: Tensor) -> Precision:
-        """The precision of Adam's and LAMB's updater term for `weight`: PopART makes
-        the weight an input of its AdamUpdaterOp, whose output then takes the weight's
-        type, only for a decay that is variable or above 0 (willow/src/patterns/
-        adamdecompose.cpp); else the output takes the first moment's type
-        (willow/src/op/adamupdater.cpp, `AdamUpdaterOp::setup`)."""
-        decays = self.weight_decay is None or (self.weight_decay > 0 and len(weight.shape) > 1)
-        return weight.precision if decays else self.first_order
+    def updater(self, shape: tuple[int, ...], precision: Precision) -> Precision:
+        """The precision of Adam's and LAMB's updater term for a weight of `shape` and
+        `precision`: PopART makes the weight an input of its AdamUpdaterOp, whose
+        output then takes the weight's type, only for a decay that is variable or above
+        0 (willow/src/patterns/adamdecompose.cpp); else the output takes the first
+        moment's type (willow/src/op/adamupdater.cpp, `AdamUpdaterOp::setup`)."""
+        decays = self.weight_decay is None or (self.weight_decay > 0 and len(shape) > 1)
+        return precision if decays else self.first_order
 
     @property
     def shards(self) -> int:

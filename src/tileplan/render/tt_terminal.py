@@ -1,6 +1,7 @@
 """A Tenstorrent summary (views/tt_summary.py) as terminal text: the verdict line first
 (tt-metal's words), then where, the buffers responsible, the peaks, the largest buffers
-and what to change. `headline_lines` is the head `tileplan plan` prints."""
+and what to change. `headline_lines` is the head `tileplan plan` prints; `render_tt_diff`
+renders a diff of two reports (views/tt_diff.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from tileplan.ioutil import escape_controls
 from tileplan.render import human_bytes
 from tileplan.render.terminal import Style, format_table
+from tileplan.views.tt_diff import TtDiff
 from tileplan.views.tt_summary import KIND_WORDS, BufferLine, TtSummary
 
 
@@ -37,8 +39,9 @@ def headline_lines(s: TtSummary, style: Style | None = None) -> list[str]:
     if s.responsible:
         lines.append("  responsible (live then, largest first):")
         lines += buffer_table(s.responsible[:3])
+    word = "what-if" if s.fits else "change"
     for change in s.changes:
-        lines.append(f"  change: {escape_controls(change)}")
+        lines.append(f"  {word}: {escape_controls(change)}")
     return lines
 
 
@@ -55,7 +58,22 @@ def render_tt_summary(s: TtSummary, style: Style | None = None) -> str:
     if s.largest:
         lines += ["", "largest buffers (L1 first, bytes per bank):", *buffer_table(s.largest)]
     if s.changes:
-        lines += ["", "what to change:", *(f"  {escape_controls(c)}" for c in s.changes)]
+        title = "what-if (each a re-plan):" if s.fits else "what to change:"
+        lines += ["", title, *(f"  {escape_controls(c)}" for c in s.changes)]
     if s.reproduce:
         lines += ["", "to reproduce this plan:", *(f"  {escape_controls(c)}" for c in s.reproduce)]
+    return "\n".join(lines) + "\n"
+
+
+def render_tt_diff(d: TtDiff, top: int = 20, a_path: str = "A", b_path: str = "B") -> str:
+    lines = [f"A: {a_path}: {'fits' if d.fits_a else 'does not fit'}: {escape_controls(d.verdict_a)}",
+             f"B: {b_path}: {'fits' if d.fits_b else 'does not fit'}: {escape_controls(d.verdict_b)}", ""]
+    lines += format_table(["figure", "A", "B", "change"],
+                          [[f.what, str(f.a), str(f.b), f"{f.change:+d}"] for f in d.figures])
+    if d.buffers:
+        lines += ["", f"buffers added, removed or resized (bytes per bank; {min(top, len(d.buffers))} of "
+                      f"{len(d.buffers)}):"]
+        lines += format_table(["buffer", "memory", "A", "B", "change"],
+                              [[escape_controls(c.name), c.memory, "-" if c.a is None else str(c.a),
+                                "-" if c.b is None else str(c.b), f"{c.change:+d}"] for c in d.buffers[:top]])
     return "\n".join(lines) + "\n"

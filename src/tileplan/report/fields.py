@@ -295,7 +295,8 @@ class ListShape(Shape):
         return [self.item.encode(x) for x in v]
 
     def schema(self) -> dict[str, Any]:
-        return {"type": "array", "items": self.item.schema()}
+        item = self.item.nullable_schema() if isinstance(self.item, OptionalShape) else self.item.schema()
+        return {"type": "array", "items": item}
 
     def nullable_schema(self) -> dict[str, Any]:
         return {"oneOf": [self.schema(), {"type": "null"}]}

@@ -28,7 +28,9 @@ Scalar = str | int | float | bool | None
 class TtDevice(Section):
     """One chip as tt-metal's allocator sees it: the board and build, the device
     parameters as opened (`l1_small_size`, `trace_region_size`, the dispatch cores) and
-    what the allocator makes of them (banks, their sizes and bases), with the forms of
+    what the allocator makes of them (banks, their sizes and bases; the trace region as
+    configured: `trace_region_size` aligned up to the DRAM alignment, times the DRAM banks
+    on builds whose `trace_alignment` is dram_x_banks), with the forms of
     the build's messages (`oom_message`: oldest, only or stats; `core_range_text`: xy
     `[(x=0,y=0) - (x=7,y=7)]` or dash `[0-0 - 7-7]`)."""
 
@@ -48,6 +50,8 @@ class TtDevice(Section):
     l1_base: Count
     l1_small_size: Count
     trace_region_size: Count
+    trace_alignment: Literal["dram", "dram_x_banks"]
+    trace_region_config: Count
     l1_banks: Positive
     l1_bank_size: Count
     l1_small_bank_size: Count

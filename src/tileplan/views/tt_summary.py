@@ -118,6 +118,17 @@ def where_text(r: TtReport) -> str | None:
     return text
 
 
+def event_words(r: TtReport, event: int) -> str:
+    """Where an allocator event happened: the operation that allocated or freed then."""
+    b = r.buffers
+    for i in range(b.count):
+        if b.allocated[i] == event:
+            return f"allocating {b.name[i]} ({op_name(r, b.first_op[i])})"
+        if b.freed[i] == event:
+            return f"after freeing {b.name[i]} ({op_name(r, b.last_op[i])})"
+    return f"event {event}"
+
+
 def peak_lines(r: TtReport) -> tuple[PeakLine, ...]:
     d = r.device
     size = {"L1": d.l1_bank_size, "L1_SMALL": d.l1_small_bank_size, "DRAM": d.dram_bank_size,
@@ -127,7 +138,7 @@ def peak_lines(r: TtReport) -> tuple[PeakLine, ...]:
         if p.event is None and p.buffer_type in ("L1_SMALL", "TRACE"):
             continue
         lines.append(PeakLine(p.buffer_type, p.bytes_per_bank, size[p.buffer_type],
-                              f"event {p.event}" if p.event is not None else "never used"))
+                              event_words(r, p.event) if p.event is not None else "never used"))
     m = r.memory
     if m.cb_program is not None:
         lines.append(PeakLine("circular buffers (region end)", m.cb_region_end, d.l1_size,
@@ -140,13 +151,15 @@ def peak_lines(r: TtReport) -> tuple[PeakLine, ...]:
 
 
 def changes(r: TtReport) -> tuple[str, ...]:
-    """The what-if rows that fit (their commands), else the rows planned and what the
-    failure's kind calls for."""
+    """For a plan that does not fit: the what-if rows that fit (their commands) and the
+    notes, else what the failure's kind calls for. For a plan that fits: how far each
+    knob goes (the rows that fit)."""
     out = []
     if r.what_if is not None:
         for row in r.what_if.rows:
             if row.fits:
-                out.append(f"{row.knob} {row.value}: fits ({row.command})")
+                word = "also fits" if r.fits else "fits"
+                out.append(f"{row.knob} {row.value}: {word} ({row.command})")
         out.extend(r.what_if.notes)
     v = r.verdict
     if v.fits or out:

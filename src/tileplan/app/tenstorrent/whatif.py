@@ -6,7 +6,8 @@ largest of its values that fits, by `largest_found`, which does not assume memor
 with the value: every value above the answer is planned up to a margin; EACH: every
 other value once); then the device's: the `l1_small_size` window that works (planned
 at each of a ladder of sizes up to the L1 bank: the smallest and the largest that fit),
-and, when L1 is what failed, the largest L1 tensor an operation makes moved to DRAM
+the trace region (as large as the traces, or none when DRAM ran out beside it) and,
+when L1 is what failed, the largest L1 tensor an operation makes moved to DRAM
 (`--to-dram OP`). Each row is a full plan with the command that re-derives it; a row
 that cannot be planned says why. When first fit's holes failed (fragmentation), the
 placement solver says whether another placement of the same buffers would fit.
@@ -32,6 +33,7 @@ from tileplan.report.tt_sections import TtReproduce, TtWhatIf, TtWhatIfRow
 from tileplan.targets.tenstorrent.frontend import Search
 from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.planned import BufferUse, FailureKind, TtPlan
+from tileplan.targets.tenstorrent.trace import TraceRegionExceeded
 
 #: the l1_small_size ladder the window is searched on (bytes; tt-mlir's 32 and 64 KiB among them)
 L1_SMALL_LADDER = (0, 8192, 16384, 24576, 32768, 49152, 65536, 98304, 131072, 196608, 262144, 393216, 524288)
@@ -84,7 +86,8 @@ def largest_row(base: TtRequest, key: str, values: tuple[object, ...], current: 
         best = values[found.best - 1]
         last = len(values)
         above = "the last value tried" if found.best == last else f"every value up to {values[found.upto - 1]} tried"
-        return row(key, f"{best} (the largest that fits; {above})", tried[found.best])
+        planned = "; the planned value" if best == current else ""
+        return row(key, f"{best} (the largest that fits{planned}; {above})", tried[found.best])
     return row(key, f"none of {values[0]}..{values[found.upto - 1]} fits", tried[min(tried)])
 
 
@@ -124,8 +127,25 @@ def l1_small_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None])
     if not fitting:
         return TtWhatIfRow(knob="l1_small_size", value=f"none of {', '.join(map(str, planned))} fits",
                            command=base.command(), fits=False)
-    low, high = fitting[0][0], fitting[-1][0]
-    return row("l1_small_size", f"{low}..{high} fit (planned {', '.join(map(str, planned))})", fitting[0][1])
+    sizes = [size for size, _ in fitting]
+    contiguous = planned[planned.index(sizes[0]):planned.index(sizes[-1]) + 1] == sizes
+    window = f"{sizes[0]}..{sizes[-1]}" if contiguous and len(sizes) > 1 else ", ".join(map(str, sizes))
+    return row("l1_small_size", f"{window} fit (planned {', '.join(map(str, planned))})", fitting[0][1])
+
+
+def trace_region_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) -> TtWhatIfRow | None:
+    """When the trace region is too small: the trace buffers' total as the region; when
+    DRAM ran out with a trace region carved from every bank: no region (trace buffers
+    allocated in DRAM as needed, tt-metal #36999), as tt-inference-server PR #1828 did."""
+    v, d = plan.verdict, plan.device
+    if isinstance(v.failure, TraceRegionExceeded):
+        size = v.failure.trace_buffers_size
+    elif v.buffer_type is BufferType.DRAM and d.trace_region_size > 0:
+        size = 0
+    else:
+        return None
+    progress(f"what-if trace_region_size {size}")
+    return row("trace_region_size", str(size), attempt(base.with_(trace_region_size=size)))
 
 
 def to_dram_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) -> TtWhatIfRow | None:
@@ -183,7 +203,8 @@ def with_tt_what_if(report: TtReport, request: TtRequest, plan: TtPlan,
                     progress: Callable[[str], None] = lambda _: None) -> TtReport:
     """`report` with its what-if rows (and, when it fits, what reproduces it)."""
     rows = frontend_rows(request, plan, progress)
-    for extra in (l1_small_row(request, plan, progress), to_dram_row(request, plan, progress)):
+    for extra in (l1_small_row(request, plan, progress), trace_region_row(request, plan, progress),
+                  to_dram_row(request, plan, progress)):
         if extra is not None:
             rows.append(extra)
     note = fragmentation_note(plan)

@@ -24,13 +24,10 @@ from __future__ import annotations
 
 import math
 import string
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tileplan.errors import ModelError
-from tileplan.importers.onnx.common import Shape, broadcast, fallback
-
-if TYPE_CHECKING:
-    from tileplan.importers.onnx.importer import Importer
+from tileplan.importers.onnx.common import OnnxImporter, Shape, broadcast, fallback
 
 
 def parse(equation: str, shapes: list[Shape]) -> tuple[list[str], str]:
@@ -70,7 +67,7 @@ def parse(equation: str, shapes: list[Shape]) -> tuple[list[str], str]:
     return labels, out
 
 
-def map_einsum(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def map_einsum(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                module: str | None) -> list[str | None]:
     equation = str(attrs["equation"])
     if len(ins) not in (1, 2):
@@ -118,7 +115,7 @@ def map_einsum(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [_permuted(imp, result, "".join(batch + own_a + own_b), out, module, fb)]
 
 
-def _permuted(imp: Importer, x: str, have: str, want: str, module: str | None, fb: str) -> str:
+def _permuted(imp: OnnxImporter, x: str, have: str, want: str, module: str | None, fb: str) -> str:
     """`x`, whose dimensions are labelled `have`, with them in the order `want`."""
     if have == want:
         return x

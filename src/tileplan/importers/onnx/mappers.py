@@ -11,18 +11,15 @@ the others it does not know.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tileplan.errors import ModelError
 from tileplan.importers.aten import transposed_conv
 from tileplan.importers.onnx.einsum import map_einsum
-from tileplan.importers.onnx.common import Mapper, Unsupported, broadcast, fallback, known_scalar
+from tileplan.importers.onnx.common import Mapper, OnnxImporter, Unsupported, broadcast, fallback, known_scalar
 from tileplan.importers.onnx.load import elem_class, np_class
 from tileplan.importers.onnx.views import VIEW_MAPPERS
 from tileplan.ops import REGISTRY
-
-if TYPE_CHECKING:
-    from tileplan.importers.onnx.importer import Importer
 
 BINARY_ONNX = {
     "Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Mod": "mod", "Equal": "eq",
@@ -42,13 +39,13 @@ REDUCE_ONNX = {"ReduceSum": "reduce_sum", "ReduceMean": "reduce_mean", "ReduceMa
 ARG_ONNX = {"ArgMax": "argmax", "ArgMin": "argmin"}
 
 
-def _map_alias(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_alias(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     return [imp.emit("alias", [x], None, module, fallback(node))]
 
 
-def _map_binary(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_binary(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                 module: str | None) -> list[str | None]:
     if len(ins) != 2:
         raise Unsupported(node.op_type)
@@ -69,7 +66,7 @@ def _map_binary(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.reshape(out, broadcast(imp.shape(a), imp.shape(b)), module, fallback(node))]
 
 
-def _map_unary(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_unary(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                module: str | None) -> list[str | None]:
     kind = UNARY_ONNX[node.op_type]
     out = imp.emit(kind, [imp.read(ins[0], module)], {"alpha": attrs["alpha"]} if "alpha" in attrs else None,
@@ -79,13 +76,13 @@ def _map_unary(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [out]
 
 
-def _map_gelu(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_gelu(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
               module: str | None) -> list[str | None]:
     approx = attrs.get("approximate", "none")
     return [imp.emit("gelu", [imp.read(ins[0], module)], {"approximate": approx}, module, fallback(node))]
 
 
-def _map_clip(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_clip(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
               module: str | None) -> list[str | None]:
     """Clip with known bounds is `clamp` (`relu` for [0, inf)); a bound whose value the
     file does not hold (its external data absent) is read as a one-element operand of
@@ -113,7 +110,7 @@ def _map_clip(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.reshape(out, imp.shape(ins[0]), module, fallback(node))]
 
 
-def _map_where(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_where(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                module: str | None) -> list[str | None]:
     c, x, y = ins
     # the dynamo exporter's NaN guard after an attention softmax: Where(IsNaN(p), 0, p)
@@ -133,7 +130,7 @@ def _map_where(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.reshape(out, shape, module, fallback(node))]
 
 
-def _map_cast(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_cast(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
               module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     if node.op_type == "CastLike":
@@ -145,7 +142,7 @@ def _map_cast(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.emit("cast", [x], None, module, fallback(node), dtype=target)]
 
 
-def _map_matmul(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_matmul(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                 module: str | None) -> list[str | None]:
     a, b = ins
     sa, sb = imp.shape(a), imp.shape(b)
@@ -156,7 +153,7 @@ def _map_matmul(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
                      fallback(node))]
 
 
-def _map_gemm(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_gemm(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
               module: str | None) -> list[str | None]:
     fb = fallback(node)
     a, b = imp.read(ins[0], module, "input"), imp.read(ins[1], module, "weight")
@@ -181,7 +178,7 @@ def _map_gemm(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [out]
 
 
-def _spatial_attrs(imp: Importer, node: Any, attrs: dict[str, Any], x: tuple[int, ...], kernel: Sequence[int],
+def _spatial_attrs(imp: OnnxImporter, node: Any, attrs: dict[str, Any], x: tuple[int, ...], kernel: Sequence[int],
                    what: str) -> dict[str, Any]:
     n = len(kernel)
     strides = list(attrs.get("strides", [1] * n))
@@ -200,7 +197,7 @@ def _spatial_attrs(imp: Importer, node: Any, attrs: dict[str, Any], x: tuple[int
     return {"strides": tuple(strides), "pads": tuple(pads), "dilations": tuple(dilations)}
 
 
-def _map_conv(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_conv(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
               module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     w = imp.read(ins[1], module, "weight")
@@ -213,7 +210,7 @@ def _map_conv(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.emit("conv", operands, a, module, fallback(node))]
 
 
-def _map_conv_transpose(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_conv_transpose(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                         module: str | None) -> list[str | None]:
     """ConvTranspose: its output's field from ONNX's rule (`output_shape` when given,
     else stride (in - 1) + output_padding + dilation (k - 1) + 1 - pads, SAME_* auto
@@ -245,7 +242,7 @@ def _map_conv_transpose(imp: Importer, node: Any, ins: list[str], attrs: dict[st
                             lambda t, shape: imp.reshape(t, shape, module, fb))]
 
 
-def _map_pool(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_pool(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
               module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     kernel = tuple(int(k) for k in attrs["kernel_shape"])
@@ -255,7 +252,7 @@ def _map_pool(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.emit(kind, [x], a, module, fallback(node))]
 
 
-def _map_global_pool(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_global_pool(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                      module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     rank = len(imp.b.shapes[x])
@@ -264,7 +261,7 @@ def _map_global_pool(imp: Importer, node: Any, ins: list[str], attrs: dict[str, 
     return [imp.emit("reduce_max", [x], {"axes": tuple(range(2, rank)), "keepdims": True}, module, fallback(node))]
 
 
-def _map_layernorm(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_layernorm(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                    module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     rank = len(imp.b.shapes[x])
@@ -276,7 +273,7 @@ def _map_layernorm(imp: Importer, node: Any, ins: list[str], attrs: dict[str, An
     return [imp.emit("layernorm", operands, {"eps": float(attrs.get("epsilon", 1e-5))}, module, fallback(node))]
 
 
-def _map_rmsnorm(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_rmsnorm(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                  module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     rank = len(imp.b.shapes[x])
@@ -286,14 +283,14 @@ def _map_rmsnorm(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any]
     return [imp.emit("rmsnorm", operands, {"eps": float(attrs.get("epsilon", 1e-5))}, module, fallback(node))]
 
 
-def _map_batchnorm(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_batchnorm(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                    module: str | None) -> list[str | None]:
     roles = ("input", "weight", "bias", "running_mean", "running_var")
     operands = [imp.read(i, module, r) for i, r in zip(ins[:5], roles)]
     return [imp.emit("batchnorm", operands, {"eps": float(attrs.get("epsilon", 1e-5))}, module, fallback(node))]
 
 
-def _map_instancenorm(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_instancenorm(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                       module: str | None) -> list[str | None]:
     """InstanceNormalization: a group norm with one group per channel;
     GroupNormalization: `num_groups` groups (scale and bias per channel, or per group
@@ -308,7 +305,7 @@ def _map_instancenorm(imp: Importer, node: Any, ins: list[str], attrs: dict[str,
                      fallback(node))]
 
 
-def _map_resize(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_resize(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                 module: str | None) -> list[str | None]:
     """Resize (opset 10+: X, roi, scales, sizes) and Upsample (X, scales) of the
     spatial dimensions: by `sizes`, else by `scales`, else by the stated shape."""
@@ -331,7 +328,7 @@ def _map_resize(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.emit("resize", [x], {"size": tuple(target[2:]), "mode": mode}, module, fallback(node))]
 
 
-def _map_softmax(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_softmax(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                  module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     rank = len(imp.shape(ins[0]))
@@ -343,7 +340,7 @@ def _map_softmax(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any]
     return [imp.emit(kind, [x], {"axis": axis}, module, fallback(node))]
 
 
-def _map_reduce(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_reduce(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                 module: str | None) -> list[str | None]:
     x = imp.read(ins[0], module)
     rank = len(imp.shape(ins[0]))
@@ -385,7 +382,7 @@ def reduced_axes(x: Sequence[int], out: Sequence[int], keep: bool) -> list[int]:
     return axes
 
 
-def _map_arg(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_arg(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
              module: str | None) -> list[str | None]:
     if attrs.get("select_last_index"):
         raise Unsupported(node.op_type)
@@ -394,7 +391,7 @@ def _map_arg(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.emit(ARG_ONNX[node.op_type], [x], a, module, fallback(node), dtype="int")]
 
 
-def _map_scatter(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_scatter(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                  module: str | None) -> list[str | None]:
     """ScatterND (data, indices [..., k], updates) and ScatterElements (data,
     indices, updates along `axis`): the registry's `scatter`, its memory the index
@@ -407,7 +404,7 @@ def _map_scatter(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any]
                      fallback(node), dtype=imp.b.dtypes[data])]
 
 
-def _map_topk(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_topk(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
               module: str | None) -> list[str | None]:
     """TopK (X, K): the k best of each row along `axis`, values and their indices."""
     x = imp.read(ins[0], module)
@@ -423,7 +420,7 @@ def _map_topk(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
             imp.emit("topk", [x], {**a, "indices": True}, module, fb, dtype="int")]
 
 
-def _map_random(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_random(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                 module: str | None) -> list[str | None]:
     """RandomUniform(Like) and RandomNormal(Like): a new tensor of the given (or the
     input's) shape, its values made on the tiles (`fill`)."""

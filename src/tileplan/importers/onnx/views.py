@@ -6,34 +6,31 @@ Their shape operands (a Reshape's target, an Unsqueeze's axes, a Slice's bounds)
 values the importer knows: constants, initializers, shape arithmetic it folded. A
 file saved without its external data holds none of an initializer's values; then
 the output's static shape the file states (`value_info`, which the dynamo exporter
-writes for every value) decides the operation (`Importer.stated_shape`), and only
+writes for every value) decides the operation (`OnnxImporter.stated_shape`), and only
 when the file states none is it a one-line error.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from tileplan.errors import ModelError
 from tileplan.importers.aten_views import crop_slices
-from tileplan.importers.onnx.common import Mapper, Shape, broadcast, fallback, known_scalar
+from tileplan.importers.onnx.common import Mapper, OnnxImporter, Shape, broadcast, fallback, known_scalar
 from tileplan.importers.onnx.fold import reshape_target, slice_args
 from tileplan.importers.onnx.load import np_class
 
-if TYPE_CHECKING:
-    from tileplan.importers.onnx.importer import Importer
 
-
-def _view(imp: Importer, node: Any, x: str, target: Shape, module: str | None) -> list[str | None]:
+def _view(imp: OnnxImporter, node: Any, x: str, target: Shape, module: str | None) -> list[str | None]:
     """`x` reshaped to `target` (the ONNX shape, rank 0 allowed)."""
     imp.set_shape(node.output[0], target)
     return [imp.emit("reshape", [imp.read(x, module)], {"shape": tuple(target) or (1,)}, module, fallback(node))]
 
 
-def _map_reshape(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_reshape(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                  module: str | None) -> list[str | None]:
     values = imp.ints(ins[1])
     if values is None:
@@ -46,7 +43,7 @@ def _map_reshape(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any]
     return _view(imp, node, ins[0], target, module)
 
 
-def _map_flatten(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_flatten(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                  module: str | None) -> list[str | None]:
     s = imp.shape(ins[0])
     axis = int(attrs.get("axis", 1))
@@ -54,7 +51,7 @@ def _map_flatten(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any]
     return _view(imp, node, ins[0], (math.prod(s[:axis]), math.prod(s[axis:])), module)
 
 
-def _map_unsqueeze(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_unsqueeze(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                    module: str | None) -> list[str | None]:
     s = list(imp.shape(ins[0]))
     axes = imp.ints(ins[1]) if len(ins) > 1 and ins[1] else [int(a) for a in attrs["axes"]]
@@ -66,7 +63,7 @@ def _map_unsqueeze(imp: Importer, node: Any, ins: list[str], attrs: dict[str, An
     return _view(imp, node, ins[0], tuple(s), module)
 
 
-def _map_squeeze(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_squeeze(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                  module: str | None) -> list[str | None]:
     s = imp.shape(ins[0])
     if len(ins) > 1 and ins[1]:
@@ -81,14 +78,14 @@ def _map_squeeze(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any]
     return _view(imp, node, ins[0], tuple(n for d, n in enumerate(s) if d not in drop), module)
 
 
-def _map_transpose(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_transpose(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                    module: str | None) -> list[str | None]:
     rank = len(imp.shape(ins[0]))
     perm = tuple(int(p) for p in attrs.get("perm", range(rank - 1, -1, -1)))
     return [imp.emit("transpose", [imp.read(ins[0], module)], {"perm": perm}, module, fallback(node))]
 
 
-def _slices_of(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any]) -> list[tuple[int, range]]:
+def _slices_of(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any]) -> list[tuple[int, range]]:
     """(axis, kept indices) of each axis a Slice cuts: from its bounds, or when they
     are not known from the stated output shape (the first indices of each cut axis)."""
     s = imp.shape(ins[0])
@@ -106,7 +103,7 @@ def _slices_of(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any]) 
     return out
 
 
-def _map_slice(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_slice(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                module: str | None) -> list[str | None]:
     s = list(imp.shape(ins[0]))
     cuts = _slices_of(imp, node, ins, attrs)
@@ -127,7 +124,7 @@ def _map_slice(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [out]
 
 
-def _map_split(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_split(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                module: str | None) -> list[str | None]:
     s = imp.shape(ins[0])
     axis = int(attrs.get("axis", 0))
@@ -157,7 +154,7 @@ def _map_split(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return outs
 
 
-def _map_concat(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_concat(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                 module: str | None) -> list[str | None]:
     parts = [i for i in ins if i and math.prod(imp.shape(i)) > 0]
     rank = len(imp.shape(parts[0]))
@@ -165,7 +162,7 @@ def _map_concat(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
                      fallback(node))]
 
 
-def _map_expand(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_expand(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                 module: str | None) -> list[str | None]:
     s = imp.shape(ins[0])
     shape = imp.ints(ins[1])
@@ -179,7 +176,7 @@ def _map_expand(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.emit("expand", [x], {"shape": target}, module, fallback(node))]
 
 
-def _map_tile(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_tile(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
               module: str | None) -> list[str | None]:
     s = imp.shape(ins[0])
     reps = imp.ints(ins[1])
@@ -197,7 +194,7 @@ def _map_tile(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.emit("tile", [x], {"repeats": tuple(reps)}, module, fallback(node))]
 
 
-def _map_gather(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_gather(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                 module: str | None) -> list[str | None]:
     data, idx = ins
     s = imp.shape(data)
@@ -222,7 +219,7 @@ def _map_gather(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.reshape(out, target, module, fb)]
 
 
-def _map_pad(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_pad(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
              module: str | None) -> list[str | None]:
     mode = attrs.get("mode", "constant")
     s = imp.shape(ins[0])
@@ -247,7 +244,7 @@ def _map_pad(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.emit("pad", [x], {"pads": tuple(full), "value": value or 0.0, "mode": mode}, module, fallback(node))]
 
 
-def _map_cumsum(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_cumsum(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                 module: str | None) -> list[str | None]:
     axes = imp.ints(ins[1])
     if axes is None:  # the output's shape does not say: the last axis (position ids along the sequence)
@@ -256,26 +253,26 @@ def _map_cumsum(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
     return [imp.emit("cumsum", [imp.read(ins[0], module)], {"axis": axes[0]}, module, fallback(node))]
 
 
-def _map_gather_nd(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_gather_nd(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                    module: str | None) -> list[str | None]:
     data, idx = imp.read(ins[0], module, "weight"), imp.read(ins[1], module, "indices")
     return [imp.emit("gather_nd", [data, idx], {"batch_dims": int(attrs.get("batch_dims", 0))}, module,
                      fallback(node), dtype=imp.b.dtypes[data])]
 
 
-def _map_gather_elements(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_gather_elements(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                          module: str | None) -> list[str | None]:
     data, idx = (imp.read(i, module) for i in ins)
     return [imp.emit("gather_elements", [data, idx], {"axis": int(attrs.get("axis", 0))}, module, fallback(node))]
 
 
-def _fill(imp: Importer, node: Any, shape: Shape, value: Any, dtype: str, module: str | None) -> list[str | None]:
+def _fill(imp: OnnxImporter, node: Any, shape: Shape, value: Any, dtype: str, module: str | None) -> list[str | None]:
     imp.set_shape(node.output[0], shape)
     return [imp.b.op("fill", [], {"shape": tuple(shape) or (1,), "value": value},
                      name=imp.op_name(module, "fill", fallback(node)), module=module, dtype=dtype)]
 
 
-def _map_constant_of_shape(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_constant_of_shape(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                            module: str | None) -> list[str | None]:
     from onnx import numpy_helper
 
@@ -285,7 +282,7 @@ def _map_constant_of_shape(imp: Importer, node: Any, ins: list[str], attrs: dict
     return _fill(imp, node, shape, value[0].item(), np_class(value), module)
 
 
-def _map_range(imp: Importer, node: Any, ins: list[str], attrs: dict[str, Any],
+def _map_range(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],
                module: str | None) -> list[str | None]:
     """A Range whose bounds the importer does not know (else it is folded): the
     numbers made on the device, of the stated shape."""

@@ -193,11 +193,12 @@ class Device:
 
     # -- per buffer type -------------------------------------------------------------------
     def banks(self, buffer_type: BufferType) -> int:
-        """Banks of a buffer type (L1_SMALL has none when l1_small_size is 0)."""
-        if buffer_type is BufferType.L1:
+        """Banks of a buffer type: L1 and L1_SMALL one per worker core (L1_SMALL's are
+        0 B when l1_small_size is 0, and an L1_SMALL buffer then fails as tt-metal's does:
+        "... L1_SMALL buffer across 64 banks, where each bank needs to store 16 B, but
+        bank size is 0 B"), DRAM and TRACE one per DRAM channel."""
+        if buffer_type in (BufferType.L1, BufferType.L1_SMALL):
             return self.l1_banks
-        if buffer_type is BufferType.L1_SMALL:
-            return self.l1_banks if self.l1_small_size > 0 else 0
         return self.dram_banks
 
     def alignment(self, buffer_type: BufferType) -> int:

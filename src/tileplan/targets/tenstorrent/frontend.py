@@ -11,8 +11,10 @@ type (frozen, hashable: a what-if row is its request with one option changed).
 The contract:
 
 - `keys`: the option keys it takes (`OPTION_KEYS`, spelled as `tileplan plan`'s flags
-  with `_`: `opt_level`, `prefill_chunk`, ...). Any other key given is refused by the
-  caller in one line naming the flag and the frontends that take it.
+  with `_`: `opt_level`, `prefill_chunk`, ...; a key added there needs its flag: the
+  shared ones are cli/plan.py's, the others app/tenstorrent/target.py's `OPTIONS`). Any
+  other key given is refused by the caller in one line naming the flag and the frontends
+  that take it.
 - `stack`: who opens the device (tt-mlir's runtime, or tt-metal's own defaults:
   `versions.Stack`), which decides the default `l1_small_size` and trace region;
   `device_defaults(model, options, machine)`: device parameters the stack's own runs

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tileplan.errors import InputError
+from tileplan.errors import InputError, option
 from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.program import TtProgram
@@ -26,8 +26,8 @@ def outputs_to_dram(program: TtProgram, names: tuple[str, ...]) -> TtProgram:
     missing = [n for n in names if n not in known]
     if missing:
         some = ", ".join(sorted(known)[:5])
-        raise InputError(f"--to-dram {missing[0]!r}: no operation of {program.name} has that name (some that do: "
-                         f"{some})")
+        raise InputError(f"{option('to_dram', repr(missing[0]))}: no operation of {program.name} has that name "
+                         f"(some that do: {some})")
     wanted = set(names)
     ops = tuple(replace(op, out=OutputRequest(BufferType.DRAM, MemoryLayout.INTERLEAVED, None, op.out.dtype))
                 if op.name in wanted else op for op in program.ops)

@@ -13,7 +13,11 @@
    circular buffers placed from l1_unreserved_base upward (`cb_region`) and checked
    against the L1 size (grow) and the lowest L1 buffer (clash), and the operation's own
    buffers its last reader was freed (`live[1]`, outputs excepted);
-3. the operation's frees (`program.frees[k]`: `ttnn.deallocate` after it).
+3. the operation's frees (`program.frees[k]`: `ttnn.deallocate` after it);
+4. the traces captured after it (`program.traces`): each trace buffer placed as
+   MeshTrace::populate_mesh_buffer places it (trace.py: the trace region's running
+   total checked against `trace_region_size`, then the TRACE bank, or top-down DRAM when
+   the region is dynamic), kept to the end.
 
 The first failure is the verdict, in tt-metal's words (messages.py), and planning stops
 there as the run would: the buffers placed so far and the programs run so far are the
@@ -49,6 +53,7 @@ from tileplan.targets.tenstorrent.planned import (
     UPLOAD, BufferUse, Failure, FailureKind, PlannedBuffer, PlannedOp, PlannedProgram, TtPlan, Verdict)
 from tileplan.targets.tenstorrent.program import Op, TtProgram
 from tileplan.targets.tenstorrent.tiles import round_up
+from tileplan.targets.tenstorrent.trace import TraceRegion, TraceRegionExceeded
 
 _USE_OF_ROLE = {Role.INPUT: BufferUse.INPUT, Role.WEIGHT: BufferUse.PARAMETER, Role.BUFFER: BufferUse.BUFFER}
 
@@ -92,6 +97,8 @@ class _Walk:
         self.allocated = {t: 0 for t in BufferType}
         self.events = 0
         self.verdict = Verdict(True)
+        self.trace = TraceRegion(self.allocator)
+        self.trace_total = 0
 
     # -- the allocator ------------------------------------------------------------------
     def allocate(self, request: BufferRequest, use: BufferUse, op: int, tensor: int | None,
@@ -186,6 +193,19 @@ class _Walk:
                 self.name_tensor(t, self.of_tensor[op.inputs[0]])
         for t in self.program.frees[op.index]:
             self.free_tensor(t, op.index)
+        for after, size in self.program.traces:
+            if after == op.index:
+                self.capture(op, size)
+
+    def capture(self, op: Op, stream_bytes: int) -> None:
+        """One trace buffer (trace.TraceRegion's rule, through this walk's allocator)."""
+        request = replace(self.trace.request(stream_bytes), name=f"trace after {op.name}")
+        self.trace_total += request.size
+        configured = self.device.trace_region_config
+        if request.buffer_type is BufferType.TRACE and self.trace_total > configured:
+            self.fail(TraceRegionExceeded(self.trace_total, 0, configured), op.index, None, request.name,
+                      BufferType.TRACE)
+        self.allocate(request, BufferUse.TRACE, op.index, None, op.module)
 
     def plan(self, op: Op) -> OpPlan:
         target = replace(self.target, lowest_occupied_l1=self.allocator.lowest_occupied_l1())

@@ -93,7 +93,7 @@ class TtProgram:
     (with a spec), each once; every operation reads tensors uploaded or made before it
     and makes tensors no one else makes, none declared; `frees` has one entry per
     operation and frees each tensor at most once, after it is made and not before its
-    last reader; `outputs` are tensors of the program."""
+    last reader; `outputs` are tensors of the program; a trace follows an operation of it."""
 
     name: str
     frontend: Frontend
@@ -102,6 +102,9 @@ class TtProgram:
     ops: tuple[Op, ...]
     frees: tuple[tuple[int, ...], ...]
     outputs: tuple[int, ...] = ()
+    #: traces captured (metal trace): (after operation k, the command stream's bytes),
+    #: each kept to the end (trace.py: the trace region, or DRAM when it is dynamic)
+    traces: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         for i, tensor in enumerate(self.tensors):
@@ -139,6 +142,10 @@ class TtProgram:
         for t in self.outputs:
             if t not in made:
                 raise ModelError(f"program output {t} is never uploaded or made")
+        for after, size in self.traces:
+            if not 0 <= after < len(self.ops) or size < 1:
+                raise ModelError(f"trace after operation {after} of {size} B: expected an operation of the program "
+                                 "and at least 1 B of commands")
 
     def _where(self, op: Op) -> str:
         return f"operation {op.index} ({op.name})"

@@ -4,7 +4,7 @@ allocates (outputs, intermediates between its programs, L1_SMALL config tensors)
 
 An operation is priced as tt-metal's graph capture prices it
 (`ttnn.graph.extract_resource_usage_per_core`, ttnn/core/graph/graph_trace_utils.cpp;
-tests/ttnn/unit_tests/base_functionality/graph_l1_traces/README.md sections 3 and 10):
+tenstorrent/tt-metal tests/ttnn/unit_tests/base_functionality/graph_l1_traces/README.md sections 3 and 10):
 a circular buffer's bytes are its `CircularBufferConfig` total size, per core; a
 globally allocated one (`set_globally_allocated_address`) aliases a tensor's L1 shard
 and takes no circular-buffer space; each program opens its own window, so an

@@ -1,0 +1,38 @@
+"""The nodes of an importer's graph (`tileplan.importers.graph`): its declared tensors
+(`GraphTensor`) and its operations (`GraphOp`), with element classes, not precisions.
+Apart from the graph and its builder so that what reads a graph's operations
+(`tileplan.importers.repeats`) needs nothing that builds one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from tileplan.model.role import Role
+
+
+@dataclass(frozen=True, slots=True)
+class GraphTensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    #: `INPUT`, `WEIGHT` or `BUFFER` (state that is not trained: held like a weight)
+    role: Role
+
+
+class GraphOp(NamedTuple):
+    """One operation: `name` is what people read (the module path and what it does),
+    `output` the tensor it makes, `layer` the model layer it belongs to
+    (`Operation.layer`; None outside the layers). Immutable; a named tuple rather than
+    a frozen dataclass because a synthetic chain makes a million of them, five times
+    faster (`GraphOp._replace` makes a changed copy)."""
+
+    kind: str
+    name: str
+    inputs: tuple[str, ...]
+    output: str
+    shape: tuple[int, ...]
+    dtype: str
+    attrs: tuple[tuple[str, Any], ...]
+    module: str | None
+    layer: int | None = None
