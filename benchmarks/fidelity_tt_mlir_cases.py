@@ -1,6 +1,7 @@
 """Published tt-xla / tt-mlir outcomes, rebuilt for tileplan's `--frontend tt-mlir`.
 
-The cases were chosen from /work/notes/tt-outcomes.md (sections 3-5) and split into
+The cases were chosen from the project's research notes on published outcomes (tt-outcomes,
+sections 3-5: working notes kept outside this repository; the X/D/L numbers below are theirs) and split into
 the two sets below BEFORE the frontend was modelled; the split is not changed after.
 
 Calibration (looked at while modelling; the notes derive their arithmetic):

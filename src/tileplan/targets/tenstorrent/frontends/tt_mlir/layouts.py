@@ -1,7 +1,7 @@
 """Level 2, pass 1: tt-mlir's GreedyMemoryLayoutPropagation, greedily.
 
 tt-mlir (lib/Dialect/TTNN/Analysis/MemoryLayoutPropagation.cpp `processOp`; the design in
-docs/src/specs/ttnn-optimizer.md section 5.6.1) walks the operations in schedule order
+tenstorrent/tt-mlir docs/src/specs/ttnn-optimizer.md section 5.6.1) walks the operations in schedule order
 and for each one:
 
 1. takes each operand in its producer's chosen layout, plus an L1-interleaved reshard of

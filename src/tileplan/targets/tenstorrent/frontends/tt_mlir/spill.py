@@ -1,7 +1,7 @@
 """Level 2, pass 2: tt-mlir's GreedyL1SpillManagement.
 
 Pass 1 (layouts.py) judged each operation alone; this pass (lib/Dialect/TTNN/Analysis/
-L1SpillManagement.cpp; docs/src/specs/ttnn-optimizer.md section 5.6.2) walks the schedule
+L1SpillManagement.cpp; tenstorrent/tt-mlir docs/src/specs/ttnn-optimizer.md section 5.6.2) walks the schedule
 with every live L1 tensor's per-core size and address in a model of the L1 budget
 (`SumL1MemoryTracker`: top-down first fit within the usable L1 per core, 16-B aligned):
 
