@@ -44,6 +44,14 @@ def load(name: str) -> ModuleType | None:
         return None
 
 
+def split_of(case: object) -> str:
+    """A case's set, "calibration" or "held out" (tt-transformers' cases name it `set`,
+    tt-mlir's `split`)."""
+    split = getattr(case, "set", None) or case.split
+    assert split in ("calibration", "held out"), split
+    return str(split)
+
+
 def section(module: ModuleType, only: list[str] | None) -> list[str]:
     lines = [f"## {module.SECTION}", "", module.INTRO, ""]
     columns = module.COLUMNS
@@ -53,8 +61,9 @@ def section(module: ModuleType, only: list[str] | None) -> list[str]:
         if only and case.key not in only:
             continue
         cells, agrees, cpu = module.evaluate(case)
-        print(f"{case.key:16} {case.set:12} {'agrees' if agrees else 'MISS':7} {cpu:6.1f} s CPU", flush=True)
-        tally = counts.setdefault(case.set, [0, 0])
+        split = split_of(case)
+        print(f"{case.key:16} {split:12} {'agrees' if agrees else 'MISS':7} {cpu:6.1f} s CPU", flush=True)
+        tally = counts.setdefault(split, [0, 0])
         tally[0] += bool(agrees)
         tally[1] += 1
         lines.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")

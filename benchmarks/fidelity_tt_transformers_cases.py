@@ -1,6 +1,7 @@
 """Published tt-transformers outcomes, rebuilt for tileplan's `--frontend tt-transformers`.
 
-The cases come from /work/notes/tt-outcomes.md sections 1-2 and were split into the
+The cases come from the team's research notes on published tt-transformers outcomes
+(kept outside the repository; each case names its public source) and were split into the
 two sets below BEFORE anything was tuned on them; the split is not changed after.
 
 Calibration (named in issue 27 item 8; looked at while modelling):
@@ -30,7 +31,8 @@ Held out (not looked at while modelling; each published outcome quoted as publis
       is only 1046181792 B" at mlp.py's w3 linear
   T8  tenstorrent/vllm PR #302: Qwen3-8B N150, vLLM, 131,072 tokens of KV cache: DRAM
       out of memory; 32,768 fits
-  F1  PERF.md: Llama-3.2-1B, 3B, Llama-3.1-8B run on N150 and N300 (batch 1, both presets)
+  F1  tenstorrent/tt-metal models/tt_transformers/PERF.md: Llama-3.2-1B, 3B, Llama-3.1-8B
+      run on N150 and N300 (batch 1, both presets)
   F3  Qwen2.5-7B runs on N300
   F4  Phi-3.5-mini, Mistral-7B, Phi-3-mini-128k run on N150 and N300
   F5  phi-4, Ministral-8B run on N300
@@ -292,7 +294,8 @@ def _largest(key: str, set_: str, model: str, machine: str, published: int, sour
 
 TABLE = "model_config.py MAX_PREFILL_CHUNK_SIZES_DIV1024 @17a8a99d"
 OLDER = "model_config.py MAX_PREFILL_CHUNK_SIZES_DIV1024, older table (index id 3627508590)"
-PERF = "PERF.md @040a27c1 (simple_text_demo.py)"
+QWEN3_NOTES = "tenstorrent/tt-metal QWEN3_8B_LONG_CONTEXT_ENGINEERING_NOTES.md @e5a802b3"
+PERF = "tenstorrent/tt-metal models/tt_transformers/PERF.md @040a27c1 (simple_text_demo.py)"
 
 
 def _runs(models: tuple[str, ...], machines: tuple[str, ...], *options: TtTransformersOptions) -> list[Setup]:
@@ -380,7 +383,7 @@ def cases() -> list[Case]:
         setups = _runs(models, machines, *options)
         names = ", ".join(m.split("-Instruct")[0] for m in models)
         out.append(Case(key, HELD_OUT, f"{names} on {' / '.join(machines)}: {what}", "runs",
-                        "QWEN3_8B_LONG_CONTEXT_ENGINEERING_NOTES.md @e5a802b3" if key == "F9" else PERF,
+                        QWEN3_NOTES if key == "F9" else PERF,
                         check_fits(setups)))
     return out
 

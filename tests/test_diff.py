@@ -32,12 +32,13 @@ def test_f8_to_f16_names_the_weights_whose_bytes_doubled(f8_path, f16_path, caps
     expected = doubled_weights(f8_path, f16_path)
     # four weights a layer, spread linearly in 8-byte blocks (their products split the
     # rows: each tile receives its block). The MAP head's weights rest where their
-    # one-row products create them (rows not split), K blocks padded to the AMP's input
-    # grain: 32 channels in F8, 16 in F16, so 72-row blocks take 96 rows against 80 and
-    # only the two whose blocks need no padding double (kv and mlp.down)
+    # one-row products create them, in the blocks each precision's plan picks (poplin's
+    # plans, kernel/convplan.py): kv is spread linearly and doubles; of the others, whose
+    # K blocks are padded to the AMP's input grain (32 channels in F8, 16 in F16), only
+    # mlp.up's F16 plan needs no more padded rows than its F8 plan, so only it doubles
     assert len([n for n in expected if n.startswith("vit.encoder.")]) == 27 * 4
     assert {n for n in expected if n.startswith("vit.map.")} == {"vit.map.attention.kv.weight",
-                                                                 "vit.map.mlp.down.weight"}
+                                                                 "vit.map.mlp.up.weight"}
     doubled = {n for n, v in resized.items() if n.endswith(".weight") and 1.99 <= v["ratio"] <= 2.0}
     assert doubled == expected
     up = resized["vit.encoder.layer3.mlp.up.weight"]

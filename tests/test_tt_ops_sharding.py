@@ -9,7 +9,7 @@ from tileplan.targets.tenstorrent.memory import CoreRange, MemoryLayout
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_sharding import SliceAttrs
+from tileplan.targets.tenstorrent.ops.tt_tm import SliceAttrs
 from tileplan.targets.tenstorrent.tiles import DataType
 
 WIDTH_32 = sharded(MemoryLayout.WIDTH_SHARDED, CoreRange.grid(8, 4), (32, 128))

@@ -177,3 +177,33 @@ def test_cli_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
         assert cli(tmp_path, *argv, "--frontend", "tt-transformers")[0] == 2
         err = capsys.readouterr().err.strip()
         assert words in err and "\n" not in err
+
+
+def test_a_hub_id_is_read_from_the_local_hugging_face_cache(tmp_path, monkeypatch):
+    """The frontend sits below the application: a hub id reaches its config.json through
+    the lookup the application registers (app/tenstorrent/tt_transformers_hub.py), and
+    the model is named by the id, not by the cache's snapshot folder."""
+    import json
+    from pathlib import Path
+
+    import tileplan.app.tenstorrent  # noqa: F401  (registers the lookup)
+    from tileplan.app import sources
+    from tileplan.targets.tenstorrent.frontends.tt_transformers.frontend import read_config
+
+    config = json.loads((Path(__file__).parent / "data" / "tt_transformers" / "Llama-3.2-1B-Instruct"
+                         / "config.json").read_text())
+    config.pop("_name_or_path", None)
+    snapshot = tmp_path / "hub" / "models--meta-llama--Llama-3.2-1B-Instruct" / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    (snapshot.parent.parent / "refs").mkdir()
+    (snapshot.parent.parent / "refs" / "main").write_text("0123abcd")
+    (snapshot / "config.json").write_text(json.dumps(config))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    sources.locate.cache_clear()
+    try:
+        doc, name = read_config("meta-llama/Llama-3.2-1B-Instruct")
+    finally:
+        sources.locate.cache_clear()
+    assert doc == config and name == "meta-llama/Llama-3.2-1B-Instruct"

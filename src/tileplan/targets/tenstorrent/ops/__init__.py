@@ -34,10 +34,10 @@ from tileplan.targets.tenstorrent.ops.tt_sdpa_paged import plan_sdpa_chunked
 from tileplan.targets.tenstorrent.ops.tt_sharding import (
     plan_interleaved_to_sharded,
     plan_sharded_to_interleaved,
-    plan_slice,
     plan_to_memory_config,
 )
 from tileplan.targets.tenstorrent.ops.tt_softmax import plan_softmax
+from tileplan.targets.tenstorrent.ops.tt_tm import plan_repeat, plan_repeat_interleave, plan_slice
 from tileplan.targets.tenstorrent.ops.tt_transformer import plan_concat_heads, plan_split_qkv
 from tileplan.targets.tenstorrent.ops.tt_eltwise import (
     BINARY_KINDS,
@@ -81,7 +81,8 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.TO_LAYOUT: ("tt_layout", plan_layout),
         OpKind.RESHAPE: ("tt_data_movement", plan_reshape), OpKind.PERMUTE: ("tt_data_movement", plan_permute),
         OpKind.TRANSPOSE: ("tt_data_movement", plan_transpose), OpKind.CONCAT: ("tt_data_movement", plan_concat),
-        OpKind.SLICE: ("tt_sharding", plan_slice),
+        OpKind.SLICE: ("tt_tm", plan_slice), OpKind.REPEAT: ("tt_tm", plan_repeat),
+        OpKind.REPEAT_INTERLEAVE: ("tt_tm", plan_repeat_interleave),
         OpKind.INTERLEAVED_TO_SHARDED: ("tt_sharding", plan_interleaved_to_sharded),
         OpKind.SHARDED_TO_INTERLEAVED: ("tt_sharding", plan_sharded_to_interleaved),
         OpKind.TO_MEMORY_CONFIG: ("tt_sharding", plan_to_memory_config),

@@ -101,6 +101,8 @@ class OpKind(Enum):
     TRANSPOSE = "ttnn.transpose"
     CONCAT = "ttnn.concat"
     SLICE = "ttnn.slice"
+    REPEAT = "ttnn.repeat"
+    REPEAT_INTERLEAVE = "ttnn.repeat_interleave"
     # memory configs (sharded/: interleaved_to_sharded, sharded_to_interleaved, reshard)
     INTERLEAVED_TO_SHARDED = "ttnn.interleaved_to_sharded"
     SHARDED_TO_INTERLEAVED = "ttnn.sharded_to_interleaved"

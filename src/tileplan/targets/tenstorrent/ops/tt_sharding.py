@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from tileplan.targets.tenstorrent.memory import CoreRangeSet, TensorSpec
 from tileplan.targets.tenstorrent.ops.base import (
@@ -34,19 +33,13 @@ from tileplan.targets.tenstorrent.ops.base import (
     split_work,
 )
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.tiles import TILE, Layout, padded_height_width, round_up
+from tileplan.targets.tenstorrent.tiles import TILE, Layout, round_up
 
 DIR = "ttnn/cpp/ttnn/operations/data_movement/"
+#: copy_program_factory.cpp `round_up_to_mul32`: copy CB pages are 32-B aligned
+COPY_PAGE_ALIGNMENT = 32
 #: interleaved_to_sharded's scratch: `num_trids` pages
 I2S_SCRATCH_PAGES = 4
-
-
-@dataclass(frozen=True, slots=True)
-class SliceAttrs:
-    """ttnn.slice's start and end (exclusive) per dimension, step 1."""
-
-    start: tuple[int, ...]
-    end: tuple[int, ...]
 
 
 def _unit(spec: TensorSpec) -> int:
@@ -134,28 +127,19 @@ def plan_to_memory_config(kind: OpKind, req: OpRequest, attrs: None = None) -> O
     out = TensorSpec(x.shape, out_dtype, x.layout, req.out.memory())
     if out.memory == x.memory and out_dtype is x.dtype:
         return OpPlan(op, (), (out,), ())
-    grid = req.target.grid_range()
-    page = x.dtype.tile_bytes if x.layout is Layout.TILE else round_up(x.pages().page_bytes, 32)
-    out_page = out_dtype.tile_bytes if x.layout is Layout.TILE else page
-    program = Program("CopyProgramFactory", DIR + "copy/device/copy_program_factory.cpp", grid,
-                      (cbuf(0, "src0", 2, page, grid), cbuf(16, "output", 2, out_page, grid)))
-    return OpPlan(op, (program,), (out,), output_buffers((out,), req.target, 0))
+    return copy(op, x, out, req)
 
 
-def plan_slice(kind: OpKind, req: OpRequest, attrs: SliceAttrs) -> OpPlan:
-    """ttnn.slice of an interleaved TILE tensor, whole tiles (slice_program_factory_tile.cpp)."""
-    (x,) = req.inputs
-    op = kind.value
-    rank = len(x.shape)
-    require(len(attrs.start) == rank and len(attrs.end) == rank, op, f"start and end of rank {rank}")
-    require(x.layout is Layout.TILE and not x.memory.layout.sharded, op, "an interleaved TILE input")
-    for d, (s, e) in enumerate(zip(attrs.start, attrs.end)):
-        require(0 <= s < e <= x.shape[d], op, f"dimension {d}: [{s}, {e}) outside 0..{x.shape[d]}")
-    shape = tuple(e - s for s, e in zip(attrs.start, attrs.end))
-    out = TensorSpec(shape, req.out.dtype or x.dtype, Layout.TILE, req.out.memory())
-    h, w = padded_height_width(shape, Layout.TILE)
-    used, _ = split_work((h // TILE) * (w // TILE), req.target.num_cores)
+def copy(op: str, x: TensorSpec, out: TensorSpec, req: OpRequest) -> OpPlan:
+    """An interleaved-to-interleaved move (copy_program_factory.cpp): the pages split
+    over the grid's first cores as `split_work_to_cores` splits them, two input pages
+    a core (32-B aligned, `round_up_to_mul32`), and an output CB only when the dtype
+    changes (`convert_dtype`; otherwise the writer reads c_0)."""
+    units = x.pages().count
+    used, _ = split_work(units, req.target.num_cores)
     cores = CoreRangeSet.from_count(max(used, 1), *req.target.grid, row_wise=True)
-    program = Program("SliceTileProgramFactory", DIR + "slice/device/slice_program_factory_tile.cpp", cores,
-                      (cbuf(0, "src0", 2, x.dtype.tile_bytes, cores),))
+    cbs = [cbuf(0, "src0", 2, round_up(x.pages().page_bytes, COPY_PAGE_ALIGNMENT), cores)]
+    if out.dtype is not x.dtype:
+        cbs.append(cbuf(16, "output", 2, round_up(out.pages().page_bytes, COPY_PAGE_ALIGNMENT), cores))
+    program = Program("CopyProgramFactory", DIR + "copy/device/copy_program_factory.cpp", cores, tuple(cbs))
     return OpPlan(op, (program,), (out,), output_buffers((out,), req.target, 0))

@@ -55,7 +55,7 @@ from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_norm import NormAttrs
 from tileplan.targets.tenstorrent.ops.tt_rotary import RotaryAttrs
 from tileplan.targets.tenstorrent.ops.tt_sdpa import SdpaAttrs
-from tileplan.targets.tenstorrent.ops.tt_sharding import SliceAttrs
+from tileplan.targets.tenstorrent.ops.tt_tm import SliceAttrs
 from tileplan.targets.tenstorrent.tiles import TILE, DataType
 
 DRAM = OutputRequest(BufferType.DRAM)

@@ -27,7 +27,7 @@ n150) -> TtTransformersOptions(PREFILL, prefill_chunk=4096, kv_cache=131072); it
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -67,6 +67,16 @@ DEVICE_NAMES = {"n150": "N150", "n300": "N300", "p100": "P100", "p150": "P150"}
 SMALLEST_CHUNK = 128
 
 
+#: the application's hub-id lookup (tileplan.app.tenstorrent registers it): a MODEL
+#: string's config.json from the Hugging Face cache or hub, or None when it is no hub id
+_HUB: list[Callable[[str], str | None]] = []
+
+
+def register_hub(lookup: Callable[[str], str | None]) -> None:
+    """Make `lookup` the way a hub id becomes its config.json's path."""
+    _HUB[:] = [lookup]
+
+
 def read_config(model: Any) -> tuple[dict[str, Any], str | None]:
     """(config.json's contents, the model's name when config.json lacks `_name_or_path`)."""
     if isinstance(model, Mapping):
@@ -81,9 +91,9 @@ def read_config(model: Any) -> tuple[dict[str, Any], str | None]:
         path = os.path.join(text, "config.json")
         name = os.path.basename(os.path.normpath(text))
     else:
-        from tileplan.app.sources import is_hub_id, locate
-        if is_hub_id(text):
-            path, name = locate(text), text
+        located = _HUB[0](text) if _HUB else None
+        if located is not None:
+            path, name = located, text
         else:
             name = os.path.basename(os.path.dirname(os.path.abspath(text))) or None
     doc = read_json(path, MAX_CONFIG_BYTES)

@@ -1,0 +1,77 @@
+"""How the tt-mlir frontend gets a model named as `tileplan plan` names it: imported once
+per process by the application's importers (app/sources.py `import_graph`), at the batch
+and sequence length the frontend's options say, in the model's own dtype.
+
+The model's dtype is what tt-xla runs it in: a config.json's `torch_dtype` (`dtype` in
+newer files: bfloat16 for the published LLMs, which tt-forge-models loads with
+`torch_dtype=torch.bfloat16`), else the dtype the importer found (`Graph.float_precision`:
+float32 for a module built without one). The program is unrolled (tt-mlir sees every
+layer).
+
+Worked example: `load("tests/data/tt_configs/llama-3.2-1b.json").program(1, 2048)` is
+Llama-3.2-1B at batch 1, 2048 tokens, in bfloat16.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tileplan.app.sources import import_graph, kind_of, locate
+from tileplan.errors import InputError
+from tileplan.ioutil import MAX_CONFIG_BYTES, read_json
+from tileplan.model.ir import Program
+from tileplan.model.precision import Precision
+from tileplan.targets.tenstorrent.frontends.tt_mlir.source import ModelSource, register_loader
+
+#: a config's dtype names and the precision they plan in
+_DTYPES = {"bfloat16": "BF16", "float16": "F16", "float32": "F32", "float": "F32", "half": "F16"}
+#: which shape knobs each model kind takes (app/sources.py `_import`)
+_VARIES = {"hf-config": frozenset({"batch", "sequence_length"}), "onnx": frozenset({"batch", "sequence_length"}),
+           "exported": frozenset()}
+
+
+def model_precision(path: str, found: str | None) -> Precision:
+    """The precision tt-xla runs the model in (see the module docstring)."""
+    if path.lower().endswith(".json"):
+        doc = read_json(path, MAX_CONFIG_BYTES)
+        if isinstance(doc, dict):
+            for key in ("torch_dtype", "dtype"):
+                value = doc.get(key)
+                if isinstance(value, str) and value.removeprefix("torch.") in _DTYPES:
+                    return Precision(_DTYPES[value.removeprefix("torch.")])
+    return Precision(found or "F32")
+
+
+@dataclass(frozen=True)
+class ImportedModel:
+    """A model file or hub id, imported on demand (ModelSource)."""
+
+    model: str
+
+    @property
+    def name(self) -> str:
+        return self.model
+
+    @property
+    def varies(self) -> frozenset[str]:
+        return _VARIES.get(kind_of(self.model), frozenset())
+
+    def program(self, batch: int | None, sequence_length: int | None) -> Program:
+        graph = import_graph(self.model, batch, sequence_length)
+        precision = model_precision(locate(self.model), graph.float_precision)
+        return graph.to_program(precision, precision, repeat=False)
+
+
+def load(model: Any) -> ModelSource:
+    """A model name as a source; anything else is refused in one line."""
+    if not isinstance(model, str):
+        raise InputError(f"the tt-mlir frontend takes a model file or hub id here, found a {type(model).__name__}; "
+                         "import a module with tileplan.importers.torch_export.from_torch and pass its Program")
+    if kind_of(model) not in _VARIES:
+        raise InputError("the tt-mlir frontend plans a config.json, an ONNX file, a saved .pt2 or a hub id; this "
+                         "is a built-in IPU model", model)
+    return ImportedModel(model)
+
+
+register_loader(load)

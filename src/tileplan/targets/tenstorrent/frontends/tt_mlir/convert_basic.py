@@ -1,0 +1,247 @@
+"""The model's elementwise, reduction and data-movement operations as the TTNN operations
+tt-mlir emits for them (tt-mlir lib/Conversion/TTIRToTTNN/TTIRToTTNN.cpp
+`populateTTIRToTTNNPatterns`: ElementwiseUnary / ElementwiseBinary / Reduction /
+Reshape / Permute / Concat / Slice / Repeat conversion patterns; `ttir.transpose` is
+canonicalised to `ttir.permute`, lib/Dialect/TTIR/IR/TTIROps.cpp; an expand the model
+materialises is a `ttir.broadcast`, lowered to `ttnn.repeat`).
+
+Each function takes the lowering's state and one model operation and adds its TTNN
+operations. An operator tt-mlir lowers to a TTNN operation tileplan has no rule for is an
+error naming both (`no_rule`), never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tileplan.errors import ModelError
+from tileplan.model.ir import Operation
+from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
+from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
+from tileplan.targets.tenstorrent.ops.base import OutputRequest
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, PermuteAttrs, ReshapeAttrs
+from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs, ReduceAttrs
+from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
+from tileplan.targets.tenstorrent.tiles import Layout
+
+Converter = Callable[[Lowering, Operation], None]
+
+UNARY = {"relu": OpKind.RELU, "sigmoid": OpKind.SIGMOID, "silu": OpKind.SILU, "gelu": OpKind.GELU,
+         "exp": OpKind.EXP, "log": OpKind.LOG, "sqrt": OpKind.SQRT, "rsqrt": OpKind.RSQRT,
+         "reciprocal": OpKind.RECIPROCAL, "tanh": OpKind.TANH, "sin": OpKind.SIN, "cos": OpKind.COS,
+         "abs": OpKind.ABS, "neg": OpKind.NEG, "sign": OpKind.SIGN, "ceil": OpKind.CEIL, "floor": OpKind.FLOOR,
+         "erf": OpKind.ERF, "not": OpKind.LOGICAL_NOT, "hardsigmoid": OpKind.HARDSIGMOID}
+BINARY = {"add": OpKind.ADD, "sub": OpKind.SUBTRACT, "mul": OpKind.MULTIPLY, "div": OpKind.DIVIDE,
+          "maximum": OpKind.MAXIMUM, "minimum": OpKind.MINIMUM, "eq": OpKind.EQ, "ne": OpKind.NE, "gt": OpKind.GT,
+          "ge": OpKind.GE, "lt": OpKind.LT, "le": OpKind.LE, "and": OpKind.LOGICAL_AND, "or": OpKind.LOGICAL_OR,
+          "xor": OpKind.LOGICAL_XOR, "pow": OpKind.POW}
+#: binary operators whose result is a truth value (their operands keep their own type)
+COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "and", "or", "xor"})
+REDUCE = {"reduce_sum": OpKind.SUM, "reduce_mean": OpKind.MEAN, "reduce_max": OpKind.MAX, "reduce_min": OpKind.MIN}
+#: model operators tt-mlir lowers to a TTNN operation tileplan has no rule for
+NO_RULE = {"hardswish": "ttnn.hardswish", "leaky_relu": "ttnn.leaky_relu", "elu": "ttnn.elu", "mish": "ttnn.mish",
+           "softplus": "ttnn.softplus", "clamp": "ttnn.clamp", "isnan": "ttnn.isnan", "isinf": "ttnn.isinf",
+           "round": "ttnn.round", "mod": "ttnn.remainder", "where": "ttnn.where", "pad": "ttnn.pad",
+           "tile": "ttnn.repeat", "cumsum": "ttnn.moreh_cumsum", "argmax": "ttnn.argmax", "argmin": "ttnn.argmin",
+           "topk": "ttnn.topk", "sort": "ttnn.sort", "index": "ttnn.gather", "gather_elements": "ttnn.gather",
+           "gather_nd": "ttnn.gather", "scatter": "ttnn.scatter", "resize": "ttnn.upsample",
+           "log_softmax": "ttnn.log_softmax", "reduce_prod": "ttnn.prod", "reduce_l1": "ttnn.sum",
+           "reduce_l2": "ttnn.sum", "reduce_logsumexp": "ttnn.logsumexp", "reduce_sum_square": "ttnn.sum",
+           "reduce_var": "ttnn.var", "reduce_all": "ttnn.min", "reduce_any": "ttnn.max",
+           "maxpool": "ttnn.max_pool2d", "avgpool": "ttnn.avg_pool2d", "adaptive_avgpool": "ttnn.adaptive_avg_pool2d",
+           "groupnorm": "ttnn.group_norm", "histogram": "ttnn.histogram", "grouped_matmul": "ttnn.sparse_matmul",
+           "attention": "ttnn.transformer.scaled_dot_product_attention",
+           "conv_grad_input": "ttnn.conv_transpose2d"}
+
+
+def no_rule(op: Operation, ttnn_name: str) -> ModelError:
+    """The one-line error for a model operation whose TTNN operation has no rule."""
+    return ModelError(f"no Tenstorrent rule for {ttnn_name}, which tt-mlir lowers the model's {op.kind} to "
+                      "(tileplan.targets.tenstorrent.ops has none: the operation cannot be planned)",
+                      f"operation {op.index} ({op.name})")
+
+
+def _out(lw: Lowering, op: Operation, layout: Layout = Layout.TILE) -> Value:
+    return Value(op.output_shape, lw.dtype(op.output), layout)
+
+
+def convert_unary(lw: Lowering, op: Operation) -> None:
+    kind = UNARY[op.kind]
+    src = op.inputs[0]
+    if src in lw.flat:  # a convolution's flattened NHWC output stays flattened
+        x = lw.flat_tensor(src, at=op)
+        out = lw.value(x).with_(dtype=lw.dtype(op.output))
+        tid = lw.builder.one(kind, op.name, (x,), out, out=OutputRequest(dtype=out.dtype), **lw.where(op))
+        lw.define_flat(op, tid, lw.flat[src])
+        return
+    x = lw.tensor(src, at=op)
+    out = _out(lw, op)
+    lw.define(op, lw.builder.one(kind, op.name, (x,), out, out=OutputRequest(dtype=out.dtype), **lw.where(op)))
+
+
+def _per_channel(shape: tuple[int, ...], channels: int) -> bool:
+    """A constant that broadcasts per channel over [N, C, H, W] (or is a scalar)."""
+    dims = [d for d in shape]
+    while dims and dims[0] == 1 and len(dims) > 3:
+        dims.pop(0)
+    return all(d == 1 for d in shape) or (len(dims) == 3 and dims[0] == channels and dims[1:] == [1, 1])
+
+
+def _binary_flat(lw: Lowering, op: Operation) -> bool:
+    """A binary operation on convolution outputs held flattened: the other operand is
+    flattened alike, or a per-channel constant taken as [1, 1, 1, C] (tt-mlir commutes the
+    TMs through elementwise operations: TTIREraseInverseOps)."""
+    flat = [i for i in op.inputs if i in lw.flat]
+    if not flat:
+        return False
+    dims = lw.flat[flat[0]]
+    if any(lw.flat[i] != dims for i in flat):
+        return False
+    others = [i for i in op.inputs if i not in lw.flat]
+    if any(not lw.is_constant(i) or not _per_channel(lw.shapes[i], dims[3]) for i in others):
+        return False
+    out_dtype = lw.dtype(op.output)
+    operand = None if op.kind in COMPARISONS else out_dtype
+    tids = []
+    for name in op.inputs:
+        if name in lw.flat:
+            tids.append(lw.flat_tensor(name, at=op))
+        else:
+            size = dims[3] if any(d != 1 for d in lw.shapes[name]) else 1
+            tids.append(lw.constant_form(name, Layout.TILE, operand or lw.dtype(name), shape=(1, 1, 1, size)))
+    if operand is not None:
+        tids = [lw.convert(t, None, operand, op, op.name) for t in tids]
+    out = lw.value(tids[0]).with_(dtype=out_dtype)
+    attrs = BinaryAttrs(True) if len(tids) == 1 else None
+    tid = lw.builder.one(BINARY[op.kind], op.name, tuple(tids), out, out=OutputRequest(dtype=out_dtype), attrs=attrs,
+                         **lw.where(op))
+    lw.define_flat(op, tid, dims)
+    return True
+
+
+def convert_binary(lw: Lowering, op: Operation) -> None:
+    kind = BINARY[op.kind]
+    if _binary_flat(lw, op):
+        return
+    out = _out(lw, op)
+    operand = None if op.kind in COMPARISONS else out.dtype
+    if len(op.inputs) == 1:
+        x = lw.tensor(op.inputs[0], dtype=operand, at=op)
+        tid = lw.builder.one(kind, op.name, (x,), out, out=OutputRequest(dtype=out.dtype), attrs=BinaryAttrs(True),
+                             **lw.where(op))
+    else:
+        a = lw.tensor(op.inputs[0], dtype=operand, at=op)
+        b = lw.tensor(op.inputs[1], dtype=operand or lw.value(a).dtype, at=op)
+        tid = lw.builder.one(kind, op.name, (a, b), out, out=OutputRequest(dtype=out.dtype), **lw.where(op))
+    lw.define(op, tid)
+
+
+def convert_reduce(lw: Lowering, op: Operation) -> None:
+    x = lw.tensor(op.inputs[0], at=op)
+    rank = len(lw.shapes[op.inputs[0]])
+    axes = op.attr("axes")
+    dims = tuple(axes) if isinstance(axes, (tuple, list)) else tuple(range(rank))
+    attrs = ReduceAttrs(dims, bool(op.attr("keepdims", False)))
+    out = _out(lw, op)
+    lw.define(op, lw.builder.one(REDUCE[op.kind], op.name, (x,), out, out=OutputRequest(dtype=out.dtype),
+                                 attrs=attrs, compute=lw.options.compute(), **lw.where(op)))
+
+
+def convert_cast(lw: Lowering, op: Operation) -> None:
+    """A cast to the type the value already has in TTNN is nothing; otherwise a typecast
+    (consecutive typecasts are canonicalised away by tt-mlir)."""
+    src = op.inputs[0]
+    want = lw.dtype(op.output)
+    if src in lw.tensor_of or not lw.is_constant(src):
+        lw.define(op, lw.tensor(src, layout=None, dtype=want, at=op))
+    else:
+        lw.define(op, lw.tensor(src, dtype=want, at=op))
+
+
+def convert_alias(lw: Lowering, op: Operation) -> None:
+    """identity, alias, restore: the output is the input's tensor."""
+    lw.define(op, lw.tensor(op.inputs[0], layout=None, at=op))
+
+
+def convert_reshape(lw: Lowering, op: Operation) -> None:
+    src = lw.tensor(op.inputs[0], layout=None, at=op)
+    v = lw.value(src)
+    if v.layout is Layout.ROW_MAJOR and (not v.shape or not op.output_shape or v.shape[-1] != op.output_shape[-1]):
+        src = lw.convert(src, Layout.TILE, None, op, op.inputs[0])
+        v = lw.value(src)
+    out = Value(op.output_shape, v.dtype, v.layout)
+    lw.define(op, lw.builder.one(OpKind.RESHAPE, op.name, (src,), out, attrs=ReshapeAttrs(op.output_shape),
+                                 **lw.where(op)))
+
+
+def convert_permute(lw: Lowering, op: Operation) -> None:
+    x = lw.tensor(op.inputs[0], at=op)
+    perm = op.ints_attr("perm")
+    if perm == tuple(range(len(perm))):
+        lw.define(op, x)
+        return
+    out = Value(op.output_shape, lw.value(x).dtype)
+    lw.define(op, lw.builder.one(OpKind.PERMUTE, op.name, (x,), out, attrs=PermuteAttrs(perm), **lw.where(op)))
+
+
+def convert_concat(lw: Lowering, op: Operation) -> None:
+    dtype = lw.dtype(op.output)
+    xs = tuple(lw.tensor(i, dtype=dtype, at=op) for i in op.inputs)
+    out = _out(lw, op)
+    lw.define(op, lw.builder.one(OpKind.CONCAT, op.name, xs, out, attrs=ConcatAttrs(op.int_attr("axis")),
+                                 **lw.where(op)))
+
+
+def convert_slice(lw: Lowering, op: Operation) -> None:
+    x = lw.tensor(op.inputs[0], at=op)
+    shape = lw.shapes[op.inputs[0]]
+    rank = len(shape)
+    axis = op.int_attr("axis") % rank
+    start = op.int_attr("start", 0)
+    end = op.attr("end")
+    stop = shape[axis] if end is None else min(int(end), shape[axis])  # type: ignore[call-overload]
+    step = op.int_attr("step", 1)
+    begins = tuple(start if d == axis else 0 for d in range(rank))
+    ends = tuple(stop if d == axis else shape[d] for d in range(rank))
+    steps = tuple(step if d == axis else 1 for d in range(rank))
+    out = Value(op.output_shape, lw.value(x).dtype)
+    lw.define(op, lw.builder.one(OpKind.SLICE, op.name, (x,), out, attrs=SliceAttrs(begins, ends, steps),
+                                 **lw.where(op)))
+
+
+def convert_expand(lw: Lowering, op: Operation) -> None:
+    """A materialised broadcast: `ttnn.repeat` of the input (reshaped to the output's
+    rank first when the expand adds dimensions)."""
+    x = lw.tensor(op.inputs[0], at=op)
+    shape = lw.shapes[op.inputs[0]]
+    target = op.output_shape
+    if len(shape) < len(target):
+        shape = (1,) * (len(target) - len(shape)) + shape
+        x = lw.builder.one(OpKind.RESHAPE, f"{op.name}.reshape", (x,), Value(shape, lw.value(x).dtype),
+                           attrs=ReshapeAttrs(shape), **lw.where(op))
+    repeats = tuple(t // s for s, t in zip(shape, target))
+    out = Value(target, lw.value(x).dtype)
+    lw.define(op, lw.builder.one(OpKind.REPEAT, op.name, (x,), out, attrs=RepeatAttrs(repeats), **lw.where(op)))
+
+
+def convert_repeat_interleave(lw: Lowering, op: Operation) -> None:
+    """fusion.py's repeat_interleave (grouped-query attention's repeated K / V heads)."""
+    x = lw.tensor(op.inputs[0], at=op)
+    attrs = RepeatInterleaveAttrs(op.int_attr("repeats"), op.int_attr("dim"))
+    out = Value(op.output_shape, lw.value(x).dtype)
+    lw.define(op, lw.builder.one(OpKind.REPEAT_INTERLEAVE, op.name, (x,), out, attrs=attrs, **lw.where(op)))
+
+
+def convert_unsupported(lw: Lowering, op: Operation) -> None:
+    raise no_rule(op, NO_RULE[op.kind])
+
+
+CONVERTERS: dict[str, Converter] = {
+    **{k: convert_unary for k in UNARY}, **{k: convert_binary for k in BINARY},
+    **{k: convert_reduce for k in REDUCE}, **{k: convert_unsupported for k in NO_RULE},
+    "cast": convert_cast, "identity": convert_alias, "alias": convert_alias, "restore": convert_alias,
+    "reshape": convert_reshape, "transpose": convert_permute, "concat": convert_concat, "slice": convert_slice,
+    "expand": convert_expand, "repeat_interleave": convert_repeat_interleave,
+}
+

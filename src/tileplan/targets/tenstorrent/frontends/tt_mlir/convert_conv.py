@@ -1,0 +1,135 @@
+"""The model's 2-D convolutions as tt-mlir emits them: `ttnn.conv2d` on the input
+flattened to [1, 1, N*H*W, C] (the NCHW model permuted to NHWC and flattened,
+TTIRFlattenSlidingWindow; consecutive convolutions and the elementwise operations between
+them stay flattened: context.py `flat_tensor`), its output [1, 1, N*OH*OW, O] in TILE.
+
+The `Conv2dConfig` (tt-mlir TTIRToTTNN.cpp `Conv2dOpConversionPattern`:
+`Conv2dConfigAttr::get().withConfigTensorsInDram(true)`, every other field unset): the
+config tensors in DRAM ("to prevent OOM"), the weights in the activation's dtype, a TILE
+output, and the shard layout tt-metal chooses when none is set
+(ttnn/cpp/ttnn/operations/conv/conv2d/conv2d_utils.cpp `select_shard_spec`, ported in
+`auto_shard_layout`). tt-mlir's optimizer (levels 1 and 2) searches act_block_h and the
+slice type when the default fails; tileplan plans the default L1-resident conv (no DRAM
+slicing) at every level, which is what tt-mlir's `conv2d_slice_config = l1_full` of levels
+1 and 2 runs (ConvRules.cpp `applyConvSliceConfig`).
+
+Weights: at level 0 tt-mlir keeps a conv's weight argument on the host and ttnn.conv2d
+prepares it on the device (`prepare_conv_weights`); at levels 1 and 2
+`TTNNPrepareConv2dWeightsAndBias` does it in a const-eval function. Either way the device
+holds the prepared weight [1, 1, kh x kw x C (32-aligned), O] TILE; tileplan holds it for
+the whole program (at level 0 tt-metal frees it after the conv: tileplan's DRAM figure is
+then high by the weights of the other convolutions).
+
+A 1x1 stride-1 unpadded convolution runs as a matmul in tt-metal (conv2d_utils.cpp
+`use_matmul_for_1x1_conv`; with an interleaved input, out of the interleaved tensor):
+here a `ttnn.linear` (or `ttnn.matmul`) of the flattened input by the [C, O] weight.
+tileplan's conv rule takes a row-major input; a TILE input is untilized first (tt-metal
+untilizes it in the halo: the same pages, one DRAM tensor more here).
+
+Worked example: a 3 x 3, padding-1 conv of [1, 64, 480, 640] bf16 to 32 channels on n150
+(8 x 9 grid): height sharded over the cores `determine_parallel_config` gives (9,600
+output tiles over 64 cores), its halo and conv programs as tt_conv.py prices them.
+"""
+
+from __future__ import annotations
+
+from tileplan.errors import InputError
+from tileplan.model.ir import Operation
+from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
+from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import no_rule
+from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
+from tileplan.targets.tenstorrent.memory import MemoryLayout
+from tileplan.targets.tenstorrent.ops.base import OpTarget, OutputRequest
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, parallel_config
+from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
+from tileplan.targets.tenstorrent.tiles import TILE, Layout, round_up
+
+#: conv2d_utils.cpp `select_shard_spec`: block sharding wins only below 0.75 of the grid
+BLOCK_SHARE = 0.75
+#: ... and width sharding replaces block sharding for wide inputs
+WIDE_CORES, WIDE_CHANNELS = 40, 1280
+
+
+def _cores(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) -> int:
+    try:
+        return parallel_config(attrs, layout, target).grid.cores
+    except InputError:
+        return 0
+
+
+def auto_shard_layout(attrs: Conv2dAttrs, target: OpTarget, matmul_conv: bool = False) -> MemoryLayout:
+    """tt-metal's `select_shard_spec`: the layout giving the most cores, block sharding
+    preferred unless height sharding has more cores and block fewer than three quarters of
+    the grid (or ties on at most one grid row), width sharding when it has at least as
+    many, or (block chosen) 40 cores and more than 1,280 input channels."""
+    conv1d = attrs.kernel[1] == 1 and attrs.input_hw[1] == 1
+    cc_h = _cores(attrs, MemoryLayout.HEIGHT_SHARDED, target)
+    cc_w = 0 if matmul_conv or conv1d else _cores(attrs, MemoryLayout.WIDTH_SHARDED, target)
+    cc_b = 0 if conv1d else _cores(attrs, MemoryLayout.BLOCK_SHARDED, target)
+    layout, best = MemoryLayout.BLOCK_SHARDED, cc_b
+    if (cc_h > best and best < int(BLOCK_SHARE * target.num_cores)) or (cc_h == best and cc_h <= target.grid[0]):
+        layout, best = MemoryLayout.HEIGHT_SHARDED, cc_h
+    if cc_w >= best:
+        layout, best = MemoryLayout.WIDTH_SHARDED, cc_w
+    if layout is MemoryLayout.BLOCK_SHARDED and cc_w >= WIDE_CORES and attrs.in_channels > WIDE_CHANNELS:
+        layout = MemoryLayout.WIDTH_SHARDED
+    return layout
+
+
+def _pairs(op: Operation, key: str, default: int) -> tuple[int, int]:
+    value = op.attr(key)
+    if not isinstance(value, (tuple, list)) or not value:
+        return default, default
+    return (int(value[0]), int(value[1])) if len(value) >= 2 else (int(value[0]), int(value[0]))
+
+
+def convert_conv(lw: Lowering, op: Operation) -> None:
+    x_name, w_name = op.inputs[0], op.inputs[1]
+    bias = op.inputs[2] if len(op.inputs) > 2 else None
+    xs, ws = lw.shapes[x_name], lw.shapes[w_name]
+    if len(xs) != 4 or len(ws) != 4:
+        raise no_rule(op, "ttnn.conv1d" if len(xs) == 3 else "ttnn.conv3d")
+    n, c, h, w = xs
+    o, _, kh, kw = ws
+    groups = op.int_attr("groups", 1)
+    stride, dilation = _pairs(op, "strides", 1), _pairs(op, "dilations", 1)
+    pads = op.attr("pads")
+    padding = (int(pads[0]), int(pads[1])) if isinstance(pads, (tuple, list)) and len(pads) >= 2 else (0, 0)
+    _, _, oh, ow = op.output_shape
+    dtype = lw.float_dtype() if lw.options.activations is None else lw.options.activations
+    where = lw.where(op)
+    dims = (n, oh, ow, o)
+    out_value = Value((1, 1, n * oh * ow, o), lw.dtype(op.output))
+    activation = op.attr("activation")
+    fused = (str(activation),) if activation else ()
+    if (kh, kw) == (1, 1) and stride == (1, 1) and padding == (0, 0) and dilation == (1, 1) and groups == 1:
+        x = lw.flat_tensor(x_name, Layout.TILE, at=op)
+        weight = lw.constant_form(w_name, Layout.TILE, lw.options.weight_conversion or dtype, shape=(c, o))
+        inputs: tuple[int, ...] = (x, weight)
+        kind = OpKind.MATMUL
+        if bias is not None:
+            kind = OpKind.LINEAR
+            inputs = (x, weight, lw.constant_form(bias, Layout.TILE, dtype, shape=(1, o)))
+        tid = lw.builder.one(kind, op.name, inputs, out_value, out=OutputRequest(dtype=out_value.dtype),
+                             attrs=MatmulAttrs(), compute=lw.options.compute(), fused=fused, **where)
+        lw.define_flat(op, tid, dims)
+        return
+    attrs = Conv2dAttrs(in_channels=c, out_channels=o, batch=n, input_hw=(h, w), kernel=(kh, kw), stride=stride,
+                        padding=padding, dilation=dilation, groups=groups, bias=bias is not None)
+    layout = auto_shard_layout(attrs, lw.target)
+    config = Conv2dConfig(shard_layout=layout, weights_dtype=dtype, config_tensors_in_dram=True)
+    attrs = Conv2dAttrs(c, o, n, (h, w), (kh, kw), stride, padding, dilation, groups, bias is not None, config)
+    x = lw.flat_tensor(x_name, Layout.ROW_MAJOR, at=op)
+    c_pad = round_up(c // groups, TILE)
+    weight = lw.constant_form(w_name, Layout.TILE, lw.options.weight_conversion or dtype,
+                              shape=(1, 1, kh * kw * c_pad, round_up(o, TILE)))
+    conv_inputs: tuple[int, ...] = (x, weight)
+    if bias is not None:
+        conv_inputs = (x, weight, lw.constant_form(bias, Layout.TILE, dtype, shape=(1, 1, 1, round_up(o, TILE))))
+    tid = lw.builder.one(OpKind.CONV2D, op.name, conv_inputs, out_value, out=OutputRequest(dtype=out_value.dtype),
+                         attrs=attrs, compute=lw.options.compute(), fused=fused, **where)
+    lw.define_flat(op, tid, dims)
+
+
+CONVERTERS = {"conv": convert_conv}

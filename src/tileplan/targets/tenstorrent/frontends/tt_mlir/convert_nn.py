@@ -1,0 +1,300 @@
+"""The model's matmuls, normalisations, softmax, attention and embeddings as the TTNN
+operations tt-mlir emits (lib/Conversion/TTIRToTTNN/TTIRToTTNN.cpp; the decompositions
+and workarounds named per function).
+
+- matmul -> `ttnn.matmul`; linear (fusion.py) -> `ttnn.linear` with its bias; no program
+  config (tt-metal's automatic one: tt-mlir sets none at level 0, and validates the
+  automatic one at levels 1 and 2); a constant weight typecast to the
+  `experimental_weight_dtype` (TTNNWeightDtypeConversion: the B operand of matmul and
+  linear when it traces to constant arguments); a bf16 matmul whose inner dimension
+  passes 50,000 gets fp32 accumulation and packer L1 accumulation at every level
+  (TTNNSetComputeKernelConfig.cpp `applyLargeInnerDimBf16MatmulConfig`).
+- rmsnorm / layernorm -> `ttnn.rms_norm` / `ttnn.layer_norm`, gamma and beta as
+  uploaded constants; softmax -> `ttnn.softmax`.
+- sdpa: `ttnn.transformer.scaled_dot_product_attention` (S_q > 1) or its `_decode` form
+  (S_q = 1: q permuted [B, H, 1, D] -> [1, B, H, D], the mask's heads materialised,
+  TTIRToTTNN.cpp `ScaledDotProductAttentionOpConversionPattern::lowerToDecodeOp`).
+  tt-mlir's TTNN decomposition pass (lib/Dialect/TTNN/Transforms/Decomposition/
+  SDPADecompositionPattern.cpp) decomposes it unconditionally at level 0 (no op-model
+  validation) and at levels 1 and 2 when validation fails (here: the rule refuses it, or
+  its circular buffers pass the usable L1): repeated K/V heads for grouped queries,
+  K transposed, Q K^T, times the scale, plus the mask (heads repeated) or a causal mask
+  made on the device, a numerically stable softmax, times V.
+- gather of rows of a constant table (an embedding) -> `ttnn.embedding` with the indices
+  row-major uint32 and the table row-major bfloat16 (`createEmbeddingOpOperandsWorkarounds`),
+  its [B, 1, S, D] output reshaped to [B, S, D].
+- batchnorm (inference) -> the decomposition TTIR applies (the scale and shift are
+  constants, so const-evaluated): `ttnn.multiply` then `ttnn.add`, per channel.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tileplan.errors import InputError
+from tileplan.model.ir import Operation
+from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
+from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
+from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
+from tileplan.targets.tenstorrent.ops import plan_op
+from tileplan.targets.tenstorrent.ops.base import ComputeConfig, MathFidelity, OpRequest, OutputRequest
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_data_movement import PermuteAttrs, ReshapeAttrs, TransposeAttrs
+from tileplan.targets.tenstorrent.ops.tt_embedding import EmbeddingAttrs
+from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
+from tileplan.targets.tenstorrent.ops.tt_norm import NormAttrs
+from tileplan.targets.tenstorrent.ops.tt_sdpa import SdpaAttrs
+from tileplan.targets.tenstorrent.ops.tt_softmax import SoftmaxAttrs
+from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs
+from tileplan.targets.tenstorrent.frontends.tt_mlir.budget import usable_l1
+from tileplan.targets.tenstorrent.tiles import DataType, Layout
+
+#: TTNNSetComputeKernelConfig.cpp `kLargeInnerDimThreshold`
+LARGE_INNER_DIM = 50000
+
+
+def _spec(lw: Lowering, tid: int) -> TensorSpec:
+    """A tensor's spec as the lowering knows it (DRAM interleaved until placed)."""
+    t = lw.builder.tensors[tid]
+    if t.spec is not None:
+        return t.spec
+    v = lw.value(tid)
+    return TensorSpec(v.shape, v.dtype, v.layout, DRAM_INTERLEAVED)
+
+
+def _weight(lw: Lowering, name: str, op: Operation) -> int:
+    """A matmul's B operand: a constant in the weight conversion's dtype, else as is."""
+    conv = lw.options.weight_conversion
+    if lw.is_constant(name) and name not in lw.tensor_of:
+        return lw.constant_form(name, Layout.TILE, conv or lw.dtype(name))
+    return lw.tensor(name, at=op)
+
+
+def _matmul_compute(lw: Lowering, a: int, b: int, out: DataType) -> ComputeConfig | None:
+    base = lw.options.compute()
+    inner = lw.value(a).shape[-1]
+    if inner > LARGE_INNER_DIM and out is DataType.BFLOAT16:
+        cfg = base or ComputeConfig(MathFidelity.LOFI, True, False, False)
+        return ComputeConfig(cfg.math_fidelity, cfg.math_approx_mode, True, True, cfg.dst_full_sync_en)
+    return base
+
+
+def convert_matmul(lw: Lowering, op: Operation) -> None:
+    a = lw.tensor(op.inputs[0], at=op)
+    b = _weight(lw, op.inputs[1], op)
+    inputs: tuple[int, ...] = (a, b)
+    kind = OpKind.MATMUL
+    if op.kind == "linear":
+        kind = OpKind.LINEAR
+        inputs = (a, b, lw.constant_form(op.inputs[2], Layout.TILE))
+    out = Value(op.output_shape, lw.dtype(op.output))
+    activation = op.attr("activation")
+    batched = len(lw.value(b).shape) > 2 and math.prod(lw.value(b).shape[:-2]) > 1
+    tid = lw.builder.one(kind, op.name, inputs, out, out=OutputRequest(dtype=out.dtype),
+                         attrs=MatmulAttrs(batched=batched), compute=_matmul_compute(lw, a, b, out.dtype),
+                         fused=(str(activation),) if activation else (), **lw.where(op))
+    lw.define(op, tid)
+
+
+def convert_norm(lw: Lowering, op: Operation) -> None:
+    x = lw.tensor(op.inputs[0], at=op)
+    params = [lw.builder.tensors[lw.constant_form(n, Layout.TILE)].spec for n in op.inputs[1:]]
+    gamma = params[0] if params else None
+    beta = params[1] if len(params) > 1 else None
+    kind = OpKind.RMS_NORM if op.kind == "rmsnorm" else OpKind.LAYER_NORM
+    out = Value(op.output_shape, lw.dtype(op.output))
+    compute = lw.options.compute() if kind is OpKind.RMS_NORM else None
+    lw.define(op, lw.builder.one(kind, op.name, (x,), out, out=OutputRequest(dtype=out.dtype),
+                                 attrs=NormAttrs(gamma=gamma, beta=beta), compute=compute, **lw.where(op)))
+
+
+def convert_softmax(lw: Lowering, op: Operation) -> None:
+    x = lw.tensor(op.inputs[0], at=op)
+    out = Value(op.output_shape, lw.value(x).dtype)
+    lw.define(op, lw.builder.one(OpKind.SOFTMAX, op.name, (x,), out, attrs=SoftmaxAttrs(dim=op.int_attr("axis", -1)),
+                                 compute=lw.options.compute(), **lw.where(op)))
+
+
+def _mask(lw: Lowering, op: Operation, dtype: DataType) -> int | None:
+    """The attention mask as the fused operation reads it (as given)."""
+    if len(op.inputs) < 4:
+        return None
+    return lw.tensor(op.inputs[3], dtype=dtype, at=op)
+
+
+def _valid(lw: Lowering, kind: OpKind, inputs: tuple[int, ...], attrs: object) -> bool:
+    """tt-mlir's op-model validation (lib/Dialect/TTNN/Validation/OpConstraintValidation.cpp):
+    the rule accepts the inputs and its peak L1 fits the usable L1 per core."""
+    specs = tuple(_spec(lw, t) for t in inputs)
+    try:
+        plan = plan_op(kind, OpRequest(specs, OutputRequest(), lw.target, None), attrs)
+    except InputError:
+        return False
+    return plan.cb_peak <= usable_l1(lw.device, lw.options)
+
+
+def convert_sdpa(lw: Lowering, op: Operation) -> None:
+    q = lw.tensor(op.inputs[0], at=op)
+    dtype = lw.value(q).dtype
+    k = lw.tensor(op.inputs[1], dtype=dtype, at=op)
+    v = lw.tensor(op.inputs[2], dtype=dtype, at=op)
+    causal = bool(op.attr("causal", False))
+    qv = lw.value(q)
+    if lw.options.optimizer and len(qv.shape) == 4:
+        mask = _mask(lw, op, dtype)
+        if qv.shape[2] > 1 and _fused_prefill(lw, op, q, k, v, mask, causal):
+            return
+        if qv.shape[2] == 1 and _fused_decode(lw, op, q, k, v, mask, causal):
+            return
+    decompose_sdpa(lw, op, q, k, v, causal)
+
+
+def _fused_prefill(lw: Lowering, op: Operation, q: int, k: int, v: int, mask: int | None, causal: bool) -> bool:
+    inputs: tuple[int, ...] = (q, k, v) if mask is None else (q, k, v, mask)
+    attrs = SdpaAttrs(is_causal=causal and mask is None, mask=_spec(lw, mask) if mask is not None else None)
+    if not _valid(lw, OpKind.SDPA, inputs, attrs):
+        return False
+    out = Value(op.output_shape, lw.value(q).dtype)
+    lw.define(op, lw.builder.one(OpKind.SDPA, op.name, inputs, out, attrs=attrs, **lw.where(op)))
+    return True
+
+
+def _fused_decode(lw: Lowering, op: Operation, q: int, k: int, v: int, mask: int | None, causal: bool) -> bool:
+    b, heads, _, d = lw.value(q).shape
+    attrs = SdpaAttrs(is_causal=causal and mask is None)
+    qd_value = Value((1, b, heads, d), lw.value(q).dtype)
+    probe = TensorSpec(qd_value.shape, qd_value.dtype, Layout.TILE, DRAM_INTERLEAVED)
+    specs = (probe, _spec(lw, k), _spec(lw, v))
+    try:
+        plan = plan_op(OpKind.SDPA_DECODE, OpRequest(specs, OutputRequest(), lw.target, None), attrs)
+    except InputError:
+        return False
+    if plan.cb_peak > usable_l1(lw.device, lw.options):
+        return False
+    where = lw.where(op)
+    qd = lw.builder.one(OpKind.PERMUTE, f"{op.name}.q_permute", (q,), qd_value, attrs=PermuteAttrs((2, 0, 1, 3)),
+                        **where)
+    inputs: tuple[int, ...] = (qd, k, v)
+    if mask is not None:
+        mv = lw.value(mask)
+        mshape = (mv.shape[0], mv.shape[2], mv.shape[1], mv.shape[3])
+        m = lw.builder.one(OpKind.PERMUTE, f"{op.name}.mask_permute", (mask,), mv.with_(shape=mshape),
+                           attrs=PermuteAttrs((0, 2, 1, 3)), **where)
+        if mshape[2] == 1 and heads > 1:
+            m = lw.builder.one(OpKind.REPEAT, f"{op.name}.mask_repeat", (m,),
+                               mv.with_(shape=(mshape[0], 1, heads, mshape[3])), attrs=RepeatAttrs((1, 1, heads, 1)),
+                               **where)
+        inputs = (qd, k, v, m)
+        attrs = SdpaAttrs(is_causal=False, mask=_spec(lw, m))
+    out = lw.builder.one(OpKind.SDPA_DECODE, op.name, inputs, qd_value, attrs=attrs, **where)
+    lw.define(op, lw.builder.one(OpKind.PERMUTE, f"{op.name}.out_permute", (out,),
+                                 Value(op.output_shape, qd_value.dtype), attrs=PermuteAttrs((1, 2, 0, 3)), **where))
+    return True
+
+
+def decompose_sdpa(lw: Lowering, op: Operation, q: int, k: int, v: int, causal: bool) -> None:
+    """SDPADecompositionPattern.cpp, step by step (see the module docstring)."""
+    where = lw.where(op)
+    b = lw.builder
+    qv, kv = lw.value(q), lw.value(k)
+    batch, heads, sq, d = qv.shape
+    kv_heads, sk = kv.shape[1], kv.shape[2]
+    dtype = qv.dtype
+    if heads != kv_heads:
+        rep = RepeatInterleaveAttrs(heads // kv_heads, 1)
+        k = b.one(OpKind.REPEAT_INTERLEAVE, f"{op.name}.k_repeat", (k,), kv.with_(shape=(batch, heads, sk, d)),
+                  attrs=rep, **where)
+        v = b.one(OpKind.REPEAT_INTERLEAVE, f"{op.name}.v_repeat", (v,),
+                  lw.value(v).with_(shape=(batch, heads, sk, lw.value(v).shape[3])), attrs=rep, **where)
+    kt = b.one(OpKind.TRANSPOSE, f"{op.name}.k_transpose", (k,), Value((batch, heads, d, sk), dtype),
+               attrs=TransposeAttrs(-2, -1), **where)
+    scores_value = Value((batch, heads, sq, sk), dtype)
+    compute = lw.options.compute()
+    scores = b.one(OpKind.MATMUL, f"{op.name}.qk", (q, kt), scores_value, attrs=MatmulAttrs(batched=True),
+                   compute=compute, **where)
+    value = op.attr("scale")
+    factor = float(value) if isinstance(value, (int, float)) else 1.0 / math.sqrt(d)
+    # constants made on the device (FullOp, the causal mask's arange / where) are
+    # const-evaluated and shared by every layer that makes the same one (CSE)
+    scale = lw.constant_form(f"sdpa.scale={factor:.6g}", Layout.TILE, dtype, shape=(1, 1, 1, 1))
+    scores = b.one(OpKind.MULTIPLY, f"{op.name}.scale_mul", (scores, scale), scores_value, **where)
+    if len(op.inputs) > 3:
+        name = op.inputs[3]
+        mshape = lw.shapes[name]
+        if mshape[1] == 1 and heads > 1 and lw.is_constant(name) and name not in lw.tensor_of:
+            # the repeat of a constant mask is const-evaluated (and shared by the layers)
+            mask = lw.constant_form(f"{name}.repeat{heads}", Layout.TILE, dtype,
+                                    shape=(mshape[0], heads, mshape[2], mshape[3]))
+        else:
+            mask = lw.tensor(name, dtype=dtype, at=op)
+            mv = lw.value(mask)
+            if mv.shape[1] == 1 and heads > 1:
+                mask = b.one(OpKind.REPEAT, f"{op.name}.mask_repeat", (mask,),
+                             mv.with_(shape=(mv.shape[0], heads, mv.shape[2], mv.shape[3])),
+                             attrs=RepeatAttrs((1, heads, 1, 1)), **where)
+        scores = b.one(OpKind.ADD, f"{op.name}.mask_add", (scores, mask), scores_value, **where)
+    elif causal:
+        causal_mask = lw.constant_form(f"sdpa.causal_mask.{sq}x{sk}", Layout.TILE, dtype, shape=(1, 1, sq, sk))
+        scores = b.one(OpKind.ADD, f"{op.name}.causal_add", (scores, causal_mask), scores_value, **where)
+    probs = b.one(OpKind.SOFTMAX, f"{op.name}.softmax", (scores,), scores_value,
+                  attrs=SoftmaxAttrs(dim=-1, numeric_stable=True), compute=compute, **where)
+    out = Value(op.output_shape, dtype)
+    lw.define(op, b.one(OpKind.MATMUL, f"{op.name}.pv", (probs, v), out, attrs=MatmulAttrs(batched=True),
+                        compute=compute, **where))
+
+
+def convert_gather(lw: Lowering, op: Operation) -> None:
+    """An embedding lookup (rows of a constant 2-D table by integer indices)."""
+    from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import no_rule
+    table, idx = op.inputs
+    tshape = lw.shapes[table]
+    if op.int_attr("axis", 0) != 0 or len(tshape) != 2 or not lw.is_constant(table):
+        raise no_rule(op, "ttnn.gather")
+    ishape = lw.shapes[idx]
+    indices = lw.tensor(idx, layout=Layout.ROW_MAJOR, dtype=DataType.UINT32, at=op)
+    if len(ishape) != 2:
+        flat = (1, math.prod(ishape))
+        indices = lw.builder.one(OpKind.RESHAPE, f"{op.name}.indices_reshape", (indices,),
+                                 lw.value(indices).with_(shape=flat), attrs=ReshapeAttrs(flat), **lw.where(op))
+    weights = lw.constant_form(table, Layout.ROW_MAJOR, DataType.BFLOAT16)
+    bsz, seq = lw.value(indices).shape
+    d = tshape[1]
+    out4 = Value((bsz, 1, seq, d), DataType.BFLOAT16)
+    emb = lw.builder.one(OpKind.EMBEDDING, op.name, (indices, weights), out4,
+                         out=OutputRequest(dtype=DataType.BFLOAT16), attrs=EmbeddingAttrs(Layout.TILE),
+                         **lw.where(op))
+    shaped = lw.builder.one(OpKind.RESHAPE, f"{op.name}.reshape", (emb,), out4.with_(shape=op.output_shape),
+                            attrs=ReshapeAttrs(op.output_shape), **lw.where(op))
+    lw.define(op, lw.convert(shaped, Layout.TILE, lw.dtype(op.output), op, op.output))
+
+
+def convert_batchnorm(lw: Lowering, op: Operation) -> None:
+    """Level 0: `ttnn.batch_norm`, which has no rule. Levels 1 and 2 (where no convolution
+    took it, fusion.py): x * scale + shift per channel, the scale and shift
+    const-evaluated ([1, C, 1, 1], or [1, 1, 1, C] on a flattened convolution output)."""
+    from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import no_rule
+    if not lw.options.optimizer:
+        raise no_rule(op, "ttnn.batch_norm")
+    src = op.inputs[0]
+    shape = lw.shapes[src]
+    if src in lw.flat:
+        x = lw.flat_tensor(src, at=op)
+        per_channel: tuple[int, ...] = (1, 1, 1, shape[1])
+    else:
+        x = lw.tensor(src, at=op)
+        per_channel = (1, shape[1]) + (1,) * (len(shape) - 2)
+    dtype = lw.value(x).dtype
+    scale = lw.constant_form(f"{op.name}.scale", Layout.TILE, dtype, shape=per_channel)
+    shift = lw.constant_form(f"{op.name}.shift", Layout.TILE, dtype, shape=per_channel)
+    out = lw.value(x)
+    y = lw.builder.one(OpKind.MULTIPLY, f"{op.name}.scale_mul", (x, scale), out, **lw.where(op))
+    tid = lw.builder.one(OpKind.ADD, f"{op.name}.shift_add", (y, shift), out, **lw.where(op))
+    if src in lw.flat:
+        lw.define_flat(op, tid, lw.flat[src])
+    else:
+        lw.define(op, tid)
+
+
+CONVERTERS = {"matmul": convert_matmul, "linear": convert_matmul, "rmsnorm": convert_norm,
+              "layernorm": convert_norm, "softmax": convert_softmax, "sdpa": convert_sdpa,
+              "gather": convert_gather, "batchnorm": convert_batchnorm}

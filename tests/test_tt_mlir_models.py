@@ -1,0 +1,123 @@
+"""The tt-mlir frontend on models built from config.json files (a BERT layer, a small
+Llama), through the loader the application registers: what tt-xla's and tt-mlir's
+fusions make of them, the embedding's workarounds, the per-level attention, and the
+planner's verdict end to end (the FRONTEND contract and `tileplan plan`)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from tileplan.errors import InputError
+from tileplan.targets.tenstorrent.frontend import frontend
+from tileplan.targets.tenstorrent.memory import BufferType
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.plan import plan_tt
+from tileplan.targets.tenstorrent.tiles import DataType, Layout
+
+from tt_mlir_support import BERT, LLAMA, config_program, kinds, lowered, n150
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory):
+    return config_program(BERT, tmp_path_factory.mktemp("bert"), 128)
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    return config_program(LLAMA, tmp_path_factory.mktemp("llama"), 64)
+
+
+def test_the_config_dtype_is_the_models_dtype(bert):
+    assert {t.precision.name for t in bert.tensors if t.name.endswith(".weight")} == {"BF16"}
+
+
+def test_bert_fuses_qkv_into_one_linear_and_slices_it(bert):
+    counts = Counter(kinds(lowered(bert, 0)))
+    # q, k, v of the layer share their input: one linear by the concatenated weights
+    # (SharedLHSMatmulFusion), three slices; then the output, intermediate and output
+    # dense layers and the pooler
+    assert counts["ttnn.linear"] == 5 and counts["ttnn.slice"] >= 3
+    assert counts["ttnn.layer_norm"] == 3  # embeddings, attention output, layer output
+    assert counts["ttnn.embedding"] == 1  # position and token-type lookups are constant: const-evaluated
+
+
+def test_bert_attention_is_decomposed_at_level_0_and_fused_above(bert):
+    assert "ttnn.softmax" in kinds(lowered(bert, 0))
+    fused = kinds(lowered(bert, 1))
+    assert "ttnn.transformer.scaled_dot_product_attention" in fused and "ttnn.softmax" not in fused
+
+
+def test_the_embedding_reads_row_major_uint32_indices_and_a_row_major_bf16_table(bert):
+    p = lowered(bert, 0)
+    emb = next(op for op in p.ops if op.kind is OpKind.EMBEDDING)
+    indices, table = emb.inputs
+    assert p.tensors[table].spec.layout is Layout.ROW_MAJOR and p.tensors[table].spec.dtype is DataType.BFLOAT16
+    cast = next(op for op in p.ops if indices in op.outputs)
+    assert cast.kind is OpKind.TYPECAST and cast.out.dtype is DataType.UINT32
+
+
+def test_llama_rms_norm_is_fused_and_the_kv_heads_repeated(llama):
+    counts = Counter(kinds(lowered(llama, 0)))
+    assert counts["ttnn.rms_norm"] == 5  # two per layer and the final norm
+    assert counts["ttnn.repeat_interleave"] == 4  # K and V of each layer: 4 query heads over 2 KV heads
+    assert counts["ttnn.silu"] == 2 and "ttnn.sigmoid" not in counts
+
+
+def test_a_fused_weight_belongs_to_the_module_holding_its_parts(llama):
+    p = lowered(llama, 0)
+    fused = [t for t in p.tensors if "mlp.gate_proj.weight+" in t.name]
+    assert fused and all(t.module is not None and t.module.endswith(".mlp") and "+" not in t.module for t in fused)
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_bert_and_llama_fit_n150_at_every_level(bert, llama, level):
+    for model in (bert, llama):
+        assert plan_tt(lowered(model, level), n150()).fits
+
+
+def test_the_frontend_contract_imports_a_config_at_its_batch(tmp_path):
+    path = tmp_path / "bert.json"
+    path.write_text(json.dumps(BERT))
+    fe = frontend("tt-mlir")
+    opts = fe.options(str(path), {"opt_level": 2, "weights": "bfp8", "sequence_length": 64}, n150())
+    assert (opts.opt_level, opts.weights, opts.batch, opts.sequence_length) == (2, DataType.BFLOAT8_B, 1, 64)
+    assert dict(fe.words(opts)) == {"opt_level": 2, "weights": "bfp8", "activations": None, "batch": 1,
+                                    "sequence_length": 64}
+    program = fe.lower(str(path), fe.turn(opts, "batch", 2), n150())
+    x = next(program.tensors[t] for t in program.uploads if program.tensors[t].name == "input_ids")
+    assert x.spec.shape == (2, 64)
+    knobs = {k.key: k for k in fe.knobs(opts, n150())}
+    assert set(knobs) == {"opt_level", "weights", "batch"} and knobs["opt_level"].values == (0, 1, 2)
+
+
+def test_a_program_given_as_it_is_has_no_batch_knob_and_refuses_one(bert):
+    fe = frontend("tt-mlir")
+    opts = fe.options(bert, {}, n150())
+    assert opts.batch is None and "batch" not in {k.key for k in fe.knobs(opts, n150())}
+    with pytest.raises(InputError, match="fixed shapes"):
+        fe.options(bert, {"batch": 4}, n150())
+
+
+def test_tileplan_plan_runs_the_tt_mlir_frontend_on_a_config(tmp_path, capsys):
+    from tileplan.cli.main import main
+
+    path = tmp_path / "bert.json"
+    path.write_text(json.dumps(BERT))
+    out = tmp_path / "report.json"
+    code = main(["plan", str(path), "--machine", "n150", "--sequence-length", "64", "--opt-level", "2",
+                 "--no-what-if", "-o", str(out)])
+    assert code == 0, capsys.readouterr()
+    report = json.loads(out.read_text())
+    assert report["frontend"] == {"name": "tt-mlir", "options": {"activations": None, "batch": 1, "opt_level": 2,
+                                                                 "sequence_length": 64, "weights": None}}
+    assert report["verdict"]["fits"] is True
+    assert "fits on n150" in capsys.readouterr().out
+
+
+def test_level_2_moves_activations_into_l1(bert):
+    p = lowered(bert, 2)
+    l1 = [op for op in p.ops if op.out.buffer_type is BufferType.L1]
+    assert len(l1) > len(p.ops) // 2

@@ -1,0 +1,142 @@
+"""The tt-mlir frontend's options (their checks and one-line errors), the optimizer's L1
+budget, the level-2 passes' arithmetic, the override text's grammar, and an operator
+with no TTNN rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from tileplan.errors import InputError, ModelError
+from tileplan.importers.graph import GraphBuilder
+from tileplan.targets.tenstorrent.device import load_device
+from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions
+from tileplan.targets.tenstorrent.frontends.tt_mlir.budget import const_eval_reserve, usable_l1
+from tileplan.targets.tenstorrent.frontends.tt_mlir.frontend import FRONTEND
+from tileplan.targets.tenstorrent.frontends.tt_mlir.layouts import Score, sharded_hints
+from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
+from tileplan.targets.tenstorrent.frontends.tt_mlir.reproduce import (
+    compile_options_text, layout_text, moved_overrides, output_specs, placement_overrides)
+from tileplan.targets.tenstorrent.frontends.tt_mlir.spill import Tracker
+from tileplan.targets.tenstorrent.memory import (
+    DRAM_INTERLEAVED, L1_INTERLEAVED, BufferType, CoreRange, MemoryConfig, MemoryLayout, ShardSpec, TensorSpec)
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.plan import op_target
+from tileplan.targets.tenstorrent.tiles import DataType, Layout
+
+from tt_mlir_support import BF16, lowered, mlp, n150
+
+
+def test_options_parse_the_flags_spellings():
+    o = TtMlirOptions.of(2, "bfp8", "f32", 4, 128)
+    assert (o.opt_level, o.weights, o.activations, o.batch, o.sequence_length) == (
+        2, DataType.BFLOAT8_B, DataType.FLOAT32, 4, 128)
+    assert o.optimizer and o.l1_layouts and o.weight_conversion is DataType.BFLOAT8_B and o.model_weights is None
+    assert TtMlirOptions.of(weights="bf16").model_weights is DataType.BFLOAT16
+    assert o.compile_options() == {"optimization_level": "2", "experimental_weight_dtype": "bfp_bf8"}
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"opt_level": 3}, "expected 0, 1 or 2"),
+    ({"activations": "bfp8"}, "block floats (bfp8, bfp4) are weights only"),
+    ({"weights": "u8"}, "unknown Tenstorrent data type"),
+    ({"batch": 0}, "expected a whole number >= 1"),
+])
+def test_bad_options_are_one_line_errors(kwargs, words):
+    with pytest.raises(InputError) as e:
+        TtMlirOptions.of(**kwargs)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_level_0_compute_config_is_hifi4_fp32_over_the_runtime_defaults():
+    cfg = TtMlirOptions().compute()
+    assert cfg is not None and (cfg.math_fidelity.value, cfg.fp32_dest_acc_en, cfg.math_approx_mode,
+                                cfg.packer_l1_acc) == ("HiFi4", True, True, False)
+    assert TtMlirOptions(opt_level=1).compute() is None
+
+
+def test_usable_l1_is_the_capped_share_above_the_unreserved_base():
+    """TENSTORRENT-NOTES (f): with l1_unreserved_base 103,712 on Wormhole,
+    floor(0.95 x (1,499,136 - 103,712)) = 1,325,652 B (float arithmetic, truncated)."""
+    dev = load_device("n150", version="2026-04")
+    assert dev.l1_base == 103_712
+    assert usable_l1(dev, TtMlirOptions()) == 1_325_652
+    assert usable_l1(dev, TtMlirOptions(), const_eval_l1=10_000) == 1_325_652 - 11_264
+    assert const_eval_reserve(0) == 0 and const_eval_reserve(1) == 2048
+
+
+def test_sharded_hints_take_the_most_cores_the_tiles_allow():
+    target = op_target(n150())  # 8 x 9 worker grid
+    v = Value((1, 128, 1024), DataType.BFLOAT16)  # 4 x 32 tiles
+    h = sharded_hints(v, target, MemoryLayout.HEIGHT_SHARDED)
+    assert h.shape == (32, 1024) and h.num_cores == 4
+    w = sharded_hints(v, target, MemoryLayout.WIDTH_SHARDED)
+    assert w.shape == (128, 32) and w.num_cores == 32
+    b = sharded_hints(v, target, MemoryLayout.BLOCK_SHARDED)
+    assert b.shape == (32, 128) and b.num_cores == 32  # 4 rows of the grid by 8 columns
+    assert sharded_hints(Value((4, 3), DataType.BFLOAT16, Layout.ROW_MAJOR), target,
+                         MemoryLayout.HEIGHT_SHARDED) is None
+
+
+def test_layout_score_ranks_l1_then_sharding_then_dram_reads_then_reshards_then_cores():
+    base = Score(True, True, 0, False, 8, 1000, 0)
+    assert base.key > Score(False, True, 0, False, 64, 0, 0).key  # L1 beats DRAM
+    assert base.key > Score(True, False, 0, False, 64, 0, 0).key  # sharded beats interleaved
+    assert base.key > Score(True, True, 1, False, 64, 0, 0).key  # fewer DRAM input bytes
+    assert base.key > Score(True, True, 0, True, 64, 0, 0).key  # no reshard
+    assert Score(True, True, 0, False, 16, 1000, 0).key > base.key  # more cores
+    assert Score(True, True, 0, False, 8, 999, 0).key > base.key  # less L1
+
+
+def test_the_spill_tracker_places_top_down_first_fit():
+    t = Tracker(1000)
+    from tileplan.targets.tenstorrent.frontends.tt_mlir.spill import Slot
+    assert t.place(100) == 888  # 16-B aligned: 112 B below the top
+    t.slots[1] = Slot(888, 112, 5)
+    t.slots[2] = Slot(400, 400, 5)  # free: [800, 888) and [0, 400)
+    assert t.place(80) == 808 and t.place(96) == 304 and t.place(500) is None and t.lowest() == 400
+
+
+def test_a_model_operator_with_no_ttnn_rule_is_one_line_naming_both():
+    b = GraphBuilder("pool")
+    x = b.input("x", (1, 8, 16, 16), "float")
+    b.output(b.op("maxpool", [x], {"kernel": (2, 2), "strides": (2, 2)}, name="pool"))
+    program = b.build().to_program(BF16, BF16, repeat=False)
+    with pytest.raises(ModelError) as e:
+        lowered(program, 0)
+    text = str(e.value)
+    assert "ttnn.max_pool2d" in text and "maxpool" in text and "operation 0 (pool)" in text and "\n" not in text
+
+
+def test_layout_text_follows_tt_mlirs_grammar():
+    dev = n150()
+    sharded = TensorSpec((1, 1, 256, 512), DataType.BFLOAT16, Layout.TILE,
+                         MemoryConfig(BufferType.L1, MemoryLayout.BLOCK_SHARDED,
+                                      ShardSpec(CoreRange.grid(4, 2), (128, 128))))
+    assert layout_text(sharded, dev) == "2x4:l1:block_sharded:tile:bf16"
+    assert layout_text(TensorSpec((64, 64), DataType.BFLOAT8_B, Layout.TILE, L1_INTERLEAVED), dev) == \
+        "9x8:l1:interleaved:tile:bfp_bf8"
+    assert layout_text(TensorSpec((64, 64), DataType.FLOAT32, Layout.ROW_MAJOR, DRAM_INTERLEAVED), dev) == \
+        "1x1:dram:interleaved:row_major:f32"
+
+
+def test_placement_overrides_list_every_l1_output_of_a_level_2_plan():
+    dev = n150()
+    p = lowered(mlp(), 2)
+    specs = output_specs(p, dev)
+    assert set(specs) == {t.id for t in p.tensors}
+    lines = placement_overrides(p, specs, dev)
+    assert lines and lines[0].startswith("override-output-layout=")
+    entries = lines[0].split("=", 1)[1].split(",")
+    l1_ops = [op.name for op in p.ops if op.kind is not OpKind.TO_MEMORY_CONFIG
+              and specs[op.outputs[0]].memory.buffer_type is BufferType.L1]
+    assert [e.split("=")[0] for e in entries] == l1_ops
+    assert all(":l1:" in e for e in entries)
+
+
+def test_reproduce_names_the_compile_options_and_the_moved_outputs():
+    opts = TtMlirOptions(opt_level=1, weights=DataType.BFLOAT4_B)
+    lines = FRONTEND.reproduce(opts, ("fc1.linear",))
+    assert lines[0] == compile_options_text(opts) == ('torch_xla.set_custom_compile_options({"optimization_level": '
+                                                      '"1", "experimental_weight_dtype": "bfp_bf4"})')
+    assert lines[1] == "override-output-layout=fc1.linear=dram:interleaved"
+    assert "optimization_level >= 1" in moved_overrides(TtMlirOptions(), ("a",))[1]
