@@ -42,6 +42,10 @@ NON_POW2_BANK_COUNTS = frozenset({7, 12, 20, 48, 56, 63, 70, 72, 80, 94, 108, 11
 
 
 class Arch(Enum):
+    """The chip (tt-metal `tt::ARCH`): the one enum of the target, for devices and for
+    the operation rules alike (Grayskull only for the e150 rows of the notes' traces)."""
+
+    GRAYSKULL = "grayskull"
     WORMHOLE_B0 = "wormhole_b0"
     BLACKHOLE = "blackhole"
 

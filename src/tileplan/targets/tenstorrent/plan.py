@@ -48,7 +48,7 @@ from tileplan.targets.tenstorrent.device import Device
 from tileplan.targets.tenstorrent.memory import BufferType, TensorSpec
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import (
-    Arch as OpArch, BufferRole, DeviceBuffer, OpPlan, OpRequest, OpTarget)
+    BufferRole, DeviceBuffer, OpPlan, OpRequest, OpTarget)
 from tileplan.targets.tenstorrent.planned import (
     UPLOAD, BufferUse, Failure, FailureKind, PlannedBuffer, PlannedOp, PlannedProgram, TtPlan, Verdict)
 from tileplan.targets.tenstorrent.program import Op, TtProgram
@@ -61,7 +61,7 @@ _USE_OF_ROLE = {Role.INPUT: BufferUse.INPUT, Role.WEIGHT: BufferUse.PARAMETER, R
 def op_target(device: Device) -> OpTarget:
     """The device facts an operation's rule reads: the worker grid (ttnn's
     `compute_with_storage_grid_size`), bank counts, L1 size and the allocator's base."""
-    return OpTarget(arch=OpArch(device.arch.value), grid=(device.worker_grid.columns, device.worker_grid.rows),
+    return OpTarget(arch=device.arch, grid=(device.worker_grid.columns, device.worker_grid.rows),
                     l1_banks=device.l1_banks, dram_banks=device.dram_banks, l1_size=device.l1_size,
                     l1_unreserved_base=device.l1_base, l1_alignment=device.l1_alignment,
                     dram_alignment=device.dram_alignment)

@@ -25,6 +25,7 @@ from enum import Enum
 
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.cb import CircularBuffer
+from tileplan.targets.tenstorrent.device import Arch
 from tileplan.targets.tenstorrent.memory import (
     BufferType,
     CoreRange,
@@ -40,14 +41,6 @@ from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, padded_he
 #: the scratch circular buffer several factories create (`l1_scratchpad_CB_size`,
 #: conv2d_op_program_factory_common.cpp; the matmul factories' `cb_for_l1_array`: 32 x 2 B)
 L1_ARRAY_BYTES = 64
-
-
-class Arch(Enum):
-    """The chip (tt-metal `tt::ARCH`)."""
-
-    GRAYSKULL = "grayskull"
-    WORMHOLE_B0 = "wormhole_b0"
-    BLACKHOLE = "blackhole"
 
 
 class MathFidelity(Enum):
