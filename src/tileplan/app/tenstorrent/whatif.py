@@ -12,8 +12,7 @@ when L1 is what failed, the largest L1 tensor an operation makes moved to DRAM
 that cannot be planned says why. When first fit's holes failed (fragmentation), the
 placement solver says whether another placement of the same buffers would fit.
 
-For a plan that fits: the device parameters and the frontend's settings that reproduce
-it (`TtReproduce`).
+What reproduces a plan that fits is the report's own (build.py `reproduce_section`).
 
 Worked example: a tt-transformers decoder whose prefill chunk of 8192 clashes; the row
 `prefill_chunk 4096 (the largest that fits up to 5 values above)` with its command.
@@ -29,7 +28,7 @@ from tileplan.app.whatif import largest_found
 from tileplan.errors import TileplanError
 from tileplan.placement import Buffer, Problem, place
 from tileplan.report.tt_report import TtReport
-from tileplan.report.tt_sections import TtReproduce, TtWhatIf, TtWhatIfRow
+from tileplan.report.tt_sections import TtWhatIf, TtWhatIfRow
 from tileplan.targets.tenstorrent.frontend import Search
 from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.planned import BufferUse, FailureKind, TtPlan
@@ -191,17 +190,9 @@ def fragmentation_note(plan: TtPlan) -> str | None:
     return None
 
 
-def reproduce(request: TtRequest, plan: TtPlan) -> TtReproduce:
-    d = plan.device
-    params = (("l1_small_size", d.l1_small_size), ("trace_region_size", d.trace_region_size))
-    dispatch = f"dispatch_core_type={d.dispatch_core_type.value}"
-    settings = (dispatch, *request.stack().reproduce(request.options, request.to_dram))
-    return TtReproduce(device_parameters=params, settings=settings)
-
-
 def with_tt_what_if(report: TtReport, request: TtRequest, plan: TtPlan,
                     progress: Callable[[str], None] = lambda _: None) -> TtReport:
-    """`report` with its what-if rows (and, when it fits, what reproduces it)."""
+    """`report` with its what-if rows."""
     rows = frontend_rows(request, plan, progress)
     for extra in (l1_small_row(request, plan, progress), trace_region_row(request, plan, progress),
                   to_dram_row(request, plan, progress)):
@@ -209,4 +200,4 @@ def with_tt_what_if(report: TtReport, request: TtRequest, plan: TtPlan,
             rows.append(extra)
     note = fragmentation_note(plan)
     what_if = TtWhatIf(command=request.command(), rows=tuple(rows), notes=(note,) if note else ())
-    return report.with_(what_if=what_if, reproduce=reproduce(request, plan) if plan.fits else None)
+    return report.with_(what_if=what_if)
