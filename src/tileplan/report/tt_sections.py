@@ -210,7 +210,8 @@ class TtMemory(Section):
 class TtWhatIfRow(Section):
     """The request re-planned with one knob turned: the knob, its value in words, the
     command that re-derives it and what it came to (fits; or the kind and message), or
-    why it could not be planned (`error`)."""
+    why it could not be planned (`error`); for an output moved to DRAM that fits, what
+    the stack is given to plan it so (`settings`: tt-mlir's override-output-layout)."""
 
     knob: str
     value: str
@@ -219,6 +220,7 @@ class TtWhatIfRow(Section):
     kind: FailureText | None = json_field(None, omit=True)
     message: str | None = json_field(None, omit=True)
     error: str | None = json_field(None, omit=True)
+    settings: tuple[str, ...] | None = json_field(None, omit=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

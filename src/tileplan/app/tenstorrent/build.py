@@ -146,10 +146,11 @@ def reproduce_section(plan: TtPlan, found: Reproduction) -> TtReproduce | None:
 def build_tt_report(plan: TtPlan, model: str, frontend: str, options: Sequence[tuple[str, Any]],
                     reproduction: Reproduction | None = None) -> TtReport:
     """The report of `plan` (the what-if rows come later: `TtReport.with_`); for a plan
-    that fits, what reproduces it from the frontend's `reproduction` (none given: the
-    device parameters alone)."""
+    that fits, what reproduces it, from the frontend's `reproduction` (none given: no
+    reproduce section)."""
     buffers, operations, programs, cbs = tables(plan)
     return TtReport(model=model, device=device_section(plan.device),
                     frontend=TtFrontend(name=frontend, options=tuple(options)), verdict=verdict_section(plan.verdict),
                     memory=memory_section(plan), buffers=buffers, operations=operations, programs=programs,
-                    circular_buffers=cbs, reproduce=reproduce_section(plan, reproduction or Reproduction()))
+                    circular_buffers=cbs,
+                    reproduce=reproduce_section(plan, reproduction) if reproduction is not None else None)

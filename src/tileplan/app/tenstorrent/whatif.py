@@ -8,7 +8,8 @@ other value once); then the device's: the `l1_small_size` window that works (pla
 at each of a ladder of sizes up to the L1 bank: the smallest and the largest that fit),
 the trace region (as large as the traces, or none when DRAM ran out beside it) and,
 when L1 is what failed, the largest L1 tensor an operation makes moved to DRAM
-(`--to-dram OP`). Each row is a full plan with the command that re-derives it; a row
+(`--to-dram OP`; a row that fits also carries the frontend's settings that move it:
+tt-mlir's override-output-layout). Each row is a full plan with the command that re-derives it; a row
 that cannot be planned says why. When first fit's holes failed (fragmentation), the
 placement solver says whether another placement of the same buffers would fit.
 
@@ -60,12 +61,12 @@ def attempt(request: TtRequest) -> Tried:
         return Tried(request, None, " ".join(str(e).split()))
 
 
-def row(knob: str, value: str, tried: Tried) -> TtWhatIfRow:
+def row(knob: str, value: str, tried: Tried, settings: tuple[str, ...] | None = None) -> TtWhatIfRow:
     if tried.plan is None:
         return TtWhatIfRow(knob=knob, value=value, command=tried.request.command(), error=tried.error)
     v = tried.plan.verdict
     return TtWhatIfRow(knob=knob, value=value, command=tried.request.command(), fits=v.fits,
-                       kind=v.kind.value if v.kind else None, message=v.message)
+                       kind=v.kind.value if v.kind else None, message=v.message, settings=settings)
 
 
 def largest_row(base: TtRequest, key: str, values: tuple[object, ...], current: object,
@@ -161,8 +162,12 @@ def to_dram_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) 
     if name in base.to_dram:
         return None
     progress(f"what-if to_dram {name}")
-    return row("to_dram", f"{name} ({made[0].name}, {made[0].bytes_per_bank:,} B a bank of L1)",
-               attempt(base.with_(to_dram=(*base.to_dram, name))))
+    tried = attempt(base.with_(to_dram=(*base.to_dram, name)))
+    settings = None
+    if tried.plan is not None and tried.fits:
+        q = tried.request
+        settings = q.stack().reproduce(q.options, tried.plan.program, tried.plan.device, q.to_dram).settings
+    return row("to_dram", f"{name} ({made[0].name}, {made[0].bytes_per_bank:,} B a bank of L1)", tried, settings)
 
 
 def fragmentation_note(plan: TtPlan) -> str | None:
