@@ -15,10 +15,12 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.frontend import FRONTEND
 from tileplan.targets.tenstorrent.frontends.tt_mlir.layouts import Score, sharded_hints
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.frontends.tt_mlir.reproduce import (
-    compile_options_text, layout_text, moved_overrides, output_specs, placement_overrides)
+    LEVEL_0_NOTE, OPTIMIZER_ONLY, compile_options_text, layout_text, output_specs, placement_overrides)
+from tileplan.targets.tenstorrent.overrides import outputs_to_dram
 from tileplan.targets.tenstorrent.frontends.tt_mlir.spill import Tracker
 from tileplan.targets.tenstorrent.memory import (
-    DRAM_INTERLEAVED, L1_INTERLEAVED, BufferType, CoreRange, MemoryConfig, MemoryLayout, ShardSpec, TensorSpec)
+    DRAM_INTERLEAVED, L1_INTERLEAVED, BufferType, CoreRange, CoreRangeSet, MemoryConfig, MemoryLayout, ShardSpec,
+    TensorSpec)
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.plan import op_target
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
@@ -113,6 +115,16 @@ def test_layout_text_follows_tt_mlirs_grammar():
                          MemoryConfig(BufferType.L1, MemoryLayout.BLOCK_SHARDED,
                                       ShardSpec(CoreRange.grid(4, 2), (128, 128))))
     assert layout_text(sharded, dev) == "2x4:l1:block_sharded:tile:bf16"
+    # height and width shards: tt-mlir's grid shape is N x 1 and 1 x N (LegalTensorLayoutAnalysis.cpp),
+    # not the shard grid's bounding box (here 2 rows of 8 and 4 cores)
+    height = TensorSpec((1, 1, 640, 64), DataType.BFLOAT16, Layout.TILE,
+                        MemoryConfig(BufferType.L1, MemoryLayout.HEIGHT_SHARDED,
+                                     ShardSpec(CoreRangeSet.from_count(20, 8, 8), (32, 64))))
+    assert layout_text(height, dev) == "20x1:l1:height_sharded:tile:bf16"
+    width = TensorSpec((1, 1, 32, 384), DataType.FLOAT32, Layout.TILE,
+                       MemoryConfig(BufferType.L1, MemoryLayout.WIDTH_SHARDED,
+                                    ShardSpec(CoreRangeSet.from_count(12, 8, 8), (32, 32))))
+    assert layout_text(width, dev) == "1x12:l1:width_sharded:tile:f32"
     assert layout_text(TensorSpec((64, 64), DataType.BFLOAT8_B, Layout.TILE, L1_INTERLEAVED), dev) == \
         "9x8:l1:interleaved:tile:bfp_bf8"
     assert layout_text(TensorSpec((64, 64), DataType.FLOAT32, Layout.ROW_MAJOR, DRAM_INTERLEAVED), dev) == \
@@ -133,10 +145,42 @@ def test_placement_overrides_list_every_l1_output_of_a_level_2_plan():
     assert all(":l1:" in e for e in entries)
 
 
-def test_reproduce_names_the_compile_options_and_the_moved_outputs():
-    opts = TtMlirOptions(opt_level=1, weights=DataType.BFLOAT4_B)
-    lines = FRONTEND.reproduce(opts, ("fc1.linear",))
-    assert lines[0] == compile_options_text(opts) == ('torch_xla.set_custom_compile_options({"optimization_level": '
-                                                      '"1", "experimental_weight_dtype": "bfp_bf4"})')
-    assert lines[1] == "override-output-layout=fc1.linear=dram:interleaved"
-    assert "optimization_level >= 1" in moved_overrides(TtMlirOptions(), ("a",))[1]
+def test_reproduce_names_the_compile_options_and_every_chosen_layout():
+    dev = n150()
+    p = lowered(mlp(), 2)
+    found = FRONTEND.reproduce(TtMlirOptions(opt_level=2), p, dev, ())
+    assert found.settings[0] == 'torch_xla.set_custom_compile_options({"optimization_level": "2"})'
+    assert found.settings[1:] == placement_overrides(p, output_specs(p, dev), dev)
+    specs = output_specs(p, dev)
+    assert [o.name for o in found.layouts] == [op.name for op in p.ops if op.kind is not OpKind.TO_MEMORY_CONFIG
+                                               and specs[op.outputs[0]].memory.buffer_type is BufferType.L1]
+    linears = {o.name: o for o in found.layouts if o.name.endswith(".linear")}
+    assert set(linears) == {"fc1.linear", "fc2.linear"}
+    assert all(o.memory_layout.sharded and o.grid[0] == 1 for o in linears.values())  # width shards: 1 x N
+    assert f"fc1.linear={linears['fc1.linear'].grid[0]}x{linears['fc1.linear'].grid[1]}:l1:width_sharded:tile:bf16" \
+        in found.settings[1]
+    # an output moved to DRAM is named with its DRAM layout, the others keep theirs
+    moved = outputs_to_dram(p, ("fc1.linear",))
+    found = FRONTEND.reproduce(TtMlirOptions(opt_level=2), moved, dev, ("fc1.linear",))
+    assert found.settings[1].startswith("override-output-layout=fc1.linear=1x1:dram:interleaved:tile:bf16,")
+    assert [(o.name, o.buffer_type) for o in found.layouts][0] == ("fc1.linear", BufferType.DRAM)
+
+
+def test_reproduce_at_level_0_says_no_override_applies():
+    opts = TtMlirOptions(opt_level=0, weights=DataType.BFLOAT4_B)
+    p = lowered(mlp(), 0)
+    found = FRONTEND.reproduce(opts, p, n150(), ())
+    assert found.settings == (compile_options_text(opts), LEVEL_0_NOTE) and not found.layouts
+    assert compile_options_text(opts) == ('torch_xla.set_custom_compile_options({"optimization_level": "0", '
+                                          '"experimental_weight_dtype": "bfp_bf4"})')
+    moved = FRONTEND.reproduce(opts, p, n150(), ("fc1.linear",))
+    assert moved.settings[1] == "override-output-layout=fc1.linear=dram:interleaved" + OPTIMIZER_ONLY
+
+
+def test_level_1_names_only_the_moved_outputs():
+    dev = n150()
+    p = outputs_to_dram(lowered(mlp(), 1), ("fc2.linear",))
+    found = FRONTEND.reproduce(TtMlirOptions(opt_level=1), p, dev, ("fc2.linear",))
+    assert found.settings[1:] == ("override-output-layout=fc2.linear=1x1:dram:interleaved:tile:bf16",)
+    assert FRONTEND.reproduce(TtMlirOptions(opt_level=1), lowered(mlp(), 1), dev, ()).settings == (
+        'torch_xla.set_custom_compile_options({"optimization_level": "1"})',)

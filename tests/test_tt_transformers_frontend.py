@@ -77,7 +77,8 @@ def test_knobs_turn_and_reproduce() -> None:
     assert turned.preset is Preset.ACCURACY and FRONTEND.turn(o, "prefill_chunk", 8192).prefill_chunk == 8192
     decode = FRONTEND.options(LLAMA_8B, {"kv_cache": 4096}, device("n150"))
     assert {k.key for k in FRONTEND.knobs(decode, device("n150"))} == {"kv_cache", "batch", "precision"}
-    assert FRONTEND.reproduce(o, ("layers.0.feed_forward.w1",)) == (
+    assert FRONTEND.reproduce(o, FRONTEND.lower(LLAMA_8B, decode, device("n150")), device("n150"),
+                              ("layers.0.feed_forward.w1",)).settings == (
         "MAX_PREFILL_CHUNK_SIZE=4 (environment, in units of 1024 tokens)",
         "ModelArgs(mesh_device, max_batch_size=1, max_seq_len=65536, optimizations=DecodersPrecision.performance)",
         "PagedAttentionConfig(block_size=32, max_num_blocks=2048)",

@@ -20,7 +20,7 @@ from tileplan.errors import InputError
 from tileplan.model.role import Role
 from tileplan.targets.tenstorrent import frontend as frontends
 from tileplan.targets.tenstorrent.device import Device
-from tileplan.targets.tenstorrent.frontend import Knob, Search
+from tileplan.targets.tenstorrent.frontend import Knob, Reproduction, Search
 from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
@@ -76,8 +76,9 @@ class HandFrontend:
     def turn(self, options: HandOptions, key: str, value: Any) -> HandOptions:
         return replace(options, **{key: value})
 
-    def reproduce(self, options: HandOptions, moved: tuple[str, ...]) -> tuple[str, ...]:
-        return (f"MAX_PREFILL_CHUNK_SIZE={options.prefill_chunk // 1024 or 1}",)
+    def reproduce(self, options: HandOptions, program: TtProgram, device: Device, moved: tuple[str, ...]
+                  ) -> Reproduction:
+        return Reproduction((f"MAX_PREFILL_CHUNK_SIZE={options.prefill_chunk // 1024 or 1}",))
 
 
 @contextmanager

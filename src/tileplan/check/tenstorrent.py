@@ -17,13 +17,16 @@ The passes, in order:
 6. the verdict: replayed to the failure, the message's figures and the message itself,
    its kind and the buffers responsible;
 7. the memory section: each peak and its event, the largest CB region and L1 in use,
-   DRAM bank by bank at its peak.
+   DRAM bank by bank at its peak;
+8. what reproduces a fit (check/tt_reproduce.py): the device parameters, each output
+   layout against the buffer it names, the override line and tt-xla's compile options.
 
 The what-if rows are other plans: each has its command to re-run.
 """
 
 from __future__ import annotations
 
+from tileplan.check.tt_reproduce import check_reproduce
 from tileplan.check.tt_result import TtCheckResult, managers, top_down
 from tileplan.check.tt_rules import Cb, FirstFit, cb_regions, core_range_text, per_bank, round_up
 from tileplan.check.tt_verdict import check_memory, check_verdict
@@ -193,6 +196,7 @@ def check_tt_report(report: TtReport) -> TtCheckResult:
     if lists is not None:
         check_verdict(report, lists, cb_failure, out)
         check_memory(report, out)
+    check_reproduce(report, out)
     return out
 
 

@@ -18,6 +18,7 @@ class TtCheckResult:
     findings: list[Finding] = field(default_factory=list)
     buffers_agreeing: int = 0
     programs_agreeing: int = 0
+    layouts_agreeing: int = 0
 
     @property
     def consistent(self) -> bool:

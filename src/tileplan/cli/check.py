@@ -85,6 +85,10 @@ def run_tt(args: argparse.Namespace, report: TtReport) -> int:
           "events")
     print(f"programs: {result.programs_agreeing} of {report.programs.count} programs' live buffers and circular "
           "buffers re-derive")
+    if report.reproduce is not None:
+        n = len(report.reproduce.output_layouts)
+        print(f"reproduce: the device parameters re-derive; {result.layouts_agreeing} of {n} output layouts agree with "
+              "their operations and buffers" + ("; the override line re-derives from them" if n else ""))
     for f in result.findings:
         print(f.to_text())
     if report.what_if is not None:

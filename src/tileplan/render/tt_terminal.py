@@ -34,7 +34,8 @@ def buffer_table(rows: Sequence[BufferLine]) -> list[str]:
 
 
 def headline_lines(s: TtSummary, style: Style | None = None) -> list[str]:
-    """The verdict, where and the buffers responsible (three at most), what to change."""
+    """The verdict, where and the buffers responsible (three at most), what to change;
+    for a plan that fits, what reproduces it."""
     lines = _verdict(s, style or Style())
     if s.responsible:
         lines.append("  responsible (live then, largest first):")
@@ -42,6 +43,9 @@ def headline_lines(s: TtSummary, style: Style | None = None) -> list[str]:
     word = "what-if" if s.fits else "change"
     for change in s.changes:
         lines.append(f"  {word}: {escape_controls(change)}")
+    if s.fits and s.reproduce:
+        lines.append("  to reproduce this plan:")
+        lines += [f"    {escape_controls(c)}" for c in s.reproduce]
     return lines
 
 

@@ -210,7 +210,8 @@ class TtMemory(Section):
 class TtWhatIfRow(Section):
     """The request re-planned with one knob turned: the knob, its value in words, the
     command that re-derives it and what it came to (fits; or the kind and message), or
-    why it could not be planned (`error`)."""
+    why it could not be planned (`error`); for an output moved to DRAM that fits, what
+    the stack is given to plan it so (`settings`: tt-mlir's override-output-layout)."""
 
     knob: str
     value: str
@@ -219,6 +220,7 @@ class TtWhatIfRow(Section):
     kind: FailureText | None = json_field(None, omit=True)
     message: str | None = json_field(None, omit=True)
     error: str | None = json_field(None, omit=True)
+    settings: tuple[str, ...] | None = json_field(None, omit=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,29 +237,55 @@ class TtWhatIf(Section):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TtOutputLayout(Section):
+    """One operation's output layout the reproducing override pins: the operation (its
+    index in `operations` and its name), the buffer it writes (`buffers` id), where it
+    lives, its grid in tt-mlir's terms (rows, columns: a block shard's bounding box, N x 1
+    for N height shards, 1 x N for N width shards, the worker grid for L1 interleaved,
+    1 x 1 for DRAM), its page layout and tt-mlir's name of its data type."""
+
+    operation: Count
+    name: str
+    buffer: Count | None = json_field(None, null=True)
+    buffer_type: Literal["L1", "DRAM"]
+    memory_layout: Literal["interleaved", "height_sharded", "width_sharded", "block_sharded"]
+    grid: tuple[Positive, Positive]
+    layout: Literal["tile", "row_major"]
+    dtype: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TtReproduce(Section):
-    """For a plan that fits: the device parameters to open the device with and what to
-    pass the stack (tt-mlir's `override-output-layout=...`) to get this plan."""
+    """For a plan that fits: the device parameters to open the device with, what to pass
+    the stack to get this plan (`settings`: the dispatch cores, tt-xla's compile options,
+    tt-mlir's `override-output-layout=...`, ...) and the output layouts that override
+    names (`output_layouts`, in its order; empty when the stack takes none)."""
 
     KEY: ClassVar[str] = "reproduce"
     DESCRIPTION: ClassVar[str | None] = "the device parameters and stack settings that reproduce the plan"
     device_parameters: tuple[tuple[str, Count], ...]
     settings: tuple[str, ...] = ()
+    output_layouts: tuple[TtOutputLayout, ...] = ()
 
     @classmethod
     def decode(cls, f: Fields, ctx: Context) -> Self:
         params = f.sub("device_parameters").mapping()
         pairs = tuple((k, params.sub(k).integer()) for k in params.obj)
         settings = tuple(x.string() for x in f.sub("settings").items()) if f.has("settings") else ()
-        return cls(device_parameters=pairs, settings=settings)
+        layouts = tuple(TtOutputLayout.decode(x, ctx) for x in f.sub("output_layouts").items()) \
+            if f.has("output_layouts") else ()
+        return cls(device_parameters=pairs, settings=settings, output_layouts=layouts)
 
     def to_json(self) -> dict[str, Any]:
-        return {"device_parameters": dict(self.device_parameters), "settings": list(self.settings)}
+        return {"device_parameters": dict(self.device_parameters), "settings": list(self.settings),
+                "output_layouts": [o.to_json() for o in self.output_layouts]}
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
-        return {"type": "object", "description": cls.DESCRIPTION, "required": ["device_parameters", "settings"],
+        return {"type": "object", "description": cls.DESCRIPTION,
+                "required": ["device_parameters", "settings", "output_layouts"],
                 "properties": {"device_parameters": {"type": "object",
                                                      "additionalProperties": {"$ref": "#/$defs/bytes"}},
-                               "settings": {"type": "array", "items": {"type": "string"}}},
+                               "settings": {"type": "array", "items": {"type": "string"}},
+                               "output_layouts": {"type": "array", "items": TtOutputLayout.json_schema()}},
                 "additionalProperties": False}

@@ -60,6 +60,7 @@ class WhatIfLine:
     value: str
     outcome: str
     command: str
+    settings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +127,8 @@ def build_tt_page(r: TtReport) -> TtPage:
     what_if: tuple[WhatIfLine, ...] = ()
     if r.what_if is not None:
         what_if = tuple(WhatIfLine(w.knob, w.value, "error: " + w.error if w.error else
-                                   ("fits" if w.fits else f"does not fit ({w.kind})"), w.command)
+                                   ("fits" if w.fits else f"does not fit ({w.kind})"), w.command,
+                                   w.settings or ())
                         for w in r.what_if.rows)
     d = r.device
     return TtPage(title=f"{r.model} on {d.machine}", summary=build_tt_summary(r), l1_size=d.l1_size,

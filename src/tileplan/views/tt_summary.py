@@ -159,7 +159,8 @@ def changes(r: TtReport) -> tuple[str, ...]:
         for row in r.what_if.rows:
             if row.fits:
                 word = "also fits" if r.fits else "fits"
-                out.append(f"{row.knob} {row.value}: {word} ({row.command})")
+                given = f"; the stack is given {'; '.join(row.settings)}" if row.settings else ""
+                out.append(f"{row.knob} {row.value}: {word} ({row.command}){given}")
         out.extend(r.what_if.notes)
     v = r.verdict
     if v.fits or out:

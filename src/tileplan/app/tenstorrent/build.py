@@ -15,11 +15,13 @@ from typing import Any
 
 from tileplan.report.tt_report import TtReport
 from tileplan.report.tt_sections import (
-    BankStatistics, CbFailure, FailedRequest, Peak, TraceFailure, TtDevice, TtFrontend, TtMemory, TtVerdict)
+    BankStatistics, CbFailure, FailedRequest, Peak, TraceFailure, TtDevice, TtFrontend, TtMemory, TtOutputLayout,
+    TtReproduce, TtVerdict)
 from tileplan.report.tt_tables import TtBuffers, TtCircularBuffers, TtOperations, TtPrograms
 from tileplan.targets.tenstorrent.bank import OutOfMemory, TooManyShards, interleaved_pages
 from tileplan.targets.tenstorrent.cb_region import CbRegionError
 from tileplan.targets.tenstorrent.device import Device
+from tileplan.targets.tenstorrent.frontend import Reproduction
 from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.planned import TtPlan, Verdict
 from tileplan.targets.tenstorrent.trace import TraceRegionExceeded
@@ -118,11 +120,37 @@ def len_before(plan: TtPlan, op: int) -> int:
     return sum(len(o.programs) for o in plan.ops if o.index < op)
 
 
-def build_tt_report(plan: TtPlan, model: str, frontend: str, options: Sequence[tuple[str, Any]]) -> TtReport:
-    """The report of `plan` (the what-if rows and what reproduces it come later:
-    `TtReport.with_`)."""
+def reproduce_section(plan: TtPlan, found: Reproduction) -> TtReproduce | None:
+    """What reproduces `plan` when it fits (None when it does not): the device parameters
+    it was opened with, the dispatch cores, then the frontend's settings (`found`), and
+    each output layout they pin with the buffer the operation's output is."""
+    if not plan.fits:
+        return None
+    d = plan.device
+    params = (("l1_small_size", d.l1_small_size), ("trace_region_size", d.trace_region_size))
+    written = {(b.first_op, b.tensor): b.id for b in plan.buffers if b.first_op >= 0 and b.tensor is not None}
+    layouts = []
+    for o in found.layouts:
+        op = plan.program.ops[o.op]
+        buffer = written.get((o.op, op.outputs[0])) if op.outputs else None
+        kind = o.buffer_type.value
+        assert kind in ("L1", "DRAM"), o
+        layouts.append(TtOutputLayout(operation=o.op, name=o.name, buffer=buffer, buffer_type=kind,  # type: ignore[arg-type]
+                                      memory_layout=o.memory_layout.value, grid=o.grid, layout=o.layout.value,
+                                      dtype=o.dtype.value))
+    return TtReproduce(device_parameters=params,
+                       settings=(f"dispatch_core_type={d.dispatch_core_type.value}", *found.settings),
+                       output_layouts=tuple(layouts))
+
+
+def build_tt_report(plan: TtPlan, model: str, frontend: str, options: Sequence[tuple[str, Any]],
+                    reproduction: Reproduction | None = None) -> TtReport:
+    """The report of `plan` (the what-if rows come later: `TtReport.with_`); for a plan
+    that fits, what reproduces it, from the frontend's `reproduction` (none given: no
+    reproduce section)."""
     buffers, operations, programs, cbs = tables(plan)
     return TtReport(model=model, device=device_section(plan.device),
                     frontend=TtFrontend(name=frontend, options=tuple(options)), verdict=verdict_section(plan.verdict),
                     memory=memory_section(plan), buffers=buffers, operations=operations, programs=programs,
-                    circular_buffers=cbs)
+                    circular_buffers=cbs,
+                    reproduce=reproduce_section(plan, reproduction) if reproduction is not None else None)

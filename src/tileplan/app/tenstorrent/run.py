@@ -1,5 +1,6 @@
 """The Tenstorrent planning run shared by `tileplan plan` and the Python API: the
-request from the options given, planned, reported, with its what-if rows."""
+request from the options given, planned, reported (with what reproduces it when it
+fits: the frontend's `reproduce`), with its what-if rows."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ def plan_report(request: TtRequest, what_if: bool = True, progress: Callable[[st
     """The request planned and reported, with its what-if rows unless told not to."""
     progress(f"planning {request.command()}")
     plan = request.plan()
-    report = build_tt_report(plan, request.name, request.frontend, request.words())
+    found = request.stack().reproduce(request.options, plan.program, plan.device, request.to_dram) \
+        if plan.fits else None
+    report = build_tt_report(plan, request.name, request.frontend, request.words(), found)
     return with_tt_what_if(report, request, plan, progress) if what_if else report
 
 

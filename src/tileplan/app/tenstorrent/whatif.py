@@ -8,12 +8,12 @@ other value once); then the device's: the `l1_small_size` window that works (pla
 at each of a ladder of sizes up to the L1 bank: the smallest and the largest that fit),
 the trace region (as large as the traces, or none when DRAM ran out beside it) and,
 when L1 is what failed, the largest L1 tensor an operation makes moved to DRAM
-(`--to-dram OP`). Each row is a full plan with the command that re-derives it; a row
+(`--to-dram OP`; a row that fits also carries the frontend's settings that move it:
+tt-mlir's override-output-layout). Each row is a full plan with the command that re-derives it; a row
 that cannot be planned says why. When first fit's holes failed (fragmentation), the
 placement solver says whether another placement of the same buffers would fit.
 
-For a plan that fits: the device parameters and the frontend's settings that reproduce
-it (`TtReproduce`).
+What reproduces a plan that fits is the report's own (build.py `reproduce_section`).
 
 Worked example: a tt-transformers decoder whose prefill chunk of 8192 clashes; the row
 `prefill_chunk 4096 (the largest that fits up to 5 values above)` with its command.
@@ -29,7 +29,7 @@ from tileplan.app.whatif import largest_found
 from tileplan.errors import TileplanError
 from tileplan.placement import Buffer, Problem, place
 from tileplan.report.tt_report import TtReport
-from tileplan.report.tt_sections import TtReproduce, TtWhatIf, TtWhatIfRow
+from tileplan.report.tt_sections import TtWhatIf, TtWhatIfRow
 from tileplan.targets.tenstorrent.frontend import Search
 from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.planned import BufferUse, FailureKind, TtPlan
@@ -61,12 +61,12 @@ def attempt(request: TtRequest) -> Tried:
         return Tried(request, None, " ".join(str(e).split()))
 
 
-def row(knob: str, value: str, tried: Tried) -> TtWhatIfRow:
+def row(knob: str, value: str, tried: Tried, settings: tuple[str, ...] | None = None) -> TtWhatIfRow:
     if tried.plan is None:
         return TtWhatIfRow(knob=knob, value=value, command=tried.request.command(), error=tried.error)
     v = tried.plan.verdict
     return TtWhatIfRow(knob=knob, value=value, command=tried.request.command(), fits=v.fits,
-                       kind=v.kind.value if v.kind else None, message=v.message)
+                       kind=v.kind.value if v.kind else None, message=v.message, settings=settings)
 
 
 def largest_row(base: TtRequest, key: str, values: tuple[object, ...], current: object,
@@ -162,8 +162,12 @@ def to_dram_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) 
     if name in base.to_dram:
         return None
     progress(f"what-if to_dram {name}")
-    return row("to_dram", f"{name} ({made[0].name}, {made[0].bytes_per_bank:,} B a bank of L1)",
-               attempt(base.with_(to_dram=(*base.to_dram, name))))
+    tried = attempt(base.with_(to_dram=(*base.to_dram, name)))
+    settings = None
+    if tried.plan is not None and tried.fits:
+        q = tried.request
+        settings = q.stack().reproduce(q.options, tried.plan.program, tried.plan.device, q.to_dram).settings
+    return row("to_dram", f"{name} ({made[0].name}, {made[0].bytes_per_bank:,} B a bank of L1)", tried, settings)
 
 
 def fragmentation_note(plan: TtPlan) -> str | None:
@@ -191,17 +195,9 @@ def fragmentation_note(plan: TtPlan) -> str | None:
     return None
 
 
-def reproduce(request: TtRequest, plan: TtPlan) -> TtReproduce:
-    d = plan.device
-    params = (("l1_small_size", d.l1_small_size), ("trace_region_size", d.trace_region_size))
-    dispatch = f"dispatch_core_type={d.dispatch_core_type.value}"
-    settings = (dispatch, *request.stack().reproduce(request.options, request.to_dram))
-    return TtReproduce(device_parameters=params, settings=settings)
-
-
 def with_tt_what_if(report: TtReport, request: TtRequest, plan: TtPlan,
                     progress: Callable[[str], None] = lambda _: None) -> TtReport:
-    """`report` with its what-if rows (and, when it fits, what reproduces it)."""
+    """`report` with its what-if rows."""
     rows = frontend_rows(request, plan, progress)
     for extra in (l1_small_row(request, plan, progress), trace_region_row(request, plan, progress),
                   to_dram_row(request, plan, progress)):
@@ -209,4 +205,4 @@ def with_tt_what_if(report: TtReport, request: TtRequest, plan: TtPlan,
             rows.append(extra)
     note = fragmentation_note(plan)
     what_if = TtWhatIf(command=request.command(), rows=tuple(rows), notes=(note,) if note else ())
-    return report.with_(what_if=what_if, reproduce=reproduce(request, plan) if plan.fits else None)
+    return report.with_(what_if=what_if)

@@ -31,10 +31,12 @@ The contract:
   a `Knob` (below); the planner's own knobs (the device parameters, a tensor moved to
   DRAM) are not the frontend's.
 - `turn(options, key, value)`: the options with one knob turned.
-- `reproduce(options, moved)`: what a user passes to the stack to get this plan: text
-  lines (tt-mlir: `override-output-layout=...` for the operations whose outputs were
-  moved, `moved` their names; tt-transformers: the ModelArgs / env settings). Empty
-  when there is nothing beyond the device parameters.
+- `reproduce(options, program, device, moved)`: what a user passes to the stack to get
+  this plan of `program` (as planned: the outputs named by `moved` already moved to
+  DRAM) on `device`: a `Reproduction`, its text lines (tt-mlir: tt-xla's compile options
+  and `override-output-layout=...` for every output layout the plan chose;
+  tt-transformers: the ModelArgs / env settings) and the output layouts those lines pin,
+  as values (`OutputLayout`; what `tileplan check` compares with the report's buffers).
 
 Worked example: `tileplan plan meta-llama/Llama-3.1-8B --machine n150 --frontend
 tt-transformers --prefill-chunk 4096` -> FRONTEND.options(model, {"prefill_chunk":
@@ -52,7 +54,9 @@ from typing import Any, Protocol
 
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.device import Device
+from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.program import Frontend, TtProgram
+from tileplan.targets.tenstorrent.tiles import DataType, Layout
 from tileplan.targets.tenstorrent.versions import Stack
 
 #: every option key a frontend may take, with its flag's help (the CLI's `plan --help`)
@@ -99,6 +103,39 @@ class Knob:
         assert self.values and len(set(map(repr, self.values))) == len(self.values), self
 
 
+@dataclass(frozen=True, slots=True)
+class OutputLayout:
+    """One operation's output as a plan placed it, as a stack's override names it: the
+    operation (its index in the program and its name), its buffer type and memory
+    layout, the grid in tt-mlir's terms (rows x columns: `TTNNLayoutAttr`'s grid shape,
+    lib/Dialect/TTNN/Analysis/LegalTensorLayoutAnalysis.cpp: the shard grid's bounding
+    box for block shards, N x 1 for N height shards, 1 x N for N width shards, the worker
+    grid for L1 interleaved, 1 x 1 for DRAM), its page layout and data type. Invariant:
+    a grid of at least one core; DRAM only interleaved on 1 x 1."""
+
+    op: int
+    name: str
+    buffer_type: BufferType
+    memory_layout: MemoryLayout
+    grid: tuple[int, int]
+    layout: Layout
+    dtype: DataType
+
+    def __post_init__(self) -> None:
+        assert self.op >= 0 and min(self.grid) >= 1, self
+        assert self.buffer_type is not BufferType.DRAM or (
+            self.memory_layout is MemoryLayout.INTERLEAVED and self.grid == (1, 1)), self
+
+
+@dataclass(frozen=True, slots=True)
+class Reproduction:
+    """What reproduces a plan beyond the device parameters: the lines to pass the stack,
+    and the output layouts they pin (empty when the stack takes none)."""
+
+    settings: tuple[str, ...] = ()
+    layouts: tuple[OutputLayout, ...] = ()
+
+
 class TtFrontend(Protocol):
     """A frontend's members (see the module docstring)."""
 
@@ -118,7 +155,8 @@ class TtFrontend(Protocol):
 
     def turn(self, options: Any, key: str, value: Any) -> Any: ...
 
-    def reproduce(self, options: Any, moved: tuple[str, ...]) -> tuple[str, ...]: ...
+    def reproduce(self, options: Any, program: TtProgram, device: Device, moved: tuple[str, ...]
+                  ) -> Reproduction: ...
 
 
 #: frontends registered by name in this process beyond the two modules (tests, plug-ins)

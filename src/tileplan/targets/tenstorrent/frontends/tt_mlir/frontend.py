@@ -20,7 +20,7 @@ from typing import Any
 
 from tileplan.errors import InputError, option
 from tileplan.targets.tenstorrent.device import Device
-from tileplan.targets.tenstorrent.frontend import Knob, Search
+from tileplan.targets.tenstorrent.frontend import Knob, Reproduction, Search
 from tileplan.targets.tenstorrent.frontends.tt_mlir.lower import lower
 from tileplan.targets.tenstorrent.frontends.tt_mlir.options import (
     ACTIVATION_DTYPES,
@@ -30,7 +30,7 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.options import (
     TtMlirOptions,
     parse_dtype,
 )
-from tileplan.targets.tenstorrent.frontends.tt_mlir.reproduce import moved_overrides
+from tileplan.targets.tenstorrent.frontends.tt_mlir.reproduce import reproduction
 from tileplan.targets.tenstorrent.frontends.tt_mlir.source import resolve
 from tileplan.targets.tenstorrent.program import Frontend, TtProgram
 from tileplan.targets.tenstorrent.versions import Stack
@@ -105,8 +105,9 @@ class TtMlirFrontend:
         raise InputError(f"{option(key)} is not an option of the tt-mlir frontend; it takes "
                          f"{', '.join(sorted(self.keys))}")
 
-    def reproduce(self, options: TtMlirOptions, moved: tuple[str, ...]) -> tuple[str, ...]:
-        return moved_overrides(options, moved)
+    def reproduce(self, options: TtMlirOptions, program: TtProgram, device: Device, moved: tuple[str, ...]
+                  ) -> Reproduction:
+        return reproduction(options, program, device, moved)
 
 
 FRONTEND = TtMlirFrontend()

@@ -34,7 +34,7 @@ from typing import Any
 from tileplan.errors import InputError
 from tileplan.ioutil import MAX_CONFIG_BYTES, read_json
 from tileplan.targets.tenstorrent.device import Device
-from tileplan.targets.tenstorrent.frontend import Knob, Search
+from tileplan.targets.tenstorrent.frontend import Knob, Reproduction, Search
 from tileplan.targets.tenstorrent.frontends.tt_transformers.lower import build
 from tileplan.targets.tenstorrent.frontends.tt_transformers.model_args import (
     MAX_PREFILL_CHUNK_SIZES_DIV1024,
@@ -170,7 +170,8 @@ class TtTransformersFrontend:
             raise InputError(f"{key} is not an option of the tt-transformers frontend")
         return replace(options, **{key: value})
 
-    def reproduce(self, options: TtTransformersOptions, moved: tuple[str, ...]) -> tuple[str, ...]:
+    def reproduce(self, options: TtTransformersOptions, program: TtProgram, device: Device, moved: tuple[str, ...]
+                  ) -> Reproduction:
         lines = []
         chunk = options.prefill_chunk
         if options.mode is Mode.PREFILL and chunk is not None:
@@ -184,7 +185,7 @@ class TtTransformersFrontend:
             lines.append(f"PagedAttentionConfig(block_size={options.page_block_size}, "
                          f"max_num_blocks={options.max_num_blocks})")
         lines += [f"{name}: memory_config=ttnn.DRAM_MEMORY_CONFIG" for name in moved]
-        return tuple(lines)
+        return Reproduction(tuple(lines))
 
 
 def _powers(low: int, high: int, current: int) -> tuple[int, ...]:
