@@ -11,7 +11,12 @@ from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.model.ir import RepeatBlock
 from tileplan.model.machine import IPU21
-from tileplan.builtins.synthetic import BLOCK_OPERATIONS, SET_PARAMETERS, SyntheticConfig, build_synthetic, graph_values
+from tileplan.builtins.synthetic import (
+    BLOCK_OPERATIONS, SET_PARAMETERS, SyntheticConfig, build_synthetic, graph_values,
+)
+from tileplan.importers.graph import GraphBuilder
+from tileplan.model.info import ProgramInfo, SyntheticSize
+from tileplan.model.precision import F16, F32, from_option
 from tileplan.planner.plan import plan_program
 from tileplan.check.driver import check_report
 
@@ -44,6 +49,43 @@ def test_the_program_has_exactly_the_requested_graph_values(shared, extra):
     for op in ops:
         block = int(op.name.split(".")[1].removeprefix("layer"))
         assert {n.split(".")[1] for n in op.inputs if n.startswith("synthetic.shared")} <= {f"shared{block % shared}"}
+
+
+def through_the_graph_builder(cfg: SyntheticConfig, weights):
+    """The chain of `cfg` built as an importer builds a model (`GraphBuilder`, its shape
+    and dtype rules, `Graph.to_program`'s precisions): the oracle of the direct build."""
+    b = GraphBuilder("synthetic")
+    x = h = b.input("synthetic.input", (1, cfg.rows, cfg.hidden), "float")
+    shapes = {"norm.scale": (1, 1, cfg.hidden), "norm.bias": (1, 1, cfg.hidden), "mlp.up.weight": (cfg.hidden, cfg.mlp),
+              "mlp.up.bias": (1, 1, cfg.mlp), "mlp.down.weight": (cfg.mlp, cfg.hidden),
+              "mlp.down.bias": (1, 1, cfg.hidden)}
+    for k in range(cfg.shared):
+        for suffix in SET_PARAMETERS:
+            b.parameter(f"synthetic.shared{k}.{suffix}", shapes[suffix], "float")
+    block = [("layernorm", "norm", ("norm.scale", "norm.bias"), {"eps": 1e-6}),
+             ("matmul", "mlp.up", ("mlp.up.weight",), None), ("add", "mlp.up.bias_add", ("mlp.up.bias",), None),
+             ("gelu", "mlp.gelu", (), {"approximate": "tanh"}),
+             ("matmul", "mlp.down", ("mlp.down.weight",), None),
+             ("add", "mlp.down.bias_add", ("mlp.down.bias",), None), ("add", "residual", None, None)]
+    for n in range(cfg.operations):
+        j, (kind, suffix, read, attrs) = n // BLOCK_OPERATIONS, block[n % BLOCK_OPERATIONS]
+        if n % BLOCK_OPERATIONS == 0:
+            h = x
+        ins = (h, x) if read is None else (x, *(f"synthetic.shared{j % cfg.shared}.{r}" for r in read))
+        name = f"synthetic.layer{j}.{suffix}"
+        x = b.op(kind, ins, attrs, name=name, output=name + ".out", layer=j)
+    b.output(x)
+    size = SyntheticSize(cfg.values, cfg.rows, cfg.hidden, cfg.mlp, cfg.shared)
+    return b.build().to_program(weights, info=ProgramInfo(synthetic=size), repeat=False)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 60), st.sampled_from([F16, from_option("f8f143:-4"), F32]),
+       st.sampled_from([(64, 128, 256), (3, 40, 72)]))
+def test_the_direct_build_is_the_chain_an_importer_builds(shared, extra, weights, dims):
+    rows, hidden, mlp = dims
+    cfg = SyntheticConfig(1 + shared * (len(SET_PARAMETERS) + BLOCK_OPERATIONS) + extra, rows, hidden, mlp, shared)
+    assert build_synthetic(cfg, weights) == through_the_graph_builder(cfg, weights)
 
 
 def test_the_program_is_deterministic_and_a_chain_of_mlp_blocks():

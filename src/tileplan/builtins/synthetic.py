@@ -1,5 +1,7 @@
 """A synthetic program of a requested size, to measure the planner at scale, built
-through the importers' graph builder (`tileplan.importers.graph`).
+directly as a program (`build_synthetic`; the shapes from the operator registry's
+rules), equal to the same chain built through the importers' graph builder
+(`tests/test_synthetic.py`), which costs a third of a million-value plan.
 
 The program is a long chain of MLP blocks over a modest activation [1, rows, hidden]:
 
@@ -50,14 +52,15 @@ from functools import lru_cache
 from typing import Mapping
 
 from tileplan.errors import InputError
-from tileplan.importers.graph import Graph, GraphBuilder
 from tileplan.kernel.options import Options
 from tileplan.lowering.policy import policy
 from tileplan.lowering.program import lower_program
 from tileplan.model.info import ProgramInfo, SyntheticSize
-from tileplan.model.ir import Program
+from tileplan.model.ir import Operation, Program, Tensor
 from tileplan.model.machine import IPU21
 from tileplan.model.precision import F16, Precision
+from tileplan.model.role import Role
+from tileplan.ops.base import infer_shape
 from tileplan.runtime import without_gc
 
 #: parameters of one set, in declaration order
@@ -112,57 +115,79 @@ def graph_values(program: Program) -> int:
     return len(program.tensors) + len(program.operations())
 
 
-def synthetic_graph(cfg: SyntheticConfig) -> Graph:
-    """The chain of `cfg` (see the module docstring) as a graph: exactly `cfg.values`
-    graph values, deterministic, the output the last operation's result."""
-    b = GraphBuilder("synthetic")  # every tensor is declared first: origins as declared
+@without_gc
+def build_synthetic(cfg: SyntheticConfig, weights: Precision = F16) -> Program:
+    """The chain of `cfg` (see the module docstring) as a program: exactly `cfg.values`
+    graph values, deterministic, the output the last operation's result; the matmuls'
+    weights in `weights`, every other tensor F16. Built directly, a million operations'
+    objects with the cyclic collector paused; `tests/test_synthetic.py` holds it equal
+    to the same chain built through the importers' graph builder."""
     rows, hidden, mlp = cfg.rows, cfg.hidden, cfg.mlp
-    h = b.input("synthetic.input", (1, rows, hidden), "float")
+    shapes = {"norm.scale": (1, 1, hidden), "norm.bias": (1, 1, hidden), "mlp.up.weight": (hidden, mlp),
+              "mlp.up.bias": (1, 1, mlp), "mlp.down.weight": (mlp, hidden), "mlp.down.bias": (1, 1, hidden)}
+    tensors = [Tensor(0, INPUT, (1, rows, hidden), F16, Role.INPUT)]
     for k in range(cfg.shared):
-        _declare_set(b, f"synthetic.shared{k}", hidden, mlp)
-    x = h
-    blocks, rest = divmod(cfg.operations, BLOCK_OPERATIONS)
+        for suffix in SET_PARAMETERS:
+            tensors.append(Tensor(len(tensors), f"synthetic.shared{k}.{suffix}", shapes[suffix],
+                                  weights if suffix in MATMUL_WEIGHTS else F16, Role.WEIGHT))
+    block_shapes = _block_shapes(tuple(t.shape for t in tensors[:1 + len(SET_PARAMETERS)]))
     # each set's parameters as each operation of a block reads them (None: the residual)
     sets = [tuple(None if q is None else tuple(f"synthetic.shared{k}.{s}" for s in q) for _, _, q, _ in _BLOCK)
             for k in range(cfg.shared)]
+    attrs = [_attrs(a) for _, _, _, a in _BLOCK]
+    base = len(tensors)
+    ops: list[Operation] = []
+    append = ops.append
+    blocks, rest = divmod(cfg.operations, BLOCK_OPERATIONS)
+    x = INPUT
     for block in range(blocks + (rest > 0)):
-        x = _block(b, block, x, sets[block % cfg.shared], BLOCK_OPERATIONS if block < blocks else rest)
-    b.output(x)
-    return b.build()
-
-
-@without_gc
-def build_synthetic(cfg: SyntheticConfig, weights: Precision = F16) -> Program:
-    """The chain of `cfg` as a program, its weights in `weights` (vectors F16); a
-    million operations' objects built with the cyclic collector paused."""
-    program = synthetic_graph(cfg).to_program(
-        weights, info=ProgramInfo(synthetic=SyntheticSize(cfg.values, cfg.rows, cfg.hidden, cfg.mlp, cfg.shared)),
-        repeat=False)
+        at = f"synthetic.layer{block}."
+        h = x  # the block's input, read again by its residual
+        steps = BLOCK_OPERATIONS if block < blocks else rest
+        for (kind, suffix, _, _), read, shape, items in zip(_BLOCK[:steps], sets[block % cfg.shared], block_shapes,
+                                                             attrs):
+            name = at + suffix
+            index = len(ops)
+            output = name + ".out"
+            append(Operation(base + index, index, kind, name, (h, x) if read is None else (x, *read), output, shape,
+                             F16, items, None, block))
+            x = output
+    info = ProgramInfo(synthetic=SyntheticSize(cfg.values, cfg.rows, cfg.hidden, cfg.mlp, cfg.shared),
+                       weights=weights)
+    program = Program("synthetic", tuple(tensors), tuple(ops), (x,), info)
     assert graph_values(program) == cfg.values, (graph_values(program), cfg.values)
     return program
 
 
-def _declare_set(b: GraphBuilder, prefix: str, hidden: int, mlp: int) -> None:
-    """One parameter set: the norm's vectors, then each projection's weight and bias
-    (the weights take the program's weight precision: `Graph.to_program`)."""
-    shapes = {"norm.scale": (1, 1, hidden), "norm.bias": (1, 1, hidden), "mlp.up.weight": (hidden, mlp),
-              "mlp.up.bias": (1, 1, mlp), "mlp.down.weight": (mlp, hidden), "mlp.down.bias": (1, 1, hidden)}
-    for suffix in SET_PARAMETERS:
-        b.parameter(f"{prefix}.{suffix}", shapes[suffix], "float")
+#: the chain's input
+INPUT = "synthetic.input"
+#: the parameters a matmul reads as its weights: they take the program's weight precision
+MATMUL_WEIGHTS = frozenset({"mlp.up.weight", "mlp.down.weight"})
 
 
-def _block(b: GraphBuilder, block: int, x: str, parameters: tuple[tuple[str, ...] | None, ...], steps: int) -> str:
-    """The first `steps` operations of block `block` on the previous block's output `x`
-    (see the module docstring), each named under `synthetic.layer<block>` and reading
-    `parameters` (those of set `block` mod `shared`, by operation); the residual adds
-    the block's input. Returns the last operation's result (`name.out`)."""
-    at = f"synthetic.layer{block}."
-    h = x  # the block's input, read again by its residual
-    op = b.op
-    for (kind, suffix, _, attrs), read in zip(_BLOCK[:steps], parameters):
-        name = at + suffix
-        x = op(kind, (h, x) if read is None else (x, *read), attrs, name=name, output=name + ".out", layer=block)
-    return x
+def _attrs(attrs: Mapping[str, object] | None) -> tuple[tuple[str, object], ...]:
+    """An operation's attributes as the IR holds them: sorted (key, value) pairs."""
+    return tuple(sorted(attrs.items())) if attrs else ()
+
+
+@lru_cache(maxsize=8)
+def _block_shapes(declared: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+    """The output shape of each operation of a block, from the operator registry's
+    shape rules (`tileplan.ops.infer_shape`), given the input's and one set's shapes
+    (`declared`, in declaration order). The same for every block: a block's output has
+    its input's shape."""
+    shape_of = dict(zip(("x", *SET_PARAMETERS), declared))
+    out: list[tuple[int, ...]] = []
+    for kind, suffix, read, attrs in _BLOCK:
+        ins = [shape_of["h"], shape_of["x"]] if read is None else [shape_of["x"], *(shape_of[r] for r in read)]
+        probe = Operation(0, 0, kind, suffix, tuple(f"i{j}" for j in range(len(ins))), suffix, (1,), F16,
+                          _attrs(attrs))
+        if not out:
+            shape_of["h"] = shape_of["x"]
+        shape_of["x"] = infer_shape(probe, ins)
+        out.append(shape_of["x"])
+    assert shape_of["x"] == declared[0], "a block's output has its input's shape"
+    return tuple(out)
 
 
 _NORM = {"eps": 1e-6}
