@@ -20,7 +20,7 @@ from tileplan.planner.placed import placement_verdict
 from tileplan.planner.plan import Plan
 from tileplan.app.build_exact import exact_section, peak_tile_section
 from tileplan.report.program_info import pipeline_section, program_entries
-from tileplan.report.model import PeakFigures, Report
+from tileplan.report.model import Extra, PeakFigures, Report
 from tileplan.report.sections import (
     AvailableMemoryProportion,
     Buffer,
@@ -128,9 +128,8 @@ def build_report(plan: Plan) -> Report:
         gemm_output_packing=plan.options.gemm_output_packing.value,
         attention_products=plan.options.attention_products.value,
         values=plan.values, steps=plan.steps, rejections=plan.rejections,
-        exchange_row_bytes=m.exchange_row_bytes, extra={s.KEY: s.to_json() for s in sections},
+        exchange_row_bytes=m.exchange_row_bytes, extra=Extra(sections=sections),
     )
-    report.seed({s.KEY: s for s in sections})
     return report
 
 

@@ -5,6 +5,7 @@ execution count, and every step's source a listed operation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from tileplan.check.result import Add, is_int, show
 
 
-def check_operations(extra: dict[str, Any], source: np.ndarray, execution_count: np.ndarray, add: Add) -> None:
+def check_operations(extra: Mapping[str, Any], source: np.ndarray, execution_count: np.ndarray, add: Add) -> None:
     """`operations`: objects in ascending `index`, each with `origin`, `name`, `kind`,
     `execution_count` and `steps` [first, last]; the steps in [first, last] are
     exactly the steps whose `source` is that operation, all with its execution count;

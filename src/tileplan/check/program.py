@@ -6,6 +6,7 @@ read, and the rejected operation the one its scope names.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from tileplan.check.result import Add, is_int, show
@@ -19,7 +20,7 @@ def rejected_index(scope: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def check_scope(scope: str, extra: dict[str, Any], add: Add) -> None:
+def check_scope(scope: str, extra: Mapping[str, Any], add: Add) -> None:
     """`scope` is `program` or `rejected-op<N>`; `rejected_operation`, when given,
     names operation N with a name and a reason, and is absent from a whole program."""
     index = rejected_index(scope)
@@ -43,7 +44,7 @@ def check_scope(scope: str, extra: dict[str, Any], add: Add) -> None:
         add("disagree", "rejected_operation.index", f"reports {r['index']}; the scope {scope} names operation {index}")
 
 
-def check_program(extra: dict[str, Any], add: Add) -> None:
+def check_program(extra: Mapping[str, Any], add: Add) -> None:
     """`program`: an object with a string `name`; every field a string, an integer,
     true/false or null (views print them as text)."""
     if "program" not in extra:

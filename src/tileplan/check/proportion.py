@@ -4,12 +4,13 @@ proportion and the tile's bytes the section states."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tileplan.check.result import Add, is_int, show
 
 
-def check_memory_proportion(extra: dict[str, Any], budget_bytes: int, support_reserve_bytes: int, add: Add) -> None:
+def check_memory_proportion(extra: Mapping[str, Any], budget_bytes: int, support_reserve_bytes: int, add: Add) -> None:
     """`available_memory_proportion`: `cap_bytes` = floor(`proportion` x `tile_bytes`),
     the product in double precision as poplin computes it; `tile_bytes` at least what
     the tile holds besides (`budget_bytes` + `support_reserve_bytes`); every product

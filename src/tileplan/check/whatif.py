@@ -4,6 +4,7 @@ re-derived, its rows (other plans) typed and their margins consistent.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tileplan.check.band import CheckedBand, check_rows
@@ -12,7 +13,8 @@ from tileplan.check.result import Add, is_int, show
 _OUTCOME_INTS = ("peak", "budget", "margin", "tile", "step", "interleaved_peak")
 
 
-def check_what_if(extra: dict[str, Any], baseline: dict[str, Any], add: Add, band: CheckedBand | None = None) -> None:
+def check_what_if(extra: Mapping[str, Any], baseline: dict[str, Any], add: Add,
+                  band: CheckedBand | None = None) -> None:
     """`what_if`: `baseline` (this plan's own outcome: re-derived here, all but its
     `command`) and `rows` (other plans: typed, `margin` = `budget` - `peak`, the
     margin's place in the verdict's error `band` re-derived; a row that could not be

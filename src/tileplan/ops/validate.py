@@ -18,6 +18,9 @@ def check_program(program: Program) -> None:
             raise ModelError("tensor declared twice", t.name)
         shapes[t.name] = t.shape
     index = 0
+    # the signatures whose shapes agree with their rule (the rules are pure: a chain of
+    # a million alike operations asks each once)
+    agreed: set[tuple[object, ...]] = set()
     for item in program.items:
         if not isinstance(item, RepeatBlock):  # an operation: the common case, kept short
             if item.index != index:
@@ -25,11 +28,19 @@ def check_program(program: Program) -> None:
                                  item.name)
             index += 1
             try:
-                ins = [shapes[name] for name in item.inputs]
+                ins = tuple([shapes[name] for name in item.inputs])
             except KeyError as e:
                 raise ModelError(f"input {e.args[0]} is not defined before operation {item.index}",
                                  item.name) from None
-            _check_shape(item, ins)
+            signature: tuple[object, ...] = (item.kind, item.attrs, ins, item.output_shape)
+            try:
+                known, hashable = signature in agreed, True
+            except TypeError:  # an unhashable attribute: checked each time
+                known, hashable = False, False
+            if not known:
+                _check_shape(item, list(ins))
+                if hashable:
+                    agreed.add(signature)
             shapes[item.output] = item.output_shape
             continue
         for family in item.families:
@@ -42,13 +53,13 @@ def check_program(program: Program) -> None:
                                  op.name)
             index += 1
             for i in range(item.first, item.first + item.count):
-                ins = []
+                members: list[tuple[int, ...]] = []
                 for name in op.inputs:
                     member = family_member(name, i)
                     if member not in shapes:
                         raise ModelError(f"input {member} is not defined before operation {op.index}", op.name)
-                    ins.append(shapes[member])
-                _check_shape(op, ins)
+                    members.append(shapes[member])
+                _check_shape(op, members)
                 shapes[family_member(op.output, i)] = op.output_shape
                 shapes[op.output] = op.output_shape
     for out in program.outputs:

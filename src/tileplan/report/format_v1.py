@@ -53,9 +53,10 @@ def step_to_json(s: Step) -> dict[str, Any]:
     }
 
 
-def to_json_dict(r: Report) -> dict[str, Any]:
+def to_json_dict(r: Report, deferred: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The report as version 1's JSON object (its `version` field as the report says:
-    version 2 writes the same top level in the same order)."""
+    version 2 writes the same top level in the same order). A section in `deferred` is
+    None here, its place kept: its writer writes it from its typed form."""
     out: dict[str, Any] = {
         "version": r.version, "scope": r.scope, "model": r.model, "tile_count": r.tile_count,
         "budget_bytes": r.budget_bytes, "interleaved_budget_bytes": r.interleaved_budget_bytes,
@@ -77,7 +78,7 @@ def to_json_dict(r: Report) -> dict[str, Any]:
         out["exchange_row_bytes"] = r.exchange_row_bytes
     out["rejections"] = [{"value": j.value, "name": j.name, "reason": j.reason} for j in r.rejections]
     for key in sorted(r.extra):
-        out[key] = r.extra[key]
+        out[key] = None if key in deferred else r.extra[key]
     return out
 
 

@@ -166,8 +166,14 @@ def _exact_json(exact: object) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _operations_json(ops: object) -> str:
-    """`operations` as columns, its kinds interned (each column taken in one pass)."""
+def _operations_json(ops: object, section: Operations | None) -> str:
+    """`operations` as columns, its kinds interned (each column taken in one pass):
+    from the builder's rows when it recorded the section (`section`), else from the
+    JSON objects."""
+    if section is not None:
+        columns = [list(c) for c in zip(*section.rows)] if section.rows else [[] for _ in range(7)]
+        index, origin, names, kind, runs, first, last = columns
+        return _operation_columns(len(section.rows), index, origin, names, kind, runs, first, last)
     if not isinstance(ops, list) or (ops and set(map(type, ops)) != {dict}):
         return _dumps(ops)  # not the planner's: as version 1 writes it
     try:
@@ -176,15 +182,21 @@ def _operations_json(ops: object) -> str:
         return _dumps(ops)
     if steps and (set(map(type, steps)) != {list} or set(map(len, steps)) != {2}):
         return _dumps(ops)
+    return _operation_columns(len(ops), index, origin, names, kind, runs, list(map(itemgetter(0), steps)),
+                              list(map(itemgetter(1), steps)))
+
+
+def _operation_columns(count: int, index: list, origin: list, names: list, kind: list, runs: list, first: list,
+                       last: list) -> str:
     kinds: dict[str, int] = {}
     cols = [("index", pack_column(index, delta=True)),
             ("origin", pack_column(origin, delta=True)),
             ("name", _dumps(names)),
             ("kind", pack_column([kinds.setdefault(k, len(kinds)) for k in kind])),
             ("execution_count", pack_column(runs)),
-            ("first", pack_column(list(map(itemgetter(0), steps)), delta=True)),
-            ("last", pack_column(list(map(itemgetter(1), steps)), delta=True))]
-    return "{" + f'"count":{len(ops)},"kinds":{_dumps(list(kinds))}' + "".join(f',"{k}":{t}' for k, t in cols) + "}"
+            ("first", pack_column(first, delta=True)),
+            ("last", pack_column(last, delta=True))]
+    return "{" + f'"count":{count},"kinds":{_dumps(list(kinds))}' + "".join(f',"{k}":{t}' for k, t in cols) + "}"
 
 
 _OPERATION_FIELDS = ("index", "origin", "name", "kind", "execution_count", "steps")
@@ -192,7 +204,8 @@ _OPERATION_FIELDS = ("index", "origin", "name", "kind", "execution_count", "step
 
 def v2_chunks(r: Report) -> Iterator[str]:
     """The version-2 text of `r`, piece by piece (see the module docstring)."""
-    head = to_json_dict(_without_timeline(r))
+    operations = r.sections.seeded(Operations)  # written from its rows, never as objects
+    head = to_json_dict(_without_timeline(r), frozenset({Operations.KEY}) if operations is not None else frozenset())
     steps = step_table(r.steps)
     _check_intervals(r.steps, steps)
     yield "{"
@@ -213,7 +226,7 @@ def v2_chunks(r: Report) -> Iterator[str]:
         elif key == "exact":
             yield f',"exact":{_exact_json(value)}'
         elif key == "operations":
-            yield f',"operations":{_operations_json(value)}'
+            yield f',"operations":{_operations_json(value, operations)}'
         else:
             yield f'{"" if first else ","}{_dumps(key)}:{_dumps(value)}'
         first = False

@@ -1,7 +1,4 @@
 """The Tenstorrent target's application layer: its request, its report's builder, its
-what-if rows and its planning entry (the seam's `TARGET`, app/targets.py)."""
-
-# the tt-mlir frontend imports model names through the application's importers
-from tileplan.app.tenstorrent import tt_mlir_models  # noqa: E402,F401
-# the tt-transformers frontend finds a hub id's config.json through the application
-from tileplan.app.tenstorrent import tt_transformers_hub  # noqa: E402,F401
+what-if rows and its planning entry (the seam's `TARGET`, app/targets.py). The
+frontends' hooks into the application (model names through its importers, a hub id's
+config.json) are registered by `run`, the planning run every entry goes through."""

@@ -24,7 +24,8 @@ from typing import Any
 
 from tileplan.errors import InputError, option
 from tileplan.targets.tenstorrent.device import MACHINES, Device, load_device
-from tileplan.targets.tenstorrent.frontend import OPTION_KEYS, TtFrontend, frontend, names
+from tileplan.targets.tenstorrent.frontend import TtFrontend, frontend, names
+from tileplan.targets.tenstorrent.option_keys import OPTION_KEYS
 from tileplan.targets.tenstorrent.overrides import outputs_to_dram
 from tileplan.targets.tenstorrent.plan import plan_tt
 from tileplan.targets.tenstorrent.planned import TtPlan

@@ -7,11 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+# the tt-mlir frontend imports model names through the application's importers, and the
+# tt-transformers frontend finds a hub id's config.json through the application
+from tileplan.app.tenstorrent import tt_mlir_models, tt_transformers_hub  # noqa: F401
 from tileplan.app.tenstorrent.build import build_tt_report
 from tileplan.app.tenstorrent.request import TtRequest, tt_request
 from tileplan.app.tenstorrent.whatif import with_tt_what_if
 from tileplan.report.tt_report import TtReport
-from tileplan.targets.tenstorrent.frontend import OPTION_KEYS
+from tileplan.targets.tenstorrent.option_keys import OPTION_KEYS
 
 
 def request_from(given: Mapping[str, Any]) -> TtRequest:

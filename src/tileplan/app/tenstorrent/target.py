@@ -10,11 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tileplan.app.targets import Option, Planned
-from tileplan.app.tenstorrent.run import plan_report, request_from
-from tileplan.render.tt_terminal import headline_lines
 from tileplan.targets.tenstorrent.device import MACHINES
-from tileplan.targets.tenstorrent.frontend import OPTION_KEYS
-from tileplan.views.tt_summary import build_tt_summary
+from tileplan.targets.tenstorrent.option_keys import OPTION_KEYS
 
 OPTIONS = (
     Option("--frontend", "frontend", "how the model reaches TTNN: tt-mlir (default: tt-xla and tt-mlir compiling "
@@ -57,6 +54,12 @@ class TenstorrentTarget:
 
     @staticmethod
     def plan_options(given: Mapping[str, Any], progress: Callable[[str], None]) -> Planned:
+        # the planner is imported when planning: `tileplan plan` builds its flags from
+        # every target, and an IPU plan needs none of this one's modules
+        from tileplan.app.tenstorrent.run import plan_report, request_from
+        from tileplan.render.tt_terminal import headline_lines
+        from tileplan.views.tt_summary import build_tt_summary
+
         request = request_from(given)
         report = plan_report(request, not given.get("no_what_if"), progress)
         lines = headline_lines(build_tt_summary(report))

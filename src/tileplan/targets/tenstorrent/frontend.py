@@ -10,7 +10,7 @@ type (frozen, hashable: a what-if row is its request with one option changed).
 
 The contract:
 
-- `keys`: the option keys it takes (`OPTION_KEYS`, spelled as `tileplan plan`'s flags
+- `keys`: the option keys it takes (`option_keys.OPTION_KEYS`, spelled as `tileplan plan`'s flags
   with `_`: `opt_level`, `prefill_chunk`, ...; a key added there needs its flag: the
   shared ones are cli/plan.py's, the others app/tenstorrent/target.py's `OPTIONS`). Any
   other key given is refused by the caller in one line naming the flag and the frontends
@@ -55,21 +55,10 @@ from typing import Any, Protocol
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.device import Device
 from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
+from tileplan.targets.tenstorrent.option_keys import OPTION_KEYS
 from tileplan.targets.tenstorrent.program import Frontend, TtProgram
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
 from tileplan.targets.tenstorrent.versions import Stack
-
-#: every option key a frontend may take, with its flag's help (the CLI's `plan --help`)
-OPTION_KEYS: dict[str, str] = {
-    "batch": "the batch (tt-transformers: max_batch_size, one of 1, 2, 4, 8, 16, 32)",
-    "sequence_length": "the tokens of a prefill (tt-mlir: the model input's sequence length)",
-    "kv_cache": "plan decoding with a KV cache of L positions (tt-transformers: max_seq_len)",
-    "prefill_chunk": "tt-transformers: the prefill chunk in tokens, a multiple of 32 (MAX_PREFILL_CHUNK_SIZE)",
-    "opt_level": "tt-mlir: the optimization level 0, 1 or 2 (tt-xla's optimization_level)",
-    "precision": "tt-transformers: the precision preset, performance or accuracy (DecodersPrecision)",
-    "weights": "the weights' data type: bf16, f32, bfp8 or bfp4",
-    "activations": "the activations' data type: bf16, f32, bfp8 or bfp4",
-}
 
 #: where each frontend lives: a module defining `FRONTEND`
 MODULES: dict[Frontend, str] = {
@@ -89,8 +78,8 @@ class Search(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Knob:
-    """An option a what-if row turns: its key (an `OPTION_KEYS` key), how it is searched,
-    the values to try (ascending for LARGEST) and its value in the plan. Invariant:
+    """An option a what-if row turns: its key (an `OPTION_KEYS` key), how it is searched, the
+    values to try (ascending for LARGEST) and its value in the plan. Invariant:
     values given, no repeats."""
 
     key: str
