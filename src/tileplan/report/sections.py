@@ -178,7 +178,15 @@ class OperationsByIndex(Mapping[int, Operation]):
 
     def __init__(self, rows: tuple[OperationRow, ...]) -> None:
         self._rows = rows
-        self._at = {row[0]: k for k, row in enumerate(rows)}
+        self._index: dict[int, int] | None = None
+
+    @property
+    def _at(self) -> dict[int, int]:
+        """Each index's row, made on first lookup (a plan that writes its report looks
+        none up)."""
+        if self._index is None:
+            self._index = {row[0]: k for k, row in enumerate(self._rows)}
+        return self._index
 
     def __getitem__(self, index: int) -> Operation:
         return _operation(self._rows[self._at[index]])
