@@ -222,8 +222,9 @@ CASES: tuple[Case, ...] = (
          "tt-mlir #5771 (2025-11-10)",
          "Out of Memory: Not enough space to allocate 49971200 B L1 buffer across 64 banks, where each bank needs "
          "to store 780800 B, but bank size is only 1331936 B", False, unet, published_failed=("L1", 49971200),
-         miss="at optimization level 0 tt-mlir lowers batch norm to ttnn.batch_norm and the pooling to "
-              "ttnn.max_pool2d, for which tileplan has no rules"),
+         miss="ttnn.batch_norm and ttnn.max_pool2d now have rules; planning stops at the decoder's first "
+              "ConvTranspose2d (upconv4), which tt-mlir lowers to ttnn.conv_transpose2d, for which tileplan has "
+              "no rule"),
 )
 
 #: benchmarks/fidelity_tt.py's protocol: this section's heading and table columns

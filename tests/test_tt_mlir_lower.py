@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from tileplan.errors import ModelError
 from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import MathFidelity
@@ -126,10 +125,17 @@ def test_decode_attention_above_level_0_is_sdpa_decode_between_permutes():
     assert k[sdpa - 1] == "ttnn.permute" and k[sdpa + 1] == "ttnn.permute"
 
 
-def test_cnn_at_level_0_stops_at_the_batch_norm_in_one_line():
-    with pytest.raises(ModelError) as e:
-        lowered(cnn(), 0)
-    assert "ttnn.batch_norm" in str(e.value) and "\n" not in str(e.value)
+def test_cnn_at_level_0_runs_ttnn_batch_norm_on_the_nchw_conv_output():
+    """Level 0 keeps the batch norm (TTIRToTTNN.cpp BatchNormInferenceOpConversionPattern):
+    after the conv the flattened output is reshaped and permuted back to NCHW, its four
+    [1, 32, 1, 1] statistics and parameters uploaded in TILE."""
+    p = lowered(cnn(), 0)
+    k = kinds(p)
+    bn = k.index("ttnn.batch_norm")
+    assert k[bn - 3:bn] == ["ttnn.conv2d", "ttnn.reshape", "ttnn.permute"] and "ttnn.multiply" not in k
+    op = p.ops[bn]
+    assert op.attrs.mean.shape == (1, 32, 1, 1) and op.attrs.bias is not None
+    assert plan_tt(p, n150()).fits
 
 
 def test_cnn_at_level_1_folds_the_batch_norm_and_runs_conv2d_with_tt_mlirs_config():

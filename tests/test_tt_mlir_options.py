@@ -101,12 +101,13 @@ def test_the_spill_tracker_places_top_down_first_fit():
 def test_a_model_operator_with_no_ttnn_rule_is_one_line_naming_both():
     b = GraphBuilder("pool")
     x = b.input("x", (1, 8, 16, 16), "float")
-    b.output(b.op("maxpool", [x], {"kernel": (2, 2), "strides": (2, 2)}, name="pool"))
+    b.output(b.op("adaptive_avgpool", [x], {"output_size": (1, 1)}, name="pool"))
     program = b.build().to_program(BF16, BF16, repeat=False)
     with pytest.raises(ModelError) as e:
         lowered(program, 0)
     text = str(e.value)
-    assert "ttnn.max_pool2d" in text and "maxpool" in text and "operation 0 (pool)" in text and "\n" not in text
+    assert "ttnn.adaptive_avg_pool2d" in text and "adaptive_avgpool" in text and "operation 0 (pool)" in text
+    assert "\n" not in text
 
 
 def test_layout_text_follows_tt_mlirs_grammar():
@@ -184,3 +185,18 @@ def test_level_1_names_only_the_moved_outputs():
     assert found.settings[1:] == ("override-output-layout=fc2.linear=1x1:dram:interleaved:tile:bf16",)
     assert FRONTEND.reproduce(TtMlirOptions(opt_level=1), lowered(mlp(), 1), dev, ()).settings == (
         'torch_xla.set_custom_compile_options({"optimization_level": "1"})',)
+
+
+def test_a_max_pool_runs_on_the_flattened_row_major_input():
+    """TTIRToTTNN.cpp Pooling2dOpConversionPattern on the flattened input, row-major bf16
+    in and out (createPool2DOpOperandsWorkarounds), config tensors in DRAM."""
+    b = GraphBuilder("pool")
+    x = b.input("x", (1, 32, 16, 16), "float")
+    b.output(b.op("maxpool", [x], {"kernel": (2, 2), "strides": (2, 2), "pads": (0, 0, 0, 0)}, name="pool"))
+    p = lowered(b.build().to_program(BF16, BF16, repeat=False), 0)
+    k = [op.kind.value for op in p.ops]
+    # NCHW input tilized, permuted to NHWC, flattened, back to row-major for the pool
+    assert k[:5] == ["ttnn.to_layout", "ttnn.permute", "ttnn.reshape", "ttnn.to_layout", "ttnn.max_pool2d"]
+    pool = p.ops[4]
+    assert pool.attrs.config_tensors_in_dram and (pool.attrs.batch, pool.attrs.input_hw) == (1, (16, 16))
+    assert pool.out.dtype is DataType.BFLOAT16

@@ -14,6 +14,7 @@ from typing import Any
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_batch_norm import plan_batch_norm
 from tileplan.targets.tenstorrent.ops.tt_ccl import plan_all_gather, plan_reduce_scatter
 from tileplan.targets.tenstorrent.ops.tt_conv import plan_conv2d, plan_conv3d, plan_halo
 from tileplan.targets.tenstorrent.ops.tt_data_movement import plan_concat, plan_permute, plan_reshape, plan_transpose
@@ -28,6 +29,7 @@ from tileplan.targets.tenstorrent.ops.tt_layout import plan_layout
 from tileplan.targets.tenstorrent.ops.tt_matmul import plan_matmul
 from tileplan.targets.tenstorrent.ops.tt_norm import plan_norm
 from tileplan.targets.tenstorrent.ops.tt_norm_distributed import plan_rms_post, plan_rms_pre
+from tileplan.targets.tenstorrent.ops.tt_pool import plan_pool2d
 from tileplan.targets.tenstorrent.ops.tt_rotary import plan_rotary
 from tileplan.targets.tenstorrent.ops.tt_sdpa import plan_sdpa, plan_sdpa_decode
 from tileplan.targets.tenstorrent.ops.tt_sdpa_paged import plan_sdpa_chunked
@@ -71,12 +73,14 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.MATMUL: ("tt_matmul", plan_matmul), OpKind.LINEAR: ("tt_matmul", plan_matmul),
         OpKind.SOFTMAX: ("tt_softmax", plan_softmax),
         OpKind.LAYER_NORM: ("tt_norm", plan_norm), OpKind.RMS_NORM: ("tt_norm", plan_norm),
+        OpKind.BATCH_NORM: ("tt_batch_norm", plan_batch_norm),
         OpKind.SDPA: ("tt_sdpa", plan_sdpa), OpKind.SDPA_DECODE: ("tt_sdpa", plan_sdpa_decode),
         OpKind.NLP_CONCAT_HEADS: ("tt_transformer", plan_concat_heads),
         OpKind.SPLIT_QKV: ("tt_transformer", plan_split_qkv),
         OpKind.EMBEDDING: ("tt_embedding", plan_embedding),
         OpKind.CONV2D: ("tt_conv", plan_conv2d), OpKind.CONV3D: ("tt_conv", plan_conv3d),
         OpKind.HALO: ("tt_conv", plan_halo),
+        OpKind.MAX_POOL2D: ("tt_pool", plan_pool2d), OpKind.AVG_POOL2D: ("tt_pool", plan_pool2d),
         OpKind.TILIZE: ("tt_layout", plan_layout), OpKind.UNTILIZE: ("tt_layout", plan_layout),
         OpKind.TO_LAYOUT: ("tt_layout", plan_layout),
         OpKind.RESHAPE: ("tt_data_movement", plan_reshape), OpKind.PERMUTE: ("tt_data_movement", plan_permute),

@@ -81,6 +81,7 @@ class OpKind(Enum):
     SOFTMAX = "ttnn.softmax"
     LAYER_NORM = "ttnn.layer_norm"
     RMS_NORM = "ttnn.rms_norm"
+    BATCH_NORM = "ttnn.batch_norm"
     # transformer
     SDPA = "ttnn.transformer.scaled_dot_product_attention"
     SDPA_DECODE = "ttnn.transformer.scaled_dot_product_attention_decode"
@@ -92,6 +93,9 @@ class OpKind(Enum):
     CONV2D = "ttnn.conv2d"
     CONV3D = "ttnn.experimental.conv3d"
     HALO = "ttnn.halo"
+    # pooling (pool/generic/)
+    MAX_POOL2D = "ttnn.max_pool2d"
+    AVG_POOL2D = "ttnn.avg_pool2d"
     # data movement
     TILIZE = "ttnn.tilize"
     UNTILIZE = "ttnn.untilize"

@@ -49,7 +49,7 @@ NO_RULE = {"hardswish": "ttnn.hardswish", "leaky_relu": "ttnn.leaky_relu", "elu"
            "log_softmax": "ttnn.log_softmax", "reduce_prod": "ttnn.prod", "reduce_l1": "ttnn.sum",
            "reduce_l2": "ttnn.sum", "reduce_logsumexp": "ttnn.logsumexp", "reduce_sum_square": "ttnn.sum",
            "reduce_var": "ttnn.var", "reduce_all": "ttnn.min", "reduce_any": "ttnn.max",
-           "maxpool": "ttnn.max_pool2d", "avgpool": "ttnn.avg_pool2d", "adaptive_avgpool": "ttnn.adaptive_avg_pool2d",
+           "adaptive_avgpool": "ttnn.adaptive_avg_pool2d",
            "groupnorm": "ttnn.group_norm", "histogram": "ttnn.histogram", "grouped_matmul": "ttnn.sparse_matmul",
            "attention": "ttnn.transformer.scaled_dot_product_attention",
            "conv_grad_input": "ttnn.conv_transpose2d"}

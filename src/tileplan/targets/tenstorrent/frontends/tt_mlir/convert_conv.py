@@ -33,7 +33,7 @@ output tiles over 64 cores), its halo and conv programs as tt_conv.py prices the
 
 from __future__ import annotations
 
-from tileplan.errors import InputError
+from tileplan.errors import InputError, ModelError
 from tileplan.model.ir import Operation
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import no_rule
@@ -43,7 +43,8 @@ from tileplan.targets.tenstorrent.ops.base import OpTarget, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, parallel_config
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
-from tileplan.targets.tenstorrent.tiles import TILE, Layout, round_up
+from tileplan.targets.tenstorrent.ops.tt_pool import Pool2dAttrs
+from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
 
 #: conv2d_utils.cpp `select_shard_spec`: block sharding wins only below 0.75 of the grid
 BLOCK_SHARE = 0.75
@@ -132,4 +133,38 @@ def convert_conv(lw: Lowering, op: Operation) -> None:
     lw.define_flat(op, tid, dims)
 
 
-CONVERTERS = {"conv": convert_conv}
+def convert_pool(lw: Lowering, op: Operation) -> None:
+    """A 2-D max or average pool: `ttnn.max_pool2d` / `ttnn.avg_pool2d` on the input
+    flattened to [1, 1, N*H*W, C] (TTIRToTTNN.cpp `Pooling2dOpConversionPattern`, after
+    TTIRFlattenSlidingWindow), input and output row-major bfloat16 (TTNNWorkaroundsPass
+    `createPool2DOpOperandsWorkarounds`), no shard scheme (tt-metal chooses) and the
+    config tensors in DRAM (`config_tensors_in_dram = true`). Padding over half the
+    kernel becomes an explicit `ttnn.pad` (no rule here); ceil mode and dilation are not
+    modelled by the pool rule."""
+    src = op.inputs[0]
+    shape = lw.shapes[src]
+    if len(shape) != 4:
+        raise no_rule(op, "ttnn.max_pool1d" if len(shape) == 3 else "ttnn.max_pool3d")
+    n, c, h, w = shape
+    kernel = _pairs(op, "kernel", 1)
+    stride = _pairs(op, "strides", 1)
+    pads = op.attr("pads")
+    quad = tuple(int(p) for p in pads) if isinstance(pads, (tuple, list)) and len(pads) == 4 else (0, 0, 0, 0)
+    if any(p > k // 2 for p, k in zip(quad, (kernel[0], kernel[1], kernel[0], kernel[1]))):
+        raise no_rule(op, "ttnn.pad")
+    dilated = _pairs(op, "dilations", 1) != (1, 1)
+    if quad[0] != quad[2] or quad[1] != quad[3] or bool(op.attr("ceil_mode", False)) or dilated:
+        raise ModelError(f"{op.kind} with asymmetric padding {quad}, ceil mode or dilation: the tt-metal pool rule "
+                         "plans symmetric, floor-mode, undilated pools only", f"operation {op.index} ({op.name})")
+    kind = OpKind.MAX_POOL2D if op.kind == "maxpool" else OpKind.AVG_POOL2D
+    attrs = Pool2dAttrs(n, (h, w), c, kernel, stride, (quad[0], quad[1]),
+                        count_include_pad=bool(op.attr("count_include_pad", True)))
+    x = lw.convert(lw.flat_tensor(src, Layout.ROW_MAJOR, at=op), None, DataType.BFLOAT16, op, src)
+    _, _, oh, ow = op.output_shape
+    out = Value((1, 1, n * oh * ow, c), DataType.BFLOAT16, Layout.ROW_MAJOR)
+    tid = lw.builder.one(kind, op.name, (x,), out, out=OutputRequest(dtype=DataType.BFLOAT16), attrs=attrs,
+                         **lw.where(op))
+    lw.define_flat(op, tid, (n, oh, ow, c))
+
+
+CONVERTERS = {"conv": convert_conv, "maxpool": convert_pool, "avgpool": convert_pool}

@@ -23,15 +23,17 @@ and workarounds named per function).
 - gather of rows of a constant table (an embedding) -> `ttnn.embedding` with the indices
   row-major uint32 and the table row-major bfloat16 (`createEmbeddingOpOperandsWorkarounds`),
   its [B, 1, S, D] output reshaped to [B, S, D].
-- batchnorm (inference) -> the decomposition TTIR applies (the scale and shift are
-  constants, so const-evaluated): `ttnn.multiply` then `ttnn.add`, per channel.
+- batchnorm (inference) -> `ttnn.batch_norm` at level 0 (its statistics and affine
+  parameters uploaded as [1, C, 1, 1] constants); at levels 1 and 2 the decomposition
+  TTIR applies (the scale and shift are constants, so const-evaluated): `ttnn.multiply`
+  then `ttnn.add`, per channel.
 """
 
 from __future__ import annotations
 
 import math
 
-from tileplan.errors import InputError
+from tileplan.errors import InputError, ModelError
 from tileplan.model.ir import Operation
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
@@ -39,6 +41,7 @@ from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import ComputeConfig, MathFidelity, OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_batch_norm import BatchNormAttrs
 from tileplan.targets.tenstorrent.ops.tt_data_movement import PermuteAttrs, ReshapeAttrs, TransposeAttrs
 from tileplan.targets.tenstorrent.ops.tt_embedding import EmbeddingAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
@@ -269,12 +272,33 @@ def convert_gather(lw: Lowering, op: Operation) -> None:
 
 
 def convert_batchnorm(lw: Lowering, op: Operation) -> None:
-    """Level 0: `ttnn.batch_norm`, which has no rule. Levels 1 and 2 (where no convolution
-    took it, fusion.py): x * scale + shift per channel, the scale and shift
-    const-evaluated ([1, C, 1, 1], or [1, 1, 1, C] on a flattened convolution output)."""
-    from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import no_rule
+    """Level 0: `ttnn.batch_norm` on the model's [N, C, H, W] value (TTIRToTTNN.cpp
+    `BatchNormInferenceOpConversionPattern`; TTIRToTTIRDecomposition.cpp
+    `BatchNormInferencePattern` first reshapes the weight, bias, mean and variance to
+    [1, C, 1, 1], constants const-evaluated: each one TILE tensor of C tiles). Levels 1
+    and 2 (where no convolution took it, fusion.py): x * scale + shift per channel, the
+    scale and shift const-evaluated ([1, C, 1, 1], or [1, 1, 1, C] on a flattened
+    convolution output)."""
     if not lw.options.optimizer:
-        raise no_rule(op, "ttnn.batch_norm")
+        x_name, weight, bias, mean, var = op.inputs
+        if len(lw.shapes[x_name]) != 4:
+            raise ModelError(f"a rank-{len(lw.shapes[x_name])} batch norm: tt-mlir reshapes it to rank 4 "
+                             "(normalizeToNCHW), which tileplan does not model", f"operation {op.index} ({op.name})")
+        x = lw.tensor(x_name, at=op)
+        channels = lw.shapes[x_name][1]
+        dtype = lw.value(x).dtype
+
+        def stat(name: str) -> TensorSpec:
+            tid = lw.constant_form(name, Layout.TILE, dtype, shape=(1, channels, 1, 1))
+            spec = lw.builder.tensors[tid].spec
+            assert spec is not None
+            return spec
+
+        attrs = BatchNormAttrs(stat(mean), stat(var), stat(weight), stat(bias))
+        out = Value(op.output_shape, dtype)
+        lw.define(op, lw.builder.one(OpKind.BATCH_NORM, op.name, (x,), out, out=OutputRequest(dtype=dtype),
+                                     attrs=attrs, **lw.where(op)))
+        return
     src = op.inputs[0]
     shape = lw.shapes[src]
     if src in lw.flat:

@@ -1,0 +1,101 @@
+"""Batch norm and 2-D pooling rules (tileplan.targets.tenstorrent.ops.tt_batch_norm,
+tt_pool), each figure derived by hand in the test's docstring from the tt-metal sources
+the rules cite (no published per-operation row exists for either)."""
+
+from __future__ import annotations
+
+import pytest
+from tt_ops_support import DRAM, MLIR, row_major, tile
+
+from tileplan.errors import InputError
+from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
+from tileplan.targets.tenstorrent.ops import plan_op
+from tileplan.targets.tenstorrent.ops.base import OpRequest, OutputRequest
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_batch_norm import BatchNormAttrs
+from tileplan.targets.tenstorrent.ops.tt_pool import Pool2dAttrs, PoolType, auto_shard
+from tileplan.targets.tenstorrent.tiles import DataType
+
+F32 = DataType.FLOAT32
+STAT = tile((1, 32, 1, 1), DRAM)
+
+
+def _bn(x_dtype: DataType, attrs: BatchNormAttrs) -> int:
+    x = tile((1, 32, 64, 64), DRAM, x_dtype)
+    return plan_op(OpKind.BATCH_NORM, OpRequest((x,), OutputRequest(), MLIR), attrs).cb_peak
+
+
+def test_batch_norm_holds_nine_double_buffered_cbs_in_the_tensors_formats() -> None:
+    """bf16 everything: 9 CBs x 2 tiles x 2,048 B. f32 input and statistics, no affine
+    parameters: seven f32 CBs (4,096 B tiles) and the absent weight's and bias's Float16_b
+    CBs: 7 x 2 x 4,096 + 2 x 2 x 2,048."""
+    assert _bn(DataType.BFLOAT16, BatchNormAttrs(STAT, STAT, STAT, STAT)) == 36_864
+    f32_stat = tile((1, 32, 1, 1), DRAM, F32)
+    assert _bn(F32, BatchNormAttrs(f32_stat, f32_stat)) == 65_536
+
+
+def test_batch_norm_output_is_the_inputs_shape_in_tile_interleaved() -> None:
+    x = tile((1, 32, 64, 64), DRAM)
+    plan = plan_op(OpKind.BATCH_NORM, OpRequest((x,), OutputRequest(BufferType.L1), MLIR),
+                   BatchNormAttrs(STAT, STAT))
+    assert plan.outputs[0].shape == x.shape and plan.output_bytes_per_core(0) == 128 * 2048 // 64
+
+
+def test_batch_norm_refuses_what_the_factory_refuses() -> None:
+    x = tile((1, 32, 64, 64), DRAM)
+    with pytest.raises(InputError, match="bfloat16 or float32"):
+        _bn(DataType.BFLOAT8_B, BatchNormAttrs(STAT, STAT))
+    with pytest.raises(InputError, match="channels"):
+        plan_op(OpKind.BATCH_NORM, OpRequest((x,), OutputRequest(), MLIR),
+                BatchNormAttrs(tile((1, 64, 1, 1), DRAM), STAT))
+
+
+def _pool(c: int, h: int, w: int, kind: OpKind = OpKind.MAX_POOL2D, **kw: object) -> tuple[list[int], dict[str, int]]:
+    attrs = Pool2dAttrs(1, (h, w), c, (2, 2), (2, 2), **kw)  # type: ignore[arg-type]
+    plan = plan_op(kind, OpRequest((row_major((1, 1, h * w, c), DRAM),), OutputRequest(), MLIR), attrs)
+    return [p.cb_bytes for p in plan.programs], {b.name: b.bytes_per_bank for b in plan.buffers}
+
+
+def test_max_pool_2x2_of_a_unet_stage_height_shards_and_prices_the_pool_cbs() -> None:
+    """[1, 1, 480 x 640, 32] bf16, 2 x 2 / 2 on the 8 x 8 grid: 76,800 output rows over
+    64 cores (1,200 a core), input 4,800 rows a core. Pool CBs: scalar 2 x 2,048, clear
+    2,048, two readers' 2 pages of 1 tile x 4 kernel rows padded to 1,024 elements
+    (2,048 B), config staging 1,200 x 6 + 2: 4,096 + 2,048 + 8,192 + 7,202 = 21,538 B.
+    The halo's two one-stick padding CBs: 2 x 64 B. Buffers: the sharded input 4,800 x
+    64 B; the halo output 5,600 sticks of 64 B (max_out_nsticks_per_core: core 1's
+    outputs 1,200 .. 2,399 run from output row 3 column 240 to row 7 column 159, their
+    windows from input stick 4,320 to 9,278 + 640 + 1: 5,600 sticks); the sharded output
+    1,200 x 64 B; the DRAM result 76,800 rows of 64 B over 12 banks."""
+    cbs, bufs = _pool(32, 480, 640)
+    assert cbs == [0, 128, 21_538, 0]
+    assert bufs == {"pool_input_sharded": 307_200, "halo_output": 358_400, "pool_output_sharded": 76_800,
+                    "output0": 409_600}
+
+
+@pytest.mark.parametrize(("c", "h", "w", "layout"), [
+    (32, 480, 640, MemoryLayout.HEIGHT_SHARDED), (256, 60, 80, MemoryLayout.BLOCK_SHARDED)])
+def test_the_auto_shard_takes_the_least_l1_usage(c: int, h: int, w: int, layout: MemoryLayout) -> None:
+    """256 channels, 1,200 output rows: height 64 cores of 32 x 256 (CBs 14,336 + config
+    194 + output 16,384 = 30,914 B), width 16 cores of 1,216 x 32 (14,336 + 7,298 +
+    38,912 = 60,546 B), block 8 x 8 of 160 x 32 (14,336 + 962 + 10,240 = 25,538 B): block.
+    32 channels at 480 x 640: width has 2 cores of 76,800 rows; height wins."""
+    attrs = Pool2dAttrs(1, (h, w), c, (2, 2), (2, 2))
+    assert auto_shard(PoolType.MAX, attrs, DataType.BFLOAT16, DataType.BFLOAT16, MLIR).layout is layout
+
+
+def test_an_average_pool_not_counting_padding_adds_the_second_scalar_and_its_config() -> None:
+    """avg 2 x 2 / 2 (padding 1, count_include_pad false) needs a scalar per output: a
+    second 2-tile scalar CB and 6 B more config staging a row than the max pool."""
+    max_cbs, _ = _pool(32, 64, 64, OpKind.MAX_POOL2D, padding=(1, 1))
+    avg_cbs, _ = _pool(32, 64, 64, OpKind.AVG_POOL2D, padding=(1, 1), count_include_pad=False)
+    # 33 x 33 = 1,089 output rows: find_closest_largest_divisor_with_num_padding_and_mult
+    # steps down from 64 to 61 cores (61 x 18 = 1,098 pads 9 < 18), 18 rows a core
+    assert avg_cbs[2] - max_cbs[2] == 2 * 2048 + 6 * 18
+
+
+def test_pool_refuses_what_it_does_not_model() -> None:
+    with pytest.raises(InputError, match="L1_SMALL"):
+        _pool(32, 64, 64, config_tensors_in_dram=False)
+    with pytest.raises(InputError, match="row-major input"):
+        attrs = Pool2dAttrs(1, (64, 64), 32, (2, 2), (2, 2))
+        plan_op(OpKind.MAX_POOL2D, OpRequest((tile((1, 1, 4096, 32), DRAM),), OutputRequest(), MLIR), attrs)
