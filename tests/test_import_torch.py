@@ -122,6 +122,25 @@ def test_the_so400m_tower_plans_within_one_percent_of_the_builtin_builder():
         assert abs(a - b) <= 0.01 * b, (weights, a, b)
 
 
+def test_an_eight_bit_image_is_held_in_one_byte_an_element_and_a_long_in_four():
+    """Graphcore's CNN inference feeds uint8 images normalised on the IPU (`eight_bit_io`):
+    PopTorch holds a uint8 tensor as UNSIGNED_CHAR, an int8 as CHAR, an int16 in two
+    bytes; int32 and int64 (cast to int32) in four."""
+    class Normalise(torch.nn.Module):
+        def forward(self, img, ids, small):
+            return img.to(torch.float16).mul(0.5).sum() + ids.to(torch.float16).sum() + small.to(torch.float16).sum()
+
+    graph = from_torch(Normalise(), (torch.zeros(2, 3, 8, 8, dtype=torch.uint8), torch.zeros(4, 5, dtype=torch.long),
+                                     torch.zeros(6, dtype=torch.int16)), "normalise")
+    program = graph.to_program(from_option("f16"), from_option("f16"))
+    img, ids, small = (program.tensor(n) for n in ("img", "ids", "small"))
+    assert (img.precision.name, img.precision.bytes) == ("U8", 1)
+    assert (ids.precision.name, ids.precision.bytes) == ("I32", 4)
+    assert (small.precision.name, small.precision.bytes) == ("I16", 2)
+    p = planned(graph)
+    assert p.verdict.fits
+
+
 def test_an_unknown_operator_is_one_error_with_its_count_and_first_module():
     class Flips(torch.nn.Module):
         def forward(self, x):

@@ -72,7 +72,8 @@ class Graph:
                    repeat: bool = True) -> Program:
         """The program with precisions: parameters read (possibly through views) as a
         matmul's or convolution's weights take `weights`, other floating parameters and
-        every floating activation `activations`; integers I32, booleans Bool. With
+        every floating activation `activations`; integers I32 (a declared tensor's own
+        `narrow` precision where it is under 4 bytes: a uint8 image U8), booleans Bool. With
         `repeat`, layers that repeat (`repeats`) become one repeat block each. Origins
         number the tensors, then the operations; or every node as declared (`order`).
         `info` is what the program says about itself, its `weights` set here."""
@@ -82,7 +83,7 @@ class Graph:
         base = len(self.tensors)  # without `order`, operation k is node base + k
         precision = {"float": activations, "int": INT, "bool": BOOL}
         tensors = [Tensor(origins[t.name] if origins else k, t.name, t.shape,
-                          weights if t.name in weight_params else precision[t.dtype], t.role)
+                          weights if t.name in weight_params else t.narrow or precision[t.dtype], t.role)
                    for k, t in enumerate(self.tensors)]
         items: list[Operation | RepeatBlock] = []
         renamed: dict[str, str] = {}
@@ -207,25 +208,31 @@ class GraphBuilder:
                 return max(sorted(counts), key=counts.__getitem__)
         return None
 
-    def _declare(self, name: str, shape: Sequence[int], dtype: str, role: Role) -> str:
+    def _declare(self, name: str, shape: Sequence[int], dtype: str, role: Role,
+                 narrow: Precision | None = None) -> str:
         shape = _shape(shape, name)
         if dtype not in DTYPES:
             raise ModelError(f"element type {dtype!r}: expected one of {', '.join(DTYPES)}", name)
         if name in self.shapes:
             raise ModelError("tensor declared twice", name)
-        self.tensors.append(GraphTensor(name, shape, dtype, role))
+        if narrow is not None and (dtype != "int" or narrow.bytes >= 4):
+            raise ModelError(f"a narrow precision is an integer's of under 4 bytes, found {narrow} for a {dtype} "
+                             "tensor", name)
+        self.tensors.append(GraphTensor(name, shape, dtype, role, narrow))
         self.shapes[name], self.dtypes[name] = shape, dtype
         if self._order is not None:
             self._order.append(name)
         return name
 
-    def input(self, name: str, shape: Sequence[int], dtype: str) -> str:
-        return self._declare(name, shape, dtype, Role.INPUT)
+    def input(self, name: str, shape: Sequence[int], dtype: str, narrow: Precision | None = None) -> str:
+        """An input; `narrow`: an integer input's own precision, under 4 bytes (U8)."""
+        return self._declare(name, shape, dtype, Role.INPUT, narrow)
 
-    def parameter(self, name: str, shape: Sequence[int], dtype: str, buffer: bool = False) -> str:
+    def parameter(self, name: str, shape: Sequence[int], dtype: str, buffer: bool = False,
+                  narrow: Precision | None = None) -> str:
         """A parameter, or with `buffer` state that is not trained (running statistics,
-        position ids, constants): resident all the same."""
-        return self._declare(name, shape, dtype, Role.BUFFER if buffer else Role.WEIGHT)
+        position ids, constants): resident all the same. `narrow` as for `input`."""
+        return self._declare(name, shape, dtype, Role.BUFFER if buffer else Role.WEIGHT, narrow)
 
     def unique(self, name: str) -> str:
         """`name`, or `name:2`, `name:3`, ... when it is taken."""
