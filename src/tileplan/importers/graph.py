@@ -85,6 +85,7 @@ class Graph:
         tensors = [Tensor(origins[t.name] if origins else k, t.name, t.shape,
                           weights if t.name in weight_params else t.narrow or precision[t.dtype], t.role)
                    for k, t in enumerate(self.tensors)]
+        own = self._view_precisions({t.name: t.precision for t in tensors}, precision)
         items: list[Operation | RepeatBlock] = []
         renamed: dict[str, str] = {}
         index, at = 0, 0
@@ -93,7 +94,7 @@ class Graph:
             chunk = self.ops[at:stop]
             items.extend(Operation(origins[output] if origins else base + k, k, kind, name,
                                    tuple([renamed.get(i, i) for i in inputs]) if renamed else inputs, output, shape,
-                                   precision[dtype], attrs, module, layer)
+                                   own.get(output) or precision[dtype], attrs, module, layer)
                          for k, (kind, name, inputs, output, shape, dtype, attrs, module, layer)
                          in enumerate(chunk, start=index))
             index += len(chunk)
@@ -103,7 +104,7 @@ class Graph:
             made = {o.output for o in layer0}
             body = tuple(Operation(origins[o.output] if origins else base + k, k, o.kind, run.template(o.name),
                                    tuple(run.body_input(i, renamed, made) for i in o.inputs), run.template(o.output),
-                                   o.shape, precision[o.dtype], o.attrs, o.module, o.layer)
+                                   o.shape, own.get(o.output) or precision[o.dtype], o.attrs, o.module, o.layer)
                          for k, o in enumerate(layer0, start=index))
             index += len(body)
             last = self.ops[run.start + (run.count - 1) * run.length + run.carried]
@@ -116,6 +117,24 @@ class Graph:
         outputs = tuple(renamed.get(o, o) for o in self.outputs)
         return Program(self.name, tuple(tensors), tuple(items), outputs,
                        replace(info or ProgramInfo(), weights=weights))
+
+    def _view_precisions(self, declared: Mapping[str, Precision], precision: Mapping[str, Precision]
+                         ) -> dict[str, Precision]:
+        """The precision of each tensor that is not its class's (`precision`): a
+        declared tensor's (`declared`: weights read by matmuls in the weights'
+        precision, a narrow integer's own), and every view's output of such a tensor,
+        through views of views: a view (`OpDef.view`: a slice, transpose or reshape)
+        moves or renames elements and never converts them, as a Poplar tensor's slice,
+        transpose and reshape are of its element type (an FP8 weight sliced from
+        `nn.MultiheadAttention`'s packed in-projection and transposed for its product
+        is FP8 all the way). Empty when every declared tensor has its class's."""
+        classes = {t.name: t.dtype for t in self.tensors}
+        own = {name: p for name, p in declared.items() if p != precision[classes[name]]}
+        if own:
+            for o in self.ops:
+                if o.inputs and o.inputs[0] in own and REGISTRY[o.kind].view:
+                    own[o.output] = own[o.inputs[0]]
+        return own
 
     def repeats(self) -> list[Repeat]:
         """The runs of alike layers that become repeat blocks: the builder's (`blocks`),
