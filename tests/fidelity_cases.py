@@ -248,9 +248,10 @@ def torchvision_zoo(name: str, machine: str) -> Callable[[], Answer]:
 #: Graphcore's ResNet-50 inference benchmark: its configuration and the batch sizes it
 #: was benchmarked at (1 to 90)
 RESNET50_CONFIG = ("graphcore/examples applications/pytorch/cnns/inference/configs.yml (resnet50-mk2: precision "
-                   "16.16, half_partial, eight_bit_io, normalization_location ipu, batch_size 90), "
-                   "README_Benchmarks.md (batch 1 to 90, one Mk2 IPU a replica), ../models/models.py (get_model: "
-                   "torchvision's resnet50, NormalizeInputModel)")
+                   "16.16, half_partial, eight_bit_io, normalization_location ipu, batch_size 90) and "
+                   "graphcore/examples applications/pytorch/cnns/inference/README_Benchmarks.md (batch 1 to 90, one "
+                   "Mk2 IPU a replica); applications/pytorch/cnns/models/models.py (get_model: torchvision's resnet50, "
+                   "NormalizeInputModel)")
 #: the supporting code of Graphcore's technical note on the available memory proportion
 RESNEXT_NOTE = ("graphcore/tutorials tech_notes_code/available_memory/pytorch_demo.py and tests/pytorch/test_all.py "
                 "(68b1154; the note: docs.graphcore.ai/projects/available-memory)")
