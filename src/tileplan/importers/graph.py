@@ -72,7 +72,8 @@ class Graph:
                    repeat: bool = True) -> Program:
         """The program with precisions: parameters read (possibly through views) as a
         matmul's or convolution's weights take `weights`, other floating parameters and
-        every floating activation `activations`; integers I32, booleans Bool. With
+        every floating activation `activations`; integers I32 (a declared tensor's own
+        `narrow` precision where it is under 4 bytes: a uint8 image U8), booleans Bool. With
         `repeat`, layers that repeat (`repeats`) become one repeat block each. Origins
         number the tensors, then the operations; or every node as declared (`order`).
         `info` is what the program says about itself, its `weights` set here."""
@@ -82,8 +83,9 @@ class Graph:
         base = len(self.tensors)  # without `order`, operation k is node base + k
         precision = {"float": activations, "int": INT, "bool": BOOL}
         tensors = [Tensor(origins[t.name] if origins else k, t.name, t.shape,
-                          weights if t.name in weight_params else precision[t.dtype], t.role)
+                          weights if t.name in weight_params else t.narrow or precision[t.dtype], t.role)
                    for k, t in enumerate(self.tensors)]
+        own = self._view_precisions({t.name: t.precision for t in tensors}, precision)
         items: list[Operation | RepeatBlock] = []
         renamed: dict[str, str] = {}
         index, at = 0, 0
@@ -92,7 +94,7 @@ class Graph:
             chunk = self.ops[at:stop]
             items.extend(Operation(origins[output] if origins else base + k, k, kind, name,
                                    tuple([renamed.get(i, i) for i in inputs]) if renamed else inputs, output, shape,
-                                   precision[dtype], attrs, module, layer)
+                                   own.get(output) or precision[dtype], attrs, module, layer)
                          for k, (kind, name, inputs, output, shape, dtype, attrs, module, layer)
                          in enumerate(chunk, start=index))
             index += len(chunk)
@@ -102,7 +104,7 @@ class Graph:
             made = {o.output for o in layer0}
             body = tuple(Operation(origins[o.output] if origins else base + k, k, o.kind, run.template(o.name),
                                    tuple(run.body_input(i, renamed, made) for i in o.inputs), run.template(o.output),
-                                   o.shape, precision[o.dtype], o.attrs, o.module, o.layer)
+                                   o.shape, own.get(o.output) or precision[o.dtype], o.attrs, o.module, o.layer)
                          for k, o in enumerate(layer0, start=index))
             index += len(body)
             last = self.ops[run.start + (run.count - 1) * run.length + run.carried]
@@ -115,6 +117,24 @@ class Graph:
         outputs = tuple(renamed.get(o, o) for o in self.outputs)
         return Program(self.name, tuple(tensors), tuple(items), outputs,
                        replace(info or ProgramInfo(), weights=weights))
+
+    def _view_precisions(self, declared: Mapping[str, Precision], precision: Mapping[str, Precision]
+                         ) -> dict[str, Precision]:
+        """The precision of each tensor that is not its class's (`precision`): a
+        declared tensor's (`declared`: weights read by matmuls in the weights'
+        precision, a narrow integer's own), and every view's output of such a tensor,
+        through views of views: a view (`OpDef.view`: a slice, transpose or reshape)
+        moves or renames elements and never converts them, as a Poplar tensor's slice,
+        transpose and reshape are of its element type (an FP8 weight sliced from
+        `nn.MultiheadAttention`'s packed in-projection and transposed for its product
+        is FP8 all the way). Empty when every declared tensor has its class's."""
+        classes = {t.name: t.dtype for t in self.tensors}
+        own = {name: p for name, p in declared.items() if p != precision[classes[name]]}
+        if own:
+            for o in self.ops:
+                if o.inputs and o.inputs[0] in own and REGISTRY[o.kind].view:
+                    own[o.output] = own[o.inputs[0]]
+        return own
 
     def repeats(self) -> list[Repeat]:
         """The runs of alike layers that become repeat blocks: the builder's (`blocks`),
@@ -207,25 +227,31 @@ class GraphBuilder:
                 return max(sorted(counts), key=counts.__getitem__)
         return None
 
-    def _declare(self, name: str, shape: Sequence[int], dtype: str, role: Role) -> str:
+    def _declare(self, name: str, shape: Sequence[int], dtype: str, role: Role,
+                 narrow: Precision | None = None) -> str:
         shape = _shape(shape, name)
         if dtype not in DTYPES:
             raise ModelError(f"element type {dtype!r}: expected one of {', '.join(DTYPES)}", name)
         if name in self.shapes:
             raise ModelError("tensor declared twice", name)
-        self.tensors.append(GraphTensor(name, shape, dtype, role))
+        if narrow is not None and (dtype != "int" or narrow.bytes >= 4):
+            raise ModelError(f"a narrow precision is an integer's of under 4 bytes, found {narrow} for a {dtype} "
+                             "tensor", name)
+        self.tensors.append(GraphTensor(name, shape, dtype, role, narrow))
         self.shapes[name], self.dtypes[name] = shape, dtype
         if self._order is not None:
             self._order.append(name)
         return name
 
-    def input(self, name: str, shape: Sequence[int], dtype: str) -> str:
-        return self._declare(name, shape, dtype, Role.INPUT)
+    def input(self, name: str, shape: Sequence[int], dtype: str, narrow: Precision | None = None) -> str:
+        """An input; `narrow`: an integer input's own precision, under 4 bytes (U8)."""
+        return self._declare(name, shape, dtype, Role.INPUT, narrow)
 
-    def parameter(self, name: str, shape: Sequence[int], dtype: str, buffer: bool = False) -> str:
+    def parameter(self, name: str, shape: Sequence[int], dtype: str, buffer: bool = False,
+                  narrow: Precision | None = None) -> str:
         """A parameter, or with `buffer` state that is not trained (running statistics,
-        position ids, constants): resident all the same."""
-        return self._declare(name, shape, dtype, Role.BUFFER if buffer else Role.WEIGHT)
+        position ids, constants): resident all the same. `narrow` as for `input`."""
+        return self._declare(name, shape, dtype, Role.BUFFER if buffer else Role.WEIGHT, narrow)
 
     def unique(self, name: str) -> str:
         """`name`, or `name:2`, `name:3`, ... when it is taken."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from tileplan.model.precision import Precision
 from tileplan.model.role import Role
 
 
@@ -18,6 +19,12 @@ class GraphTensor:
     dtype: str
     #: `INPUT`, `WEIGHT` or `BUFFER` (state that is not trained: held like a weight)
     role: Role
+    #: an integer tensor's own precision where it is narrower than the 32 bits Poplar
+    #: indexes with (a uint8 image: U8); None: its class's (`Graph.to_program`)
+    narrow: Precision | None = None
+
+    def __post_init__(self) -> None:
+        assert self.narrow is None or (self.dtype == "int" and self.narrow.bytes < 4), (self.name, self.narrow)
 
 
 class GraphOp(NamedTuple):

@@ -22,6 +22,7 @@ from tileplan.errors import InputError, ModelError
 from tileplan.importers.aten import ATEN
 from tileplan.importers.graph import Graph, GraphBuilder, unsupported
 from tileplan.importers.pt2 import RUNTIME_ASSERTS
+from tileplan.model.precision import Precision
 
 
 def _torch() -> Any:
@@ -117,6 +118,19 @@ def float_precision(dtype: Any) -> str:
     for with --weights)."""
     torch = _torch()
     return "F32" if dtype in (torch.float32, torch.float64) else "F16"
+
+
+U8, I8, I16 = Precision("U8"), Precision("I8"), Precision("I16")
+
+
+def narrow_integer(dtype: Any) -> Precision | None:
+    """An integer torch dtype narrower than 32 bits as the precision Poplar holds it in:
+    PopTorch lowers uint8 to UNSIGNED_CHAR and int8 to CHAR (graphcore/poptorch
+    poptorch/source/dispatch_tracer/dispatchers/MlirDispatch.cpp, `toCompilerType`),
+    int16 to INT16 (`scalarTypeToOnnxString`); one byte or two an element. None for the
+    others: int32 and int64 (which PopART casts to int32) are held in 32 bits, I32."""
+    torch = _torch()
+    return {torch.uint8: U8, torch.int8: I8, torch.int16: I16}.get(dtype)
 
 
 def dtype_class(dtype: Any) -> str:
@@ -231,16 +245,17 @@ class Importer:
                     continue
                 shape = tuple(val.shape)
                 dtype = dtype_class(val.dtype)
+                narrow = narrow_integer(val.dtype)
                 kind = getattr(spec, "kind", None)
                 if kind is not None and kind.name == "USER_INPUT":
-                    self.env[node.name] = self.b.input(node.name, shape, dtype)
+                    self.env[node.name] = self.b.input(node.name, shape, dtype, narrow)
                     user_inputs.append(node.name)
                 else:
                     target = str(getattr(spec, "target", None) or node.name)
                     if self.strip and target.startswith(self.strip):
                         target = target[len(self.strip):]
                     buffer = kind is None or kind.name != "PARAMETER"
-                    self.env[node.name] = self.b.parameter(str(target), shape, dtype, buffer=buffer)
+                    self.env[node.name] = self.b.parameter(str(target), shape, dtype, buffer=buffer, narrow=narrow)
                 if dtype == "float":
                     self.b.note_precision(self.env[node.name], float_precision(val.dtype))
             elif node.op == "call_function":
