@@ -144,6 +144,8 @@ def test_conv_transpose_refuses_what_it_does_not_model() -> None:
         plan(padding=(2, 0))
     with pytest.raises(InputError, match=r"is not \[1, 1, 2400, 512\]"):
         plan(batch=2)
+    with pytest.raises(InputError, match=r"is not \[1, 1, 1200, 520\]"):
+        plan(in_channels=520)
     with pytest.raises(InputError, match="shard layout"):
         plan(config=Conv2dConfig())
     with pytest.raises(InputError, match="must be >= 1"):

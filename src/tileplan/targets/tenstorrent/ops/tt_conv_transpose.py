@@ -140,6 +140,7 @@ def plan_conv_transpose2d(kind: OpKind, req: OpRequest, attrs: ConvTranspose2dAt
             "be negative")
     rows = attrs.batch * attrs.input_hw[0] * attrs.input_hw[1]
     x = req.inputs[0]
-    require(math.prod(x.shape[:-1]) == rows and x.shape[-1] == attrs.in_channels, op,
-            f"input {x.shape} is not [1, 1, {rows}, {attrs.in_channels}] (N x H x W sticks of the input channels)")
+    require(math.prod(x.shape[:-1]) == rows and x.shape[-1] >= attrs.in_channels, op,
+            f"input {x.shape} is not [1, 1, {rows}, {attrs.in_channels}] (N x H x W sticks of the input channels, "
+            "padded or not)")
     return plan_sliding_conv(op, req, attrs.as_conv2d(), rows)
