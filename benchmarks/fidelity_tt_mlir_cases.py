@@ -222,9 +222,14 @@ CASES: tuple[Case, ...] = (
          "tt-mlir #5771 (2025-11-10)",
          "Out of Memory: Not enough space to allocate 49971200 B L1 buffer across 64 banks, where each bank needs "
          "to store 780800 B, but bank size is only 1331936 B", False, unet, published_failed=("L1", 49971200),
-         miss="ttnn.batch_norm and ttnn.max_pool2d now have rules; planning stops at the decoder's first "
-              "ConvTranspose2d (upconv4), which tt-mlir lowers to ttnn.conv_transpose2d, for which tileplan has "
-              "no rule"),
+         miss="the verdict agrees, its cause does not: tileplan stops at the first convolution (encoder1, 3 -> 32 "
+              "channels at 480 x 640), whose circular buffers outgrow L1 because tileplan plans conv2d's L1 path "
+              "(the whole 134-tile shard as one activation block), while tt-metal's conv2d slices a DRAM input "
+              "through DRAM when no slice config is given (conv2d_utils.cpp determine_conv2d_execution_path), so "
+              "the published run passed the encoder and the four transposed convolutions; the published "
+              "780,800 B a bank are, in tileplan's halo rule, the halo output of decoder1's first 3 x 3 conv "
+              "(64 channels at 480 x 640) height sharded on 64 cores (6,100 sticks x 128 B), where tileplan's "
+              "n150 has 72"),
 )
 
 #: benchmarks/fidelity_tt.py's protocol: this section's heading and table columns

@@ -129,3 +129,9 @@ def test_a_transposed_convolution_is_the_data_gradient_of_the_one_it_transposes(
         torch.onnx.export(module, (x,), str(tmp_path / "up.onnx"), dynamo=False, opset_version=17)
     onnx_graph = from_onnx(str(tmp_path / "up.onnx"))
     assert [o.shape for o in onnx_graph.ops if o.kind == "conv_grad_input"] == [(1, 6, 10, 14), want]
+    # both carry the geometry they transpose (stride 2, padding 1 on each side, no
+    # dilation); up2's output_padding 1 is the row the shape has beyond it
+    for g in (graph, onnx_graph):
+        geometry = [{k: v for k, v in o.attrs if k in ("strides", "pads", "dilations")}
+                    for o in g.ops if o.kind == "conv_grad_input"]
+        assert geometry == [{"strides": (2, 2), "pads": (1, 1, 1, 1), "dilations": (1, 1)}] * 2

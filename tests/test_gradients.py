@@ -221,5 +221,39 @@ def test_a_convolutions_gradients_are_its_implicit_products():
     # dX [1, 2, 4, 4] of dY and W [3, 2, 3, 3]: (1 x 16) x (3 x 9 = 27 -> 32) x (2 -> 8):
     # 16 x 32 = 512 and 32 x 8 = 256 (F16), partials 16 x 8 = 128 (F32)
     _, fragment = lower("conv_grad_input", [((1, 3, 2, 2), F16), ((3, 2, 3, 3), F16)],
-                        {"input_shape": (1, 2, 4, 4), "groups": 1}, machine=TILE1)
+                        {"input_shape": (1, 2, 4, 4), "groups": 1, "strides": (1, 1), "pads": (0, 0, 0, 0),
+                         "dilations": (1, 1)}, machine=TILE1)
     assert steps(fragment) == [("Conv", {"standard": (512 + 256) * 2, "interleaved": 128 * 4}, True)]
+
+
+def test_a_conv_data_gradient_carries_the_geometry_it_transposes():
+    """dX of a 3x3 conv of stride 2 and padding 1 reading a [1, 4, 9, 9] input: its dY is
+    5 x 5, and (5 - 1) x 2 - 1 - 1 + (3 - 1) + 1 = 9 rows, so no extra row; the joint
+    importer passes the stride, pads and dilation, and the shape rule refuses an input
+    shape they do not transpose to (11 = 9 + 2 rows, two more than the stride skips)."""
+    import pytest
+    import torch
+
+    from tileplan.errors import ModelError
+    from tileplan.importers.joint import joint_graph
+    from tileplan.ops.gradients import conv_grad_input_shape
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = torch.nn.Conv2d(3, 4, 3, padding=1)
+            self.b = torch.nn.Conv2d(4, 6, 3, stride=2, padding=1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(torch.relu(self.a(x))).sum()
+
+    graph = joint_graph(Net(), {"x": ((1, 3, 9, 9), torch.float32)}, "net", positional=True).graph
+    (dx,) = [o for o in graph.ops if o.kind == "conv_grad_input"]
+    assert dx.shape == (1, 4, 9, 9)
+    assert {k: v for k, v in dx.attrs if k != "input_shape"} == {
+        "strides": (2, 2), "pads": (1, 1, 1, 1), "dilations": (1, 1), "groups": 1}
+    attrs = dict(dx.attrs)
+    assert conv_grad_input_shape([(1, 6, 5, 5), (6, 4, 3, 3)], {**attrs, "input_shape": (1, 4, 10, 10)}) \
+        == (1, 4, 10, 10)  # one row the stride skipped
+    with pytest.raises(ModelError, match="dimension 2 .* not what dY"):
+        conv_grad_input_shape([(1, 6, 5, 5), (6, 4, 3, 3)], {**attrs, "input_shape": (1, 4, 11, 11)})

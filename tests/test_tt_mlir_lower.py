@@ -12,11 +12,12 @@ from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import MathFidelity
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs
+from tileplan.targets.tenstorrent.ops.tt_conv_transpose import ConvTranspose2dAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.plan import plan_tt
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
 
-from tt_mlir_support import attention, cnn, kinds, lowered, mlp, n150
+from tt_mlir_support import attention, cnn, kinds, lowered, mlp, n150, upsampler
 
 
 def test_mlp_at_level_0_is_tilize_then_two_linears_with_gelu_fused_all_in_dram():
@@ -154,4 +155,49 @@ def test_cnn_at_level_1_folds_the_batch_norm_and_runs_conv2d_with_tt_mlirs_confi
 def test_cnn_at_level_2_fits_with_l1_outputs():
     p = lowered(cnn(), 2)
     assert any(op.out.buffer_type is BufferType.L1 for op in p.ops)
+    assert plan_tt(p, n150()).fits
+
+
+def test_transposed_convs_at_level_0_are_conv_transpose2d_with_the_bias_fused():
+    """TTIRToTTNN.cpp ConvTranspose2dOpConversionPattern on the flattened input (here the
+    conv2d's own flattened output, row-major again), the bias taken by TTIRFusing.cpp
+    ConvAddBias<ConvTranspose2dOp>, the output padding the shapes imply ((32 - 1) x 2 - 2
+    + 2 + 1 = 63, one row short of 64), config tensors in DRAM, the weights prepared as a
+    conv2d's of C_in -> C_out: [1, 1, 2 x 2 x 32 (16 aligned), 32 (8 aligned)]."""
+    p = lowered(upsampler(), 0)
+    k = kinds(p)
+    ups = [op for op in p.ops if op.kind is OpKind.CONV_TRANSPOSE2D]
+    assert len(ups) == 2 and "ttnn.add" not in k
+    first, second = ups
+    assert k[first.index - 2:first.index] == ["ttnn.conv2d", "ttnn.to_layout"]
+    assert [len(op.inputs) for op in ups] == [3, 2]
+    assert isinstance(first.attrs, ConvTranspose2dAttrs) and isinstance(second.attrs, ConvTranspose2dAttrs)
+    a, b = first.attrs, second.attrs
+    assert (a.in_channels, a.out_channels, a.input_hw, a.kernel, a.stride, a.padding, a.output_padding) == \
+        (16, 8, (16, 16), (2, 2), (2, 2), (0, 0), (0, 0))
+    assert (b.input_hw, b.padding, b.output_padding, b.output_hw) == ((32, 32), (1, 1), (1, 1), (64, 64))
+    assert a.config.config_tensors_in_dram and a.config.shard_layout is not None
+    assert p.tensors[first.inputs[1]].spec.shape == (1, 1, 2 * 2 * 32, 32)
+    assert first.compute.fp32_dest_acc_en  # level 0's compute config, as conv2d's
+    # level 0 keeps the batch norm on the NCHW value the transposed conv's output is made
+    bn = k.index("ttnn.batch_norm")
+    assert k[first.index:bn] == ["ttnn.conv_transpose2d", "ttnn.reshape", "ttnn.permute"]
+    assert plan_tt(p, n150()).fits
+
+
+def test_transposed_convs_at_level_1_fold_the_batch_norm_and_reproduce_their_config():
+    """ConvWithMultiply<ConvTranspose2dOp> folds the batch norm into the transposed conv
+    (weights and bias const-evaluated); tt-mlir's override-conv2d-config applies to
+    conv_transpose2d too (LegalOpConfigAnalysis.cpp), so the reproduce line names it."""
+    from tileplan.targets.tenstorrent.frontends.tt_mlir.reproduce import output_specs, placement_overrides
+
+    p = lowered(upsampler(), 1)
+    k = kinds(p)
+    assert "ttnn.batch_norm" not in k and "ttnn.multiply" not in k
+    first = next(op for op in p.ops if op.kind is OpKind.CONV_TRANSPOSE2D)
+    # the bias the importer reshaped to [1, 8, 1, 1], shifted by the batch norm
+    assert len(first.inputs) == 3 and p.tensors[first.inputs[2]].name == "up.reshape+bn.batchnorm"
+    lines = placement_overrides(p, output_specs(p, n150()), n150())
+    convs = next(line for line in lines if line.startswith("override-conv2d-config="))
+    assert f"{first.name}=weights_dtype#bf16:shard_layout#" in convs
     assert plan_tt(p, n150()).fits

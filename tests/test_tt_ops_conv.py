@@ -130,3 +130,17 @@ def test_conv3d_cbs() -> None:
                      "matmul_interm": 2 * 2048, "matmul_result_rm": 2 * 2048, "bias": 2 * 2048,
                      "input_shard": 3 * 3 * 34 * 64}
     assert plan.outputs[0].shape == (1, 8, 16, 32, 64)
+
+
+def test_the_output_keeps_the_convs_logical_channels_and_the_padded_pages() -> None:
+    """conv2d_op.cpp gives the output [1, 1, N*OH*OW, O] logically: 16 channels here,
+    height sharded (one channel core), in 32-wide tiles: the H3 conv with 16 filters
+    writes 512 x 1 tiles, 5 x 1 a core on its 103 cores (10,240 B), and its DRAM output
+    holds the 512 tiles over 8 banks (64 x 2,048 = 131,072 B a bank)."""
+    x = row_major((1, 1, 16384, 32), DRAM)
+    attrs = Conv2dAttrs(32, 16, 1, (128, 128), (3, 3), (1, 1), (1, 1), config=HS)
+    plan = plan_op(OpKind.CONV2D, OpRequest((x, row_major((16, 32, 3, 3), DRAM)), OutputRequest.of(DRAM), P150),
+                   attrs)
+    assert plan.outputs[0].shape == (1, 1, 16384, 16)
+    sizes = {b.name: b.bytes_per_bank for b in plan.buffers}
+    assert sizes["conv_output_sharded"] == 5 * 2_048 and sizes["output0"] == 64 * 2_048

@@ -74,6 +74,28 @@ def cnn() -> Program:
     return from_torch(CNN(), (torch.zeros(1, 3, 64, 64),), "cnn").to_program(BF16, BF16, repeat=False)
 
 
+@lru_cache(maxsize=None)
+def upsampler() -> Program:
+    """conv 3x3 (3 -> 16) + ReLU, a 2 x 2 stride-2 transposed conv (16 -> 8, bias) +
+    batch norm + ReLU, a 3 x 3 stride-2 transposed conv (8 -> 4, padding 1, output
+    padding 1, no bias); [1, 3, 16, 16] -> [1, 4, 64, 64]."""
+    import torch
+    from tileplan.importers.torch_export import from_torch
+
+    class Upsampler(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.c = torch.nn.Conv2d(3, 16, 3, padding=1)
+            self.up, self.bn = torch.nn.ConvTranspose2d(16, 8, 2, stride=2), torch.nn.BatchNorm2d(8)
+            self.up2 = torch.nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = torch.relu(self.c(x))
+            return self.up2(torch.relu(self.bn(self.up(x))))
+
+    return from_torch(Upsampler(), (torch.zeros(1, 3, 16, 16),), "upsampler").to_program(BF16, BF16, repeat=False)
+
+
 def config_program(config: dict, tmp: Path, sequence: int, batch: int = 1) -> Program:
     """A config.json's model (written under `tmp`) as the tt-mlir frontend imports it."""
     from tileplan.app.tenstorrent.tt_mlir_models import ImportedModel

@@ -164,23 +164,25 @@ def _convolution(im: AtenImporter, node: Any) -> str:
     x, w, bias, stride, padding, dilation, transposed, _, groups = (im.arg(i) for i in range(9))
     n = len(im.shape(w)) - 2
     stride, padding, dilation = (tuple(v) * (n if len(v) == 1 else 1) for v in (stride, padding, dilation))
+    pads = (*padding, *padding)
     if transposed:
         return transposed_conv(lambda kind, ins, attrs, what: im.op(kind, ins, attrs, what), x, w, bias,
-                               im.out_shape(), int(groups), im.reshape)
-    pads = (*padding, *padding)
+                               im.out_shape(), int(groups), im.reshape, tuple(stride), pads, tuple(dilation))
     ins = [x, w] if bias is None else [x, w, bias]
     return im.op("conv", ins, {"strides": tuple(stride), "pads": pads, "dilations": tuple(dilation),
                                "groups": int(groups)})
 
 
 def transposed_conv(op: Any, x: str, w: str, bias: str | None, out_shape: tuple[int, ...], groups: int,
-                    reshape: Any) -> str:
+                    reshape: Any, strides: tuple[int, ...], pads: tuple[int, ...], dilations: tuple[int, ...]) -> str:
     """A transposed convolution (DPT's and segmentation heads' upsampling): the data
     gradient of the convolution it transposes, whose output is this one's input, so
-    `conv_grad_input` of x with the same weight [C_in, C_out/g, *kernel] and this
-    output's shape, planned as poplin plans that product (`ops/gradients.py`); then
-    the bias, broadcast over the field. `op(kind, inputs, attrs, what)` emits."""
-    y = op("conv_grad_input", [x, w], {"input_shape": tuple(out_shape), "groups": groups}, "conv_transpose")
+    `conv_grad_input` of x with the same weight [C_in, C_out/g, *kernel], this output's
+    shape and the transposed convolution's strides, pads (begins then ends) and
+    dilations, planned as poplin plans that product (`ops/gradients.py`); then the bias,
+    broadcast over the field. `op(kind, inputs, attrs, what)` emits."""
+    y = op("conv_grad_input", [x, w], {"input_shape": tuple(out_shape), "groups": groups, "strides": strides,
+                                       "pads": pads, "dilations": dilations}, "conv_transpose")
     if bias is None:
         return y
     b = reshape(bias, (1, out_shape[1], *(1 for _ in out_shape[2:])))

@@ -461,8 +461,12 @@ def _convolution_backward(im: Any, node: Any) -> tuple[str | None, str | None, s
     if transposed:
         raise ModelError("the gradient of a transposed convolution is not supported")
     shape = im.shape(w)
-    dx = im.op("conv_grad_input", [dy, w], {"input_shape": im.shape(x), "groups": groups}, what="conv_grad_input") \
-        if mask[0] else None
+    n = len(shape) - 2
+    stride, padding, dilation = (tuple(int(v) for v in im.arg(i)) for i in (4, 5, 6))
+    stride, padding, dilation = (v * (n if len(v) == 1 else 1) for v in (stride, padding, dilation))
+    geometry = {"strides": stride, "pads": (*padding, *padding), "dilations": dilation}
+    dx = im.op("conv_grad_input", [dy, w], {"input_shape": im.shape(x), "groups": groups, **geometry},
+               what="conv_grad_input") if mask[0] else None
     dw = im.op("conv_grad_weight", [x, dy], {"kernel": shape[2:], "groups": groups}, what="conv_grad_weight") \
         if mask[1] else None
     axes = (0, *range(2, len(im.shape(dy))))

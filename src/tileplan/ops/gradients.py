@@ -160,11 +160,29 @@ def conv_grad_weight_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
 
 
 def conv_grad_input_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
+    """dX's shape: the `input_shape` attribute, held to the geometry it transposes. Per
+    spatial dimension, the convolution of stride s, pads (b, e) and dilation d maps dX's
+    size X to dY's size Y = (X + b + e - d (k - 1) - 1) // s + 1, so X is (Y - 1) s - b -
+    e + d (k - 1) + 1 plus the rows the stride skipped (PyTorch's `output_padding`),
+    0 <= extra < max(s, d)."""
     dy, w = ins
     shape = tuple(int(d) for d in attrs["input_shape"])
+    n = len(dy) - 2
+    strides, pads, dilations = (tuple(int(v) for v in attrs[k]) for k in ("strides", "pads", "dilations"))
     if len(dy) != len(w) or len(shape) != len(dy) or dy[1] != w[0] or shape[0] != dy[0]:
         raise ModelError(f"conv_grad_input needs dY [N, O, ...], W [O, C/g, ...] and the input's shape, found "
                          f"{list(dy)}, {list(w)} and {list(shape)}")
+    if len(strides) != n or len(dilations) != n or len(pads) != 2 * n or min((*strides, *dilations), default=1) < 1 \
+            or min(pads, default=0) < 0:
+        raise ModelError(f"conv_grad_input of spatial rank {n} needs {n} strides and dilations (>= 1) and {2 * n} "
+                         f"pads (>= 0), found {list(strides)}, {list(dilations)} and {list(pads)}")
+    for d in range(n):
+        base = (dy[2 + d] - 1) * strides[d] - pads[d] - pads[d + n] + dilations[d] * (w[2 + d] - 1) + 1
+        if not 0 <= shape[2 + d] - base < max(strides[d], dilations[d]):
+            raise ModelError(f"conv_grad_input: dimension {2 + d} of the input's shape {list(shape)} is not what dY "
+                             f"{list(dy)} transposes to ({base} plus fewer than {max(strides[d], dilations[d])} "
+                             f"rows) with stride {strides[d]}, pads {pads[d]}/{pads[d + n]} and dilation "
+                             f"{dilations[d]}")
     return shape
 
 
@@ -451,8 +469,9 @@ register("matmul_grad_weight", inputs=(2, 2), shape=grad_weight_shape, plan=plan
          lower=lower_grad_weight)
 register("conv_grad_weight", inputs=(2, 2), attrs={"kernel": REQUIRED, "groups": 1}, shape=conv_grad_weight_shape,
          plan=plan_conv_grad_weight, lower=lower_conv_grad)
-register("conv_grad_input", inputs=(2, 2), attrs={"input_shape": REQUIRED, "groups": 1}, shape=conv_grad_input_shape,
-         plan=plan_conv_grad_input, lower=lower_conv_grad, weight_inputs=(1,))
+register("conv_grad_input", inputs=(2, 2),
+         attrs={"input_shape": REQUIRED, "groups": 1, "strides": REQUIRED, "pads": REQUIRED, "dilations": REQUIRED},
+         shape=conv_grad_input_shape, plan=plan_conv_grad_input, lower=lower_conv_grad, weight_inputs=(1,))
 register("layernorm_grad", inputs=(2, 3), shape=layernorm_grad_shape, plan=plan_layernorm_grad,
          lower=lower_layernorm_grad)
 register("layernorm_grad_weight", inputs=(2, 2), shape=layernorm_weight_shape, plan=plan_reduced,

@@ -225,10 +225,16 @@ def _map_conv_transpose(imp: OnnxImporter, node: Any, ins: list[str], attrs: dic
     pads = [int(v) for v in attrs.get("pads", [0] * (2 * n))]
     extra = [int(v) for v in attrs.get("output_padding", [0] * n)]
     auto = str(attrs.get("auto_pad", "NOTSET"))
-    if "output_shape" in attrs:
-        field = [int(v) for v in attrs["output_shape"]][-n:]
-    elif auto in ("SAME_UPPER", "SAME_LOWER"):
-        field = [xs[2 + d] * strides[d] for d in range(n)]
+    if "output_shape" in attrs or auto in ("SAME_UPPER", "SAME_LOWER"):
+        field = ([int(v) for v in attrs["output_shape"]][-n:] if "output_shape" in attrs
+                 else [xs[2 + d] * strides[d] for d in range(n)])
+        # the pads ONNX's ConvTranspose derives from the output's field: total = s (in - 1)
+        # + output_padding + d (k - 1) + 1 - out, the larger half at the end for
+        # SAME_UPPER, at the start otherwise
+        total = [max(0, strides[d] * (xs[2 + d] - 1) + extra[d] + dilations[d] * (ws[2 + d] - 1) + 1 - field[d])
+                 for d in range(n)]
+        ends = [t - t // 2 if auto == "SAME_UPPER" else t // 2 for t in total]
+        pads = [t - e for t, e in zip(total, ends)] + ends
     else:
         field = [strides[d] * (xs[2 + d] - 1) + extra[d] + dilations[d] * (ws[2 + d] - 1) + 1 - pads[d] - pads[d + n]
                  for d in range(n)]
@@ -239,7 +245,8 @@ def _map_conv_transpose(imp: OnnxImporter, node: Any, ins: list[str], attrs: dic
     fb = fallback(node)
     imp.set_shape(node.output[0], out)
     return [transposed_conv(lambda kind, i, a, what: imp.emit(kind, i, a, module, fb), x, w, bias, out, groups,
-                            lambda t, shape: imp.reshape(t, shape, module, fb))]
+                            lambda t, shape: imp.reshape(t, shape, module, fb), tuple(strides), tuple(pads),
+                            tuple(dilations))]
 
 
 def _map_pool(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, Any],

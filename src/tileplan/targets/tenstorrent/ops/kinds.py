@@ -91,6 +91,7 @@ class OpKind(Enum):
     EMBEDDING = "ttnn.embedding"
     # convolution
     CONV2D = "ttnn.conv2d"
+    CONV_TRANSPOSE2D = "ttnn.conv_transpose2d"
     CONV3D = "ttnn.experimental.conv3d"
     HALO = "ttnn.halo"
     # pooling (pool/generic/)

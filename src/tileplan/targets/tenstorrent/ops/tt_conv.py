@@ -323,15 +323,23 @@ def halo_sticks(attrs: Conv2dAttrs, per_core_out: int, cores: int) -> int:
 
 def plan_conv2d(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
     """ttnn.conv2d (inputs: the activation and the weights)."""
-    op = kind.value
+    kh, kw = attrs.kernel
+    require((kh, kw) != (1, 1) or attrs.stride != (1, 1) or attrs.padding != (0, 0), kind.value,
+            "a 1x1 stride-1 unpadded conv runs as a matmul: plan it with tt_matmul")
+    return plan_sliding_conv(kind.value, req, attrs, attrs.batch * attrs.input_hw[0] * attrs.input_hw[1])
+
+
+def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: int) -> OpPlan:
+    """The programs of a conv2d whose halo reads `input_rows` sticks of input: conv2d's
+    own (its input, N x H x W sticks) and conv_transpose2d's (tt_conv_transpose.py: its
+    stride-1 unpadded conv over the zero-interleaved, padded input the halo builds from
+    the N x H x W sticks of the input it was given)."""
     x, w = req.inputs[0], req.inputs[1]
     cfg, target = attrs.config, req.target
     kh, kw = attrs.kernel
     require(cfg.shard_layout is not None, op, "the automatic shard layout choice is not modelled; set "
             "Conv2dConfig.shard_layout")
     assert cfg.shard_layout is not None
-    require((kh, kw) != (1, 1) or attrs.stride != (1, 1) or attrs.padding != (0, 0), op,
-            "a 1x1 stride-1 unpadded conv runs as a matmul: plan it with tt_matmul")
     require(attrs.groups == 1 or attrs.input_hw[0] != 1, op, "1-D depthwise convs are not modelled")
     require(x.layout is Layout.ROW_MAJOR, op, "a TILE conv input (the halo's untilize path) is not modelled")
     compute = req.compute or CONV_DEFAULT_COMPUTE
@@ -344,7 +352,7 @@ def plan_conv2d(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
                       else round_up(c_pad * kh * kw, TILE))
     conv_in = DataType.FLOAT32 if x.dtype is DataType.FLOAT32 else DataType.BFLOAT16
     orientation = ShardOrientation.COL_MAJOR if cfg.transpose_shards else ShardOrientation.ROW_MAJOR
-    nhw_in = attrs.batch * attrs.input_hw[0] * attrs.input_hw[1]
+    nhw_in = input_rows
     c_core = c_pad // p.cores_c
     in_shard = ShardSpec(p.grid, (ceil_div(nhw_in, p.cores_nhw), c_core), orientation)
     conv_input = TensorSpec((1, 1, nhw_in, c_pad), conv_in, Layout.ROW_MAJOR,
@@ -372,7 +380,13 @@ def plan_conv2d(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
     oh, ow = attrs.output_hw
     out_c = round_up(attrs.out_channels, TILE * p.cores_c)
     out_shard = ShardSpec(p.grid, (p.per_core_h * TILE, p.per_core_w * TILE), orientation)
-    conv_out = TensorSpec((1, 1, attrs.batch * oh * ow, out_c), out_dtype, cfg.output_layout,
+    # the output's logical channels are the conv's (conv2d_op.cpp compute_output_specs);
+    # a TensorSpec has no padded shape, so it keeps the padded channels (the pages
+    # tt-metal allocates) where the padding to the channel cores adds whole tiles or the
+    # output is row-major
+    tiled = cfg.output_layout is Layout.TILE and round_up(attrs.out_channels, TILE) == out_c
+    logical_c = attrs.out_channels if tiled else out_c
+    conv_out = TensorSpec((1, 1, attrs.batch * oh * ow, logical_c), out_dtype, cfg.output_layout,
                           MemoryConfig(BufferType.L1, p.layout, out_shard))
     cbs = conv_cbs(attrs, p, blocks, c_pad, weights_height, x.dtype, out_dtype, compute, (sticks, c_core), target)
     programs.append(Program("Conv2dShardedProgramFactory", CONV_DIR + "device/conv2d_op_sharded_program_factory.cpp",

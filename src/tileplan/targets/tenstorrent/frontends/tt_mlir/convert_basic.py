@@ -51,8 +51,7 @@ NO_RULE = {"hardswish": "ttnn.hardswish", "leaky_relu": "ttnn.leaky_relu", "elu"
            "reduce_var": "ttnn.var", "reduce_all": "ttnn.min", "reduce_any": "ttnn.max",
            "adaptive_avgpool": "ttnn.adaptive_avg_pool2d",
            "groupnorm": "ttnn.group_norm", "histogram": "ttnn.histogram", "grouped_matmul": "ttnn.sparse_matmul",
-           "attention": "ttnn.transformer.scaled_dot_product_attention",
-           "conv_grad_input": "ttnn.conv_transpose2d"}
+           "attention": "ttnn.transformer.scaled_dot_product_attention"}
 
 
 def no_rule(op: Operation, ttnn_name: str) -> ModelError:

@@ -26,6 +26,21 @@ here a `ttnn.linear` (or `ttnn.matmul`) of the flattened input by the [C, O] wei
 tileplan's conv rule takes a row-major input; a TILE input is untilized first (tt-metal
 untilizes it in the halo: the same pages, one DRAM tensor more here).
 
+Transposed convolutions (the importers' `conv_grad_input`, with its bias when fusion.py
+gave it one) are `ttnn.conv_transpose2d` (TTIRToTTNN.cpp
+`ConvTranspose2dOpConversionPattern`, after TTIRFlattenSlidingWindow and the NHWC
+decomposition, as for conv2d): the flattened row-major input, a TILE output
+[1, 1, N*OH*OW, O], symmetric padding only ("TTNN only supports padding height/width
+attributes"), the output padding the model's shapes imply, the `Conv2dConfig` conv2d gets
+(config tensors in DRAM since tt-mlir #6445; the shard layout tt-metal's auto shard picks
+from the output's height and width and the full input's: `auto_shard_layout` of
+`ConvTranspose2dAttrs.as_conv2d()`), no slice config at any level (ConvRules.cpp
+`applyConvSliceConfig` sets L1_FULL on conv2d only), and the compute config conv2d gets.
+The weight [C_in, O/g, kh, kw] is prepared as a conv2d's of C_in -> O: on the device by
+ttnn.conv_transpose2d at level 0, by `PrepareConvTranspose2dWeightsOp` in a const-eval
+function at levels 1 and 2 (TTNNPrepareConv2dWeightsAndBias.cpp): [1, 1, kh x kw x C
+(32-aligned), O (32-aligned)] TILE, held as conv2d's are.
+
 Worked example: a 3 x 3, padding-1 conv of [1, 64, 480, 640] bf16 to 32 channels on n150
 (8 x 9 grid): height sharded over the cores `determine_parallel_config` gives (9,600
 output tiles over 64 cores), its halo and conv programs as tt_conv.py prices them.
@@ -33,15 +48,19 @@ output tiles over 64 cores), its halo and conv programs as tt_conv.py prices the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tileplan.errors import InputError, ModelError
 from tileplan.model.ir import Operation
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import no_rule
+from tileplan.targets.tenstorrent.frontends.tt_mlir.fusion import CONV_GRAD_INPUT, CONV_TRANSPOSE
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.memory import MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import OpTarget, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, parallel_config
+from tileplan.targets.tenstorrent.ops.tt_conv_transpose import ConvTranspose2dAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_pool import Pool2dAttrs
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
@@ -133,6 +152,47 @@ def convert_conv(lw: Lowering, op: Operation) -> None:
     lw.define_flat(op, tid, dims)
 
 
+def convert_conv_transpose(lw: Lowering, op: Operation) -> None:
+    """A 2-D transposed convolution: `ttnn.conv_transpose2d` (see the module docstring)."""
+    x_name, w_name = op.inputs[0], op.inputs[1]
+    bias = op.inputs[2] if len(op.inputs) > 2 else None
+    xs, ws = lw.shapes[x_name], lw.shapes[w_name]
+    if len(xs) != 4 or len(ws) != 4:
+        raise ModelError(f"a {len(xs) - 2}-D transposed convolution: tt-mlir lowers 2-D ones only "
+                         "(ttnn.conv_transpose2d)", f"operation {op.index} ({op.name})")
+    n, c, h, w = xs
+    _, per_group, kh, kw = ws
+    groups = op.int_attr("groups", 1)
+    o = per_group * groups
+    stride, dilation = _pairs(op, "strides", 1), _pairs(op, "dilations", 1)
+    pads = op.attr("pads")
+    quad = tuple(int(p) for p in pads) if isinstance(pads, (tuple, list)) and len(pads) == 4 else (0, 0, 0, 0)
+    if quad[0] != quad[2] or quad[1] != quad[3]:
+        raise ModelError(f"transposed convolution with padding {quad} (top, left, bottom, right): TTNN only supports "
+                         "padding height/width attributes (TTIRToTTNN.cpp ConvTranspose2dOpConversionPattern)",
+                         f"operation {op.index} ({op.name})")
+    padding = (quad[0], quad[1])
+    _, _, oh, ow = op.output_shape
+    output_padding = tuple(out - ((i - 1) * s - 2 * p + d * (k - 1) + 1) for out, i, s, p, d, k in
+                           zip((oh, ow), (h, w), stride, padding, dilation, (kh, kw)))
+    dtype = lw.float_dtype() if lw.options.activations is None else lw.options.activations
+    attrs = ConvTranspose2dAttrs(c, o, n, (h, w), (kh, kw), stride, padding, (output_padding[0], output_padding[1]),
+                                 dilation, groups, bias is not None)
+    config = Conv2dConfig(shard_layout=auto_shard_layout(attrs.as_conv2d(), lw.target), weights_dtype=dtype,
+                          config_tensors_in_dram=True)
+    attrs = replace(attrs, config=config)
+    x = lw.flat_tensor(x_name, Layout.ROW_MAJOR, at=op)
+    weight = lw.constant_form(w_name, Layout.TILE, lw.options.weight_conversion or dtype,
+                              shape=(1, 1, kh * kw * round_up(c, TILE), round_up(o, TILE)))
+    inputs: tuple[int, ...] = (x, weight)
+    if bias is not None:
+        inputs = (x, weight, lw.constant_form(bias, Layout.TILE, dtype, shape=(1, 1, 1, round_up(o, TILE))))
+    out_value = Value((1, 1, n * oh * ow, o), lw.dtype(op.output))
+    tid = lw.builder.one(OpKind.CONV_TRANSPOSE2D, op.name, inputs, out_value, out=OutputRequest(dtype=out_value.dtype),
+                         attrs=attrs, compute=lw.options.compute(), **lw.where(op))
+    lw.define_flat(op, tid, (n, oh, ow, o))
+
+
 def convert_pool(lw: Lowering, op: Operation) -> None:
     """A 2-D max or average pool: `ttnn.max_pool2d` / `ttnn.avg_pool2d` on the input
     flattened to [1, 1, N*H*W, C] (TTIRToTTNN.cpp `Pooling2dOpConversionPattern`, after
@@ -167,4 +227,5 @@ def convert_pool(lw: Lowering, op: Operation) -> None:
     lw.define_flat(op, tid, (n, oh, ow, c))
 
 
-CONVERTERS = {"conv": convert_conv, "maxpool": convert_pool, "avgpool": convert_pool}
+CONVERTERS = {"conv": convert_conv, "maxpool": convert_pool, "avgpool": convert_pool,
+              CONV_GRAD_INPUT: convert_conv_transpose, CONV_TRANSPOSE: convert_conv_transpose}

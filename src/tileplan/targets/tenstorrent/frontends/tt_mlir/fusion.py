@@ -20,11 +20,17 @@ the model's operations (each takes operations and returns operations).
   inner dimension are one matmul by the weights concatenated along the output features
   (a const-eval result), each original a slice of its output (TTIRFusing.cpp
   `SharedLHSMatmulFusion`: Q/K/V and gate/up projections).
+- `fuse_conv_transpose_bias`: a transposed convolution (the importers' `conv_grad_input`)
+  whose only reader adds a constant bias of one value a channel ([1, O, 1, 1]) takes the
+  bias (TTIRFusing.cpp `ConvAddBias<ConvTranspose2dOp>`, every level): one
+  `conv_transpose` operation of three inputs. (A conv2d's bias is the importers'
+  already.)
 - `fold_batch_norms` (levels 1 and 2: `enable-fusing-conv2d-with-multiply-pattern` follows
-  the optimizer, TTNNPipelines.h): a batch norm whose input is a convolution read by
-  nothing else is folded into it (TTIRFusing.cpp `BatchNormDecomposition` then
-  `ConvWithMultiply`: the scale into the weights, the shift into the bias, both
-  const-evaluated); at level 0 it stays `ttnn.batch_norm`.
+  the optimizer, TTNNPipelines.h): a batch norm whose input is a convolution or a
+  transposed one read by nothing else is folded into it (TTIRFusing.cpp
+  `BatchNormDecomposition` then `ConvWithMultiply<Conv2dOp>` / `<ConvTranspose2dOp>`: the
+  scale into the weights, the shift into the bias, both const-evaluated); at level 0 it
+  stays `ttnn.batch_norm`.
 - `fuse_activations`: a matmul or linear whose only reader is a sigmoid, SiLU or GELU
   takes it as its fused activation; a conv2d likewise a ReLU, ReLU6, SiLU or sigmoid
   (lib/Dialect/TTNN/Transforms/TTNNFusing.cpp `TTNNMatmulAndLinearWithActivation`,
@@ -49,6 +55,9 @@ MATMUL_ACTIVATIONS = frozenset({"sigmoid", "silu", "gelu"})
 CONV_ACTIVATIONS = frozenset({"relu", "silu", "sigmoid"})
 #: kinds of the fused operations this module makes (not registry operators)
 LINEAR = "linear"
+CONV_TRANSPOSE = "conv_transpose"
+#: the importers' transposed convolution (the data gradient of the one it transposes)
+CONV_GRAD_INPUT = "conv_grad_input"
 
 
 def _readers(ops: list[Operation], outputs: tuple[str, ...]) -> dict[str, list[int]]:
@@ -323,26 +332,52 @@ def fuse_shared_lhs(ops: tuple[Operation, ...], constant: set[str], shapes: dict
     return tuple(out), fused
 
 
+def fuse_conv_transpose_bias(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant: set[str],
+                             shapes: dict[str, tuple[int, ...]]) -> tuple[Operation, ...]:
+    """See the module docstring."""
+    work = list(ops)
+    readers = _readers(work, outputs)
+    drop: set[int] = set()
+    for k, conv in enumerate(work):
+        if conv.kind != CONV_GRAD_INPUT:
+            continue
+        add = _sole(readers, conv.output)
+        if add is None or work[add].kind != "add" or len(work[add].inputs) != 2:
+            continue
+        bias = [i for i in work[add].inputs if i != conv.output]
+        channels = conv.output_shape[1]
+        if len(bias) != 1 or bias[0] not in constant or \
+                shapes.get(bias[0], ()) != (1, channels, *(1 for _ in conv.output_shape[2:])):
+            continue
+        work[k] = replace(conv, kind=CONV_TRANSPOSE, inputs=(*conv.inputs, bias[0]), output=work[add].output)
+        drop.add(add)
+    return tuple(op for k, op in enumerate(work) if k not in drop)
+
+
 def fold_batch_norms(ops: tuple[Operation, ...], outputs: tuple[str, ...], shapes: dict[str, tuple[int, ...]]
                      ) -> tuple[tuple[Operation, ...], dict[str, FusedWeight]]:
     """See the module docstring. Returns the operations and the folded weights and biases
-    made, by name."""
+    made, by name (a transposed convolution's output channels are its weight's second
+    dimension times the groups)."""
     work = list(ops)
     readers = _readers(work, outputs)
     drop: set[int] = set()
     made: dict[str, FusedWeight] = {}
     for k, conv in enumerate(work):
-        if conv.kind != "conv":
+        if conv.kind not in ("conv", CONV_GRAD_INPUT, CONV_TRANSPOSE):
             continue
         bn = _sole(readers, conv.output)
         if bn is None or work[bn].kind != "batchnorm":
             continue
         norm = work[bn]
+        w = shapes[conv.inputs[1]]
+        channels = w[0] if conv.kind == "conv" else w[1] * conv.int_attr("groups", 1)
         weight = f"{conv.inputs[1]}*{norm.name}"
-        made[weight] = ((conv.inputs[1], *norm.inputs[1:]), shapes[conv.inputs[1]])
+        made[weight] = ((conv.inputs[1], *norm.inputs[1:]), w)
         bias = f"{conv.inputs[2] if len(conv.inputs) > 2 else conv.name + '.bias'}+{norm.name}"
-        made[bias] = (tuple(norm.inputs[1:]), (shapes[conv.inputs[1]][0],))
-        work[k] = replace(conv, inputs=(conv.inputs[0], weight, bias), output=norm.output)
+        made[bias] = (tuple(norm.inputs[1:]), (channels,))
+        kind = "conv" if conv.kind == "conv" else CONV_TRANSPOSE
+        work[k] = replace(conv, kind=kind, inputs=(conv.inputs[0], weight, bias), output=norm.output)
         drop.add(bn)
     return tuple(op for k, op in enumerate(work) if k not in drop), made
 
@@ -356,6 +391,7 @@ def fuse(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant: set[str
     ops = fuse_rms_norm(ops, outputs, constant, shapes)
     ops = cse_views(ops)
     ops = fuse_linear(ops, outputs, constant, shapes)
+    ops = fuse_conv_transpose_bias(ops, outputs, constant, shapes)
     ops = fuse_silu(ops, outputs)
     ops = fuse_repeat_interleave(ops, outputs, shapes)
     ops, weights = fuse_shared_lhs(ops, constant, shapes)

@@ -38,6 +38,7 @@ from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs
+from tileplan.targets.tenstorrent.ops.tt_conv_transpose import ConvTranspose2dAttrs
 from tileplan.targets.tenstorrent.plan import op_target
 from tileplan.targets.tenstorrent.program import TtProgram
 from tileplan.targets.tenstorrent.tiles import DataType
@@ -90,8 +91,9 @@ def layout_text(spec: TensorSpec, device: Device) -> str:
     return entry_text(output_layout(0, "", spec, device))
 
 
-def conv2d_text(attrs: Conv2dAttrs) -> str:
-    """A conv2d's config in the override grammar (the fields tileplan fixed)."""
+def conv2d_text(attrs: Conv2dAttrs | ConvTranspose2dAttrs) -> str:
+    """A conv2d's or conv_transpose2d's config in the override grammar (the fields
+    tileplan fixed)."""
     cfg = attrs.config
     pairs = [("act_block_h_override", str(cfg.act_block_h_override)),
              ("act_block_w_div", str(cfg.act_block_w_div)),
@@ -127,10 +129,12 @@ def chosen_layouts(program: TtProgram, specs: dict[int, TensorSpec], device: Dev
 def placement_overrides(program: TtProgram, specs: dict[int, TensorSpec], device: Device,
                         moved: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The override lines that pin `program`'s placement: `override-output-layout` with
-    `chosen_layouts`, and `override-conv2d-config` with every conv2d's config."""
+    `chosen_layouts`, and `override-conv2d-config` with every conv2d's and
+    conv_transpose2d's config (LegalOpConfigAnalysis.cpp applies the override to both)."""
     layouts = chosen_layouts(program, specs, device, moved)
     convs = [f"{op.name}={conv2d_text(op.attrs)}" for op in program.ops
-             if op.kind is OpKind.CONV2D and isinstance(op.attrs, Conv2dAttrs)]
+             if (op.kind is OpKind.CONV2D and isinstance(op.attrs, Conv2dAttrs))
+             or (op.kind is OpKind.CONV_TRANSPOSE2D and isinstance(op.attrs, ConvTranspose2dAttrs))]
     lines = []
     if layouts:
         lines.append("override-output-layout=" + ",".join(f"{o.name}={entry_text(o)}" for o in layouts))
