@@ -16,7 +16,8 @@ from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_batch_norm import plan_batch_norm
 from tileplan.targets.tenstorrent.ops.tt_ccl import plan_all_gather, plan_reduce_scatter
-from tileplan.targets.tenstorrent.ops.tt_conv import plan_conv2d, plan_conv3d, plan_halo
+from tileplan.targets.tenstorrent.ops.tt_conv import plan_conv3d, plan_halo
+from tileplan.targets.tenstorrent.ops.tt_conv_dram import plan_conv2d_routed
 from tileplan.targets.tenstorrent.ops.tt_conv_transpose import plan_conv_transpose2d
 from tileplan.targets.tenstorrent.ops.tt_data_movement import plan_concat, plan_permute, plan_reshape, plan_transpose
 from tileplan.targets.tenstorrent.ops.tt_embedding import plan_embedding
@@ -79,7 +80,7 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.NLP_CONCAT_HEADS: ("tt_transformer", plan_concat_heads),
         OpKind.SPLIT_QKV: ("tt_transformer", plan_split_qkv),
         OpKind.EMBEDDING: ("tt_embedding", plan_embedding),
-        OpKind.CONV2D: ("tt_conv", plan_conv2d), OpKind.CONV3D: ("tt_conv", plan_conv3d),
+        OpKind.CONV2D: ("tt_conv_dram", plan_conv2d_routed), OpKind.CONV3D: ("tt_conv", plan_conv3d),
         OpKind.HALO: ("tt_conv", plan_halo),
         OpKind.CONV_TRANSPOSE2D: ("tt_conv_transpose", plan_conv_transpose2d),
         OpKind.MAX_POOL2D: ("tt_pool", plan_pool2d), OpKind.AVG_POOL2D: ("tt_pool", plan_pool2d),

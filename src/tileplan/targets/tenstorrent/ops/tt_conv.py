@@ -37,6 +37,7 @@ scratch: 77,888 B; the output 10 tiles = 20,480 B a core; the halo 424 sticks x 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from tileplan.targets.tenstorrent.memory import (
     BufferType,
@@ -94,6 +95,14 @@ class Conv2dConfig:
     enable_channels_padding: bool = True
 
 
+class SliceType(Enum):
+    """ttnn `Conv2dSliceConfig::SliceType` (op_slicing `Op2DSliceConfig`)."""
+
+    DRAM_HEIGHT = "dram_height"
+    DRAM_WIDTH = "dram_width"
+    L1_FULL = "l1_full"
+
+
 @dataclass(frozen=True, slots=True)
 class Conv2dAttrs:
     """ttnn.conv2d arguments (the input is [N, H, W, C] or flattened [1, 1, N*H*W, C])."""
@@ -109,12 +118,24 @@ class Conv2dAttrs:
     groups: int = 1
     bias: bool = False
     config: Conv2dConfig = Conv2dConfig()
+    #: (bottom, right) padding when it differs from (top, left) = `padding` (a DRAM
+    #: slice's conv, conv2d.cpp `Conv2dSliceAttr::get_input_slice_and_padding`)
+    padding_end: tuple[int, int] | None = None
+    #: ttnn.conv2d's `slice_config` (None: unset, so a DRAM input takes the DRAM path,
+    #: conv2d_utils.cpp `determine_conv2d_execution_path`; tt_conv_dram.py)
+    slice_type: SliceType | None = SliceType.L1_FULL
+
+    @property
+    def pads(self) -> tuple[int, int, int, int]:
+        """(top, bottom, left, right), tt-metal's `padding_n4`."""
+        bottom, right = self.padding_end if self.padding_end is not None else self.padding
+        return self.padding[0], bottom, self.padding[1], right
 
     @property
     def output_hw(self) -> tuple[int, int]:
-        (h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (self.input_hw, self.kernel, self.stride, self.padding,
-                                                          self.dilation)
-        return (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        (h, w), (kh, kw), (sh, sw), (dh, dw) = self.input_hw, self.kernel, self.stride, self.dilation
+        pt, pb, pl, pr = self.pads
+        return (h + pt + pb - dh * (kh - 1) - 1) // sh + 1, (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
 
 
 def divisor_with_padding(num: int, start: int, mult: int = 1) -> int:
@@ -301,10 +322,10 @@ def conv_cbs(attrs: Conv2dAttrs, p: ConvParallel, blocks: tuple[int, int], c_pad
 def halo_sticks(attrs: Conv2dAttrs, per_core_out: int, cores: int) -> int:
     """`max_out_nsticks_per_core`: over the cores, the padded-input sticks from the first
     output's window corner to the last output's far corner."""
-    (h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (attrs.input_hw, attrs.kernel, attrs.stride, attrs.padding,
-                                                      attrs.dilation)
+    (h, w), (kh, kw), (sh, sw), (dh, dw) = attrs.input_hw, attrs.kernel, attrs.stride, attrs.dilation
+    pt, pb, pl, pr = attrs.pads
     oh, ow = attrs.output_hw
-    hp, wp = h + 2 * ph, w + 2 * pw
+    hp, wp = h + pt + pb, w + pl + pr
     total = attrs.batch * oh * ow
 
     def corner(o: int) -> int:
@@ -324,7 +345,7 @@ def halo_sticks(attrs: Conv2dAttrs, per_core_out: int, cores: int) -> int:
 def plan_conv2d(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
     """ttnn.conv2d (inputs: the activation and the weights)."""
     kh, kw = attrs.kernel
-    require((kh, kw) != (1, 1) or attrs.stride != (1, 1) or attrs.padding != (0, 0), kind.value,
+    require((kh, kw) != (1, 1) or attrs.stride != (1, 1) or attrs.pads != (0, 0, 0, 0), kind.value,
             "a 1x1 stride-1 unpadded conv runs as a matmul: plan it with tt_matmul")
     return plan_sliding_conv(kind.value, req, attrs, attrs.batch * attrs.input_hw[0] * attrs.input_hw[1])
 

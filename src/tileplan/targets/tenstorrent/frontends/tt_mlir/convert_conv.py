@@ -50,52 +50,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tileplan.errors import InputError, ModelError
+from tileplan.errors import ModelError
 from tileplan.model.ir import Operation
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import no_rule
 from tileplan.targets.tenstorrent.frontends.tt_mlir.fusion import CONV_GRAD_INPUT, CONV_TRANSPOSE
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
-from tileplan.targets.tenstorrent.memory import MemoryLayout
-from tileplan.targets.tenstorrent.ops.base import OpTarget, OutputRequest
+from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, parallel_config
+from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, SliceType
+from tileplan.targets.tenstorrent.ops.tt_conv_dram import auto_shard_layout
 from tileplan.targets.tenstorrent.ops.tt_conv_transpose import ConvTranspose2dAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_pool import Pool2dAttrs
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
-
-#: conv2d_utils.cpp `select_shard_spec`: block sharding wins only below 0.75 of the grid
-BLOCK_SHARE = 0.75
-#: ... and width sharding replaces block sharding for wide inputs
-WIDE_CORES, WIDE_CHANNELS = 40, 1280
-
-
-def _cores(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) -> int:
-    try:
-        return parallel_config(attrs, layout, target).grid.cores
-    except InputError:
-        return 0
-
-
-def auto_shard_layout(attrs: Conv2dAttrs, target: OpTarget, matmul_conv: bool = False) -> MemoryLayout:
-    """tt-metal's `select_shard_spec`: the layout giving the most cores, block sharding
-    preferred unless height sharding has more cores and block fewer than three quarters of
-    the grid (or ties on at most one grid row), width sharding when it has at least as
-    many, or (block chosen) 40 cores and more than 1,280 input channels."""
-    conv1d = attrs.kernel[1] == 1 and attrs.input_hw[1] == 1
-    cc_h = _cores(attrs, MemoryLayout.HEIGHT_SHARDED, target)
-    cc_w = 0 if matmul_conv or conv1d else _cores(attrs, MemoryLayout.WIDTH_SHARDED, target)
-    cc_b = 0 if conv1d else _cores(attrs, MemoryLayout.BLOCK_SHARDED, target)
-    layout, best = MemoryLayout.BLOCK_SHARDED, cc_b
-    if (cc_h > best and best < int(BLOCK_SHARE * target.num_cores)) or (cc_h == best and cc_h <= target.grid[0]):
-        layout, best = MemoryLayout.HEIGHT_SHARDED, cc_h
-    if cc_w >= best:
-        layout, best = MemoryLayout.WIDTH_SHARDED, cc_w
-    if layout is MemoryLayout.BLOCK_SHARDED and cc_w >= WIDE_CORES and attrs.in_channels > WIDE_CHANNELS:
-        layout = MemoryLayout.WIDTH_SHARDED
-    return layout
-
 
 def _pairs(op: Operation, key: str, default: int) -> tuple[int, int]:
     value = op.attr(key)
@@ -139,7 +107,11 @@ def convert_conv(lw: Lowering, op: Operation) -> None:
                         padding=padding, dilation=dilation, groups=groups, bias=bias is not None)
     layout = auto_shard_layout(attrs, lw.target)
     config = Conv2dConfig(shard_layout=layout, weights_dtype=dtype, config_tensors_in_dram=True)
-    attrs = Conv2dAttrs(c, o, n, (h, w), (kh, kw), stride, padding, dilation, groups, bias is not None, config)
+    # level 0 passes no slice config (TTIRToTTNN.cpp), levels 1 and 2 L1_FULL (ConvRules.cpp
+    # applyConvSliceConfig): tt-metal slices a DRAM input at level 0 (tt_conv_dram.py)
+    slice_type = None if lw.options.opt_level == 0 else SliceType.L1_FULL
+    attrs = Conv2dAttrs(c, o, n, (h, w), (kh, kw), stride, padding, dilation, groups, bias is not None, config,
+                        slice_type=slice_type)
     x = lw.flat_tensor(x_name, Layout.ROW_MAJOR, at=op)
     c_pad = round_up(c // groups, TILE)
     weight = lw.constant_form(w_name, Layout.TILE, lw.options.weight_conversion or dtype,

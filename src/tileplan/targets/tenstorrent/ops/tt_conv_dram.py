@@ -1,0 +1,338 @@
+"""ttnn.conv2d's DRAM path: a DRAM input with no slice config is convolved in slices
+of its output, each slice's input brought to L1, convolved on conv2d's L1 path and
+written back into one DRAM output.
+
+Sources (tenstorrent/tt-metal, 2026 versions near tt-mlir's pin):
+- conv2d_utils.cpp `determine_conv2d_execution_path`: L1 when the slice config is
+  L1_FULL, or when there is none and the input is in L1; otherwise DRAM. tt-mlir leaves
+  the slice config unset at level 0 (TTIRToTTNN.cpp: `conv2d_slice_config = nullptr`);
+  levels 1 and 2 set L1_FULL on conv2d (ConvRules.cpp `applyConvSliceConfig`).
+- conv2d.cpp `conv2d_DRAM`: the output [N, OH, OW, C] allocated DRAM interleaved first
+  (the conv's output layout), then op_slicing.cpp `run_sliced_op`.
+- op_slicing.cpp `determine_slice_config`: the slice dimension `best_guess_slice_type`
+  (ROW_MAJOR output: height when H > 3 W; TILE: height when W < 200 or H > W, else
+  width), then the fewest slices, from 1 up to `compute_max_num_slices` (a width slice
+  is a multiple of 32 columns for a TILE output), whose largest slice's L1 estimate is
+  at most the allocator's free L1; if none, the other dimension; if none, TT_FATAL.
+  Slices: ceil(dim / rounding) units split evenly, the first `rem` slices one unit more.
+- `run_sliced_op`, one slice: the output deallocated, conv2d_L1 on the whole DRAM input,
+  the result moved to DRAM interleaved (`to_memory_config`). Several: per slice
+  `padded_slice` (DRAM rows to the slice's sharded L1 input), conv2d_L1 (halo, conv;
+  the output TILE, sharded), `slice_write` into the DRAM output.
+- conv2d.cpp `Conv2dSliceAttr::get_input_slice_and_padding`: the input rows / columns a
+  slice reads, clamped to the input, the padding it needs at each side (the full
+  padding at the tensor's edges), and for a TILE output a slice of width not a multiple
+  of 32 padded on the right by the missing columns x stride; `get_L1_usage`:
+  max(halo input + halo output, CBs + conv output + halo output) per core from
+  conv2d_utils.cpp `calculate_L1_usage_for_conv_op` (tileplan takes each figure from the
+  slice's own programs: the conv's non-global CBs, its output CB, the halo's output and
+  input CBs); `get_input_memory_config`: the slice's shard layout chosen anew unless
+  Conv2dConfig sets one.
+- padded_slice_rm_program_factory.cpp (`PaddedSliceRMProgramFactory`): the output CB
+  bound to the shard; an alignment scratch of 2 x align(C x elem + 32, 32) when a row is
+  not 32-B aligned; a padding scratch of one output row when the shard row is wider than
+  the input's.
+- slice_write_tiled_sharded_input_program_factory.cpp: one CB bound to the input shard.
+
+Not modelled (refused by name): grouped convs (channel chunking), a conv the L1 path runs
+as a matmul (1x1 stride 1: conv2d_DRAM hands it to conv2d_L1, tt_matmul plans it), a
+ROW_MAJOR output, kernel folding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from tileplan.targets.tenstorrent.memory import (
+    BufferType,
+    MemoryConfig,
+    MemoryLayout,
+    ShardSpec,
+    TensorSpec,
+)
+from tileplan.targets.tenstorrent.ops.base import (
+    BufferRole,
+    DeviceBuffer,
+    OpPlan,
+    OpRequest,
+    OpTarget,
+    OutputRequest,
+    Program,
+    cbuf,
+    ceil_div,
+    require,
+    tensor_buffer,
+)
+from tileplan.errors import InputError
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_conv import (
+    Conv2dAttrs,
+    SliceType,
+    padded_in_channels,
+    parallel_config,
+    plan_conv2d,
+    plan_sliding_conv,
+)
+from tileplan.targets.tenstorrent.tiles import TILE, Layout, round_up
+
+PADDED_SLICE_SOURCE = "ttnn/cpp/ttnn/operations/experimental/padded_slice/device/padded_slice_rm_program_factory.cpp"
+SLICE_WRITE_SOURCE = ("ttnn/cpp/ttnn/operations/experimental/slice_write/device/"
+                      "slice_write_tiled_sharded_input_program_factory.cpp")
+#: op_slicing.cpp `best_guess_slice_type`: a TILE output is sliced by height below this width
+WIDTH_SLICE_MIN = 200
+
+
+#: conv2d_utils.cpp `select_shard_spec`: block sharding wins only below 0.75 of the grid
+BLOCK_SHARE = 0.75
+#: ... and width sharding replaces block sharding for wide inputs
+WIDE_CORES, WIDE_CHANNELS = 40, 1280
+
+
+def _cores(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) -> int:
+    try:
+        return parallel_config(attrs, layout, target).grid.cores
+    except InputError:
+        return 0
+
+
+def auto_shard_layout(attrs: Conv2dAttrs, target: OpTarget, matmul_conv: bool = False) -> MemoryLayout:
+    """tt-metal's `select_shard_spec`: the layout giving the most cores, block sharding
+    preferred unless height sharding has more cores and block fewer than three quarters of
+    the grid (or ties on at most one grid row), width sharding when it has at least as
+    many, or (block chosen) 40 cores and more than 1,280 input channels."""
+    conv1d = attrs.kernel[1] == 1 and attrs.input_hw[1] == 1
+    cc_h = _cores(attrs, MemoryLayout.HEIGHT_SHARDED, target)
+    cc_w = 0 if matmul_conv or conv1d else _cores(attrs, MemoryLayout.WIDTH_SHARDED, target)
+    cc_b = 0 if conv1d else _cores(attrs, MemoryLayout.BLOCK_SHARDED, target)
+    layout, best = MemoryLayout.BLOCK_SHARDED, cc_b
+    if (cc_h > best and best < int(BLOCK_SHARE * target.num_cores)) or (cc_h == best and cc_h <= target.grid[0]):
+        layout, best = MemoryLayout.HEIGHT_SHARDED, cc_h
+    if cc_w >= best:
+        layout, best = MemoryLayout.WIDTH_SHARDED, cc_w
+    if layout is MemoryLayout.BLOCK_SHARDED and cc_w >= WIDE_CORES and attrs.in_channels > WIDE_CHANNELS:
+        layout = MemoryLayout.WIDTH_SHARDED
+    return layout
+
+
+@dataclass(frozen=True, slots=True)
+class ConvSlice:
+    """One slice: its output rows [out_start, out_end) of the sliced dimension, and the
+    conv2d the L1 path runs on it (input slice size, its padding)."""
+
+    out_start: int
+    out_end: int
+    conv: Conv2dAttrs
+
+
+def best_guess_slice_type(input_hw: tuple[int, int], output_layout: Layout) -> SliceType:
+    """op_slicing.cpp `best_guess_slice_type`."""
+    h, w = input_hw
+    if output_layout is Layout.ROW_MAJOR:
+        return SliceType.DRAM_HEIGHT if h > w * 3 else SliceType.DRAM_WIDTH
+    return SliceType.DRAM_HEIGHT if w < WIDTH_SLICE_MIN or h > w else SliceType.DRAM_WIDTH
+
+
+def _rounding(slice_type: SliceType, output_layout: Layout) -> int:
+    return TILE if output_layout is Layout.TILE and slice_type is SliceType.DRAM_WIDTH else 1
+
+
+def max_slices(attrs: Conv2dAttrs, slice_type: SliceType, output_layout: Layout) -> int:
+    """`compute_max_num_slices`."""
+    dim = attrs.output_hw[0 if slice_type is SliceType.DRAM_HEIGHT else 1]
+    return ceil_div(dim, _rounding(slice_type, output_layout)) if output_layout is Layout.TILE else dim
+
+
+def slice_ranges(dim: int, rounding: int, num_slices: int) -> list[tuple[int, int]]:
+    """The output ranges `run_sliced_op` walks (empty slices skipped)."""
+    units = ceil_div(dim, rounding)
+    least, rem = divmod(units, num_slices)
+    out, start = [], 0
+    for i in range(num_slices):
+        if start >= dim:
+            break
+        size = rounding * (least + (1 if i < rem else 0))
+        end = min(dim, start + size)
+        if end > start:
+            out.append((start, end))
+        start += size
+    return out
+
+
+def conv_slice(attrs: Conv2dAttrs, slice_type: SliceType, start: int, end: int, output_layout: Layout) -> ConvSlice:
+    """`get_input_slice_and_padding` for output rows (or columns) [start, end)."""
+    axis = 0 if slice_type is SliceType.DRAM_HEIGHT else 1
+    size_in, k, s, d = attrs.input_hw[axis], attrs.kernel[axis], attrs.stride[axis], attrs.dilation[axis]
+    pt, pb, pl, pr = attrs.pads
+    lo_pad, hi_pad = (pt, pb) if axis == 0 else (pl, pr)
+    full_out = attrs.output_hw[axis]
+    lo = start * s - lo_pad
+    hi = (end - 1) * s - lo_pad + (k - 1) * (d - 1) + k
+    pad_lo, pad_hi = max(0, -lo), max(0, hi - size_in)
+    lo, hi = max(0, lo), min(size_in, hi)
+    if start == 0:
+        pad_lo, lo = lo_pad, 0
+    if end == full_out:
+        pad_hi, hi = hi_pad, size_in
+    span = hi - lo
+    hw = (span, attrs.input_hw[1]) if axis == 0 else (attrs.input_hw[0], span)
+    pads = [pt, pb, pl, pr]
+    pads[2 * axis], pads[2 * axis + 1] = pad_lo, pad_hi
+    single = hw == attrs.input_hw
+    width = end - start if axis == 1 else attrs.output_hw[1]
+    if output_layout is Layout.TILE and width % TILE and not single:
+        pads[3] += (TILE - width % TILE) * attrs.stride[1]
+    conv = replace(attrs, input_hw=hw, padding=(pads[0], pads[2]), padding_end=(pads[1], pads[3]))
+    return ConvSlice(start, end, conv)
+
+
+def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout],
+                single: bool) -> tuple[Conv2dAttrs, OpPlan]:
+    """The slice's conv2d_L1 programs: its shard layout chosen for the slice (unless set),
+    its input already sharded in L1 by padded_slice (several slices) or read from the
+    DRAM input (one slice), its output TILE and sharded (several) or DRAM (one)."""
+    x = req.inputs[0]
+    conv = sl.conv
+    if conv.config.shard_layout is None:
+        conv = replace(conv, config=replace(conv.config, shard_layout=layout_of(conv, req.target)))
+    conv = replace(conv, config=replace(conv.config, output_layout=Layout.TILE))
+    h, w = conv.input_hw
+    rows = conv.batch * h * w
+    if single:
+        return conv, plan_sliding_conv(op, replace(req, out=OutputRequest(dtype=req.out.dtype)), conv, rows)
+    layout = conv.config.shard_layout
+    assert layout is not None
+    p = parallel_config(conv, layout, req.target)
+    c_pad = padded_in_channels(conv, p)
+    shard = ShardSpec(p.grid, (ceil_div(rows, p.cores_nhw), c_pad // p.cores_c))
+    sliced = TensorSpec((1, 1, rows, c_pad), x.dtype, Layout.ROW_MAJOR, MemoryConfig(BufferType.L1, layout, shard))
+    out = OutputRequest(BufferType.L1, layout, None, req.out.dtype)
+    return conv, plan_sliding_conv(op, replace(req, inputs=(sliced, *req.inputs[1:]), out=out), conv, rows)
+
+
+def _program(plan: OpPlan, name: str) -> Program:
+    return next(p for p in plan.programs if p.name == name)
+
+
+def _cb_bytes(prog: Program, name: str) -> int:
+    return next((cb.total_bytes for cb in prog.circular_buffers if cb.name == name), 0)
+
+
+def slice_l1_usage(plan: OpPlan) -> int:
+    """`Conv2dSliceAttr::get_L1_usage`: max(halo input + halo output, the conv's CBs +
+    its output + the halo output), per core, read off the slice's programs."""
+    halo, conv = _program(plan, "UntilizeWithHaloProgramFactory"), _program(plan, "Conv2dShardedProgramFactory")
+    halo_in, halo_out = _cb_bytes(halo, "src"), _cb_bytes(halo, "out")
+    return max(halo_in + halo_out, conv.cb_bytes + _cb_bytes(conv, "out") + halo_out)
+
+
+@dataclass(frozen=True, slots=True)
+class SliceDecision:
+    """`determine_slice_config`'s answer: the dimension, the slices and their L1 estimate."""
+
+    slice_type: SliceType
+    slices: tuple[ConvSlice, ...]
+    l1_usage: int
+
+
+def determine_slices(op: str, req: OpRequest, attrs: Conv2dAttrs,
+                     layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout]) -> SliceDecision:
+    """The fewest slices whose largest L1 estimate fits the free L1 (`max_l1_space`:
+    the allocator's free bytes when L1 holds no buffer), along the slice config's
+    dimension, or (none given) first along the guessed dimension, then the other."""
+    layout = attrs.config.output_layout
+    free = req.target.max_l1_space
+    order: list[SliceType]
+    if attrs.slice_type is SliceType.DRAM_HEIGHT or attrs.slice_type is SliceType.DRAM_WIDTH:
+        order = [attrs.slice_type]
+    else:
+        first = best_guess_slice_type(attrs.input_hw, layout)
+        order = [first, SliceType.DRAM_WIDTH if first is SliceType.DRAM_HEIGHT else SliceType.DRAM_HEIGHT]
+    tried = []
+    for st in order:
+        dim = attrs.output_hw[0 if st is SliceType.DRAM_HEIGHT else 1]
+        top = max_slices(attrs, st, layout)
+        for n in range(1, top + 1):
+            slices = tuple(conv_slice(attrs, st, a, b, layout) for a, b in slice_ranges(dim, _rounding(st, layout), n))
+            usage = max(slice_l1_usage(_slice_conv(op, req, sl, layout_of, True)[1]) for sl in slices)
+            if usage <= free:
+                return SliceDecision(st if n > 1 else SliceType.L1_FULL, slices, usage)
+        tried.append(f"{top} {st.value} slices")
+    require(False, op, f"DRAM Auto slice could not find valid slice configuration (tried up to {' and '.join(tried)}; "
+            f"available L1 {free} B): the conv needs more L1 than the device has even at maximum slicing; "
+            "hint: shard the input in L1 or use smaller inputs")
+    raise AssertionError("unreachable")
+
+
+def plan_conv2d_dram(op: str, req: OpRequest, attrs: Conv2dAttrs,
+                     layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout]) -> OpPlan:
+    """conv2d_DRAM for a DRAM interleaved row-major input [1, 1, N*H*W, C]."""
+    x, target = req.inputs[0], req.target
+    require(attrs.groups == 1, op, f"groups {attrs.groups}: the DRAM path's channel chunking is not modelled")
+    require(attrs.config.output_layout is Layout.TILE, op, "a ROW_MAJOR output on the DRAM path is not modelled")
+    require(x.memory.buffer_type is BufferType.DRAM and not x.memory.layout.sharded, op,
+            "the DRAM path takes a DRAM interleaved input")
+    decision = determine_slices(op, req, attrs, layout_of)
+    oh, ow = attrs.output_hw
+    out_dtype = req.out.dtype or x.dtype
+    out = TensorSpec((1, 1, attrs.batch * oh * ow, attrs.out_channels), out_dtype, Layout.TILE,
+                     MemoryConfig(BufferType.DRAM, MemoryLayout.INTERLEAVED, None))
+    if decision.slice_type is SliceType.L1_FULL:
+        # one slice: conv2d_L1 on the DRAM input, its result moved to DRAM interleaved
+        plan = _slice_conv(op, req, decision.slices[0], layout_of, True)[1]
+        return replace(plan, outputs=(out,), buffers=tuple(
+            replace(b, spec=out) if b.role is BufferRole.OUTPUT else b for b in plan.buffers))
+    programs: list[Program] = []
+    buffers: list[DeviceBuffer] = []
+    elem = x.dtype.element_bytes
+    for i, sl in enumerate(decision.slices):
+        conv, plan = _slice_conv(op, req, sl, layout_of, False)
+        base = len(programs)
+        in_buf = next(b for b in plan.buffers if b.name == "halo_output")
+        halo = _program(plan, "UntilizeWithHaloProgramFactory")
+        src = next(cb for cb in halo.circular_buffers if cb.name == "src")
+        shard_rows, row_bytes = src.pages, src.page_bytes
+        cbs = [cbuf(0, "output", shard_rows, row_bytes, halo.cores, globally_allocated=True)]
+        if row_bytes % target.dram_alignment:
+            scratch = round_up(x.shape[-1] * elem + target.dram_alignment, target.dram_alignment)
+            cbs.append(cbuf(1, "alignment_scratch", 2, scratch, halo.cores))
+        if row_bytes > x.shape[-1] * elem:
+            cbs.append(cbuf(len(cbs), "padding_scratch", 1, row_bytes, halo.cores))
+        programs.append(Program("PaddedSliceRMProgramFactory", PADDED_SLICE_SOURCE, halo.cores, tuple(cbs)))
+        h, w = conv.input_hw
+        grid = halo.cores
+        assert in_buf.spec is not None
+        sliced_spec = TensorSpec((1, 1, conv.batch * h * w, row_bytes // elem), x.dtype, Layout.ROW_MAJOR,
+                                 MemoryConfig(BufferType.L1, in_buf.spec.memory.layout,
+                                              ShardSpec(grid, (shard_rows, row_bytes // elem))))
+        buffers.append(tensor_buffer(f"slice{i}_input", BufferRole.INTERMEDIATE, sliced_spec, target,
+                                     (base, base + 1)))
+        for b in plan.buffers:
+            role = BufferRole.INTERMEDIATE if b.role is BufferRole.OUTPUT else b.role
+            name = "conv_output_sharded" if b.role is BufferRole.OUTPUT else b.name
+            extra = 1 if b.role is BufferRole.OUTPUT else 0  # the conv's output lives into slice_write
+            buffers.append(replace(b, name=f"slice{i}_{name}", role=role,
+                                   live=(base + 1 + b.live[0], base + 1 + b.live[1] + extra)))
+        programs.extend(plan.programs)
+        conv_prog = plan.programs[-1]
+        out_cb = next(cb for cb in conv_prog.circular_buffers if cb.name == "out")
+        programs.append(Program("SliceWriteTiledShardedInputProgramFactory", SLICE_WRITE_SOURCE, conv_prog.cores,
+                                (cbuf(0, "input", out_cb.pages, out_cb.page_bytes, conv_prog.cores,
+                                      globally_allocated=True),)))
+    last = len(programs) - 1
+    buffers.insert(0, tensor_buffer("output0", BufferRole.OUTPUT, out, target, (0, last)))
+    return OpPlan(op, tuple(programs), (out,), tuple(buffers))
+
+
+def plan_conv2d_routed(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
+    """ttnn.conv2d: `determine_conv2d_execution_path` (L1 with an L1_FULL slice config,
+    or with none and an L1 input; otherwise the DRAM path), then conv2d_L1 (tt_conv.py
+    `plan_conv2d`) or conv2d_DRAM; a 1x1 stride-1 conv the DRAM path hands to conv2d_L1
+    (its matmul, refused there), the slices' shard layouts by `auto_shard_layout`."""
+    x = req.inputs[0]
+    l1_input = x.memory.buffer_type is BufferType.L1
+    if attrs.slice_type is SliceType.L1_FULL or (attrs.slice_type is None and l1_input):
+        return plan_conv2d(kind, req, attrs)
+    if attrs.kernel == (1, 1) and attrs.stride == (1, 1) and attrs.pads == (0, 0, 0, 0):
+        return plan_conv2d(kind, req, attrs)
+    return plan_conv2d_dram(kind.value, req, attrs, auto_shard_layout)
