@@ -1,0 +1,132 @@
+"""ttnn.conv2d's DRAM path (tt_conv_dram.py), each figure derived from tt-metal's
+op_slicing.cpp and conv2d.cpp `Conv2dSliceAttr` by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from tileplan.errors import InputError
+from tileplan.targets.tenstorrent.device import Arch
+from tileplan.targets.tenstorrent.memory import BufferType, MemoryConfig, MemoryLayout, TensorSpec
+from tileplan.targets.tenstorrent.ops.base import OpRequest, OpTarget, OutputRequest
+from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, SliceType
+from tileplan.targets.tenstorrent.ops.tt_conv_dram import (
+    auto_shard_layout,
+    best_guess_slice_type,
+    conv_slice,
+    determine_slices,
+    plan_conv2d_routed,
+    slice_l1_usage,
+    slice_ranges,
+)
+from tileplan.targets.tenstorrent.tiles import DataType, Layout
+
+N150 = OpTarget(Arch.WORMHOLE_B0, (8, 8), 64, 12, 1499136, 98304)
+DRAM = MemoryConfig(BufferType.DRAM, MemoryLayout.INTERLEAVED, None)
+CFG = Conv2dConfig(weights_dtype=DataType.BFLOAT16, config_tensors_in_dram=True)
+
+
+def _conv(c: int, o: int, h: int, w: int, slice_type: SliceType | None = None) -> Conv2dAttrs:
+    return Conv2dAttrs(c, o, 1, (h, w), (3, 3), padding=(1, 1), config=CFG, slice_type=slice_type)
+
+
+def _req(a: Conv2dAttrs, buffer: BufferType = BufferType.DRAM) -> OpRequest:
+    h, w = a.input_hw
+    mem = DRAM if buffer is BufferType.DRAM else MemoryConfig(BufferType.L1, MemoryLayout.INTERLEAVED, None)
+    x = TensorSpec((1, 1, h * w, a.in_channels), DataType.BFLOAT16, Layout.ROW_MAJOR, mem)
+    wt = TensorSpec((1, 1, 9 * 32, 64), DataType.BFLOAT16, Layout.TILE, DRAM)
+    return OpRequest((x, wt), OutputRequest(dtype=DataType.BFLOAT16), N150)
+
+
+def test_slice_dimension_guess_follows_op_slicing() -> None:
+    # TILE output: height below 200 columns or when taller than wide, else width
+    assert best_guess_slice_type((480, 640), Layout.TILE) is SliceType.DRAM_WIDTH
+    assert best_guess_slice_type((640, 480), Layout.TILE) is SliceType.DRAM_HEIGHT
+    assert best_guess_slice_type((100, 199), Layout.TILE) is SliceType.DRAM_HEIGHT
+    # ROW_MAJOR: height only when H > 3 W
+    assert best_guess_slice_type((301, 100), Layout.ROW_MAJOR) is SliceType.DRAM_HEIGHT
+    assert best_guess_slice_type((300, 100), Layout.ROW_MAJOR) is SliceType.DRAM_WIDTH
+
+
+def test_slice_ranges_split_units_evenly_first_slices_larger() -> None:
+    # 640 columns, TILE width slices: 20 units of 32 over 3 slices -> 7, 7, 6 units
+    assert slice_ranges(640, 32, 3) == [(0, 224), (224, 448), (448, 640)]
+    # 100 rows by 1 over 3 slices: 34, 33, 33; a last unit past the end is clipped
+    assert slice_ranges(100, 1, 3) == [(0, 34), (34, 67), (67, 100)]
+    assert slice_ranges(40, 32, 2) == [(0, 32), (32, 40)]
+
+
+def test_input_slice_and_padding_per_side() -> None:
+    a = _conv(32, 32, 480, 640)
+    # output columns [0, 320): input from 0*1-1 (clamped, edge: full padding 1) to 319-1+3 = 321
+    first = conv_slice(a, SliceType.DRAM_WIDTH, 0, 320, Layout.TILE)
+    assert first.conv.input_hw == (480, 321) and first.conv.pads == (1, 1, 1, 0)
+    assert first.conv.output_hw == (480, 320)
+    # [320, 640): input 319 .. 641 clamped to 640 (edge: right padding 1): 321 columns
+    last = conv_slice(a, SliceType.DRAM_WIDTH, 320, 640, Layout.TILE)
+    assert last.conv.input_hw == (480, 321) and last.conv.pads == (1, 1, 0, 1)
+    # a TILE width slice of 40 columns not at the end: the missing 24 columns x stride padded right
+    mid = conv_slice(_conv(32, 32, 480, 640), SliceType.DRAM_WIDTH, 32, 72, Layout.TILE)
+    assert mid.conv.input_hw == (480, 42) and mid.conv.pads == (1, 1, 0, 24)
+    assert mid.conv.output_hw == (480, 64)
+
+
+def test_two_width_slices_when_one_does_not_fit() -> None:
+    a = _conv(32, 32, 480, 640)
+    d = determine_slices("ttnn.conv2d", _req(a), a, auto_shard_layout)
+    assert d.slice_type is SliceType.DRAM_WIDTH and len(d.slices) == 2
+    assert d.l1_usage <= N150.max_l1_space
+    one = conv_slice(a, SliceType.DRAM_WIDTH, 0, 640, Layout.TILE)
+    from tileplan.targets.tenstorrent.ops.tt_conv_dram import _slice_conv
+    assert slice_l1_usage(_slice_conv("c", _req(a), one, auto_shard_layout, True)[1]) > N150.max_l1_space
+
+
+def test_sliced_plan_programs_and_buffers() -> None:
+    a = _conv(32, 32, 480, 640)
+    plan = plan_conv2d_routed(OpKind.CONV2D, _req(a), a)
+    names = [p.name for p in plan.programs]
+    per_slice = ["PaddedSliceRMProgramFactory", "UntilizeWithHaloProgramFactory", "Conv2dShardedProgramFactory",
+                 "SliceWriteTiledShardedInputProgramFactory"]
+    assert names == per_slice * 2
+    out = plan.buffers[0]
+    # the DRAM output [1, 480, 640, 32] TILE: 9,600 x 1 tiles of 2,048 B over 12 banks, alive throughout
+    assert out.name == "output0" and out.buffer_type is BufferType.DRAM and out.live == (0, 7)
+    assert out.pages == 9600 and out.page_bytes == 2048 and out.bytes_per_bank == 800 * 2048
+    assert plan.outputs[0].memory.buffer_type is BufferType.DRAM
+    # padded_slice: the output CB bound to the slice's shard, no scratch (64-B rows are aligned, C = 32)
+    ps = plan.programs[0]
+    assert [cb.name for cb in ps.circular_buffers] == ["output"] and ps.cb_bytes == 0
+    # slice_write: one CB bound to the conv's output shard
+    assert plan.programs[3].cb_bytes == 0
+    slice0 = [b for b in plan.buffers if b.name.startswith("slice0_")]
+    assert [(b.name, b.live) for b in slice0] == [("slice0_input", (0, 1)), ("slice0_halo_output", (1, 2)),
+                                                  ("slice0_conv_output_sharded", (2, 3))]
+    assert all(b.buffer_type is BufferType.L1 for b in slice0)
+
+
+def test_one_slice_runs_the_l1_path_then_moves_to_dram() -> None:
+    a = _conv(3, 64, 224, 224)
+    plan = plan_conv2d_routed(OpKind.CONV2D, _req(a), a)
+    assert [p.name for p in plan.programs] == ["InterleavedToShardedProgramFactory", "UntilizeWithHaloProgramFactory",
+                                               "Conv2dShardedProgramFactory", "ShardedToInterleavedProgramFactory"]
+    assert plan.outputs[0].memory.buffer_type is BufferType.DRAM
+
+
+def test_execution_path() -> None:
+    from dataclasses import replace
+    a = replace(_conv(32, 32, 480, 640, SliceType.L1_FULL),
+                config=replace(CFG, shard_layout=MemoryLayout.HEIGHT_SHARDED))
+    plan = plan_conv2d_routed(OpKind.CONV2D, _req(a), a)
+    assert "PaddedSliceRMProgramFactory" not in [p.name for p in plan.programs]
+    # an explicit DRAM_HEIGHT config slices by rows only
+    h = _conv(32, 32, 480, 640, SliceType.DRAM_HEIGHT)
+    d = determine_slices("ttnn.conv2d", _req(h), h, auto_shard_layout)
+    assert d.slice_type is SliceType.DRAM_HEIGHT and len(d.slices) == 2
+    assert [(s.out_start, s.out_end) for s in d.slices] == [(0, 240), (240, 480)]
+
+
+def test_refusals() -> None:
+    g = Conv2dAttrs(32, 32, 1, (480, 640), (3, 3), padding=(1, 1), groups=2, config=CFG, slice_type=None)
+    with pytest.raises(InputError, match="channel chunking"):
+        plan_conv2d_routed(OpKind.CONV2D, _req(g), g)
