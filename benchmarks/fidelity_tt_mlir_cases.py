@@ -222,14 +222,17 @@ CASES: tuple[Case, ...] = (
          "tt-mlir #5771 (2025-11-10)",
          "Out of Memory: Not enough space to allocate 49971200 B L1 buffer across 64 banks, where each bank needs "
          "to store 780800 B, but bank size is only 1331936 B", False, unet, published_failed=("L1", 49971200),
-         miss="the verdict agrees, its cause does not: tileplan stops at the first convolution (encoder1, 3 -> 32 "
-              "channels at 480 x 640), whose circular buffers outgrow L1 because tileplan plans conv2d's L1 path "
-              "(the whole 134-tile shard as one activation block), while tt-metal's conv2d slices a DRAM input "
-              "through DRAM when no slice config is given (conv2d_utils.cpp determine_conv2d_execution_path), so "
-              "the published run passed the encoder and the four transposed convolutions; the published "
-              "780,800 B a bank are, in tileplan's halo rule, the halo output of decoder1's first 3 x 3 conv "
-              "(64 channels at 480 x 640) height sharded on 64 cores (6,100 sticks x 128 B), where tileplan's "
-              "n150 has 72"),
+         miss="the verdict agrees, its cause does not: tileplan stops at encoder2's second convolution "
+              "(encoder2.3.conv, 64 -> 64 channels at 240 x 320) on conv2d's DRAM path (conv2d_utils.cpp "
+              "determine_conv2d_execution_path: a DRAM input, no slice config at level 0), where the conv program's "
+              "static circular buffers clash with its slice's halo output and sharded output in L1; tileplan "
+              "chooses the slices from each "
+              "slice's planned programs against the L1 above the reserved base, tt-metal from "
+              "calculate_L1_usage_for_conv_op against the allocator's free bytes, so tt-metal may take more "
+              "slices there; the published run passed the encoder and the four transposed convolutions (whose "
+              "DRAM path tileplan does not model); the published 780,800 B a bank are, in tileplan's halo rule, "
+              "the halo output of decoder1's first 3 x 3 conv (64 channels at 480 x 640) height sharded on 64 "
+              "cores (6,100 sticks x 128 B), where tileplan's n150 has 72"),
 )
 
 #: benchmarks/fidelity_tt.py's protocol: this section's heading and table columns
