@@ -229,8 +229,11 @@ CASES: tuple[Case, ...] = (
               "chooses the slices from each "
               "slice's planned programs against the L1 above the reserved base, tt-metal from "
               "calculate_L1_usage_for_conv_op against the allocator's free bytes, so tt-metal may take more "
-              "slices there; the published run passed the encoder and the four transposed convolutions (whose "
-              "DRAM path tileplan does not model); the published 780,800 B a bank are, in tileplan's halo rule, "
+              "slices there; the published run passed the encoder and the four transposed convolutions, which "
+              "tileplan plans on their L1 path: the run's 2025-11 build predates tt-metal's conv_transpose2d DRAM "
+              "path (commit 078f0f7, in tt-mlir's pin from 2025-12-08), modelled for later builds; "
+              "the published 780,800 B a bank are, in "
+              "tileplan's halo rule, "
               "the halo output of decoder1's first 3 x 3 conv (64 channels at 480 x 640) height sharded on 64 "
               "cores (6,100 sticks x 128 B), where tileplan's n150 has 72"),
 )

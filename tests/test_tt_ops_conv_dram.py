@@ -14,6 +14,7 @@ from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, 
 from tileplan.targets.tenstorrent.ops.tt_conv_dram import (
     auto_shard_layout,
     best_guess_slice_type,
+    conv2d_sliced,
     conv_slice,
     determine_slices,
     plan_conv2d_routed,
@@ -74,7 +75,7 @@ def test_input_slice_and_padding_per_side() -> None:
 
 def test_two_width_slices_when_one_does_not_fit() -> None:
     a = _conv(32, 32, 480, 640)
-    d = determine_slices("ttnn.conv2d", _req(a), a, auto_shard_layout)
+    d = determine_slices("ttnn.conv2d", _req(a), conv2d_sliced(a), auto_shard_layout)
     assert d.slice_type is SliceType.DRAM_WIDTH and len(d.slices) == 2
     assert d.l1_usage <= N150.max_l1_space
     one = conv_slice(a, SliceType.DRAM_WIDTH, 0, 640, Layout.TILE)
@@ -121,7 +122,7 @@ def test_execution_path() -> None:
     assert "PaddedSliceRMProgramFactory" not in [p.name for p in plan.programs]
     # an explicit DRAM_HEIGHT config slices by rows only
     h = _conv(32, 32, 480, 640, SliceType.DRAM_HEIGHT)
-    d = determine_slices("ttnn.conv2d", _req(h), h, auto_shard_layout)
+    d = determine_slices("ttnn.conv2d", _req(h), conv2d_sliced(h), auto_shard_layout)
     assert d.slice_type is SliceType.DRAM_HEIGHT and len(d.slices) == 2
     assert [(s.out_start, s.out_end) for s in d.slices] == [(0, 240), (240, 480)]
 

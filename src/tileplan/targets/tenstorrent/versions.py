@@ -100,6 +100,7 @@ class Software:
     trace_page_max: int
     dynamic_trace: bool
     trace_device_word: str
+    conv_transpose2d_dram_path: bool
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -119,7 +120,7 @@ class Software:
 TRACE_PAGE_MIN = 1024
 
 _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "trace_page_max", "dynamic_trace",
-          "trace_device_word")
+          "trace_device_word", "conv_transpose2d_dram_path")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -158,5 +159,6 @@ def software_at(date: str, stack: Stack) -> Software:
         core_range_text=CoreRangeForm(values["core_range_text"]), trace_rule=TraceRule(values["trace_rule"]),
         trace_alignment=TraceAlignment(values["trace_alignment"]), trace_page_max=int(values["trace_page_max"]),
         dynamic_trace=bool(values["dynamic_trace"]), trace_device_word=str(values["trace_device_word"]),
+        conv_transpose2d_dram_path=bool(values["conv_transpose2d_dram_path"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

@@ -117,12 +117,34 @@ def auto_shard_layout(attrs: Conv2dAttrs, target: OpTarget, matmul_conv: bool = 
 
 @dataclass(frozen=True, slots=True)
 class ConvSlice:
-    """One slice: its output rows [out_start, out_end) of the sliced dimension, and the
-    conv2d the L1 path runs on it (input slice size, its padding)."""
+    """One slice: its output rows [out_start, out_end) of the sliced dimension, the
+    conv2d the L1 path runs on it (input slice size, its padding; for a transposed conv
+    the stride-1 conv over the slice's full input) and the input sticks it reads
+    (`rows`: N x the input slice's H x W). Invariant: a non-empty range, rows >= 1."""
 
     out_start: int
     out_end: int
     conv: Conv2dAttrs
+    rows: int
+
+    def __post_init__(self) -> None:
+        assert 0 <= self.out_start < self.out_end and self.rows >= 1, self
+
+
+@dataclass(frozen=True, slots=True)
+class SlicedOp:
+    """What op_slicing.cpp `run_sliced_op` asks of the op it slices (its `OpSliceAttr`):
+    the op's input and output image sizes, its output layout and slice config, and
+    `cut`, the slice for an output range of a dimension (`get_input_slice_and_padding`
+    with the conv the L1 op runs on it)."""
+
+    batch: int
+    out_channels: int
+    input_hw: tuple[int, int]
+    output_hw: tuple[int, int]
+    output_layout: Layout
+    slice_type: SliceType | None
+    cut: Callable[[SliceType, int, int], ConvSlice]
 
 
 def best_guess_slice_type(input_hw: tuple[int, int], output_layout: Layout) -> SliceType:
@@ -137,9 +159,10 @@ def _rounding(slice_type: SliceType, output_layout: Layout) -> int:
     return TILE if output_layout is Layout.TILE and slice_type is SliceType.DRAM_WIDTH else 1
 
 
-def max_slices(attrs: Conv2dAttrs, slice_type: SliceType, output_layout: Layout) -> int:
-    """`compute_max_num_slices`."""
-    dim = attrs.output_hw[0 if slice_type is SliceType.DRAM_HEIGHT else 1]
+def max_slices(output_hw: tuple[int, int], slice_type: SliceType, output_layout: Layout) -> int:
+    """`compute_max_num_slices`: every output row (column) a slice, or for a TILE output
+    every 32 columns of a width slice."""
+    dim = output_hw[0 if slice_type is SliceType.DRAM_HEIGHT else 1]
     return ceil_div(dim, _rounding(slice_type, output_layout)) if output_layout is Layout.TILE else dim
 
 
@@ -183,7 +206,7 @@ def conv_slice(attrs: Conv2dAttrs, slice_type: SliceType, start: int, end: int, 
     if output_layout is Layout.TILE and width % TILE and not single:
         pads[3] += (TILE - width % TILE) * attrs.stride[1]
     conv = replace(attrs, input_hw=hw, padding=(pads[0], pads[2]), padding_end=(pads[1], pads[3]))
-    return ConvSlice(start, end, conv)
+    return ConvSlice(start, end, conv, attrs.batch * hw[0] * hw[1])
 
 
 def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout],
@@ -196,8 +219,7 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
     if conv.config.shard_layout is None:
         conv = replace(conv, config=replace(conv.config, shard_layout=layout_of(conv, req.target)))
     conv = replace(conv, config=replace(conv.config, output_layout=Layout.TILE))
-    h, w = conv.input_hw
-    rows = conv.batch * h * w
+    rows = sl.rows
     if single:
         return conv, plan_sliding_conv(op, replace(req, out=OutputRequest(dtype=req.out.dtype)), conv, rows)
     layout = conv.config.shard_layout
@@ -235,25 +257,25 @@ class SliceDecision:
     l1_usage: int
 
 
-def determine_slices(op: str, req: OpRequest, attrs: Conv2dAttrs,
+def determine_slices(op: str, req: OpRequest, sliced: SlicedOp,
                      layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout]) -> SliceDecision:
     """The fewest slices whose largest L1 estimate fits the free L1 (`max_l1_space`:
     the allocator's free bytes when L1 holds no buffer), along the slice config's
     dimension, or (none given) first along the guessed dimension, then the other."""
-    layout = attrs.config.output_layout
+    layout = sliced.output_layout
     free = req.target.max_l1_space
     order: list[SliceType]
-    if attrs.slice_type is SliceType.DRAM_HEIGHT or attrs.slice_type is SliceType.DRAM_WIDTH:
-        order = [attrs.slice_type]
+    if sliced.slice_type is SliceType.DRAM_HEIGHT or sliced.slice_type is SliceType.DRAM_WIDTH:
+        order = [sliced.slice_type]
     else:
-        first = best_guess_slice_type(attrs.input_hw, layout)
+        first = best_guess_slice_type(sliced.input_hw, layout)
         order = [first, SliceType.DRAM_WIDTH if first is SliceType.DRAM_HEIGHT else SliceType.DRAM_HEIGHT]
     tried = []
     for st in order:
-        dim = attrs.output_hw[0 if st is SliceType.DRAM_HEIGHT else 1]
-        top = max_slices(attrs, st, layout)
+        dim = sliced.output_hw[0 if st is SliceType.DRAM_HEIGHT else 1]
+        top = max_slices(sliced.output_hw, st, layout)
         for n in range(1, top + 1):
-            slices = tuple(conv_slice(attrs, st, a, b, layout) for a, b in slice_ranges(dim, _rounding(st, layout), n))
+            slices = tuple(sliced.cut(st, a, b) for a, b in slice_ranges(dim, _rounding(st, layout), n))
             usage = max(slice_l1_usage(_slice_conv(op, req, sl, layout_of, True)[1]) for sl in slices)
             if usage <= free:
                 return SliceDecision(st if n > 1 else SliceType.L1_FULL, slices, usage)
@@ -267,18 +289,33 @@ def determine_slices(op: str, req: OpRequest, attrs: Conv2dAttrs,
 def plan_conv2d_dram(op: str, req: OpRequest, attrs: Conv2dAttrs,
                      layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout]) -> OpPlan:
     """conv2d_DRAM for a DRAM interleaved row-major input [1, 1, N*H*W, C]."""
-    x, target = req.inputs[0], req.target
     require(attrs.groups == 1, op, f"groups {attrs.groups}: the DRAM path's channel chunking is not modelled")
-    require(attrs.config.output_layout is Layout.TILE, op, "a ROW_MAJOR output on the DRAM path is not modelled")
+    return plan_sliced(op, req, conv2d_sliced(attrs), layout_of)
+
+
+def conv2d_sliced(attrs: Conv2dAttrs) -> SlicedOp:
+    """conv2d.cpp `Conv2dSliceAttr`: its slices cut by `conv_slice`."""
+    layout = attrs.config.output_layout
+    return SlicedOp(attrs.batch, attrs.out_channels, attrs.input_hw, attrs.output_hw, layout, attrs.slice_type,
+                    lambda st, a, b: conv_slice(attrs, st, a, b, layout))
+
+
+def plan_sliced(op: str, req: OpRequest, sliced: SlicedOp,
+                layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout]) -> OpPlan:
+    """op_slicing.cpp `run_sliced_op` for a conv (conv2d_DRAM, conv_transpose2d_DRAM):
+    the DRAM output first, then one slice on the L1 path, or per slice padded_slice ->
+    the L1 op's programs -> slice_write."""
+    x, target = req.inputs[0], req.target
+    require(sliced.output_layout is Layout.TILE, op, "a ROW_MAJOR output on the DRAM path is not modelled")
     require(x.memory.buffer_type is BufferType.DRAM and not x.memory.layout.sharded, op,
             "the DRAM path takes a DRAM interleaved input")
-    decision = determine_slices(op, req, attrs, layout_of)
-    oh, ow = attrs.output_hw
+    decision = determine_slices(op, req, sliced, layout_of)
+    oh, ow = sliced.output_hw
     out_dtype = req.out.dtype or x.dtype
-    out = TensorSpec((1, 1, attrs.batch * oh * ow, attrs.out_channels), out_dtype, Layout.TILE,
+    out = TensorSpec((1, 1, sliced.batch * oh * ow, sliced.out_channels), out_dtype, Layout.TILE,
                      MemoryConfig(BufferType.DRAM, MemoryLayout.INTERLEAVED, None))
     if decision.slice_type is SliceType.L1_FULL:
-        # one slice: conv2d_L1 on the DRAM input, its result moved to DRAM interleaved
+        # one slice: the L1 op on the DRAM input, its result moved to DRAM interleaved
         plan = _slice_conv(op, req, decision.slices[0], layout_of, True)[1]
         return replace(plan, outputs=(out,), buffers=tuple(
             replace(b, spec=out) if b.role is BufferRole.OUTPUT else b for b in plan.buffers))
@@ -299,10 +336,9 @@ def plan_conv2d_dram(op: str, req: OpRequest, attrs: Conv2dAttrs,
         if row_bytes > x.shape[-1] * elem:
             cbs.append(cbuf(len(cbs), "padding_scratch", 1, row_bytes, halo.cores))
         programs.append(Program("PaddedSliceRMProgramFactory", PADDED_SLICE_SOURCE, halo.cores, tuple(cbs)))
-        h, w = conv.input_hw
         grid = halo.cores
         assert in_buf.spec is not None
-        sliced_spec = TensorSpec((1, 1, conv.batch * h * w, row_bytes // elem), x.dtype, Layout.ROW_MAJOR,
+        sliced_spec = TensorSpec((1, 1, sl.rows, row_bytes // elem), x.dtype, Layout.ROW_MAJOR,
                                  MemoryConfig(BufferType.L1, in_buf.spec.memory.layout,
                                               ShardSpec(grid, (shard_rows, row_bytes // elem))))
         buffers.append(tensor_buffer(f"slice{i}_input", BufferRole.INTERMEDIATE, sliced_spec, target,

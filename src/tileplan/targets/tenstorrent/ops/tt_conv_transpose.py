@@ -34,18 +34,41 @@ Sources (tenstorrent/tt-metal, ttnn/cpp/ttnn/operations/conv/conv_transpose2d/):
   with the kernel mirrored on the host, then conv2d's `prepare_conv_weights` as for a
   stride-1 conv over the full input: [1, 1, k_h x k_w x C_in (aligned), C_out (padded)]
   TILE, the same prepared weight a conv2d of C_in -> C_out has.
-- the path: without a slice config, conv_transpose2d runs this L1 path
-  (`determine_conv_transpose2d_execution_path`, late-2025 versions: "Auto slicing is not
-  currently supported for conv_transpose2d. So keep existing default behaviour"; the
-  2026 versions slice a DRAM input instead). tt-mlir passes no slice config to a
+- the path (`determine_conv_transpose2d_execution_path`): before tt-metal commit 078f0f7
+  (PR #33136, "Implement DRAM Slicing for conv_transpose2d", in tt-mlir's pin from its
+  uplift #6208 of 2025-12-08, which added the `dram_slice_config_` argument it brought)
+  always this L1 path ("Auto slicing is not currently supported for conv_transpose2d");
+  from it, the L1 path with an L1_FULL slice config or with none and an L1 input, and
+  otherwise `conv_transpose2d_DRAM` (below). tt-mlir passes no slice config to a
   conv_transpose2d at any optimization level (TTIRToTTNN.cpp
   `ConvTranspose2dOpConversionPattern`: `conv2d_slice_config = nullptr`; ConvRules.cpp
-  `applyConvSliceConfig` sets L1_FULL on conv2d only).
+  `applyConvSliceConfig` sets L1_FULL on conv2d only), so a DRAM input is sliced at every
+  level on those builds (devices/software.toml `conv_transpose2d_dram_path`).
+- the DRAM path, conv_transpose2d.cpp `conv_transpose2d_DRAM`: the DRAM output [N, OH,
+  OW, C_out] first, then op_slicing.cpp `run_sliced_op` with `ConvT2DSliceAttr`, shared
+  with conv2d (tt_conv_dram.py `plan_sliced`: the slice dimension guessed from the input's
+  H and W, the fewest slices whose L1 estimate fits, per slice padded_slice -> this L1
+  path -> slice_write; one slice runs this L1 path on the DRAM input). A slice's input
+  and padding, `ConvT2DSliceAttr::get_input_slice_and_padding` (`conv_transpose_slice`):
+  with base = d (k - 1) and the real padding base - p at each side, an output range
+  [a, b) reads input rows ceil((a - (base - p_lo)) / s) to ((b - (base - p_lo) + base) -
+  1) / s + 1, clamped; its padding at each side is the larger of the real padding the
+  range still covers and the offset to the next input row on the stride grid; at the
+  tensor's edges the full real padding and (at the far edge) the output padding; the
+  transposed conv's own padding is then base minus that; a width slice of a TILE output
+  not a multiple of 32 wide gets the missing columns as output padding. Its shard layout
+  is chosen anew for the slice (`get_input_memory_config`: tt-metal's auto shard of the
+  slice's stride-1 conv, `auto_shard_layout`), its L1 estimate read off its programs as
+  for conv2d (tileplan's reading of `get_L1_usage`: max(halo input + halo output, CBs +
+  conv output + halo output); tt-metal's own estimate is `calculate_L1_usage` with a
+  precise halo size, corrected by PR #37791 in 2026-02).
 
 Not modelled (the rule refuses them by name): grouped transposed convs (tt-metal expands
 the weights to groups = 1 first, 2026 versions), 1x1 kernels (`use_matmul_for_1x1_conv`
-may run them as a matmul), padding beyond d (k - 1) (a negative real padding), and what
-conv2d's rule refuses (a TILE input, no shard layout).
+may run them as a matmul), padding beyond d (k - 1) (a negative real padding), a slice
+whose stride-grid offset exceeds d (k - 1) (tt-metal's unsigned padding would wrap), a
+ROW_MAJOR output on the DRAM path, the polyphase path of later 2026 versions (1-D-as-2-D
+inputs: H = 1, k_h = 1), and what conv2d's rule refuses (a TILE input, no shard layout).
 
 Worked example (UNet's upconv4 on n150): [1, 512, 30, 40] by a 2 x 2 stride-2 kernel to
 256 channels: output 60 x 80, full input 61 x 81 (strided 59 x 79, padding 1 on each
@@ -56,11 +79,14 @@ the input's 1,200 sticks.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest, require
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, plan_sliding_conv
+from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, SliceType, plan_sliding_conv
+from tileplan.targets.tenstorrent.ops.tt_conv_dram import ConvSlice, SlicedOp, auto_shard_layout, plan_sliced
+from tileplan.targets.tenstorrent.tiles import TILE, Layout
 
 CONV_TRANSPOSE_SOURCE = "ttnn/cpp/ttnn/operations/conv/conv_transpose2d/conv_transpose2d.cpp"
 
@@ -68,7 +94,9 @@ CONV_TRANSPOSE_SOURCE = "ttnn/cpp/ttnn/operations/conv/conv_transpose2d/conv_tra
 @dataclass(frozen=True, slots=True)
 class ConvTranspose2dAttrs:
     """ttnn.conv_transpose2d arguments (the input is [N, H, W, C] or flattened
-    [1, 1, N*H*W, C]; the padding symmetric, as ttnn takes it)."""
+    [1, 1, N*H*W, C]; `padding` is (top, left), `padding_end` (bottom, right) when it
+    differs, as a DRAM slice's L1 op gets it; `slice_type` None lets tt-metal choose the
+    path from the input's placement)."""
 
     in_channels: int
     out_channels: int
@@ -82,22 +110,30 @@ class ConvTranspose2dAttrs:
     groups: int = 1
     bias: bool = False
     config: Conv2dConfig = Conv2dConfig()
+    padding_end: tuple[int, int] | None = None
+    slice_type: SliceType | None = SliceType.L1_FULL
 
     def __post_init__(self) -> None:
         sizes = (self.in_channels, self.out_channels, self.batch, *self.input_hw, *self.kernel, *self.stride,
                  *self.dilation, self.groups)
-        require(min(sizes) >= 1 and min((*self.padding, *self.output_padding)) >= 0, OpKind.CONV_TRANSPOSE2D.value,
+        require(min(sizes) >= 1 and min((*self.pads, *self.output_padding)) >= 0, OpKind.CONV_TRANSPOSE2D.value,
                 f"channels, batch, input size, kernel, stride, dilation and groups must be >= 1 and the paddings "
                 f">= 0, found {self}")
 
+    @property
+    def pads(self) -> tuple[int, int, int, int]:
+        """(top, bottom, left, right), tt-metal's `padding_n4`."""
+        bottom, right = self.padding_end if self.padding_end is not None else self.padding
+        return self.padding[0], bottom, self.padding[1], right
+
     def _output(self, axis: int) -> int:
-        i, s, p, d, k, o = (self.input_hw[axis], self.stride[axis], self.padding[axis], self.dilation[axis],
-                            self.kernel[axis], self.output_padding[axis])
-        return (i - 1) * s - 2 * p + d * (k - 1) + o + 1
+        i, s, d, k, o = (self.input_hw[axis], self.stride[axis], self.dilation[axis], self.kernel[axis],
+                         self.output_padding[axis])
+        return (i - 1) * s - self.pads[2 * axis] - self.pads[2 * axis + 1] + d * (k - 1) + o + 1
 
     @property
     def output_hw(self) -> tuple[int, int]:
-        """`compute_conv_transpose2d_dimensions`: (in - 1) s - 2 p + d (k - 1) + op + 1."""
+        """`compute_conv_transpose2d_dimensions`: (in - 1) s - (p_lo + p_hi) + d (k - 1) + op + 1."""
         return self._output(0), self._output(1)
 
     @property
@@ -127,20 +163,86 @@ class ConvTranspose2dAttrs:
                            (0, 0), self.dilation, self.groups, self.bias, self.config)
 
 
+def _div_up(a: int, b: int) -> int:
+    """tt::div_up on C++ ints: (a + b - 1) / b, the quotient truncated toward zero."""
+    return int((a + b - 1) / b)
+
+
+def _axis_slice(attrs: ConvTranspose2dAttrs, axis: int, start: int, end: int) -> tuple[int, int, int, int, int]:
+    """`get_input_slice_and_padding` along one axis for output [start, end): the input
+    rows [lo, hi) and the real padding before and after them, and the output padding."""
+    size_in, k, s, d = attrs.input_hw[axis], attrs.kernel[axis], attrs.stride[axis], attrs.dilation[axis]
+    full_out = attrs.output_hw[axis]
+    base = d * (k - 1)
+    real_lo, real_hi = base - attrs.pads[2 * axis], base - attrs.pads[2 * axis + 1]
+    lo = _div_up(start - real_lo, s)
+    unpadded = max(0, start - real_lo)
+    lo_offset = 0 if unpadded % s == 0 else s - unpadded % s
+    expanded_end = end - real_lo + (k - 1) * d
+    hi_offset = (expanded_end - 1) % s if end < full_out else 0
+    hi = (expanded_end - 1) // s + 1
+    pad_lo = max(0, real_lo - start, lo_offset)
+    pad_hi = max(0, expanded_end - full_out, hi_offset)
+    lo, hi = max(0, lo), min(size_in, hi)
+    out_pad = 0
+    if start == 0:
+        pad_lo, lo = real_lo, 0
+    if end == full_out:
+        pad_hi, hi, out_pad = real_hi, size_in, attrs.output_padding[axis]
+    return lo, hi, pad_lo, pad_hi, out_pad
+
+
+def conv_transpose_slice(attrs: ConvTranspose2dAttrs, slice_type: SliceType, start: int, end: int) -> ConvSlice:
+    """conv_transpose2d.cpp `ConvT2DSliceAttr::get_input_slice_and_padding` for output rows
+    (DRAM_HEIGHT) or columns (DRAM_WIDTH) [start, end): the input slice and the
+    transposed conv `conv_transpose2d_L1` runs on it (its padding base - the real padding
+    at each side, its output padding), as the stride-1 conv over the slice's full input."""
+    op = OpKind.CONV_TRANSPOSE2D.value
+    oh, ow = attrs.output_hw
+    rng = ((start, end), (0, ow)) if slice_type is SliceType.DRAM_HEIGHT else ((0, oh), (start, end))
+    (h0, h1, pt, pb, oph), (w0, w1, pl, pr, opw) = (_axis_slice(attrs, a, *rng[a]) for a in (0, 1))
+    single = (h1 - h0, w1 - w0) == attrs.input_hw
+    out_w = rng[1][1] - rng[1][0]
+    if attrs.config.output_layout is Layout.TILE and out_w % TILE and not single:
+        opw += TILE - out_w % TILE
+    base_h, base_w = (d * (k - 1) for d, k in zip(attrs.dilation, attrs.kernel))
+    pads = (base_h - pt, base_h - pb, base_w - pl, base_w - pr)
+    require(min(pads) >= 0, op, f"output slice [{start}, {end}): a real padding {(pt, pb, pl, pr)} beyond "
+            f"dilation x (kernel - 1) {(base_h, base_w)} (tt-metal's unsigned padding would wrap); hint: give a "
+            "slice config or an L1 input")
+    sl = replace(attrs, input_hw=(h1 - h0, w1 - w0), padding=(pads[0], pads[2]), padding_end=(pads[1], pads[3]),
+                 output_padding=(oph, opw))
+    want = (rng[0][1] - rng[0][0], out_w + (opw - (attrs.output_padding[1] if rng[1][1] == ow else 0)))
+    require(sl.output_hw == want, op, f"output slice [{start}, {end}): the slice's input {sl.input_hw} and padding "
+            f"{sl.pads} give {sl.output_hw}, not {want} (conv_transpose2d.cpp's TT_ASSERT)")
+    return ConvSlice(start, end, sl.as_conv2d(), attrs.batch * sl.input_hw[0] * sl.input_hw[1])
+
+
+def conv_transpose2d_sliced(attrs: ConvTranspose2dAttrs) -> SlicedOp:
+    """`ConvT2DSliceAttr` as op_slicing.cpp reads it."""
+    return SlicedOp(attrs.batch, attrs.out_channels, attrs.input_hw, attrs.output_hw, attrs.config.output_layout,
+                    attrs.slice_type, lambda st, a, b: conv_transpose_slice(attrs, st, a, b))
+
+
 def plan_conv_transpose2d(kind: OpKind, req: OpRequest, attrs: ConvTranspose2dAttrs) -> OpPlan:
-    """ttnn.conv_transpose2d (inputs: the activation and the weights): conv2d's programs
-    for `attrs.as_conv2d()`, the input sharded and haloed from its own N x H x W sticks."""
+    """ttnn.conv_transpose2d (inputs: the activation and the weights): on the L1 path
+    (an L1_FULL slice config, or none and an L1 input) conv2d's programs for
+    `attrs.as_conv2d()`, the input sharded and haloed from its own N x H x W sticks;
+    otherwise `conv_transpose2d_DRAM`'s slices (tt_conv_dram.py `plan_sliced`)."""
     op = kind.value
     require(attrs.groups == 1, op, f"groups {attrs.groups}: grouped transposed convs are not modelled")
     require(attrs.kernel != (1, 1), op, "a 1x1 transposed conv (tt-metal may run it as a matmul, "
             "use_matmul_for_1x1_conv) is not modelled")
     reach = tuple(d * (k - 1) for d, k in zip(attrs.dilation, attrs.kernel))
-    require(all(p <= r for p, r in zip(attrs.padding, reach)), op,
-            f"padding {attrs.padding} beyond dilation x (kernel - 1) {reach}: the full input's real padding would "
+    require(all(p <= reach[i // 2] for i, p in enumerate(attrs.pads)), op,
+            f"padding {attrs.pads} beyond dilation x (kernel - 1) {reach}: the full input's real padding would "
             "be negative")
     rows = attrs.batch * attrs.input_hw[0] * attrs.input_hw[1]
     x = req.inputs[0]
     require(math.prod(x.shape[:-1]) == rows and x.shape[-1] >= attrs.in_channels, op,
             f"input {x.shape} is not [1, 1, {rows}, {attrs.in_channels}] (N x H x W sticks of the input channels, "
             "padded or not)")
-    return plan_sliding_conv(op, req, attrs.as_conv2d(), rows)
+    l1_input = x.memory.buffer_type is BufferType.L1
+    if attrs.slice_type is SliceType.L1_FULL or (attrs.slice_type is None and l1_input):
+        return plan_sliding_conv(op, req, attrs.as_conv2d(), rows)
+    return plan_sliced(op, req, conv_transpose2d_sliced(attrs), auto_shard_layout)

@@ -35,7 +35,9 @@ attributes"), the output padding the model's shapes imply, the `Conv2dConfig` co
 (config tensors in DRAM since tt-mlir #6445; the shard layout tt-metal's auto shard picks
 from the output's height and width and the full input's: `auto_shard_layout` of
 `ConvTranspose2dAttrs.as_conv2d()`), no slice config at any level (ConvRules.cpp
-`applyConvSliceConfig` sets L1_FULL on conv2d only), and the compute config conv2d gets.
+`applyConvSliceConfig` sets L1_FULL on conv2d only), so on builds with tt-metal's
+conv_transpose2d_DRAM (from 2025-12-08, devices/software.toml) a DRAM input is sliced
+(tt_conv_transpose.py) and before them the L1 path runs, and the compute config conv2d gets.
 The weight [C_in, O/g, kh, kw] is prepared as a conv2d's of C_in -> O: on the device by
 ttnn.conv_transpose2d at level 0, by `PrepareConvTranspose2dWeightsOp` in a const-eval
 function at levels 1 and 2 (TTNNPrepareConv2dWeightsAndBias.cpp): [1, 1, kh x kw x C
@@ -152,7 +154,10 @@ def convert_conv_transpose(lw: Lowering, op: Operation) -> None:
                                  dilation, groups, bias is not None)
     config = Conv2dConfig(shard_layout=auto_shard_layout(attrs.as_conv2d(), lw.target), weights_dtype=dtype,
                           config_tensors_in_dram=True)
-    attrs = replace(attrs, config=config)
+    # tt-mlir passes no slice config at any level: tt-metal slices a DRAM input on builds
+    # with conv_transpose2d_DRAM (software.toml), before them it always ran the L1 path
+    dram_path = lw.device.software.conv_transpose2d_dram_path
+    attrs = replace(attrs, config=config, slice_type=None if dram_path else SliceType.L1_FULL)
     x = lw.flat_tensor(x_name, Layout.ROW_MAJOR, at=op)
     weight = lw.constant_form(w_name, Layout.TILE, lw.options.weight_conversion or dtype,
                               shape=(1, 1, kh * kw * round_up(c, TILE), round_up(o, TILE)))
