@@ -127,15 +127,20 @@ class Conv2dAttrs:
 
     @property
     def pads(self) -> tuple[int, int, int, int]:
-        """(top, bottom, left, right), tt-metal's `padding_n4`."""
-        bottom, right = self.padding_end if self.padding_end is not None else self.padding
-        return self.padding[0], bottom, self.padding[1], right
+        return padding_n4(self.padding, self.padding_end)
 
     @property
     def output_hw(self) -> tuple[int, int]:
         (h, w), (kh, kw), (sh, sw), (dh, dw) = self.input_hw, self.kernel, self.stride, self.dilation
         pt, pb, pl, pr = self.pads
         return (h + pt + pb - dh * (kh - 1) - 1) // sh + 1, (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+
+
+def padding_n4(padding: tuple[int, int], padding_end: tuple[int, int] | None) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right), tt-metal's `padding_n4`, from a convolution's (top,
+    left) `padding` and its (bottom, right) `padding_end` where that differs."""
+    bottom, right = padding_end if padding_end is not None else padding
+    return padding[0], bottom, padding[1], right
 
 
 def divisor_with_padding(num: int, start: int, mult: int = 1) -> int:

@@ -84,7 +84,13 @@ from dataclasses import dataclass, replace
 from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest, require
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, SliceType, plan_sliding_conv
+from tileplan.targets.tenstorrent.ops.tt_conv import (
+    Conv2dAttrs,
+    Conv2dConfig,
+    SliceType,
+    padding_n4,
+    plan_sliding_conv,
+)
 from tileplan.targets.tenstorrent.ops.tt_conv_dram import ConvSlice, SlicedOp, auto_shard_layout, plan_sliced
 from tileplan.targets.tenstorrent.tiles import TILE, Layout
 
@@ -122,9 +128,7 @@ class ConvTranspose2dAttrs:
 
     @property
     def pads(self) -> tuple[int, int, int, int]:
-        """(top, bottom, left, right), tt-metal's `padding_n4`."""
-        bottom, right = self.padding_end if self.padding_end is not None else self.padding
-        return self.padding[0], bottom, self.padding[1], right
+        return padding_n4(self.padding, self.padding_end)
 
     def _output(self, axis: int) -> int:
         i, s, d, k, o = (self.input_hw[axis], self.stride[axis], self.dilation[axis], self.kernel[axis],
