@@ -75,7 +75,7 @@ class PlanResult:
 def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: str = "ipu21",
          weights: str | None = None, activations: str | None = None, partials: str | None = None,
          policy: str = "default", attention_products: str = "automatic", gemm_output_packing: str = "native",
-         available_memory_proportion: float | str = 0.6, batch: int | None = None,
+         outlining: str = "shared", available_memory_proportion: float | str = 0.6, batch: int | None = None,
          sequence_length: int | None = None, image_size: int | None = None, layers: int | None = None,
          kv_cache: int | None = None, what_if: bool = True, train: bool | TrainingOptions = False,
          **target_options: Any) -> Any:
@@ -91,7 +91,9 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
     `example_inputs[0]` when given, else [1, 1]; a config.json's takes `batch` and
     `sequence_length` new tokens). `train`: plan training (`tileplan plan --train`; a
     `TrainingOptions` for its flags): a config.json's head's loss, or a module's own (it
-    must return its loss on `example_inputs`); F16 unless asked otherwise; on one IPU."""
+    must return its loss on `example_inputs`); F16 unless asked otherwise; on one IPU.
+    `outlining`: "shared" (PopART's default) or "per-layer" (`tileplan plan
+    --outlining`), how the memory that is not tensors is counted."""
     target = for_machine(machine)
     if target.plan_call is not None:
         asked = {"weights": weights, "activations": activations, "partials": partials, "batch": batch,
@@ -100,6 +102,7 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
                  "policy": None if policy == "default" else policy,
                  "attention_products": None if attention_products == "automatic" else attention_products,
                  "gemm_output_packing": None if gemm_output_packing == "native" else gemm_output_packing,
+                 "outlining": None if outlining == "shared" else outlining,
                  "available_memory_proportion": None if str(available_memory_proportion) == "0.6"
                  else available_memory_proportion}
         given = {k: v for k, v in asked.items() if v is not None}
@@ -115,7 +118,7 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
         request = PlanRequest(model=str(model), layers=layers, weights=weights, activations=activations,
                               partials=partials, policy=policy, machine=machine,
                               attention_products=attention_products, gemm_output_packing=gemm_output_packing,
-                              batch=batch, sequence_length=sequence_length, image_size=image_size,
+                              outlining=outlining, batch=batch, sequence_length=sequence_length, image_size=image_size,
                               kv_cache=kv_cache, available_memory_proportion=proportion, training=training).resolved()
         planned = request.plan()
         report = build_report(planned)
@@ -130,11 +133,12 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
                                                      policy, PlanRequest(
                                                          attention_products=attention_products,
                                                          gemm_output_packing=gemm_output_packing, partials=partials,
+                                                         outlining=outlining,
                                                          available_memory_proportion=proportion).options)))
     graph = _graph(model, example_inputs, kv_cache)
     weights, activations = default_precisions(machine, graph.float_precision or "F16", weights, activations)
     options = PlanRequest(attention_products=attention_products, gemm_output_packing=gemm_output_packing,
-                          partials=partials, available_memory_proportion=proportion).options
+                          partials=partials, outlining=outlining, available_memory_proportion=proportion).options
     program = graph.to_program(from_option(weights), from_option(activations))
     return PlanResult(build_report(plan_program(program, find_machine(machine), layout_policy(policy), options)))
 

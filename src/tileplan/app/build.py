@@ -15,6 +15,7 @@ import numpy as np
 
 from tileplan.lowering.columns import LoweredOperations
 from tileplan.model.info import Mode
+from tileplan.model.machine import MemoryAccounting
 from tileplan.model.timeline import StepTable
 from tileplan.planner.placed import placement_verdict
 from tileplan.planner.plan import Plan
@@ -44,11 +45,12 @@ MODEL_TEXT = ("Planner estimate (peak.*, usage): sum of per-allocation maximum s
               "do not multiply scratch. Exchange rows are reserved separately for the whole program.")
 
 
-NON_TENSOR_TEXT = ("Estimated bytes per tile of memory that is not tensors (docs/report-format.md): 550 B of "
-                   "vertex code per kind of compute step, 229 B of vertex state per compute step, 165 B of control "
-                   "code per program step, 221 B of exchange code per exchanging step, 3200 B of stack; calibrated on "
-                   "Graphcore's BERT-Large breakdown, uncertain by about half. The budgets keep support_reserve_bytes "
-                   "for it; over_reserve is what the estimate exceeds that reserve by.")
+NON_TENSOR_TEXT = ("Estimated bytes per tile of the memory that is not tensors, by Poplar's categories "
+                   "(docs/report-format.md, \"Memory that is not tensors\"): vertex code per kind of compute "
+                   "step, vertex state per compute step, exchange code per exchanging step, control code per "
+                   "program step, each at the rate measured on PopLiner's BERT-Large profile, and Poplar's "
+                   "published 3,168 B of stack; the same on every tile (an average: Poplar puts a vertex only on "
+                   "the tiles that run it). in_verdict: counted with the tensors against the tile's memory.")
 
 
 PLACEMENT_TEXT = ("Addresses on the worst tiles: each storage group live on the tile is a buffer over the steps it "
@@ -78,13 +80,15 @@ def build_report(plan: Plan) -> Report:
             exceeded=tuple(CapExceeded(operation=i, name=name, temporary_bytes=b) for i, name, b in plan.over_cap),
             note=CAP_TEXT))
     if plan.steps:
-        nt = plan.non_tensor(outlined=training)
+        nt = plan.non_tensor
         sections.append(NonTensor(
             vertex_code=nt.vertex_code, vertex_state=nt.vertex_state, exchange_code=nt.exchange_code,
             control_code=nt.control_code, stack=nt.stack, total=nt.total, reserve=m.support_reserve_bytes,
             over_reserve=max(0, nt.total - m.support_reserve_bytes),
             counts=NonTensorCounts(kinds=nt.kinds, compute_steps=nt.compute_steps, program_steps=nt.program_steps,
                                    exchange_steps=nt.exchange_steps),
+            outlining=nt.outlining.value,
+            in_verdict=plan.accounting is MemoryAccounting.ALL_MEMORY,
             note=NON_TENSOR_TEXT))
     if plan.placements:
         names = {v.storage_group: v.name for v in reversed(plan.values)}
@@ -107,8 +111,9 @@ def build_report(plan: Plan) -> Report:
     pipeline = pipeline_section(info)
     if pipeline is not None:  # one stage of a pipeline over several IPUs
         sections.append(pipeline)
+    counted = m.support_reserve_bytes if plan.accounting is MemoryAccounting.ALL_MEMORY else None
     verdict = verdict_section(plan.steps, p, plan.verdict, m.budget_bytes, m.interleaved_budget_bytes,
-                              plan.exchange_bytes, plan.exact, m.tile_bytes)
+                              plan.exchange_bytes, plan.exact, m.tile_bytes, counted)
     if plan.exact is not None:
         sections.append(exact_section(plan.exact, p.total))
         verdict = verdict.with_peak_tile(peak_tile_section(plan.values, plan.steps, plan.shards, plan.exact,

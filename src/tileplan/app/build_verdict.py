@@ -17,12 +17,15 @@ def over_budget_step(o: OverBudget) -> OverBudgetStep:
 
 def verdict_section(steps: StepTable, peaks: Peaks, verdict: BudgetVerdict, budget_bytes: int,
                     interleaved_budget_bytes: int, exchange_bytes: int,
-                    exact: ExactAccounting | None = None, tile_bytes: int | None = None) -> Verdict:
+                    exact: ExactAccounting | None = None, tile_bytes: int | None = None,
+                    non_tensor: int | None = None) -> Verdict:
     """The report's `verdict`: per region the peak (exact when known, on its worst
     tile), step, budget, margin and the estimate; when over budget, the first and the
     worst step (most bytes over) with region, tile and bytes; with `tile_bytes` (the
     tile's memory) and a known total margin, tileplan's measured error band and where
-    the margin falls in it (`tileplan.app.error_band`)."""
+    the margin falls in it (`tileplan.app.error_band`). With `non_tensor` (the memory
+    that is not tensors a tile, when the verdict counts all memory) and `tile_bytes`, a
+    tile over its memory is named in Poplar's words (`out_of_memory_words`)."""
     regions = []
     estimates = {"standard": (peaks.standard, peaks.standard_step),
                  "interleaved": (peaks.interleaved, peaks.interleaved_step),
@@ -54,7 +57,21 @@ def verdict_section(steps: StepTable, peaks: Peaks, verdict: BudgetVerdict, budg
         out = Verdict(fits=out.fits, judged_on=out.judged_on, regions=out.regions,
                       over_budget=OverBudgetSection(steps=over.count, first=over_budget_step(first),
                                                     worst=over_budget_step(worst)),
-                      out_of_memory=(f"Out of memory on tile {worst.tile} at step {worst.step}: {worst.usage} bytes "
-                                     f"used, budget {worst.budget}") if worst.tile is not None else None,
+                      out_of_memory=out_of_memory_words(worst.tile, worst.step, worst.region, worst.usage,
+                                                        worst.budget, non_tensor, tile_bytes)
+                      if worst.tile is not None else None,
                       error_band=band)
     return out
+
+
+def out_of_memory_words(tile: int, step: int, region: str, usage: int, budget: int, non_tensor: int | None,
+                        tile_bytes: int | None) -> str:
+    """The worst step over budget in words. Counting all memory, a tile over its memory
+    in Poplar's ("Out of memory on tile N: X bytes used but tiles only have 638976 bytes
+    of memory", X the tensors and the memory that is not tensors), with the step;
+    otherwise (a region's budget, or the reference's budgets) the usage and the
+    budget."""
+    if region == "total" and non_tensor is not None and tile_bytes is not None:
+        return (f"Out of memory on tile {tile}: {usage + non_tensor} bytes used but tiles only have {tile_bytes} "
+                f"bytes of memory (at step {step})")
+    return f"Out of memory on tile {tile} at step {step}: {usage} bytes used, budget {budget}"

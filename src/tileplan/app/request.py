@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tileplan.errors import InputError, TileplanError, option
-from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options
+from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Options, Outlining
 from tileplan.lowering.policy import policy
 from tileplan.app.sources import display_name, import_graph, is_hub_id, kind_of, locate
 from tileplan.builtins import siglip, synthetic
@@ -94,6 +94,9 @@ class PlanRequest:
     machine: str = "ipu21"
     attention_products: str = "automatic"
     gemm_output_packing: str = "native"
+    #: how the compile outlines repeated operations (`Outlining`): "shared", PopART's
+    #: default, or "per-layer" (`POPART_POPLINER_OUTLINER_REGEX`, PopLiner's profiles)
+    outlining: str = "shared"
     #: shape knobs of imported models (None: the model's own or the default)
     batch: int | None = None
     sequence_length: int | None = None
@@ -131,7 +134,8 @@ class PlanRequest:
             if value is not None and value not in ("f16", "f32"):
                 raise InputError(f"{option(key)} must be f16 or f32, found {value!r}")
         choices = {"attention_products": [c.value.lower() for c in AttentionProducts],
-                   "gemm_output_packing": [c.value.lower() for c in GemmOutputPacking]}
+                   "gemm_output_packing": [c.value.lower() for c in GemmOutputPacking],
+                   "outlining": [c.value for c in Outlining]}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 raise InputError(f"{option(key).strip('-=')} must be one of {', '.join(allowed)}, "
@@ -216,7 +220,7 @@ class PlanRequest:
         return Options(GemmOutputPacking(self.gemm_output_packing.capitalize()),
                        AttentionProducts(self.attention_products.capitalize()),
                        values[ipu] if len(values) > 1 else values[0],
-                       None if self.partials is None else self.partials.upper())
+                       None if self.partials is None else self.partials.upper(), Outlining(self.outlining))
 
     @property
     def options(self) -> Options:

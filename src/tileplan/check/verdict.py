@@ -195,8 +195,17 @@ def verdict_section(report: Report, peaks: Peaks, effective: int | None, exchang
         worst = over.worst
         over_budget_section = OverBudget(steps=over.count, first=over.first.section(), worst=worst.section())
         if worst.tile is not None:
-            out_of_memory = (f"Out of memory on tile {worst.tile} at step {worst.step}: {worst.usage} bytes used, "
-                             f"budget {worst.budget}")
+            stated = report.sections.non_tensor
+            tile_bytes = band.tile_bytes if band is not None else None
+            if worst.region == "total" and stated is not None and stated.in_verdict and tile_bytes is not None:
+                # all memory counted: Poplar's words, the tensors with the memory that is not
+                # tensors (the support reserve, held to non_tensor by tileplan.check.nontensor)
+                out_of_memory = (f"Out of memory on tile {worst.tile}: "
+                                 f"{worst.usage + report.support_reserve_bytes} bytes used but tiles only have "
+                                 f"{tile_bytes} bytes of memory (at step {worst.step})")
+            else:
+                out_of_memory = (f"Out of memory on tile {worst.tile} at step {worst.step}: {worst.usage} bytes "
+                                 f"used, budget {worst.budget}")
     total = next((r for r in regions if r.region == "total"), None)
     error_band = band.section(total.margin) if band is not None and total is not None \
         and total.margin is not None else None

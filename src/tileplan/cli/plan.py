@@ -28,7 +28,7 @@ from tileplan.app.targets import Target, for_machine, refuse_foreign, targets
 from tileplan.errors import InputError, option
 from tileplan.importers.hf_models import config_name
 from tileplan.ioutil import check_target, escape_controls, write_atomic
-from tileplan.kernel.options import AttentionProducts, GemmOutputPacking
+from tileplan.kernel.options import AttentionProducts, GemmOutputPacking, Outlining
 from tileplan.lowering.policy import POLICIES
 from tileplan.builtins import siglip
 from tileplan.model.machine import PRESETS
@@ -104,6 +104,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         help="materialized, streamed or automatic (default)")
     target.add_argument("--gemm-output-packing", default="native", choices=[c.value.lower() for c in GemmOutputPacking],
                         help="native (partials on 32 KiB elements, default) or packed")
+    target.add_argument("--outlining", default="shared", choices=[c.value for c in Outlining],
+                        help="how the compile shares code and vertices between repeated operations, which sets the "
+                             "memory that is not tensors: shared (PopART's outliner, default) or per-layer (each "
+                             "layer its own programs: PopART across IPUs, or POPART_POPLINER_OUTLINER_REGEX)")
     ipus = p.add_argument_group("several IPUs (a pipeline)")
     ipus.add_argument("--ipus", help="plan a pipeline over N IPUs, layers split evenly, or 'auto': the fewest IPUs "
                                      "that fit, split for the most margin")
@@ -205,7 +209,7 @@ def request_from(args: argparse.Namespace) -> PlanRequest:
                        partials=merged.get("partials"), map_head=not args.no_map_head,
                        unroll=args.unroll, policy=args.policy, machine=args.machine,
                        attention_products=args.attention_products,
-                       gemm_output_packing=args.gemm_output_packing, batch=args.batch,
+                       gemm_output_packing=args.gemm_output_packing, outlining=args.outlining, batch=args.batch,
                        sequence_length=args.sequence_length, image_size=args.image_size, kv_cache=args.kv_cache,
                        ipus=merged.get("ipus"), layers_per_ipu=merged.get("layers_per_ipu"),
                        available_memory_proportion=merged.get("available_memory_proportion") or DEFAULT_PROPORTION,

@@ -37,6 +37,20 @@ class Kernels(Enum):
     REFERENCE = "reference"
 
 
+class Outlining(Enum):
+    """Which programs and vertices a compile shares between repeats of the same
+    operations (`tileplan.planner.nontensor` counts the memory that is not tensors by
+    it). `SHARED`: PopART's outliner, the default: a repeat block's or a training
+    program's identical operations share one program and its vertices. `PER_LAYER`: each
+    layer keeps its own programs, as PopART does across IPUs and with
+    `POPART_POPLINER_OUTLINER_REGEX` on one (graphcore/popart
+    docs/user_guide/env_vars.rst, "Manipulating outliner behaviour for PopLiner"), the
+    setting PopLiner's profiles were compiled with."""
+
+    SHARED = "shared"
+    PER_LAYER = "per-layer"
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     """`available_memory_proportion`: Poplar's cap on one matmul's or convolution's
@@ -48,6 +62,7 @@ class Options:
     #: the matmuls' and convolutions' partials: "F16" (half partials), "F32", or None
     #: for the AMP geometry's own (float on Mk2 for F16 inputs, as poplin's default)
     partials: str | None = None
+    outlining: Outlining = Outlining.SHARED
 
     def __post_init__(self) -> None:
         p = self.available_memory_proportion

@@ -27,6 +27,10 @@ Each policy also says whose rules plan the matmuls and convolutions (`kernels`:
 PopLibs', or the reference planner's) and how the values the lowering makes are named
 (`names`: after what they are, or the reference's `operation N result 0`).
 
+A policy also says how the verdict counts a tile's memory (`memory`): the default
+counts all of it against the tile, as Poplar does; the reference policy keeps the
+reference planner's fixed budgets.
+
 * `reference`: the reference planner's resting layouts. The first operation's inputs
   rest where it wants them, every Gemm weight rounded up to one element pair; every
   other tensor rests in a Linear tiling over all tiles in 8-byte blocks with padding
@@ -43,6 +47,7 @@ from tileplan.kernel.layouts import compact_layout, linear_layout
 from tileplan.kernel.options import Kernels
 from tileplan.model.ir import Tensor
 from tileplan.model.layout import Layout, Padding
+from tileplan.model.machine import MemoryAccounting
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,8 @@ class Policy:
     #: whose rules plan and lower the matmuls and convolutions
     kernels = Kernels.POPLIBS
     names = ValueNames.DESCRIPTIVE
+    #: what the verdict compares with the tile: all its memory, as Poplar does
+    memory = MemoryAccounting.ALL_MEMORY
 
     def resting(self, tensor: Tensor, readers: list[Reader], tile_count: int, prefix: str
                 ) -> tuple[Layout, int | None]:
@@ -110,6 +117,7 @@ class ReferencePolicy(Policy):
     always_live = False  # the reference planner freed them after their last use
     kernels = Kernels.REFERENCE
     names = ValueNames.REFERENCE
+    memory = MemoryAccounting.RESERVED_BUDGETS  # its fixed budgets and exchange rows
 
     def resting(self, tensor, readers, tile_count, prefix):
         first = readers[0] if readers else None

@@ -3,10 +3,15 @@
 The `ipu21` preset (Graphcore IPU21 / Mk2 / Bow; docs/machine-and-model.md gives the
 sources of each number): 1472 tiles of 638976 B (624 KiB); a 208 KiB non-interleaved
 region (code must live there) and a 416 KiB interleaved region (128-bit loads, AMP
-partials), the latter made of 32 KiB element pairs. The budgets are the reference
-planner's: standard 162080 = 212992 - 49152 (support reserve: code, stack, vertex
-state) - 1760; interleaved 424880 = 425984 - 1104 (the 1760 and 1104 B are reserved by
-that planner without a stated cause; tileplan keeps them so its budgets agree).
+partials), the latter made of 32 KiB element pairs.
+
+How the verdict counts a tile's memory is a policy's (`MemoryAccounting`). By default
+it counts all of it, as Poplar's message does: the tensors and the memory that is not
+tensors, modelled per plan (`tileplan.planner.nontensor`), against the tile's bytes
+(`Machine.counting_all_memory`). The budget fields are the reference planner's, which
+its policy keeps to reproduce it: standard 162080 = 212992 - 49152 (its support
+reserve: code, stack, vertex state) - 1760; interleaved 424880 = 425984 - 1104, and
+16 B of exchange descriptor per row (none of these has a public source).
 
 Any machine can come from a TOML file with the same fields (`Machine.from_toml`).
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, fields, replace
+from enum import Enum
 from typing import Mapping
 
 from tileplan.errors import InputError
@@ -56,9 +62,22 @@ class AmpGeometry:
                                  f"found {value!r}")
 
 
+class MemoryAccounting(Enum):
+    """What a verdict compares with what. `ALL_MEMORY`: every byte on the tile, tensors
+    and the modelled memory that is not tensors, with the tile's memory, as Poplar's
+    "Out of memory on tile N: X bytes used but tiles only have 638976 bytes of memory"
+    does. `RESERVED_BUDGETS`: the tensors with the machine's fixed budgets (the
+    reference planner's: a fixed support reserve for all that is not tensors, 16 B of
+    exchange descriptor per row)."""
+
+    ALL_MEMORY = "all memory"
+    RESERVED_BUDGETS = "reserved budgets"
+
+
 @dataclass(frozen=True, slots=True)
 class Machine:
-    """A tiled accelerator. Invariants: budgets fit their regions; positive sizes."""
+    """A tiled accelerator. Invariants: budgets fit their regions and, with the support
+    reserve, the tile; positive sizes (the standard budget may be 0)."""
 
     name: str
     class_prefix: str
@@ -76,16 +95,18 @@ class Machine:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            least = 0 if f.name in ("support_reserve_bytes", "exchange_row_bytes") else 1
+            least = 0 if f.name in ("support_reserve_bytes", "exchange_row_bytes", "standard_budget_bytes") else 1
             if isinstance(value, int) and value < least:
                 raise InputError(f"machine {self.name}: {f.name} must be positive, found {value}")
         if self.non_interleaved_bytes + self.interleaved_bytes != self.tile_bytes:
             raise InputError(f"machine {self.name}: regions {self.non_interleaved_bytes} + {self.interleaved_bytes} "
                              f"!= tile_bytes {self.tile_bytes}")
-        if self.standard_budget_bytes + self.support_reserve_bytes > self.non_interleaved_bytes:
-            raise InputError(f"machine {self.name}: standard budget {self.standard_budget_bytes} + support reserve "
-                             f"{self.support_reserve_bytes} exceed the non-interleaved region "
-                             f"{self.non_interleaved_bytes}")
+        if self.standard_budget_bytes > self.non_interleaved_bytes or \
+                self.budget_bytes + self.support_reserve_bytes > self.tile_bytes:
+            raise InputError(f"machine {self.name}: standard budget {self.standard_budget_bytes}, interleaved budget "
+                             f"{self.interleaved_budget_bytes} and support reserve {self.support_reserve_bytes} "
+                             f"exceed the non-interleaved region {self.non_interleaved_bytes} or the tile "
+                             f"{self.tile_bytes}")
         if self.interleaved_budget_bytes > self.interleaved_bytes:
             raise InputError(f"machine {self.name}: interleaved budget {self.interleaved_budget_bytes} exceeds the "
                              f"interleaved region {self.interleaved_bytes}")
@@ -93,6 +114,24 @@ class Machine:
     @property
     def budget_bytes(self) -> int:
         return self.standard_budget_bytes + self.interleaved_budget_bytes
+
+    def counting_all_memory(self, non_tensor: int) -> "Machine":
+        """This machine's budgets when a plan's `non_tensor` bytes a tile (its modelled
+        memory that is not tensors) are counted with the tensors against the tile
+        (`MemoryAccounting.ALL_MEMORY`): the support reserve is that memory, in the
+        non-interleaved region (code must be there: "Instructions can only be fetched
+        from non-interleaved memory", PopVision Graph Analyser glossary; tileplan puts
+        vertex state and stack there too, which no source places) and, past it, in the
+        interleaved one; the tensors have the rest of the tile; no exchange rows
+        beside it (exchange is code, counted in `non_tensor`). Independent of this
+        machine's own budgets."""
+        if not 0 <= non_tensor < self.tile_bytes:
+            raise InputError(f"machine {self.name}: the memory that is not tensors ({non_tensor} B a tile) must be "
+                             f"less than the tile ({self.tile_bytes} B)")
+        standard = max(0, self.non_interleaved_bytes - non_tensor)
+        interleaved = self.interleaved_bytes - max(0, non_tensor - self.non_interleaved_bytes)
+        return replace(self, support_reserve_bytes=non_tensor, standard_budget_bytes=standard,
+                       interleaved_budget_bytes=interleaved, exchange_row_bytes=0)
 
     def amp_for(self, multiply: Precision, partials: str | None = None) -> AmpGeometry:
         """The AMP's geometry for `multiply`; with `partials` "F16" where the machine's

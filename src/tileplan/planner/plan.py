@@ -2,8 +2,9 @@
 
 `plan_program` runs named passes in order, each data in, data out:
 `lower_program` (values sized there, once per layout, shape and precision) ->
-`compute_live_ranges` -> `find_scope` -> `build_steps` (live intervals and usage, as columns) -> `find_peaks` -> exact
-accounting -> `judge_budget` -> placement. The passes work on arrays (numpy): the
+`compute_live_ranges` -> `find_scope` -> `build_steps` (live intervals and usage, as columns) -> `find_peaks` ->
+`estimate_non_tensor` (with the default policy, the machine then counts it against the tile) -> exact accounting ->
+`judge_budget` -> placement. The passes work on arrays (numpy): the
 values are columns (`ValueTable`), the steps too (`StepTable`), and no object is made
 per value, per step or per live entry unless one is asked for.
 """
@@ -21,7 +22,8 @@ from tileplan.lowering.policy import Policy
 from tileplan.lowering.columns import LoweredOperations
 from tileplan.lowering.program import Lowering, lower_program
 from tileplan.model.ir import Program
-from tileplan.model.machine import Machine
+from tileplan.model.info import Mode
+from tileplan.model.machine import Machine, MemoryAccounting
 from tileplan.model.role import DECLARED, HELD
 from tileplan.model.tiling import Shards
 from tileplan.model.timeline import Rejection, StepTable
@@ -29,7 +31,7 @@ from tileplan.model.values import ROLE_CODE, ValueTable
 from tileplan.runtime import without_gc
 from tileplan.planner.exact import ExactAccounting, account, merged_intervals
 from tileplan.planner.exchange import exchange_rows
-from tileplan.planner.nontensor import NonTensor, estimate_non_tensor
+from tileplan.planner.nontensor import NonTensor, estimate_non_tensor, uses
 from tileplan.planner.placed import PlacementSkipped, TilePlacement, place_tiles
 from tileplan.planner.usage import (
     BudgetVerdict, GroupColumns, Peaks, find_peaks, group_columns, judge_budget, region_usage,
@@ -56,6 +58,11 @@ class Plan:
     shards: Mapping[int, Shards]
     exact: ExactAccounting | None
     resident: frozenset[int]
+    #: the memory that is not tensors, per tile (`tileplan.planner.nontensor`): in the
+    #: verdict with `MemoryAccounting.ALL_MEMORY` (`machine` is then the machine
+    #: counting it: `Machine.counting_all_memory`), beside it otherwise
+    non_tensor: NonTensor
+    accounting: MemoryAccounting
     #: products planned over the temporary-memory cap: (operation, name, bytes per tile)
     over_cap: tuple[tuple[int, str, int], ...] = ()
     #: address placements of the worst tiles (with exact accounting)
@@ -70,15 +77,6 @@ class Plan:
     def exchange_bytes(self) -> int:
         """What the exchange rows cost on every tile."""
         return self.exchange_rows * self.machine.exchange_row_bytes
-
-    def non_tensor(self, outlined: bool = False) -> NonTensor:
-        """The estimate of the memory that is not tensors (`tileplan.planner.nontensor`);
-        `outlined`: each distinct operation counts once (a training program, whose
-        layers PopART outlines: one program and its vertices serve every layer)."""
-        uses = np.bincount(self.steps.operation, minlength=len(self.steps.operation_texts)).tolist()
-        if outlined:
-            uses = [min(1, n) for n in uses]
-        return estimate_non_tensor(self.steps.operation_texts, self.operation_kinds, self.operation_exchanges, uses)
 
 
 def compute_live_ranges(lowering: Lowering, always_live: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -188,6 +186,11 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
     groups = group_columns(values)
     steps, kinds, exchanging = build_steps(lowering, kept, values, groups, first, last)
     peaks = find_peaks(steps, groups)
+    counted = uses(steps.operation, steps.execution_count, len(steps.operation_texts),
+                   program.info.mode is Mode.TRAINING, options.outlining)
+    non_tensor = estimate_non_tensor(steps.operation_texts, kinds, exchanging, counted, options.outlining)
+    if policy.memory is MemoryAccounting.ALL_MEMORY:
+        machine = machine.counting_all_memory(non_tensor.total)
     rows = exchange_rows(np.bincount(steps.operation, minlength=len(steps.operation_texts)).tolist(), exchanging)
     # always live: the held tensors (default policy: weights, buffers and training state
     # live for the whole program, as Poplar's variables); the reference policy's
@@ -214,5 +217,6 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
         name = next((o.name for o in program.operations() if o.index == index), f"operation {index}")
         rejected_op = (index, name, reason)
     return Plan(program, machine, policy.name, options, scope, values, steps, rejections, ops,
-                rejected_op, peaks, verdict, rows, shards, exact, resident, lowering.over_cap, placements, skipped,
+                rejected_op, peaks, verdict, rows, shards, exact, resident, non_tensor,
+                policy.memory, lowering.over_cap, placements, skipped,
                 kinds, exchanging)

@@ -455,7 +455,8 @@ def _figure_lines(h: Headline) -> list[str]:
         lines.append(f"  placement    not placed: {h.placement_skipped}")
     if h.non_tensor is not None:
         nt = h.non_tensor
-        over = (f"{nt.over_reserve} B over the {_num(nt.reserve)} B the budget reserves for it" if nt.over_reserve
+        over = ("counted in the verdict with the tensors" if nt.in_verdict
+                else f"{nt.over_reserve} B over the {_num(nt.reserve)} B the budget reserves for it" if nt.over_reserve
                 else f"within the {_num(nt.reserve)} B the budget reserves for it")
         lines.append(f"  not tensors  {_num(nt.total):>8} B a tile (estimate: vertex code {_num(nt.vertex_code)}, "
                      f"vertex state {_num(nt.vertex_state)}, exchange code {_num(nt.exchange_code)}, control code "

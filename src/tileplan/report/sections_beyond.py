@@ -63,15 +63,19 @@ class NonTensorCounts(Section):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NonTensor(Section):
-    """Estimated bytes per tile of memory that is not tensors, by class, the counts they
-    come from, and how far their total passes the budgets' reserve."""
+    """Estimated bytes per tile of memory that is not tensors, by Poplar's categories,
+    the counts they come from and the outlining they were counted under; whether the
+    verdict counts them (all memory) or the budgets' reserve stands for them, and how
+    far their total passes that reserve."""
 
     KEY: ClassVar[str] = "non_tensor"
     LENIENT: ClassVar[bool] = True
     DESCRIPTION: ClassVar[str | None] = (
         "Estimated bytes per tile of memory that is not tensors (vertex code, vertex state, exchange code, "
-        "control code, stack), the counts they come from, and how far the total exceeds support_reserve_bytes "
-        "(docs/report-format.md).")
+        "control code, stack), the counts they come from and the outlining they were counted under (shared or "
+        "per-layer); in_verdict: the verdict counts them with the tensors against the tile (support_reserve_bytes "
+        "is then their total), else a fixed reserve stands for them and over_reserve is how far the total exceeds "
+        "support_reserve_bytes (docs/report-format.md).")
     vertex_code: Count | None = None
     vertex_state: Count | None = None
     exchange_code: Count | None = None
@@ -81,6 +85,8 @@ class NonTensor(Section):
     reserve: Count | None = None
     over_reserve: Count | None = None
     counts: NonTensorCounts | None = None
+    outlining: Literal["shared", "per-layer"] | None = None
+    in_verdict: bool | None = None
     note: str | None = None
 
 

@@ -270,6 +270,12 @@ def _verdict_words(report: Report) -> str:
     used = "unknown" if total.peak is None else str(total.peak)
     margin = "unknown" if total.margin is None else f"{total.margin} B"
     word = "Fits" if report.fits_budget else "Does not fit"
+    nt = report.sections.non_tensor
+    if nt is not None and nt.in_verdict and total.peak is not None and total.budget is not None:
+        # all memory counted, as Poplar counts it: the tile is the budget and the reserve
+        tile = total.budget + report.support_reserve_bytes
+        return (f"{word}: {where}: {total.peak + report.support_reserve_bytes} bytes used of the tile's {tile} "
+                f"({total.peak} B of tensors, {report.support_reserve_bytes} B not tensors; margin {margin})")
     return f"{word}: {where}: {used} bytes used, budget {total.budget} (margin {margin})"
 
 
