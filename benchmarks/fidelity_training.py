@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fidelity_cases import FROZEN_AT, Evidence, WorstTile  # noqa: E402
+from tileplan.app.error_band import Quantity  # noqa: E402
 
 BERT_LARGE = {"model_type": "bert", "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
               "intermediate_size": 4096, "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2}
@@ -138,9 +139,10 @@ PROFILES = (
           "--available-memory-proportion", "0.6", "--partials", "f16", "--recompute", "every-layer",
           "--optimizer-state-offchip", "--optimizer", "adamw", "--accum-type", "f16",
           "--first-order-momentum-accum-type", "f32", "--second-order-momentum-accum-type", "f32",
-          "--weight-decay", "0", "--gradient-accumulation", "16"),
+          "--weight-decay", "0", "--gradient-accumulation", "16", "--outlining", "per-layer"),
          "graphcore/popliner tests/reports/poptorch_demo_tiny_128 (`run_squad.py --config demo_tiny_128 "
-         "--layers-per-ipu 3 --ipus-per-replica 1`; tests/test_profile.py); graphcore/examples "
+         "--layers-per-ipu 3 --ipus-per-replica 1`, with POPART_POPLINER_OUTLINER_REGEX set: each layer keeps its own "
+         "programs, hence --outlining per-layer; tests/test_profile.py); graphcore/examples "
          "nlp/bert/pytorch configs_squad.yml, optimization.py (FP16 accumulator, FP32 moments, weight decay 0.0 "
          "marked constant)",
          "compiles (profile: variables 40,434,347 B summed over the tiles; worst tile 106,267 B in all)",
@@ -148,7 +150,8 @@ PROFILES = (
          worst_tiles=(WorstTile(
              0, 106_267, "PopLiner's reconstruction of the profile as one stage (`GreedySolver.solve(4, 638976)`: "
              "`max_tile_mem` 106,267 B; variables, vertex code and state, exchange and control code)",
-             "graphcore/popliner tests/test_profile.py (test_poptorch_demo_tiny_128_json_output)"),)),
+             "graphcore/popliner tests/test_profile.py (test_poptorch_demo_tiny_128_json_output)",
+             Quantity.POPLINER_TILE),)),
 )
 #: graphcore/examples nlp/bert/pytorch/configs_squad.yml at 09b7c672 (squad_base_384 and
 #: the configurations built on it: AdamW, weight decay 0.01, half first-order momentum,
@@ -213,6 +216,8 @@ class Answer:
     #: plus what the budget sets aside for the memory that is not tensors (tile memory
     #: less the budget)
     all_memory: tuple[int, ...] = ()
+    #: each IPU's stack, in `all_memory` (PopLiner's `max_tile_mem` leaves it out)
+    stack: tuple[int, ...] = ()
 
 
 def plan(case: Case, folder: Path) -> Answer:
@@ -239,6 +244,7 @@ def plan(case: Case, folder: Path) -> Answer:
     reports = [read_report(str(p)) for p in paths]
     variables = tuple(_variables(r) for r in reports)
     all_memory = tuple(_all_memory(r) for r in reports)
+    stack = tuple(_stack(r) for r in reports)
     over = [(k, r) for k, r in enumerate(reports) if not r.fits_budget]
     if not over:
         worst = min(r.budget_bytes - _peak(r) for r in reports)
@@ -246,9 +252,9 @@ def plan(case: Case, folder: Path) -> Answer:
         if case.variables is not None:
             text += "; variables " + ", ".join(
                 f"{v:,} B ({100 * (v - p) / p:+.1f} %)" for v, p in zip(variables, case.variables))
-        return Answer(True, text, cpu, wall, variables, all_memory)
+        return Answer(True, text, cpu, wall, variables, all_memory, stack)
     lines = "; ".join(f"IPU {k}: {verdict_line(r)}" for k, r in over)
-    return Answer(False, f"does not fit: {lines}", cpu, wall, variables, all_memory)
+    return Answer(False, f"does not fit: {lines}", cpu, wall, variables, all_memory, stack)
 
 
 def _variables(report) -> int:
@@ -264,6 +270,13 @@ def _all_memory(report) -> int:
     band = verdict.error_band if verdict is not None else None
     assert band is not None, "an IPU plan's verdict states the tile's bytes with its error band"
     return _peak(report) + band.tile_bytes - report.budget_bytes
+
+
+def _stack(report) -> int:
+    """The stack the report counts in the memory that is not tensors."""
+    nt = report.sections.non_tensor
+    assert nt is not None and nt.stack is not None, "an IPU plan states its memory that is not tensors"
+    return nt.stack
 
 
 def _peak(report) -> int:

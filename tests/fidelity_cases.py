@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tileplan.app.error_band import Quantity
+
 MACHINES = Path(__file__).parent / "data" / "machines"
 
 
@@ -37,16 +39,18 @@ class Evidence(enum.Enum):
 
 @dataclass(frozen=True)
 class WorstTile:
-    """A published figure of all the memory on one IPU's worst tile: variables, vertex
-    code and state, exchange and control code, as Poplar's out-of-memory message and
-    PopLiner's `max_tile_mem` count it (bytes); what the figure is and where it is
-    stated. tileplan's error on it is one row of its error band
-    (src/tileplan/app/ipu-error-band.json, written by benchmarks/fidelity.py)."""
+    """A published figure of the memory on one IPU's worst tile (bytes), what it counts
+    (`quantity`: all of it, as Poplar's out-of-memory message does, or PopLiner's
+    `max_tile_mem` terms: variables, vertex code and state, exchange and control code),
+    what the figure is and where it is stated. tileplan's error on it, on the same
+    quantity, is one row of its error band (src/tileplan/app/ipu-error-band.json,
+    written by benchmarks/fidelity.py)."""
 
     ipu: int
     bytes: int
     what: str
     source: str
+    quantity: Quantity = Quantity.WORST_TILE
 
 
 @dataclass(frozen=True)
@@ -61,13 +65,22 @@ class Answer:
     variables: tuple[int, ...]
     #: each IPU's tile memory less its budget: what the verdict sets aside for the memory
     #: that is not tensors, so that `peak + set_aside` is all the memory the verdict counts
-    #: on the worst tile (what Poplar's message and PopLiner's `max_tile_mem` count)
+    #: on the worst tile (what Poplar's message counts)
     set_aside: tuple[int, ...] = ()
+    #: each IPU's stack, in `set_aside` (PopLiner's `max_tile_mem` leaves it out)
+    stack: tuple[int, ...] = ()
 
     @property
     def all_memory(self) -> tuple[int, ...]:
         """Each IPU's worst tile, all its memory as the verdict counts it (bytes)."""
         return tuple(p + s for p, s in zip(self.peaks, self.set_aside))
+
+    def figure(self, quantity: Quantity) -> tuple[int, ...]:
+        """Each IPU's worst tile as `quantity` counts it: all its memory, or PopLiner's
+        terms (all but the stack)."""
+        if quantity is Quantity.POPLINER_TILE:
+            return tuple(a - s for a, s in zip(self.all_memory, self.stack))
+        return self.all_memory
 
 
 @dataclass(frozen=True)
@@ -94,7 +107,7 @@ class Case:
 
 
 def _answer(plans: list) -> Answer:
-    peaks, tiles, variables, set_aside = [], [], [], []
+    peaks, tiles, variables, set_aside, stack = [], [], [], [], []
     for p in plans:
         assert p.exact is not None, "a complete plan has the exact accounting"
         total, tile, _ = p.exact.peak("total")
@@ -102,8 +115,9 @@ def _answer(plans: list) -> Answer:
         tiles.append(int(tile))
         variables.append(int(p.exact.tile_peak.sum()))
         set_aside.append(p.machine.tile_bytes - p.machine.budget_bytes)
+        stack.append(p.non_tensor.stack)
     return Answer(all(p.verdict.fits for p in plans), tuple(peaks), tuple(tiles), tuple(variables),
-                  tuple(set_aside))
+                  tuple(set_aside), tuple(stack))
 
 
 def _plan_graph(graph, machine: str, weights: str, activations: str, proportion: float = 0.6,
@@ -270,11 +284,15 @@ def bert_large_inference_two_ipus() -> Answer:
 
 
 def bert_large_inference_one_ipu(batch: int, sequence: int, proportion: str,
-                                 layers_per_ipu: str | None = None) -> Callable[[], Answer]:
+                                 layers_per_ipu: str | None = None, outlining: str = "shared"
+                                 ) -> Callable[[], Answer]:
+    """`outlining` "per-layer" for PopLiner's profile, compiled with
+    `POPART_POPLINER_OUTLINER_REGEX` (graphcore/popliner tests/popart-bert-inf/README.md)."""
     def build() -> Answer:
         return _plan_request(model=_config(BERT_LARGE), machine="mk2", weights="f16", activations="f16",
                              partials="f16", sequence_length=sequence, batch=batch,
-                             available_memory_proportion=proportion, layers_per_ipu=layers_per_ipu)
+                             available_memory_proportion=proportion, layers_per_ipu=layers_per_ipu,
+                             outlining=outlining)
     return build
 
 
@@ -381,17 +399,18 @@ CASES: tuple[Case, ...] = (
          "--compile-only`), tests/test_popart_bert_inf.py (`max_vars_usage`); graphcore/examples "
          "nlp/bert/popart/configs/squad_large_128_inf.json",
          "compiles; its profile's variables: 718,514,294 B summed over the tiles", True,
-         bert_large_inference_one_ipu(1, 128, "0.6"), variables=(718_514_294,)),
+         bert_large_inference_one_ipu(1, 128, "0.6", outlining="per-layer"), variables=(718_514_294,)),
     Case("bert-large-inference-profile-split", "the same profile split over 2 Mk2 IPUs at layer 12 by PopLiner "
          "(its reconstruction from the one-IPU profile, operation by operation: not a compile of its own), "
          "layers_per_ipu [12, 12]", "graphcore/popliner tests/test_popart_bert_inf.py (`GreedySolver.solve(2, "
          "350000)`: layers to 11, then 12 to 23)", "fits (worst tiles 336,670 and 291,170 B in all); variables "
          "416,249,974 and 353,891,960 B summed over the tiles", True,
-         bert_large_inference_one_ipu(1, 128, "0.6", "12,12"), variables=(416_249_974, 353_891_960),
+         bert_large_inference_one_ipu(1, 128, "0.6", "12,12", "per-layer"), variables=(416_249_974, 353_891_960),
          worst_tiles=tuple(WorstTile(ipu, figure, f"PopLiner's split of the profile, stage {ipu}: `max_tile_mem` "
                                      f"{figure:,} B (variables, vertex code and state, exchange and control code; "
                                      "a reconstruction from the one-IPU profile, not a compile)",
-                                     "graphcore/popliner tests/test_popart_bert_inf.py (test_json_output)")
+                                     "graphcore/popliner tests/test_popart_bert_inf.py (test_json_output)",
+                                     Quantity.POPLINER_TILE)
                            for ipu, figure in ((0, 336_670), (1, 291_170)))),
     Case("bert-large-ner-1-ipu", "BERT-Large NER inference, FP16, half partials, sequence 256, batch 1, proportion "
          "0.2, one Mk2 IPU", "huggingface/optimum-graphcore notebooks (token classification inference)", "runs",

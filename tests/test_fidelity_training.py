@@ -35,4 +35,4 @@ def test_a_real_training_profiles_variables_are_within_10_percent(case, tmp_path
     # the error band's file holds tileplan's figures of this case as it plans now
     from test_fidelity import assert_band_file_holds
 
-    assert_band_file_holds(case.name, answer.all_memory, answer.variables)
+    assert_band_file_holds(case.name, answer.all_memory, answer.variables, answer.stack)
