@@ -141,7 +141,7 @@ def test_a_tampered_exact_figure_is_named_by_its_path(tmp_path, capsys):
     ("cap_bytes", 1, "available_memory_proportion.cap_bytes: reports 1; re-derived 383385 = floor(proportion 0.6 "
                      "x tile_bytes 638976)"),
     ("tile_bytes", 2, "available_memory_proportion.tile_bytes: reports 2, less than the tile holds: budget_bytes "
-                      "586960 + support_reserve_bytes 49152 = 636112"),
+                      "626495 + support_reserve_bytes 12481 = 638976"),
     ("tile_bytes", None, "available_memory_proportion.tile_bytes: expected an integer (the cap's basis), found null"),
     ("exceeded", [{"operation": 3, "name": "m", "temporary_bytes": 383385}],
      "available_memory_proportion.exceeded[0].temporary_bytes: reports 383385, listed over the cap but within "

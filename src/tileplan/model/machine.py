@@ -77,7 +77,9 @@ class MemoryAccounting(Enum):
 @dataclass(frozen=True, slots=True)
 class Machine:
     """A tiled accelerator. Invariants: budgets fit their regions and, with the support
-    reserve, the tile; positive sizes (the standard budget may be 0)."""
+    reserve, the tile; positive sizes (the standard budget may be 0; where the reserve
+    alone exceeds the tile, the standard budget is 0 and the interleaved one the
+    negative rest, `counting_all_memory`)."""
 
     name: str
     class_prefix: str
@@ -96,20 +98,24 @@ class Machine:
         for f in fields(self):
             value = getattr(self, f.name)
             least = 0 if f.name in ("support_reserve_bytes", "exchange_row_bytes", "standard_budget_bytes") else 1
+            if f.name == "interleaved_budget_bytes" and self.support_reserve_bytes >= self.tile_bytes:
+                # the memory that is not tensors fills the tile and more: the tensors'
+                # budget is the (negative) rest, so every margin stays tile - all memory
+                least = self.tile_bytes - self.support_reserve_bytes - self.non_interleaved_bytes
             if isinstance(value, int) and value < least:
                 raise InputError(f"machine {self.name}: {f.name} must be positive, found {value}")
         if self.non_interleaved_bytes + self.interleaved_bytes != self.tile_bytes:
             raise InputError(f"machine {self.name}: regions {self.non_interleaved_bytes} + {self.interleaved_bytes} "
                              f"!= tile_bytes {self.tile_bytes}")
+        if self.interleaved_budget_bytes > self.interleaved_bytes:
+            raise InputError(f"machine {self.name}: interleaved budget {self.interleaved_budget_bytes} exceeds the "
+                             f"interleaved region {self.interleaved_bytes}")
         if self.standard_budget_bytes > self.non_interleaved_bytes or \
                 self.budget_bytes + self.support_reserve_bytes > self.tile_bytes:
             raise InputError(f"machine {self.name}: standard budget {self.standard_budget_bytes}, interleaved budget "
                              f"{self.interleaved_budget_bytes} and support reserve {self.support_reserve_bytes} "
                              f"exceed the non-interleaved region {self.non_interleaved_bytes} or the tile "
                              f"{self.tile_bytes}")
-        if self.interleaved_budget_bytes > self.interleaved_bytes:
-            raise InputError(f"machine {self.name}: interleaved budget {self.interleaved_budget_bytes} exceeds the "
-                             f"interleaved region {self.interleaved_bytes}")
 
     @property
     def budget_bytes(self) -> int:
@@ -125,9 +131,9 @@ class Machine:
         interleaved one; the tensors have the rest of the tile; no exchange rows
         beside it (exchange is code, counted in `non_tensor`). Independent of this
         machine's own budgets."""
-        if not 0 <= non_tensor < self.tile_bytes:
-            raise InputError(f"machine {self.name}: the memory that is not tensors ({non_tensor} B a tile) must be "
-                             f"less than the tile ({self.tile_bytes} B)")
+        if non_tensor < 0:
+            raise InputError(f"machine {self.name}: the memory that is not tensors must be at least 0 B a tile, "
+                             f"found {non_tensor}")
         standard = max(0, self.non_interleaved_bytes - non_tensor)
         interleaved = self.interleaved_bytes - max(0, non_tensor - self.non_interleaved_bytes)
         return replace(self, support_reserve_bytes=non_tensor, standard_budget_bytes=standard,

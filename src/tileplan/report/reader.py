@@ -15,7 +15,7 @@ from tileplan.errors import InputError, TileplanError
 from tileplan.model.layout import Layout
 from tileplan.model.precision import Precision
 from tileplan.model.timeline import Rejection, Step, Value
-from tileplan.report.fields import Bounds, Fields
+from tileplan.report.fields import U64_MAX, Bounds, Fields
 from tileplan.report.model import PeakFigures, Report, read_sections
 from tileplan.report.sections import MAX_TILES, Section
 
@@ -107,8 +107,10 @@ def assemble(r: Fields, version: int, tile_count: int, values: tuple[Value, ...]
         version=version,
         scope=r.sub("scope").string(), model=r.sub("model").string(),
         tile_count=tile_count,
-        budget_bytes=r.sub("budget_bytes").integer(),
-        interleaved_budget_bytes=r.sub("interleaved_budget_bytes").integer(),
+        # negative where the memory that is not tensors alone exceeds the tile
+        # (`Machine.counting_all_memory`)
+        budget_bytes=r.sub("budget_bytes").integer(minimum=-U64_MAX),
+        interleaved_budget_bytes=r.sub("interleaved_budget_bytes").integer(minimum=-U64_MAX),
         standard_contiguous_overflow_bytes=r.sub("standard_contiguous_overflow_bytes").integer(nullable=True),
         fits_budget=r.sub("fits_budget").boolean(),
         support_reserve_bytes=r.sub("support_reserve_bytes").integer(),

@@ -273,7 +273,7 @@ class RegionFigure(Section):
     peak: Count | None = None
     tile: TileIndex | None = json_field(None, null=True)
     step: StepIndex | None = json_field(None, null=True)
-    budget: Count | None = None
+    budget: Signed | None = None  # negative: not tensors alone exceed the tile
     margin: Signed | None = None
     estimate: Count | None = None
     exchange_bytes: Count | None = json_field(None, omit=True)
@@ -285,7 +285,7 @@ class OverBudgetStep(Section):
     region: Literal["interleaved", "total"] | None = None
     tile: TileIndex | None = json_field(None, null=True)
     usage: Count | None = None
-    budget: Count | None = None
+    budget: Signed | None = None  # negative: not tensors alone exceed the tile
     bytes_over: Positive | None = None
 
 

@@ -16,7 +16,7 @@ class Baseline(Section):
     fits: bool | None = None
     scope: str | None = None
     peak: Count | None = json_field(None, null=True)
-    budget: Count | None = None
+    budget: Signed | None = None  # negative: not tensors alone exceed the tile
     margin: Signed | None = json_field(None, null=True)
     tile: Count | None = json_field(None, null=True)
     step: Count | None = json_field(None, null=True)
@@ -40,7 +40,7 @@ class WhatIfRow(Section):
     fits: bool | None = None
     scope: str | None = None
     peak: Count | None = json_field(None, null=True)
-    budget: Count | None = None
+    budget: Signed | None = None  # negative: not tensors alone exceed the tile
     margin: Signed | None = json_field(None, null=True)
     tile: Count | None = json_field(None, null=True)
     step: Count | None = json_field(None, null=True)

@@ -12,6 +12,7 @@ renderer, which says "unknown": no view model turns an unknown into a number.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -221,9 +222,11 @@ def rejected_operation(report: Report) -> RejectedOperation | None:
 def band_clause(report: Report) -> str | None:
     """Where the verdict's margin falls in tileplan's measured error band, from
     `verdict.error_band` (None without one): "fits by 2.3 % of the tile, inside
-    tileplan's measured band of -18.8 % to +4.5 %: compile to be sure", or the plain
+    tileplan's measured band of -18.8 % to +4.5 %: compile to be sure"; the plain
     statement "... outside tileplan's measured band of ..." when no error within the
-    band could turn the verdict."""
+    band could turn the verdict; "... but tileplan measured low on every published
+    tile (...): the compile is likely out of memory" when every error of the band
+    turns it."""
     verdict = report.sections.verdict
     band = verdict.error_band if verdict is not None else None
     total = verdict.region("total") if verdict is not None else None
@@ -232,6 +235,16 @@ def band_clause(report: Report) -> str | None:
     share = abs(band.margin_percent)
     how = (f"over by {share:.1f} %" if total.margin < 0 else
            f"fits by {share:.1f} %" if report.fits_budget else f"margin {share:.1f} %")
+    # tileplan's figure over (1 + error) is the real tile's: the real tile is over when
+    # the error exceeds -margin / tile; every error of the band turns the verdict when
+    # the whole band lies on the other side
+    shortfall = Fraction(-100 * total.margin, band.tile_bytes)
+    if total.margin >= 0 and shortfall > Fraction(str(band.upper_percent)):
+        return (f"{how} of the tile, but tileplan measured low on every published tile ({band.text()}): "
+                f"the compile is likely out of memory")
+    if total.margin < 0 and shortfall <= Fraction(str(band.lower_percent)):
+        return (f"{how} of the tile, but tileplan measured high on every published tile ({band.text()}): "
+                f"the compile likely fits")
     where = "inside" if band.inside else "outside"
     text = f"{how} of the tile, {where} tileplan's measured band of {band.text()}"
     return text + ": compile to be sure" if band.inside else text
