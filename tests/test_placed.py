@@ -71,7 +71,7 @@ def test_the_plan_and_the_summary_say_when_the_worst_tile_was_not_placed(tmp_pat
     from tileplan.cli.main import main
 
     out = tmp_path / "s.json"
-    assert main(["plan", "synthetic:10000", "--no-what-if", "-o", str(out)]) == 0
+    assert main(["plan", "synthetic:4400", "--no-what-if", "-o", str(out)]) == 0
     assert "placement    not placed: tile " in capsys.readouterr().out
     assert main(["summary", str(out)]) == 0
     assert "Placement: not placed: tile " in capsys.readouterr().out

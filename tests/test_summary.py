@@ -25,8 +25,11 @@ def test_fitting_report_summary_follows_the_verdict(f8_path):
     assert s.fits and s.judged_on == "exact"
     band = verdict["error_band"]
     assert not band["inside"] and band["margin_percent"] == round(100 * total["margin"] / band["tile_bytes"], 1)
-    assert s.verdict == (f"Fits: worst tile {total['tile']} at step {total['step']}: {total['peak']} bytes used, "
-                         f"budget {report.budget_bytes} (margin {total['margin']} B); fits by "
+    reserve = report.support_reserve_bytes  # the memory that is not tensors, counted with them
+    assert report.budget_bytes + reserve == band["tile_bytes"] == 638_976
+    assert s.verdict == (f"Fits: worst tile {total['tile']} at step {total['step']}: {total['peak'] + reserve} bytes "
+                         f"used of the tile's 638976 ({total['peak']} B of tensors, {reserve} B not tensors; margin "
+                         f"{total['margin']} B); fits by "
                          f"{band['margin_percent']:.1f} % of the tile, outside tileplan's measured band of "
                          f"{band['lower_percent']:+.1f} % to {band['upper_percent']:+.1f} %")
     assert [r.region for r in s.regions] == ["total", "standard", "interleaved"]

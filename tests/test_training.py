@@ -261,9 +261,9 @@ def test_the_what_if_names_the_largest_micro_batch_and_the_fewest_ipus(tmp_path)
                    intermediate_size=64, vocab_size=700, max_position_embeddings=16)
     base = PlanRequest(model=small, sequence_length=8, batch=8, machine=str(machine), training=TrainingOptions())
     rows = {r.knob: r for r in training_what_if(base, lambda r: r.plan())}
-    batch = rows["batch"]  # from 8: 16 does not fit, 12 neither, 10 does, 11 not, nor 12 and 13
-    assert batch.value == "10 (the largest micro-batch that fits up to 13)" and batch.outcome.fits
-    assert not any(base.with_(batch=b).plan().verdict.fits for b in (11, 12, 13))
+    batch = rows["batch"]  # from 8: 16 does not fit, 12 does, 14 not, 13 not; then 13 to 15 checked
+    assert batch.value == "12 (the largest micro-batch that fits up to 15)" and batch.outcome.fits
+    assert not any(base.with_(batch=b).plan().verdict.fits for b in (13, 14, 15))
     assert rows["ipus"].value.startswith("1 (the fewest that fit") and "--train" in rows["ipus"].request.command()
     assert rows["optimizer_state_offchip"].outcome.peak < rows["batch"].outcome.peak
 
