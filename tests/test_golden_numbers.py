@@ -2,7 +2,8 @@
 golden_numbers.json, written by the planner of commit 097c91e before the columnar core,
 rewritten on purpose where the physics changed, each time said in the commit: always-live
 parameters; matmuls and convolutions as poplin plans them, expandDims, the
-rearranged input, the reduction; created layouts; every-iteration reads in a block):
+rearranged input, the reduction; created layouts; every-iteration reads in a block;
+all the memory on a tile counted in the verdict, no exchange rows: verdicts, placements):
 sizes, usage, peaks, verdicts and the exact per-tile figures,
 not names or order."""
 
