@@ -492,9 +492,12 @@ def _live_lines(h: Headline) -> list[str]:
     if h.what_if:
         lines.append("what if (each row re-planned; its command re-derives it):")
         banded = any(w.inside_band is not None for w in h.what_if)
-        header = ["knob", "value", "verdict", "peak B", "margin B"] + (["of tile", "band"] if banded else [])
+        used = h.what_if_used
+        header = ["knob", "value", "verdict", "peak B" if used is None else "used B", "margin B"] + \
+            (["of tile", "band"] if banded else [])
         rows = [[w.knob, w.value, "not planned" if w.error is not None else _verdict_word(w.fits, w.scope),
-                 _num(w.peak), _num(w.margin)] + (_band_cells(w) if banded else []) for w in h.what_if]
+                 _num(w.peak if used is None else used[k]), _num(w.margin)] + (_band_cells(w) if banded else [])
+                for k, w in enumerate(h.what_if)]
         lines += ["  " + line for line in format_table(header, rows)]
         lines += [escape_controls(f"  {w.knob} {w.value} not planned: {w.error}") for w in h.what_if
                   if w.error is not None]

@@ -95,6 +95,10 @@ class Headline:
     live_groups: tuple[LiveGroup, ...] = ()
     live_values: tuple[LiveValue, ...] = ()
     what_if: tuple[WhatIfRow, ...] | None = None
+    #: each what-if row's bytes used on its worst tile, all memory (tensors and the
+    #: memory that is not tensors, which differs from row to row: the tile less the
+    #: row's margin); None where the verdict counts tensors against budgets
+    what_if_used: tuple[int | None, ...] | None = None
     #: tileplan's measured error band, as text ("-18.8 % to +4.5 %"); None without one
     error_band: str | None = None
     #: a training report's worst tile by class
@@ -133,6 +137,12 @@ def build_headline(report: Report) -> Headline:
         groups = tuple(LiveGroup(group_label(g.group, ops), g.bytes, g.values) for g in peak_tile.groups[:TOP_GROUPS])
         values = tuple(LiveValue(group_label(x.name, ops), x.shape, precision_display(x.precision), x.id, x.bytes)
                        for x in peak_tile.values[:TOP_VALUES])
+    rows = what_if_rows(report)
+    used = None
+    band = v.error_band if v is not None else None
+    nt = sections.non_tensor
+    if rows is not None and nt is not None and nt.in_verdict and band is not None:
+        used = tuple(band.tile_bytes - w.margin if w.margin is not None else None for w in rows)
     return Headline(
         verdict, True, peak_step=peak_step, total=total,
         ratio_exact_to_estimate=exact.ratio_exact_to_estimate if exact is not None else None, tile_split=split,
@@ -141,5 +151,5 @@ def build_headline(report: Report) -> Headline:
         placed=placed, placement_verdict=placement.verdict if placement is not None else None,
         placement_skipped=skipped.reason if skipped is not None else None,
         non_tensor=sections.non_tensor, over_cap=over_cap, over_budget=v.over_budget if v is not None else None,
-        peak_tile=peak_tile, live_groups=groups, live_values=values, what_if=what_if_rows(report),
-        error_band=error_band_text(report), training=training_classes(report))
+        peak_tile=peak_tile, live_groups=groups, live_values=values, what_if=rows,
+        what_if_used=used, error_band=error_band_text(report), training=training_classes(report))
