@@ -170,8 +170,10 @@ def _static_step(model: Any, layers: list[Any], keyword: str) -> Any:
 
         def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-            self.keys = torch.index_copy(self.keys, 2, self.positions, key_states)
-            self.values = torch.index_copy(self.values, 2, self.positions, value_states)
+            keys, values = self.keys, self.values
+            assert keys is not None and values is not None  # set in __init__
+            self.keys = torch.index_copy(keys, 2, self.positions, key_states)
+            self.values = torch.index_copy(values, 2, self.positions, value_states)
             return self.keys, self.values
 
     class Step(torch.nn.Module):

@@ -40,7 +40,7 @@ from tileplan.targets.tenstorrent.tiles import DataType, Layout
 def cache_positions(lw: Lowering, op: Operation) -> str | None:
     """The model input the write's positions come from, when `op` is a cache write as
     `getCacheUpdatePositions` recognises it (see the module docstring), else None."""
-    if len(op.inputs) != 3 or tuple(op.attr("axes") or ()) != (2,) or op.attr("accumulate"):
+    if len(op.inputs) != 3 or op.ints_attr("axes") != (2,) or op.attr("accumulate"):
         return None
     cache, index, updates = op.inputs
     cshape, ushape, ishape = lw.shapes[cache], lw.shapes[updates], lw.shapes[index]
@@ -92,14 +92,14 @@ def convert_scatter(lw: Lowering, op: Operation) -> None:
                 part = lw.builder.one(OpKind.SLICE, f"{op.name}.slice_{user}", (updates,), Value((1, n, s, h), dtype),
                                       attrs=SliceAttrs((user, 0, 0, 0), (user + 1, n, s, h), (1, 1, 1, 1)), **where)
             lw.builder.add(OpKind.FILL_CACHE, f"{op.name}.fill_cache_{user}", (cache, part), (), attrs=CacheAttrs(),
-                           **where)
+                           module=op.module, layer=op.layer, source=op.index)
     else:
         if b > 1:
             updates = lw.builder.one(OpKind.PERMUTE, f"{op.name}.permute", (updates,), Value((1, n, b, h), dtype),
                                      attrs=PermuteAttrs((2, 1, 0, 3)), **where)
         index = lw.tensor(positions, layout=Layout.TILE, dtype=DataType.UINT32, at=op)
         lw.builder.add(OpKind.UPDATE_CACHE, f"{op.name}.update_cache", (cache, updates, index), (),
-                       attrs=CacheAttrs(), **where)
+                       attrs=CacheAttrs(), module=op.module, layer=op.layer, source=op.index)
     lw.define(op, cache)
 
 
