@@ -183,8 +183,7 @@ def unet() -> Answer:
 #: (tileplan reads config.json, never a tokenizer or weights). Falcon3: 18, read from
 #: the published failing buffer itself (26,542,080 B = 576 x 23,040 bf16: the MLP's
 #: [32 x 18, 23,040] activation), which is why the row stays calibration. Gemma: 17,
-#: <bos> and 16 SentencePiece pieces counted by hand, not run (the plans below at
-#: 16 to 18 tokens agree with each other; see the row).
+#: <bos> and 16 SentencePiece pieces counted by hand, not run: unverified.
 PROMPT_TOKENS = {"falcon3-7b-base": 18, "gemma-1.1-2b-it": 17}
 
 BENCH = ("tileplan plans a decode step over a cache its importer concatenates; the benchmark also runs the prefill "
