@@ -152,7 +152,7 @@ def benchmark(config: str, prompt: int, batch: int = 32, cache: int = 128, machi
     def build() -> Answer:
         from tileplan.app.sources import import_graph
         from tileplan.app.tenstorrent.tt_mlir_models import model_precision
-        from tileplan.importers.decode import CacheKind
+        from tileplan.model.cache import CacheKind
         path = str(CONFIGS / f"{config}.json")
         answer = None
         for tokens in (prompt, 1):

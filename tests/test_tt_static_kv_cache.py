@@ -12,7 +12,8 @@ from tt_ops_support import DRAM, MLIR, tile
 from tt_mlir_support import BF16, n150
 
 from tileplan.errors import InputError
-from tileplan.importers.decode import CacheKind, decode_step
+from tileplan.importers.decode import decode_step
+from tileplan.model.cache import CacheKind
 from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions
 from tileplan.targets.tenstorrent.frontends.tt_mlir.lower import lower_graph
@@ -122,3 +123,46 @@ def test_update_cache_refuses_an_input_whose_batch_is_not_one() -> None:
     cache = tile((32, 4, 128, 256), DRAM)
     with pytest.raises(InputError, match="batch is 1"):
         plan_op(OpKind.UPDATE_CACHE, OpRequest((cache, tile((2, 4, 32, 256), DRAM)), OutputRequest.of(DRAM), MLIR))
+
+
+def test_the_frontend_takes_the_cache_and_its_kind_and_lowers_the_writes(tmp_path) -> None:
+    """`kv_cache` and `kv_cache_kind` reach the importer through the frontend contract:
+    a static cache's prefill of 5 tokens is a fill_cache per user and layer, words say
+    both, and a turn of the kind plans the dynamic cache (no writes)."""
+    import json
+
+    from tileplan.app.tenstorrent import tt_mlir_models  # noqa: F401  (registers the loader)
+    from tileplan.targets.tenstorrent.frontend import frontend
+
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+                                "torch_dtype": "bfloat16", **TINY}))
+    fe = frontend("tt-mlir")
+    opts = fe.options(str(path), {"batch": BATCH, "sequence_length": 5, "kv_cache": CACHE,
+                                  "kv_cache_kind": "static"}, n150())
+    assert (opts.kv_cache, opts.kv_cache_kind) == (CACHE, CacheKind.STATIC)
+    assert dict(fe.words(opts))["kv_cache_kind"] == "static" and dict(fe.words(opts))["kv_cache"] == CACHE
+    kinds = [op.kind for op in fe.lower(str(path), opts, n150()).ops]
+    assert kinds.count(OpKind.FILL_CACHE) == 2 * 2 * BATCH
+    dynamic = fe.lower(str(path), fe.turn(opts, "kv_cache_kind", "dynamic"), n150())
+    assert not [op for op in dynamic.ops if op.kind in (OpKind.FILL_CACHE, OpKind.UPDATE_CACHE)]
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["--kv-cache", "128", "--kv-cache-kind", "paged"], "--kv-cache-kind paged: expected dynamic or static"),
+    (["--kv-cache-kind", "static"], "--kv-cache-kind static needs --kv-cache"),
+    (["--kv-cache", "4", "--kv-cache-kind", "static", "--sequence-length", "5"],
+     "a static cache of 4 positions cannot take a step of 5 tokens"),
+    (["--frontend", "tt-transformers", "--kv-cache", "128", "--kv-cache-kind", "static"],
+     "--kv-cache-kind is not an option of the tt-transformers frontend; tt-mlir takes it"),
+])
+def test_bad_cache_flags_are_one_line(tmp_path, capsys, argv, words) -> None:
+    import json
+
+    from tileplan.cli.main import main
+
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"], **TINY}))
+    code = main(["plan", str(path), "--machine", "n150", *argv, "--no-what-if", "-o", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and words in err and "\n" not in err

@@ -17,7 +17,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from tileplan.errors import InputError, option
-from tileplan.importers.decode import CacheKind
+from tileplan.model.cache import CacheKind
 from tileplan.importers.graph import Graph
 from tileplan.importers.hf_models import first_line, from_hf_config
 from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json

@@ -10,7 +10,7 @@ for the whole step. The step is exported with `tokens` new tokens a sequence
 own keys and values (transformers' `DynamicCache` concatenates them), at position
 `length`. The module is left as it was.
 
-The cache's kind (`CacheKind`, `--kv-cache-kind`):
+The cache's kind (`CacheKind`, tileplan/model/cache.py; `--kv-cache-kind`):
 
 - `dynamic` (the default): as above, transformers' `DynamicCache`; the attention reads
   `length + tokens` positions, made by concatenating the step's keys to the cache.
@@ -31,32 +31,14 @@ The cache's kind (`CacheKind`, `--kv-cache-kind`):
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
 from tileplan.errors import InputError, ModelError, option
 from tileplan.importers.graph import Graph
+from tileplan.model.cache import CacheKind
 
 #: the buffers each layer holds its cache in
 KEY, VALUE = "kv_cache_key", "kv_cache_value"
-
-
-class CacheKind(Enum):
-    """How a decoding step keeps its key/value cache (see the module docstring)."""
-
-    DYNAMIC = "dynamic"
-    STATIC = "static"
-
-    @classmethod
-    def parse(cls, text: "str | CacheKind") -> "CacheKind":
-        """A kind from its flag's spelling (`static`, `dynamic`); one line otherwise."""
-        if isinstance(text, CacheKind):
-            return text
-        for kind in cls:
-            if kind.value == str(text).strip().lower():
-                return kind
-        raise InputError(f"{option('kv_cache_kind', str(text))}: expected "
-                         f"{' or '.join(k.value for k in cls)} (transformers' DynamicCache or StaticCache)")
 
 
 def cache_shapes(model: Any, batch: int, name: str) -> list[tuple[Any, Any]]:
