@@ -213,7 +213,7 @@ CASES: tuple[Case, ...] = (
               "the most cores: 72 on n150's 8 x 9 grid), so the tensor tt-mlir placed so, and the 417,792 B "
               "allocated beside it, are not reproduced"),
     Case("cal-gemma-1.1-2b-bench", "calibration",
-         "gemma-1.1-2b-it, " + BENCH_RUN.format(prompt="17 tokens: <bos> and 16 SentencePiece pieces counted by "
+         "gemma-1.1-2b-it, " + BENCH_RUN.format(prompt="17 tokens: BOS and 16 SentencePiece pieces counted by "
                                                   "hand, no tokenizer run: unverified"),
          "tt-xla #4214; tt-xla tests/benchmark/test_llms.py (defaults)",
          "Statically allocated circular buffers in program 65868 clash with L1 buffers on core range "
