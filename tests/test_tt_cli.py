@@ -122,8 +122,8 @@ def test_plan_help_groups_the_tenstorrent_flags():
     groups = {g.title: [a.option_strings[0] for a in g._group_actions if a.option_strings]
               for g in verb._action_groups}
     assert groups["Tenstorrent machines (n150, n300, p100, p150)"] == [
-        "--frontend", "--opt-level", "--prefill-chunk", "--precision", "--l1-small-size", "--trace-region-size",
-        "--tt-version", "--dispatch", "--to-dram"]
+        "--frontend", "--opt-level", "--kv-cache-kind", "--prefill-chunk", "--precision", "--l1-small-size",
+        "--trace-region-size", "--tt-version", "--dispatch", "--to-dram"]
 
 
 def test_summary_html_plot_and_diff_read_tenstorrent_reports(tmp_path, capsys):

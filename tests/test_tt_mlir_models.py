@@ -85,7 +85,7 @@ def test_the_frontend_contract_imports_a_config_at_its_batch(tmp_path):
     opts = fe.options(str(path), {"opt_level": 2, "weights": "bfp8", "sequence_length": 64}, n150())
     assert (opts.opt_level, opts.weights, opts.batch, opts.sequence_length) == (2, DataType.BFLOAT8_B, 1, 64)
     assert dict(fe.words(opts)) == {"opt_level": 2, "weights": "bfp8", "activations": None, "batch": 1,
-                                    "sequence_length": 64}
+                                    "sequence_length": 64, "kv_cache": None, "kv_cache_kind": None}
     program = fe.lower(str(path), fe.turn(opts, "batch", 2), n150())
     x = next(program.tensors[t] for t in program.uploads if program.tensors[t].name == "input_ids")
     assert x.spec.shape == (2, 64)
@@ -112,7 +112,8 @@ def test_tileplan_plan_runs_the_tt_mlir_frontend_on_a_config(tmp_path, capsys):
     assert code == 0, capsys.readouterr()
     report = json.loads(out.read_text())
     assert report["frontend"] == {"name": "tt-mlir", "options": {"activations": None, "batch": 1, "opt_level": 2,
-                                                                 "sequence_length": 64, "weights": None}}
+                                                                 "sequence_length": 64, "weights": None,
+                                                                 "kv_cache": None, "kv_cache_kind": None}}
     assert report["verdict"]["fits"] is True
     assert "fits on n150" in capsys.readouterr().out
 

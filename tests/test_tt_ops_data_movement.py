@@ -19,6 +19,8 @@ from tileplan.targets.tenstorrent.ops.tt_data_movement import (
     PermuteAttrs,
     ReshapeAttrs,
     TransposeAttrs,
+    _page_map_entries,
+    _rank3,
     reshape_mapping_page_bytes,
 )
 from tileplan.targets.tenstorrent.tiles import Layout
@@ -58,6 +60,35 @@ def test_reshape_mapping_page_covers_every_output_element(h_tiles: int, w_tiles:
     page = reshape_mapping_page_bytes((h, w), (h * split, w // split), 16)
     segments = page // 16
     assert 1 <= segments <= 32 * 32 * 2
+
+
+def _every_output_page(src: tuple[int, ...], dst: tuple[int, ...], alignment: int) -> int:
+    """The mapping page walked over every output tile, no classes (the oracle)."""
+    s, d = _rank3(src), _rank3(dst)
+    most = max(_page_map_entries(co, ho0, wo0, s, d) for co in range(d[0]) for ho0 in range(0, d[1], 32)
+               for wo0 in range(0, d[2], 32))
+    return (most + most % alignment) * 16
+
+
+@given(st.integers(1, 5), st.integers(1, 70), st.integers(1, 4), st.booleans())
+def test_reshape_mapping_page_classes_agree_with_every_output_page(batch: int, seq: int, w_tiles: int,
+                                                                  merge: bool) -> None:
+    """A prefill's [B x S, D] <-> [B, S, D] (D whole tiles, S any): walking one class per
+    tile row (and per place in the input's tile rows) gives what walking every output
+    tile gives; a reshape that changes the width alike."""
+    w = 32 * w_tiles
+    pairs = [((batch * seq, w), (batch, seq, w)), ((batch, seq, w), (batch * seq, w))]
+    if merge and w_tiles % 2 == 0:
+        pairs.append(((batch, seq, w), (batch, seq * 2, w // 2)))
+    for src, dst in pairs:
+        assert reshape_mapping_page_bytes(src, dst, 16) == _every_output_page(src, dst, 16)
+
+
+def test_reshape_mapping_page_walks_every_tile_column_when_the_width_changes() -> None:
+    """{55, 96} -> {66, 80}: the busiest output page (106 segments) is not in the first
+    tile column (at most 102 there): a width that changes keeps a class per column."""
+    assert reshape_mapping_page_bytes((55, 96), (66, 80), 16) == _every_output_page((55, 96), (66, 80), 16) \
+        == (106 + 106 % 16) * 16
 
 
 @pytest.mark.parametrize(("out", "expected"), [(DRAM, (8_192, 0)), (L1, (8_192, 2_048))],

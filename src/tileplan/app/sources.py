@@ -17,6 +17,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from tileplan.errors import InputError, option
+from tileplan.model.cache import CacheKind
 from tileplan.importers.graph import Graph
 from tileplan.importers.hf_models import first_line, from_hf_config
 from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json
@@ -130,7 +131,10 @@ def _kind_of(model: str, key: tuple[str, int]) -> str:
 
 
 def import_graph(model: str, batch: int | None = None, sequence_length: int | None = None,
-                 image_size: int | None = None, layers: int | None = None, kv_cache: int | None = None) -> Graph:
+                 image_size: int | None = None, layers: int | None = None, kv_cache: int | None = None,
+                 kv_cache_kind: CacheKind = CacheKind.DYNAMIC) -> Graph:
+    """The model's graph (`kv_cache`: one decoding step with a cache of that many
+    positions, of `kv_cache_kind`; importers/decode.py)."""
     path = locate(model)
     try:
         stamp = os.stat(path).st_mtime_ns
@@ -139,14 +143,18 @@ def import_graph(model: str, batch: int | None = None, sequence_length: int | No
     except ValueError:  # a NUL in the path
         raise InputError("a path must not contain a NUL character", repr(model)) from None
     with library_output_captured():
-        graph = _import(path, (os.path.abspath(path), stamp), batch, sequence_length, image_size, layers, kv_cache)
+        graph = _import(path, (os.path.abspath(path), stamp), batch, sequence_length, image_size, layers, kv_cache,
+                        kv_cache_kind)
     return graph if path == model else replace(graph, name=display_name(model))
 
 
 @lru_cache(maxsize=8)
 def _import(model: str, key: tuple[str, int], batch: int | None, sequence_length: int | None, image_size: int | None,
-            layers: int | None, kv_cache: int | None = None) -> Graph:
+            layers: int | None, kv_cache: int | None = None, kv_cache_kind: CacheKind = CacheKind.DYNAMIC) -> Graph:
     kind = kind_of(model)
+    if kv_cache is None and kv_cache_kind is not CacheKind.DYNAMIC:
+        raise InputError(f"{option('kv_cache_kind', kv_cache_kind.value)} needs {option('kv_cache')} (the cache's "
+                         "positions)", model)
     if kv_cache is not None and kind != "hf-config":
         raise InputError(f"{option('kv_cache')} plans a decoding step of a decoder built from its config.json (or of a "
                          "module, from Python); this model's file has its own inputs", model)
@@ -163,7 +171,7 @@ def _import(model: str, key: tuple[str, int], batch: int | None, sequence_length
         from tileplan.importers.torch_export import load_exported
         return load_exported(model)
     if kind == "hf-config":
-        return from_hf_config(model, batch, sequence_length, image_size, layers, kv_cache)
+        return from_hf_config(model, batch, sequence_length, image_size, layers, kv_cache, kv_cache_kind)
     raise AssertionError(kind)
 
 

@@ -398,6 +398,16 @@ def _index_put(im: AtenImporter, node: Any) -> str:
     return im.op("scatter", [x, *(i for _, i in given), values], attrs, "index_put", dtype=im.out_dtype())
 
 
+@aten("aten.index_copy.default")
+def _index_copy(im: AtenImporter, node: Any) -> str:
+    """`index_copy(x, dim, index, source)`: the rows of `source` written at `index` along
+    `dim` (transformers' StaticLayer.update writes a step's keys into a static cache so):
+    a scatter along that one axis."""
+    x, dim, index, source = im.arg(0), int(im.arg(1)), im.arg(2), im.arg(3)
+    attrs = {"axes": (dim % len(im.shape(x)),), "accumulate": False}
+    return im.op("scatter", [x, index, source], attrs, "index_copy", dtype=im.out_dtype())
+
+
 @aten("transformers.grouped_mm_fallback.default", "aten._grouped_mm.default")
 def _grouped_mm(im: AtenImporter, node: Any) -> str:
     """A mixture of experts' products (transformers' `grouped_mm`): rows sorted by

@@ -9,14 +9,33 @@ for the whole step. The step is exported with `tokens` new tokens a sequence
 (`input_ids` [batch, tokens]): each layer's attention reads its cache and the step's
 own keys and values (transformers' `DynamicCache` concatenates them), at position
 `length`. The module is left as it was.
+
+The cache's kind (`CacheKind`, tileplan/model/cache.py; `--kv-cache-kind`):
+
+- `dynamic` (the default): as above, transformers' `DynamicCache`; the attention reads
+  `length + tokens` positions, made by concatenating the step's keys to the cache.
+- `static`: transformers' `StaticCache` as tt-xla's LLM benchmark builds it
+  (tests/benchmark/llm_utils/decode_utils.py `init_static_cache`: [batch, key/value
+  heads, max_cache_len, head size] per layer, allocated once) and as its step runs it
+  (benchmarks/llm_benchmark.py `construct_inputs`: `input_ids` [batch, tokens] and
+  `cache_position` [tokens], a model input; `LLMSamplingWrapper.forward` passes
+  `position_ids = cache_position.unsqueeze(0)`). The step writes its keys and values
+  into the cache at `cache_position` (transformers' `StaticLayer.update`:
+  `index_copy_` along the positions) and the attention reads the whole cache, `length`
+  positions, under the causal mask of the cache's length (`StaticLayer.get_mask_sizes`).
+  The write is imported as `scatter` along axis 2 of the cache buffer (the
+  `index_copy` as a function: the new cache is what the attention reads); a frontend
+  that writes in place (tt-mlir's fill_cache / update_cache) says so. The prefill of
+  P tokens is `tokens=P` (positions 0..P-1), a decode step `tokens=1` (position P).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tileplan.errors import ModelError, option
+from tileplan.errors import InputError, ModelError, option
 from tileplan.importers.graph import Graph
+from tileplan.model.cache import CacheKind
 
 #: the buffers each layer holds its cache in
 KEY, VALUE = "kv_cache_key", "kv_cache_value"
@@ -60,9 +79,11 @@ def _layers(model: Any, count: int, name: str) -> list[Any]:
     raise ModelError(f"{option('kv_cache')}: no list of {count} layers found in {type(model).__name__}", name)
 
 
-def decode_step(model: Any, length: int, batch: int = 1, tokens: int = 1, name: str | None = None) -> Graph:
+def decode_step(model: Any, length: int, batch: int = 1, tokens: int = 1, name: str | None = None,
+                kind: CacheKind = CacheKind.DYNAMIC) -> Graph:
     """The graph of one step of `model` (a transformers decoder) generating `tokens`
-    tokens a sequence after `length` cached positions (see the module docstring)."""
+    tokens a sequence after `length` cached positions, or (a static cache) writing
+    `tokens` positions into a cache of `length` (see the module docstring)."""
     import torch
     from transformers import DynamicCache
 
@@ -70,10 +91,20 @@ def decode_step(model: Any, length: int, batch: int = 1, tokens: int = 1, name: 
 
     name = name or type(model).__name__
     model.eval()
+    if kind is CacheKind.STATIC and tokens > length:
+        raise InputError(f"{option('kv_cache', str(length))}: a static cache of {length} positions cannot take a "
+                         f"step of {tokens} tokens (transformers' StaticCache holds max_cache_len positions)", name)
     shapes = cache_shapes(model, batch, name)
     layers = _layers(model, len(shapes), name)
     config = getattr(model, "config", None)
     keyword = "cache" if takes(model, "cache") else "past_key_values"  # transformers 5 renames it
+
+    if kind is CacheKind.STATIC:
+        step: torch.nn.Module = _static_step(model, layers, keyword)
+        example: tuple[Any, ...] = (torch.zeros(batch, tokens, dtype=torch.long, device="meta"),
+                                    torch.zeros(tokens, dtype=torch.long, device="meta"))
+    else:
+        step, example = None, ()  # type: ignore[assignment]
 
     class Step(torch.nn.Module):
         def __init__(self) -> None:
@@ -95,8 +126,49 @@ def decode_step(model: Any, length: int, batch: int = 1, tokens: int = 1, name: 
                 cached = torch.zeros(*one.shape[:2], length, one.shape[3], dtype=one.dtype, device="meta")
                 layer.register_buffer(key, cached, persistent=False)
                 added.append((layer, key))
+        if step is not None:
+            return from_torch(step, example, name, strip="decoder.")
         ids = torch.zeros(batch, tokens, dtype=torch.long, device="meta")
         return from_torch(Step(), (ids,), name, strip="decoder.")
     finally:
         for layer, key in added:
             del layer._buffers[key]
+
+
+def _static_step(model: Any, layers: list[Any], keyword: str) -> Any:
+    """The step over a static cache: (input_ids, cache_position) -> logits, each layer's
+    cache written at `cache_position` (`index_copy` along the positions, as transformers'
+    StaticLayer.update) and read whole (the mask over max_cache_len positions)."""
+    import torch
+    from transformers.cache_utils import Cache, StaticLayer
+
+    class Layer(StaticLayer):
+        """One layer's static cache, its buffers the layer's; the write a function."""
+
+        def __init__(self, keys: torch.Tensor, values: torch.Tensor, positions: torch.Tensor) -> None:
+            super().__init__(max_cache_len=keys.shape[2])
+            self.keys, self.values, self.positions = keys, values, positions
+            self.is_initialized = True
+
+        def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+            keys, values = self.keys, self.values
+            assert keys is not None and values is not None  # set in __init__
+            self.keys = torch.index_copy(keys, 2, self.positions, key_states)
+            self.values = torch.index_copy(values, 2, self.positions, value_states)
+            return self.keys, self.values
+
+    class Step(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.decoder = model
+
+        def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> Any:
+            cache = Cache(layers=[Layer(getattr(layer, KEY), getattr(layer, VALUE), cache_position)
+                                  for layer in layers])
+            out = self.decoder(input_ids=input_ids, **{keyword: cache}, position_ids=cache_position.unsqueeze(0),
+                               cache_position=cache_position, use_cache=True)
+            logits = getattr(out, "logits", None)
+            return logits if logits is not None else out.last_hidden_state
+
+    return Step()

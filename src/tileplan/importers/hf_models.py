@@ -26,6 +26,7 @@ from tileplan.errors import InputError, ModelError, option
 from tileplan.importers.graph import Graph
 from tileplan.importers.joint import JointGraph, joint_graph
 from tileplan.ioutil import MAX_CONFIG_BYTES, display_name, read_json
+from tileplan.model.cache import CacheKind
 from tileplan.runtime import library_output_captured
 
 #: the sequence length a text model is planned at unless told
@@ -111,18 +112,19 @@ def build(path: str, layers: int | None, eager: bool = False) -> Built:
 
 
 def from_hf_config(path: str, batch: int | None, sequence_length: int | None, image_size: int | None,
-                   layers: int | None, kv_cache: int | None = None) -> Graph:
+                   layers: int | None, kv_cache: int | None = None,
+                   kv_cache_kind: CacheKind = CacheKind.DYNAMIC) -> Graph:
     """The graph of any architecture transformers builds from its config (`build`),
     exported on its main input (`example_input`), or one decoding step of
-    `sequence_length` tokens (default 1) after `kv_cache` positions
-    (`tileplan.importers.decode`)."""
+    `sequence_length` tokens (default 1) after `kv_cache` positions, or into a static
+    cache of `kv_cache` positions (`kv_cache_kind`, `tileplan.importers.decode`)."""
     from tileplan.importers.torch_export import from_torch
 
     built = build(path, layers)
     batch = batch or 1
     if kv_cache is not None:
         from tileplan.importers.decode import decode_step
-        graph = decode_step(built.model, kv_cache, batch, sequence_length or 1, built.name)
+        graph = decode_step(built.model, kv_cache, batch, sequence_length or 1, built.name, kv_cache_kind)
         return replace(graph, architecture=built.architecture)
     example = example_input(built.model, built.config, batch, sequence_length, image_size, path)
     graph = from_torch(built.model, (example,), built.name)

@@ -18,6 +18,10 @@ OPTIONS = (
            "it) or tt-transformers (tt-metal's decoder LLMs)", metavar="NAME"),
     Option("--opt-level", "opt_level", "tt-mlir's optimization level: 0 (all in DRAM), 1 (DRAM, op configs), 2 "
            "(L1 placement)", type=int, metavar="0|1|2"),
+    Option("--kv-cache-kind", "kv_cache_kind", "tt-mlir, with --kv-cache L: the cache's kind, dynamic "
+           "(transformers' DynamicCache: the step's keys concatenated; the default) or static (StaticCache of L "
+           "positions, as tt-xla's LLM benchmark: --sequence-length P is a prefill of P tokens written into it in "
+           "place, 1 a decode step)", metavar="static|dynamic"),
     Option("--prefill-chunk", "prefill_chunk", "tt-transformers: plan a prefill chunk of N tokens (a multiple "
            "of 32)", type=int, metavar="N"),
     Option("--precision", "precision", "tt-transformers: the precision preset, performance (default) or accuracy "

@@ -1,6 +1,8 @@
 """How the tt-mlir frontend gets a model named as `tileplan plan` names it: imported once
 per process by the application's importers (app/sources.py `import_graph`), at the batch
-and sequence length the frontend's options say, in the model's own dtype.
+and sequence length the frontend's options say (a config.json's decoder also as one
+decoding step with a key/value cache: `kv_cache`, `kv_cache_kind`), in the model's own
+dtype.
 
 The model's dtype is what tt-xla runs it in: a config.json's `torch_dtype` (`dtype` in
 newer files: bfloat16 for the published LLMs, which tt-forge-models loads with
@@ -20,6 +22,7 @@ from typing import Any
 from tileplan.app.sources import import_graph, kind_of, locate
 from tileplan.errors import InputError
 from tileplan.ioutil import MAX_CONFIG_BYTES, read_json
+from tileplan.model.cache import CacheKind
 from tileplan.model.ir import Program
 from tileplan.model.precision import Precision
 from tileplan.targets.tenstorrent.frontends.tt_mlir.source import ModelSource, register_loader
@@ -27,8 +30,8 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.source import ModelSource, r
 #: a config's dtype names and the precision they plan in
 _DTYPES = {"bfloat16": "BF16", "float16": "F16", "float32": "F32", "float": "F32", "half": "F16"}
 #: which shape knobs each model kind takes (app/sources.py `_import`)
-_VARIES = {"hf-config": frozenset({"batch", "sequence_length"}), "onnx": frozenset({"batch", "sequence_length"}),
-           "exported": frozenset()}
+_VARIES = {"hf-config": frozenset({"batch", "sequence_length", "kv_cache"}),
+           "onnx": frozenset({"batch", "sequence_length"}), "exported": frozenset()}
 
 
 def model_precision(path: str, found: str | None) -> Precision:
@@ -57,8 +60,9 @@ class ImportedModel:
     def varies(self) -> frozenset[str]:
         return _VARIES.get(kind_of(self.model), frozenset())
 
-    def program(self, batch: int | None, sequence_length: int | None) -> Program:
-        graph = import_graph(self.model, batch, sequence_length)
+    def program(self, batch: int | None, sequence_length: int | None, kv_cache: int | None = None,
+                kv_cache_kind: CacheKind = CacheKind.DYNAMIC) -> Program:
+        graph = import_graph(self.model, batch, sequence_length, kv_cache=kv_cache, kv_cache_kind=kv_cache_kind)
         precision = model_precision(locate(self.model), graph.float_precision)
         return graph.to_program(precision, precision, repeat=False)
 

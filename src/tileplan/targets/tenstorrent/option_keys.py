@@ -9,6 +9,8 @@ OPTION_KEYS: dict[str, str] = {
     "batch": "the batch (tt-transformers: max_batch_size, one of 1, 2, 4, 8, 16, 32)",
     "sequence_length": "the tokens of a prefill (tt-mlir: the model input's sequence length)",
     "kv_cache": "plan decoding with a KV cache of L positions (tt-transformers: max_seq_len)",
+    "kv_cache_kind": "tt-mlir: the KV cache of --kv-cache, dynamic (transformers' DynamicCache, the default) or "
+                     "static (StaticCache, as tt-xla's LLM benchmark: the step writes into it in place)",
     "prefill_chunk": "tt-transformers: the prefill chunk in tokens, a multiple of 32 (MAX_PREFILL_CHUNK_SIZE)",
     "opt_level": "tt-mlir: the optimization level 0, 1 or 2 (tt-xla's optimization_level)",
     "precision": "tt-transformers: the precision preset, performance or accuracy (DecodersPrecision)",

@@ -26,7 +26,7 @@ from tileplan.targets.tenstorrent.ops.tt_heads import (
     plan_create_heads,
     plan_create_heads_decode,
 )
-from tileplan.targets.tenstorrent.ops.tt_kv_cache import plan_fill_cache, plan_update_cache
+from tileplan.targets.tenstorrent.ops.tt_kv_cache import plan_cache_update, plan_fill_cache, plan_update_cache
 from tileplan.targets.tenstorrent.ops.tt_layout import plan_layout
 from tileplan.targets.tenstorrent.ops.tt_matmul import plan_matmul
 from tileplan.targets.tenstorrent.ops.tt_norm import plan_norm
@@ -100,6 +100,7 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.SDPA_CHUNKED: ("tt_sdpa_paged", plan_sdpa_chunked),
         OpKind.FILL_CACHE: ("tt_kv_cache", plan_fill_cache), OpKind.PAGED_FILL_CACHE: ("tt_kv_cache", plan_fill_cache),
         OpKind.PAGED_UPDATE_CACHE: ("tt_kv_cache", plan_update_cache),
+        OpKind.UPDATE_CACHE: ("tt_kv_cache", plan_cache_update),
         OpKind.RMS_NORM_PRE_ALL_GATHER: ("tt_norm_distributed", plan_rms_pre),
         OpKind.RMS_NORM_POST_ALL_GATHER: ("tt_norm_distributed", plan_rms_post),
         OpKind.ALL_GATHER_ASYNC: ("tt_ccl", plan_all_gather),

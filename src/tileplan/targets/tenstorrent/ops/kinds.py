@@ -119,6 +119,7 @@ class OpKind(Enum):
     NLP_CONCAT_HEADS_DECODE = "ttnn.experimental.nlp_concat_heads_decode"
     SDPA_CHUNKED = "ttnn.transformer.chunked_scaled_dot_product_attention"
     FILL_CACHE = "ttnn.fill_cache"
+    UPDATE_CACHE = "ttnn.update_cache"
     PAGED_FILL_CACHE = "ttnn.experimental.paged_fill_cache"
     PAGED_UPDATE_CACHE = "ttnn.experimental.paged_update_cache"
     RMS_NORM_PRE_ALL_GATHER = "ttnn.rms_norm_pre_all_gather"

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tileplan.targets.tenstorrent.memory import TensorSpec
 from tileplan.targets.tenstorrent.ops.base import (
@@ -124,21 +125,28 @@ def _page_map_entries(co: int, ho0: int, wo0: int, src: tuple[int, int, int], ds
     return max(counts.values()) * len(counts)
 
 
+@lru_cache(maxsize=256)
 def reshape_mapping_page_bytes(src_shape: tuple[int, ...], dst_shape: tuple[int, ...], l1_alignment: int) -> int:
     """Bytes of one page of the tiled reshape's mapping tensor
     (`compute_reshape_mapping_host_tensor`): the most map entries any output page needs,
     plus that count mod the L1 alignment, times 16 B. Output pages whose first element
     sits at the same place of the input's tile rows map alike, so each such class is
-    walked once."""
+    walked once. When the reshape keeps a last dimension of whole tiles (it only regroups
+    rows: a prefill's [B x S, D] <-> [B, S, D] with S not whole tiles), every output
+    element's input column is its own, so the output tiles of one tile row map alike up
+    to a shift of the input page by the tile column: one class per tile row (the column
+    taken as 0). A pure function of the shapes, computed once per shape pair (a layer's
+    reshapes repeat in every layer and are asked again by each pass)."""
     src, dst = _rank3(src_shape), _rank3(dst_shape)
     _, hi_n, wi_n = src
     _, ho_n, wo_n = dst
     period = TILE * wi_n if hi_n % TILE == 0 else hi_n * wi_n
+    rows_only = wi_n == wo_n and wo_n % TILE == 0
     seen: dict[tuple[int, int, int], int] = {}
     most = 0
     for co in range(dst[0]):
         for ho0 in range(0, ho_n, TILE):
-            for wo0 in range(0, wo_n, TILE):
+            for wo0 in range(0, TILE if rows_only else wo_n, TILE):
                 f0 = (co * ho_n + ho0) * wo_n + wo0
                 key = (f0 % period, min(ho_n - ho0, TILE), min(wo_n - wo0, TILE))
                 if key not in seen:

@@ -6,6 +6,16 @@ operation's outputs are empty; the planner allocates nothing for them).
   cache [B, heads, L, D] at a user's row; a sharded input binds c_0 to its shard, an
   interleaved one streams through c_0 of 2 tiles on the cores `split_work_to_cores` gives
   heads x S / 32 tile rows.
+- update_cache (ttnn/cpp/ttnn/operations/kv_cache/device/update_cache_multi_core_program_factory.cpp
+  `UpdateCacheMultiCoreProgramFactory::create`): a decode step's [1, heads, B, D] into
+  the cache [B, heads, L, D] at one position; granularity g = min(2, cache batch); the
+  cache c_0 of 2 g Wt cache tiles, the input c_1 (2 Wt input tiles; bound to its shard
+  when sharded), the intermediates c_24 / c_25 (one CB) and c_26 of 2 g Wt tiles each
+  (Float32 with fp32 accumulation, else Float16_b), the output c_16 of B Wt cache tiles
+  (B the input's padded height); on the `split_work_to_cores` cores of heads x B / 32
+  (interleaved input) or the shard grid. Its compute config: the caller's, else
+  `init_device_compute_kernel_config`'s default (kv_cache.cpp `update_cache`: no fp32
+  accumulation).
 - paged_fill_cache (ttnn/cpp/ttnn/operations/experimental/paged_cache/device/fill_cache/
   paged_fill_cache_program_factory.cpp): input [1, heads, S, D] into the paged cache
   [blocks, heads, block, D] through a page table; on the `split_work_to_cores` cores of
@@ -98,6 +108,44 @@ def plan_fill_cache(kind: OpKind, req: OpRequest, attrs: CacheAttrs | None = Non
         cores = _work_cores(heads * (s // TILE), req)
         program = Program("FillCacheMultiCoreProgramFactory", KV_DIR + "fill_cache_multi_core_program_factory.cpp",
                           cores, (cbuf(0, "src0", 2, x.dtype.tile_bytes, cores),))
+    return OpPlan(op, (program,), (), ())
+
+
+#: update_cache's compute config when none is given (kv_cache.cpp `update_cache` calls
+#: `init_device_compute_kernel_config(arch, std::nullopt)`: LoFi, approximate, no fp32
+#: accumulation, no packer L1 accumulation)
+CACHE_UPDATE_DEFAULT_COMPUTE = ComputeConfig(MathFidelity.LOFI, True, False, False)
+
+
+def plan_cache_update(kind: OpKind, req: OpRequest, attrs: CacheAttrs | None = None) -> OpPlan:
+    """update_cache (inputs: cache, input [1, heads, B, D], the position): in place, its
+    circular buffers as the module docstring lists them."""
+    op = kind.value
+    require(len(req.inputs) >= 2, op, "inputs: the cache and the tensor written into it")
+    cache, x = req.inputs[:2]
+    for t in (cache, x):
+        require(t.layout is Layout.TILE and len(t.shape) == 4, op, "cache and input are 4-D TILE tensors")
+    require(x.shape[-1] == cache.shape[-1], op, f"head_dim {x.shape[-1]} of the input, {cache.shape[-1]} of the cache")
+    require(padded_shape4(x)[0] == 1, op, f"the input's batch is 1 (found {x.shape[0]})")
+    require(x.shape[1] == cache.shape[1], op, f"heads {x.shape[1]} of the input, {cache.shape[1]} of the cache")
+    compute = req.compute or CACHE_UPDATE_DEFAULT_COMPUTE
+    interm = DataType.FLOAT32 if compute.fp32_dest_acc_en else DataType.BFLOAT16
+    _, heads, users, d = padded_shape4(x)
+    wt = d // TILE
+    granularity = min(2, cache.shape[0])
+    shard = x.memory.shard
+    if shard is not None:
+        cores = shard.grid
+        src1 = cbuf(1, "src1", x.shard_pages(), x.dtype.tile_bytes, cores, globally_allocated=True)
+    else:
+        cores = _work_cores(heads * users // TILE, req)
+        src1 = cbuf(1, "src1", 2 * wt, x.dtype.tile_bytes, cores)
+    cbs = (cbuf(0, "src0", 2 * granularity * wt, cache.dtype.tile_bytes, cores), src1,
+           cbuf(24, "interm0+interm1", 2 * granularity * wt, interm.tile_bytes, cores),
+           cbuf(26, "interm2", 2 * granularity * wt, interm.tile_bytes, cores),
+           cbuf(16, "output", users * wt, cache.dtype.tile_bytes, cores))
+    program = Program("UpdateCacheMultiCoreProgramFactory", KV_DIR + "update_cache_multi_core_program_factory.cpp",
+                      cores, cbs)
     return OpPlan(op, (program,), (), ())
 
 

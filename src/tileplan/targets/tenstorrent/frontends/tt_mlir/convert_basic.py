@@ -45,7 +45,7 @@ NO_RULE = {"hardswish": "ttnn.hardswish", "leaky_relu": "ttnn.leaky_relu", "elu"
            "round": "ttnn.round", "mod": "ttnn.remainder", "where": "ttnn.where", "pad": "ttnn.pad",
            "tile": "ttnn.repeat", "cumsum": "ttnn.moreh_cumsum", "argmax": "ttnn.argmax", "argmin": "ttnn.argmin",
            "topk": "ttnn.topk", "sort": "ttnn.sort", "index": "ttnn.gather", "gather_elements": "ttnn.gather",
-           "gather_nd": "ttnn.gather", "scatter": "ttnn.scatter", "resize": "ttnn.upsample",
+           "gather_nd": "ttnn.gather", "resize": "ttnn.upsample",
            "log_softmax": "ttnn.log_softmax", "reduce_prod": "ttnn.prod", "reduce_l1": "ttnn.sum",
            "reduce_l2": "ttnn.sum", "reduce_logsumexp": "ttnn.logsumexp", "reduce_sum_square": "ttnn.sum",
            "reduce_var": "ttnn.var", "reduce_all": "ttnn.min", "reduce_any": "ttnn.max",

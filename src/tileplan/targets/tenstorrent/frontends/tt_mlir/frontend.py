@@ -1,7 +1,9 @@
 """The tt-mlir frontend as the planner takes it (targets/tenstorrent/frontend.py says what a
 frontend provides): `FRONTEND`.
 
-- keys: `opt_level`, `weights`, `activations`, `batch`, `sequence_length`;
+- keys: `opt_level`, `weights`, `activations`, `batch`, `sequence_length`, `kv_cache` and
+  `kv_cache_kind` (a config.json's decoder as one decoding step with a key/value cache of
+  that many positions, dynamic or static: options.py);
 - the stack: tt-mlir's runtime opens the device (L1_SMALL 64 KiB, the trace region as
   the runtime sets it: versions.py), so no device parameters of its own;
 - knobs for what-if rows: the optimization level and the weight dtype (each value on
@@ -9,7 +11,8 @@ frontend provides): `FRONTEND`.
 
 Worked example: `FRONTEND.options("bert.json", {"opt_level": 2, "weights": "bfp8"}, n150)`
 -> TtMlirOptions(opt_level=2, weights=bfloat8_b, batch=1); its words are (opt_level, 2),
-(weights, bfp8), (activations, None), (batch, 1), (sequence_length, None).
+(weights, bfp8), (activations, None), (batch, 1), (sequence_length, None), (kv_cache,
+None), (kv_cache_kind, None) (the kind is said only with a cache).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from tileplan.errors import InputError, option
+from tileplan.model.cache import CacheKind
 from tileplan.targets.tenstorrent.device import Device
 from tileplan.targets.tenstorrent.frontend import Knob, Reproduction, Search
 from tileplan.targets.tenstorrent.frontends.tt_mlir.lower import lower
@@ -57,7 +61,7 @@ class TtMlirFrontend:
     """tt-xla and tt-mlir compiling an imported model (see the module docstring)."""
 
     frontend = Frontend.TT_MLIR
-    keys = frozenset({"opt_level", "weights", "activations", "batch", "sequence_length"})
+    keys = frozenset({"opt_level", "weights", "activations", "batch", "sequence_length", "kv_cache", "kv_cache_kind"})
     stack = Stack.TT_MLIR
 
     def device_defaults(self, model: Any, options: Any, machine: str) -> Mapping[str, int]:
@@ -65,7 +69,11 @@ class TtMlirFrontend:
 
     def options(self, model: Any, given: Mapping[str, Any], device: Device) -> TtMlirOptions:
         source = resolve(model)
-        batch, seq = _int(given, "batch"), _int(given, "sequence_length")
+        batch, seq, cache = _int(given, "batch"), _int(given, "sequence_length"), _int(given, "kv_cache")
+        kind = CacheKind.parse(given.get("kv_cache_kind") or CacheKind.DYNAMIC)
+        if cache is not None and "kv_cache" not in source.varies:
+            raise InputError(f"{option('kv_cache')} plans a decoding step of a decoder built from its config.json; "
+                             f"{source.name} is not one (its inputs are its own)")
         for key, value in (("batch", batch), ("sequence_length", seq)):
             if value is not None and key not in source.varies:
                 raise InputError(f"{option(key)}: {source.name} has fixed shapes (a saved program or a file whose "
@@ -74,10 +82,12 @@ class TtMlirFrontend:
             batch = 1
         level = _int(given, "opt_level")
         return TtMlirOptions(0 if level is None else level, parse_dtype(given.get("weights"), "weights", WEIGHT_DTYPES),
-                             parse_dtype(given.get("activations"), "activations", ACTIVATION_DTYPES), batch, seq)
+                             parse_dtype(given.get("activations"), "activations", ACTIVATION_DTYPES), batch, seq,
+                             kv_cache=cache, kv_cache_kind=kind)
 
     def lower(self, model: Any, options: TtMlirOptions, device: Device) -> TtProgram:
-        program = resolve(model).program(options.batch, options.sequence_length)
+        program = resolve(model).program(options.batch, options.sequence_length, options.kv_cache,
+                                         options.kv_cache_kind)
         return lower(program, options, device)
 
     def words(self, options: TtMlirOptions) -> tuple[tuple[str, Any], ...]:
@@ -85,7 +95,8 @@ class TtMlirFrontend:
             return SHORT_NAMES[d] if d is not None else None
         return (("opt_level", options.opt_level), ("weights", name(options.weights)),
                 ("activations", name(options.activations)), ("batch", options.batch),
-                ("sequence_length", options.sequence_length))
+                ("sequence_length", options.sequence_length), ("kv_cache", options.kv_cache),
+                ("kv_cache_kind", options.kv_cache_kind.value if options.kv_cache is not None else None))
 
     def knobs(self, options: TtMlirOptions, device: Device) -> tuple[Knob, ...]:
         weights = SHORT_NAMES[options.weights] if options.weights is not None else "bf16"
@@ -100,7 +111,9 @@ class TtMlirFrontend:
             return replace(options, weights=parse_dtype(value, "weights", WEIGHT_DTYPES))
         if key == "activations":
             return replace(options, activations=parse_dtype(value, "activations", ACTIVATION_DTYPES))
-        if key in ("opt_level", "batch", "sequence_length"):
+        if key == "kv_cache_kind":
+            return replace(options, kv_cache_kind=CacheKind.parse(value))
+        if key in ("opt_level", "batch", "sequence_length", "kv_cache"):
             return replace(options, **{key: value})
         raise InputError(f"{option(key)} is not an option of the tt-mlir frontend; it takes "
                          f"{', '.join(sorted(self.keys))}")

@@ -242,6 +242,16 @@ class Propagation:
         return new
 
     def run(self, node: Node) -> None:
+        if not node.outputs:
+            # an operation in place (a KV cache's fill_cache / update_cache): no output to
+            # lay out; its operands as produced when it validates, else its sharded ones
+            # moved to DRAM (getDRAMInterleavedFallback)
+            specs = tuple(self.specs[t] for t in node.inputs)
+            fits = self.validate(node, specs, node.out) is not None
+            moves = tuple(DRAM_INTERLEAVED if not fits and s.memory.shard is not None else None for s in specs)
+            inputs = tuple(self.reshard(t, m, node) if m is not None else t for t, m in zip(node.inputs, moves))
+            self.nodes.append(replace(node, inputs=inputs))
+            return
         choice = self.choose(node)
         if choice is None:
             # getDRAMInterleavedFallback: the output, and a sharded operand, in DRAM

@@ -5,7 +5,8 @@ compile it for one chip, in named passes:
 2. `fuse`: tt-xla's RMSNorm fusion and tt-mlir's linear-with-bias and activation fusions
    (fusion.py);
 3. `convert`: each computed operation onto the TTNN operations tt-mlir emits
-   (convert_basic.py, convert_nn.py, convert_conv.py); constants become uploads in the
+   (convert_basic.py, convert_nn.py, convert_conv.py, convert_cache.py: a static KV
+   cache's writes in place); constants become uploads in the
    form their readers take (context.py); an operator with no TTNN rule is an error naming
    it;
 4. `order_uploads`: the arguments tt-xla passes, in the model's declaration order, then
@@ -30,6 +31,7 @@ from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.device import Device
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering, unroll
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import CONVERTERS as BASIC
+from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_cache import CONVERTERS as CACHE
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_conv import CONVERTERS as CONV
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_nn import CONVERTERS as NN
 from tileplan.targets.tenstorrent.frontends.tt_mlir.fusion import fuse
@@ -40,7 +42,7 @@ from tileplan.targets.tenstorrent.plan import op_target
 from tileplan.targets.tenstorrent.program import TtProgram
 from tileplan.targets.tenstorrent.tiles import Layout
 
-CONVERTERS = {**BASIC, **NN, **CONV}
+CONVERTERS = {**BASIC, **NN, **CONV, **CACHE}
 
 
 def convert(lw: Lowering) -> TtnnGraph:

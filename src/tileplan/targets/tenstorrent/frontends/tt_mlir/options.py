@@ -15,6 +15,11 @@ shapes decide, as one immutable value.
   activations in the model's dtype: block floats are weights only).
 - `batch`, `sequence_length`: the shapes the model is imported at (None: the model's
   own; a model given as a program has fixed shapes).
+- `kv_cache`, `kv_cache_kind`: a decoder's decoding step with a key/value cache of
+  `kv_cache` positions a layer (None: the model's forward, no cache), of that kind
+  (model/cache.py): `dynamic` (transformers' DynamicCache, the default) or `static`
+  (StaticCache, as tt-xla's LLM benchmark runs: the step writes its `sequence_length`
+  tokens into the cache in place, a prefill of P tokens or a decode step of 1).
 - `tensor_l1_usage_cap`: tt-mlir's `tensor-l1-usage-cap` (default 0.95,
   DevicePassesWrapper.h), the share of usable L1 the optimizer may fill.
 
@@ -27,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tileplan.errors import InputError, option
+from tileplan.model.cache import CacheKind
 from tileplan.targets.tenstorrent.ops.base import ComputeConfig, MathFidelity
 from tileplan.targets.tenstorrent.tiles import DataType
 
@@ -67,7 +73,8 @@ def parse_dtype(text: str | DataType | None, what: str, allowed: tuple[DataType,
 class TtMlirOptions:
     """See the module docstring. Invariants (checked): opt_level 0, 1 or 2; a weight
     dtype of WEIGHT_DTYPES and an activation dtype of ACTIVATION_DTYPES (or None);
-    batch and sequence_length >= 1 (or None); 0 < tensor_l1_usage_cap <= 1."""
+    batch, sequence_length and kv_cache >= 1 (or None); a static cache has a length;
+    0 < tensor_l1_usage_cap <= 1."""
 
     opt_level: int = 0
     weights: DataType | None = None
@@ -75,6 +82,8 @@ class TtMlirOptions:
     batch: int | None = None
     sequence_length: int | None = None
     tensor_l1_usage_cap: float = DEFAULT_L1_USAGE_CAP
+    kv_cache: int | None = None
+    kv_cache_kind: CacheKind = CacheKind.DYNAMIC
 
     def __post_init__(self) -> None:
         if isinstance(self.opt_level, bool) or self.opt_level not in OPT_LEVELS:
@@ -82,10 +91,16 @@ class TtMlirOptions:
                              "optimization_level)")
         parse_dtype(self.weights, "weights", WEIGHT_DTYPES)
         parse_dtype(self.activations, "activations", ACTIVATION_DTYPES)
-        for key in ("batch", "sequence_length"):
+        for key in ("batch", "sequence_length", "kv_cache"):
             value = getattr(self, key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InputError(f"{option(key, str(value))}: expected a whole number >= 1")
+        if not isinstance(self.kv_cache_kind, CacheKind):
+            raise InputError(f"{option('kv_cache_kind', str(self.kv_cache_kind))}: expected a CacheKind (parse it "
+                             "with CacheKind.parse)")
+        if self.kv_cache is None and self.kv_cache_kind is not CacheKind.DYNAMIC:
+            raise InputError(f"{option('kv_cache_kind', self.kv_cache_kind.value)} needs {option('kv_cache')} "
+                             "(the cache's positions a layer), e.g. --kv-cache 128")
         if not 0 < self.tensor_l1_usage_cap <= 1:
             raise InputError(f"tensor_l1_usage_cap {self.tensor_l1_usage_cap}: expected a share in (0, 1]")
 

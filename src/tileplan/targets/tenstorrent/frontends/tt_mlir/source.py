@@ -5,7 +5,8 @@ named as `tileplan plan` names it (a config.json, an ONNX file, a .pt2, a hub id
 imported by the application layer, which knows the importers: it registers a loader
 (`register_loader`) that turns such a name into a `ModelSource`; the frontend asks the
 source for the program at the batch and sequence length its options say (a what-if row
-turns the batch). A `Program` given directly has fixed shapes (`FixedProgram`).
+turns the batch), or for one decoding step with a key/value cache (`kv_cache` positions,
+of `kv_cache_kind`). A `Program` given directly has fixed shapes (`FixedProgram`).
 
 Worked example: the application registers `load` with `load("bert/config.json")` ->
 an ImportedModel; `resolve("bert/config.json").program(2, 128)` is BERT imported at
@@ -19,12 +20,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tileplan.errors import InputError
+from tileplan.model.cache import CacheKind
 from tileplan.model.ir import Program
 
 
 class ModelSource(Protocol):
-    """A model the frontend can ask for its program: `varies` says which of `batch` and
-    `sequence_length` the source can change (the others must be None)."""
+    """A model the frontend can ask for its program: `varies` says which of `batch`,
+    `sequence_length` and `kv_cache` the source can change (the others must be None)."""
 
     @property
     def name(self) -> str: ...
@@ -32,7 +34,8 @@ class ModelSource(Protocol):
     @property
     def varies(self) -> frozenset[str]: ...
 
-    def program(self, batch: int | None, sequence_length: int | None) -> Program: ...
+    def program(self, batch: int | None, sequence_length: int | None, kv_cache: int | None = None,
+                kv_cache_kind: CacheKind = CacheKind.DYNAMIC) -> Program: ...
 
 
 @dataclass(frozen=True)
@@ -49,10 +52,11 @@ class FixedProgram:
     def varies(self) -> frozenset[str]:
         return frozenset()
 
-    def program(self, batch: int | None, sequence_length: int | None) -> Program:
-        if batch is not None or sequence_length is not None:
-            raise InputError(f"{self.value.name}: a program given as it is has fixed shapes; batch and "
-                             "sequence_length are set when it is imported")
+    def program(self, batch: int | None, sequence_length: int | None, kv_cache: int | None = None,
+                kv_cache_kind: CacheKind = CacheKind.DYNAMIC) -> Program:
+        if batch is not None or sequence_length is not None or kv_cache is not None:
+            raise InputError(f"{self.value.name}: a program given as it is has fixed shapes; batch, "
+                             "sequence_length and kv_cache are set when it is imported")
         return self.value
 
 
