@@ -119,10 +119,11 @@ def test_the_so400m_tower_plans_within_one_percent_of_the_builtin_builder():
 
 
 def worst_tile_bytes(result) -> int:
-    """What a plan's verdict line says is used on its worst tile: the exact peak with
-    the exchange rows."""
+    """What a plan's verdict line says is used on its worst tile: the exact peak of its
+    tensors with the memory that is not tensors (all memory counted: no exchange rows)."""
     report = result.report
-    return report.sections.exact.peak.total.bytes + report.peak.exchange_rows * report.exchange_row_bytes
+    assert report.exchange_row_bytes == 0
+    return report.sections.exact.peak.total.bytes + report.support_reserve_bytes
 
 
 @pytest.mark.parametrize("weights", ["f8f143:-4", "f16"])
@@ -130,8 +131,10 @@ def test_so400m_with_its_head_plans_within_one_percent_through_either_door(weigh
     """The two doors of issue 28 item 5: `tileplan plan siglip-so400m-patch14-384
     --layers 2 --weights W` and `tileplan.plan(SiglipVisionModel(cfg), ...,
     weights=W, activations="f16")`, MAP head included, agree within 1 % on the worst
-    tile (measured: +0.09 % with F8 weights, +0.01 % with F16; docs/models.md says
-    which steps differ). transformers' head runs `nn.MultiheadAttention`, whose packed
+    tile's tensors (measured: -0.2 % with F8 weights, -0.1 % with F16); all the memory
+    the verdicts count differs by more (+2.0 %, +1.1 %), and exactly by the memory that
+    is not tensors of the imported program's further steps: its views and copies (more
+    kinds of vertex, 57 exchanging steps against 29; docs/models.md says which). transformers' head runs `nn.MultiheadAttention`, whose packed
     in-projection is sliced and transposed before its products: those views of an F8
     weight are F8, as a Poplar slice or transpose is of its tensor's type (they were
     planned F16, which multiplied the head's key/value product in F16 with float
@@ -142,8 +145,13 @@ def test_so400m_with_its_head_plans_within_one_percent_through_either_door(weigh
     imported = tileplan.plan(model, (torch.zeros(1, 3, 384, 384, device="meta"),), weights=weights,
                              activations="f16", what_if=False)
     builtin = tileplan.plan(siglip.DEFAULT_MODEL, layers=2, weights=weights, what_if=False)
+    tensors = [r.report.sections.exact.peak.total.bytes for r in (imported, builtin)]
+    assert abs(tensors[0] - tensors[1]) <= 0.01 * tensors[1], (weights, tensors)
     a, b = worst_tile_bytes(imported), worst_tile_bytes(builtin)
-    assert abs(a - b) <= 0.01 * b, (weights, a, b)
+    nt = [r.report.sections.non_tensor for r in (imported, builtin)]
+    assert a - b == tensors[0] - tensors[1] + nt[0].total - nt[1].total
+    assert nt[0].counts.exchange_steps == 57 and nt[1].counts.exchange_steps == 29
+    assert nt[0].counts.kinds > nt[1].counts.kinds and nt[0].counts.program_steps > nt[1].counts.program_steps
     program = from_torch(model, (torch.zeros(1, 3, 384, 384, device="meta"),), "siglip").to_program(
         from_option(weights), from_option("f16"))
     packed = program.tensor("head.attention.in_proj_weight").precision

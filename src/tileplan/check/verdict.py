@@ -6,6 +6,8 @@ field by field (docs/report-format.md, `exact`, `verdict`, `what_if`)."""
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -197,7 +199,15 @@ def verdict_section(report: Report, peaks: Peaks, effective: int | None, exchang
         if worst.tile is not None:
             stated = report.sections.non_tensor
             tile_bytes = band.tile_bytes if band is not None else None
-            if worst.region == "total" and stated is not None and stated.in_verdict and tile_bytes is not None:
+            # where the report has no non_tensor section to say so (one cut down, or
+            # read field by field), the words it chose say whether it counted all memory;
+            # their numbers are re-derived either way
+            written = report.sections.written(Verdict)
+            words = written.get("out_of_memory") if isinstance(written, dict) else None
+            poplar = re.match(rf"Out of memory on tile {worst.tile}: ", words) is not None \
+                if isinstance(words, str) else False
+            counted = stated.in_verdict if stated is not None else poplar
+            if worst.region == "total" and counted and tile_bytes is not None:
                 # all memory counted: Poplar's words, the tensors with the memory that is not
                 # tensors (the support reserve, held to non_tensor by tileplan.check.nontensor)
                 out_of_memory = (f"Out of memory on tile {worst.tile}: "
