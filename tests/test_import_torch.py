@@ -134,7 +134,8 @@ def test_so400m_with_its_head_plans_within_one_percent_through_either_door(weigh
     tile's tensors (measured: -0.2 % with F8 weights, -0.1 % with F16); all the memory
     the verdicts count differs by more (+2.0 %, +1.1 %), and exactly by the memory that
     is not tensors of the imported program's further steps: its views and copies (more
-    kinds of vertex, 57 exchanging steps against 29; docs/models.md says which). transformers' head runs `nn.MultiheadAttention`, whose packed
+    kinds of vertex, 57 exchanging steps against 29; docs/models.md says which).
+    transformers' head runs `nn.MultiheadAttention`, whose packed
     in-projection is sliced and transposed before its products: those views of an F8
     weight are F8, as a Poplar slice or transpose is of its tensor's type (they were
     planned F16, which multiplied the head's key/value product in F16 with float
