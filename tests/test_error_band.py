@@ -195,6 +195,17 @@ def test_a_plan_that_fits_by_less_than_every_measured_error_is_likely_out_of_mem
     assert check_report(from_json_text(to_json_text(report))).consistent
 
 
+def test_the_what_if_table_says_a_row_every_error_turns_is_likely_over(tmp_path, used):
+    """The as-planned row of a plan that fits by less than every measured error says
+    "likely over" in the band column; rows far from the line say "outside"."""
+    report, _ = on_a_tile_with_margin(tmp_path, used, -ipu_band().upper_percent / 200, what_if=True)
+    lines = render_headline(build_headline(report))
+    at = next(i for i, line in enumerate(lines) if line.startswith("what if "))
+    planned_row = next(line for line in lines[at + 2:] if line.strip().startswith("as planned"))
+    assert planned_row.split()[-2:] == ["likely", "over"] and planned_row.split()[-7] == "fits"
+    assert report.extra["what_if"]["baseline"]["inside_band"] is False  # the JSON keeps inside_band's rule
+
+
 def test_a_plan_over_by_one_percent_is_over_for_every_error_of_the_band(tmp_path, used):
     """tileplan reads low: a real tile holds more than it says, so over stays over."""
     report, margin = on_a_tile_with_margin(tmp_path, used, -0.009)

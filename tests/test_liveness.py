@@ -211,3 +211,19 @@ def test_bands_equal_the_per_step_reference_on_random_reports():
         assert [(b.group, b.label, b.region, b.bytes.tolist()) for b in lv.bands] == expected
         assert lv.unknown.tolist() == unknown
         assert lv.live == tuple(tuple(sorted(s.live)) for s in report.steps)
+
+
+@pytest.mark.parametrize("policy_name, label", [("default", "tensors' budget"), ("reference", "budget")])
+def test_the_budget_line_says_what_it_bounds(policy_name, label):
+    """Where the verdict counts all memory the budget line is the tensors' (the tile less
+    the memory that is not tensors); the reference policy's fixed budget is a budget."""
+    from tileplan.app.request import PlanRequest
+    from tileplan.app.build import build_report
+
+    report = build_report(PlanRequest(model="synthetic:100", policy=policy_name).resolved().plan())
+    lv = build_liveness(report)
+    assert lv.budget_label == label and lv.to_json()["budget_label"] == label
+    nt = report.sections.non_tensor
+    assert (nt is not None and nt.in_verdict) == (policy_name == "default")
+    if policy_name == "default":
+        assert lv.budget_bytes + nt.total == 638_976

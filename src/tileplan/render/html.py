@@ -188,6 +188,7 @@ def page_data(lv: Liveness, most: int = PAGE_COLUMNS) -> dict[str, Any]:
         "title": lv.title, "scope": lv.scope, "fits": lv.fits, "judged_on": lv.judged_on, "verdict": lv.verdict,
         "regions": [r.to_json() for r in lv.regions], "budget_bytes": lv.budget_bytes,
         "interleaved_budget_bytes": lv.interleaved_budget_bytes, "standard_budget_bytes": lv.standard_budget_bytes,
+        "budget_label": lv.budget_label,
         "exchange_bytes": lv.exchange_bytes, "peak_step": lv.peak_step, "steps": n,
         "repeats": [{"first_step": r.first_step, "last_step": r.last_step, "count": r.count,
                      "operations": len(r.operations)} for r in lv.repeats],

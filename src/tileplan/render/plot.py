@@ -136,7 +136,7 @@ def render_png(lv: Liveness) -> bytes:
         high = max([lv.budget_bytes, *base, int(totals.max()) if len(totals) else 0]) * 1.18
         _bytes_axis(top, high, 5)
         top.axhline(lv.budget_bytes, color="#cf222e", linewidth=1.5, zorder=4)
-        top.text(n - 0.5, lv.budget_bytes, f"budget {human_bytes(lv.budget_bytes)}", color="#cf222e",
+        top.text(n - 0.5, lv.budget_bytes, f"{lv.budget_label} {human_bytes(lv.budget_bytes)}", color="#cf222e",
                  ha="right", va="bottom", fontsize=9)
         top.axhline(lv.standard_budget_bytes, color="#bf8700", linestyle="--", linewidth=1.0, zorder=4)
         top.text(n - 0.5, lv.standard_budget_bytes,

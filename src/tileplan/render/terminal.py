@@ -496,7 +496,8 @@ def _live_lines(h: Headline) -> list[str]:
         header = ["knob", "value", "verdict", "peak B" if used is None else "used B", "margin B"] + \
             (["of tile", "band"] if banded else [])
         rows = [[w.knob, w.value, "not planned" if w.error is not None else _verdict_word(w.fits, w.scope),
-                 _num(w.peak if used is None else used[k]), _num(w.margin)] + (_band_cells(w) if banded else [])
+                 _num(w.peak if used is None else used[k]), _num(w.margin)] +
+                (_band_cells(w, h.what_if_band[k] if h.what_if_band is not None else None) if banded else [])
                 for k, w in enumerate(h.what_if)]
         lines += ["  " + line for line in format_table(header, rows)]
         lines += [escape_controls(f"  {w.knob} {w.value} not planned: {w.error}") for w in h.what_if
@@ -507,11 +508,11 @@ def _live_lines(h: Headline) -> list[str]:
     return lines
 
 
-def _band_cells(w: WhatIfRow) -> list[str]:
-    """A what-if row's margin as a share of the tile and whether it lies inside the band."""
+def _band_cells(w: WhatIfRow, place: str | None) -> list[str]:
+    """A what-if row's margin as a share of the tile and its place in the band."""
     if w.margin_percent is None or w.inside_band is None:
         return ["", ""]
-    return [f"{w.margin_percent:+.1f} %", "inside" if w.inside_band else "outside"]
+    return [f"{w.margin_percent:+.1f} %", place or ("inside" if w.inside_band else "outside")]
 
 
 def render_sweep(sweep: Sweep) -> list[str]:

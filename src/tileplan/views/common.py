@@ -219,6 +219,17 @@ def rejected_operation(report: Report) -> RejectedOperation | None:
     return report.sections.rejected_operation
 
 
+def turned_by_every_error(margin: int, tile_bytes: int, lower_percent: float, upper_percent: float) -> bool:
+    """Whether every error of tileplan's measured band turns a verdict of this margin:
+    tileplan's figure over (1 + error) is the real tile's, over when the error exceeds
+    -margin / tile; a fit is turned by every error when the whole band lies above that,
+    an over when it lies at or below it."""
+    shortfall = Fraction(-100 * margin, tile_bytes)
+    if margin >= 0:
+        return shortfall > Fraction(str(upper_percent))
+    return shortfall <= Fraction(str(lower_percent))
+
+
 def band_clause(report: Report) -> str | None:
     """Where the verdict's margin falls in tileplan's measured error band, from
     `verdict.error_band` (None without one): "fits by 2.3 % of the tile, inside
@@ -235,15 +246,10 @@ def band_clause(report: Report) -> str | None:
     share = abs(band.margin_percent)
     how = (f"over by {share:.1f} %" if total.margin < 0 else
            f"fits by {share:.1f} %" if report.fits_budget else f"margin {share:.1f} %")
-    # tileplan's figure over (1 + error) is the real tile's: the real tile is over when
-    # the error exceeds -margin / tile; every error of the band turns the verdict when
-    # the whole band lies on the other side
-    shortfall = Fraction(-100 * total.margin, band.tile_bytes)
-    if total.margin >= 0 and shortfall > Fraction(str(band.upper_percent)):
+    if turned_by_every_error(total.margin, band.tile_bytes, band.lower_percent, band.upper_percent):
         return (f"{how} of the tile, but tileplan measured low on every published tile ({band.text()}): "
-                f"the compile is likely out of memory")
-    if total.margin < 0 and shortfall <= Fraction(str(band.lower_percent)):
-        return (f"{how} of the tile, but tileplan measured high on every published tile ({band.text()}): "
+                f"the compile is likely out of memory" if total.margin >= 0 else
+                f"{how} of the tile, but tileplan measured high on every published tile ({band.text()}): "
                 f"the compile likely fits")
     where = "inside" if band.inside else "outside"
     text = f"{how} of the tile, {where} tileplan's measured band of {band.text()}"

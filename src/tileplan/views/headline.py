@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from tileplan.views.liveness import WhatIfRow, what_if_rows
 from tileplan.report.model import Report
+from tileplan.report.sections_band import ErrorBand
 from tileplan.report.sections import (
     CapExceeded,
     NonTensor,
@@ -22,8 +23,8 @@ from tileplan.report.sections import (
 )
 from tileplan.views.classes import TrainingClasses, training_classes
 from tileplan.views.common import (
-    TileSplit, error_band_text, group_label, operation_brief, operations, precision_display, verdict_line,
-    worst_tile_split,
+    TileSplit, error_band_text, group_label, operation_brief, operations, precision_display, turned_by_every_error,
+    verdict_line, worst_tile_split,
 )
 
 TOP_GROUPS = 10
@@ -99,6 +100,10 @@ class Headline:
     #: memory that is not tensors, which differs from row to row: the tile less the
     #: row's margin); None where the verdict counts tensors against budgets
     what_if_used: tuple[int | None, ...] | None = None
+    #: each what-if row's place in the band as the table says it: "inside", "outside",
+    #: or, where every error of the band turns the row's verdict, "likely over" /
+    #: "likely fits" (None: the row states no place)
+    what_if_band: tuple[str | None, ...] | None = None
     #: tileplan's measured error band, as text ("-18.8 % to +4.5 %"); None without one
     error_band: str | None = None
     #: a training report's worst tile by class
@@ -143,6 +148,9 @@ def build_headline(report: Report) -> Headline:
     nt = sections.non_tensor
     if rows is not None and nt is not None and nt.in_verdict and band is not None:
         used = tuple(band.tile_bytes - w.margin if w.margin is not None else None for w in rows)
+    places = None
+    if rows is not None and band is not None:
+        places = tuple(_band_place(w.margin, w.inside_band, band) for w in rows)
     return Headline(
         verdict, True, peak_step=peak_step, total=total,
         ratio_exact_to_estimate=exact.ratio_exact_to_estimate if exact is not None else None, tile_split=split,
@@ -152,4 +160,13 @@ def build_headline(report: Report) -> Headline:
         placement_skipped=skipped.reason if skipped is not None else None,
         non_tensor=sections.non_tensor, over_cap=over_cap, over_budget=v.over_budget if v is not None else None,
         peak_tile=peak_tile, live_groups=groups, live_values=values, what_if=rows,
-        what_if_used=used, error_band=error_band_text(report), training=training_classes(report))
+        what_if_used=used, what_if_band=places, error_band=error_band_text(report), training=training_classes(report))
+
+
+def _band_place(margin: int | None, inside: bool | None, band: ErrorBand) -> str | None:
+    """A what-if row's place in the band (`Headline.what_if_band`)."""
+    if margin is None or inside is None:
+        return None
+    if not inside and turned_by_every_error(margin, band.tile_bytes, band.lower_percent, band.upper_percent):
+        return "likely over" if margin >= 0 else "likely fits"
+    return "inside" if inside else "outside"

@@ -194,6 +194,9 @@ class Liveness:
     placed_names: dict[int, str] | None = None
     #: tileplan's measured error band, as text ("-18.8 % to +4.5 %"); None without one
     error_band: str | None = None
+    #: what the budget line is: "tensors' budget" where the verdict counts all memory
+    #: (the tile less the memory that is not tensors), else "budget"
+    budget_label: str = "budget"
 
     @property
     def columns(self) -> ValueColumns:
@@ -232,8 +235,8 @@ class Liveness:
             "title": self.title, "program": [list(p) for p in self.program], "scope": self.scope, "fits": self.fits,
             "judged_on": self.judged_on, "verdict": self.verdict, "regions": [r.to_json() for r in self.regions],
             "budget_bytes": self.budget_bytes, "interleaved_budget_bytes": self.interleaved_budget_bytes,
-            "standard_budget_bytes": self.standard_budget_bytes, "exchange_bytes": self.exchange_bytes,
-            "steps": self.steps.to_json(), "operations": [list(o) for o in self.operations],
+            "standard_budget_bytes": self.standard_budget_bytes, "budget_label": self.budget_label,
+            "exchange_bytes": self.exchange_bytes, "steps": self.steps.to_json(), "operations": [list(o) for o in self.operations],
             "unknown": self.unknown.tolist(),
             "live_runs": [[vid, list(runs)] for vid, runs in sorted(self.live_runs.items())],
             "bands": [b.to_json() for b in self.bands],
@@ -502,6 +505,7 @@ def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
     title = dict(program).get("name", "tileplan report")
     largest = largest_rows(cols, np.arange(len(cols), dtype=np.int64), top)
     placed_tile, placed_names = worst_placed_tile(report, cols)
+    nt = report.sections.non_tensor
     return Liveness(
         title=title, program=program, scope=report.scope, fits=report.fits_budget, judged_on=judged_on(report),
         verdict=verdict_line(report), regions=regions, budget_bytes=report.budget_bytes,
@@ -513,4 +517,5 @@ def build_liveness(report: Report, top: int = TOP_ALLOCATIONS) -> Liveness:
         tiles=tile_view(report), what_if=what_if_rows(report), extras=extras(report),
         rejections=tuple((j.value, j.name, j.reason) for j in report.rejections),
         placed_tile=placed_tile, placed_names=placed_names, error_band=error_band_text(report),
+        budget_label="tensors' budget" if nt is not None and nt.in_verdict else "budget",
     )

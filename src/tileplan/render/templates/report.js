@@ -213,7 +213,7 @@
 
   axes(panel1); repeats(panel1); bars(panel1, std.concat(inter), true);
   axes(panel2); repeats(panel2); bars(panel2, inter, false);
-  hline(panel1, data.budget_bytes, "budget", "budget " + human(data.budget_bytes));
+  hline(panel1, data.budget_bytes, "budget", data.budget_label + " " + human(data.budget_bytes));
   hline(panel1, data.standard_budget_bytes, "region-line",
         "non-interleaved region " + human(data.standard_budget_bytes) + ": standard data overflows above");
   hline(panel2, data.interleaved_budget_bytes, "budget", "interleaved budget " + human(data.interleaved_budget_bytes));
