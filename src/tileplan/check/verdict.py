@@ -6,8 +6,6 @@ field by field (docs/report-format.md, `exact`, `verdict`, `what_if`)."""
 
 from __future__ import annotations
 
-import re
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -204,8 +202,7 @@ def verdict_section(report: Report, peaks: Peaks, effective: int | None, exchang
             # their numbers are re-derived either way
             written = report.sections.written(Verdict)
             words = written.get("out_of_memory") if isinstance(written, dict) else None
-            poplar = re.match(rf"Out of memory on tile {worst.tile}: ", words) is not None \
-                if isinstance(words, str) else False
+            poplar = isinstance(words, str) and words.startswith(f"Out of memory on tile {worst.tile}: ")
             counted = stated.in_verdict if stated is not None else poplar
             if worst.region == "total" and counted and tile_bytes is not None:
                 # all memory counted: Poplar's words, the tensors with the memory that is not

@@ -69,9 +69,6 @@ class Plan:
     placements: tuple[TilePlacement, ...] = ()
     #: why the worst tiles were not placed (too many buffers), when so
     placement_skipped: PlacementSkipped | None = None
-    #: each of `steps.operation_texts`' step kind and whether its steps exchange
-    operation_kinds: tuple[StepKind, ...] = ()
-    operation_exchanges: tuple[bool, ...] = ()
 
     @property
     def exchange_bytes(self) -> int:
@@ -218,5 +215,4 @@ def plan_program(program: Program, machine: Machine, policy: Policy, options: Op
         rejected_op = (index, name, reason)
     return Plan(program, machine, policy.name, options, scope, values, steps, rejections, ops,
                 rejected_op, peaks, verdict, rows, shards, exact, resident, non_tensor,
-                policy.memory, lowering.over_cap, placements, skipped,
-                kinds, exchanging)
+                policy.memory, lowering.over_cap, placements, skipped)
