@@ -89,11 +89,13 @@ last section measures tileplan's error on every published figure of the memory o
 worst tile, the band each verdict states: within 2 % on PopLiner's BERT-Large split
 (the calibration of the rates), 5.2 % low on the matmul chain's Poplar message, and
 outside 5 % on two: 16.7 % low on ViT-B/16's message (Poplar names tile 0, tileplan's
-worst tile is tile 11: the rates are averages over all tiles, spread evenly, where
-Poplar's code and state sit on the tiles that run them, and more on some) and 20.0 %
-low on PopLiner's BERT-tiny training profile (a training program, each layer its own
-programs: the rates were measured on an inference profile and not calibrated on
-training). Neither was tuned to agree.
+worst tile is tile 11) and 20.0 % low on PopLiner's BERT-tiny training profile (its
+worst tile holds 1.52 times its mean tile, BERT-Large's 1.05 times; tileplan's mean
+non-tensor tile is 32 % above the profile's, so the bytes missing are a concentration
+on some tiles that tileplan's mappings do not make). Spreading each category over the
+tiles its steps' outputs are mapped to, instead of evenly, was measured and does not
+close either (-16.5 % and -28.7 %: docs/notes/NON-TENSOR.md, section 8). Neither was
+tuned to agree.
 
 ## The published compiles
 
