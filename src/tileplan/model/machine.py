@@ -103,7 +103,10 @@ class Machine:
                 # budget is the (negative) rest, so every margin stays tile - all memory
                 least = self.tile_bytes - self.support_reserve_bytes - self.non_interleaved_bytes
             if isinstance(value, int) and value < least:
-                raise InputError(f"machine {self.name}: {f.name} must be positive, found {value}")
+                rule = {0: "at least 0", 1: "positive"}.get(least, f"at least {least} (the tile less the memory "
+                                                                   "that is not tensors, beyond the non-interleaved "
+                                                                   "region)")
+                raise InputError(f"machine {self.name}: {f.name} must be {rule}, found {value}")
         if self.non_interleaved_bytes + self.interleaved_bytes != self.tile_bytes:
             raise InputError(f"machine {self.name}: regions {self.non_interleaved_bytes} + {self.interleaved_bytes} "
                              f"!= tile_bytes {self.tile_bytes}")

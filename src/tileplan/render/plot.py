@@ -1,9 +1,10 @@
 """The liveness chart as a PNG (matplotlib, Agg): the HTML report's chart, still.
 
 Top panel: every step's usage per tile stacked by value group, standard region
-below, interleaved above (hatched), exchange rows on top; the budget, the end of the
-non-interleaved region, the exact worst tile (a line, when the report has it) and
-the peak. Bottom panel: the interleaved region against its budget. Repeat blocks
+below, interleaved above (hatched), exchange rows on top; the budget, the
+non-interleaved budget (the non-interleaved region less what else sits there), the
+exact worst tile (a line, when the report has it) and the peak. Bottom panel: the
+interleaved region against its budget. Repeat blocks
 are shaded; steps of unknown usage are marked "?".
 """
 
@@ -140,7 +141,7 @@ def render_png(lv: Liveness) -> bytes:
                  ha="right", va="bottom", fontsize=9)
         top.axhline(lv.standard_budget_bytes, color="#bf8700", linestyle="--", linewidth=1.0, zorder=4)
         top.text(n - 0.5, lv.standard_budget_bytes,
-                 f"non-interleaved region {human_bytes(lv.standard_budget_bytes)}: standard data overflows above",
+                 f"non-interleaved budget {human_bytes(lv.standard_budget_bytes)}: standard data overflows above",
                  color="#7d4e00", ha="right", va="bottom", fontsize=8)
         unknown = np.logical_or.reduceat(lv.unknown > 0, lo_).tolist() if m else []
         for k in range(m):

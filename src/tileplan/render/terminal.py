@@ -448,9 +448,14 @@ def _figure_lines(h: Headline) -> list[str]:
                      f"(margin {_num(r.margin)})")
     if h.placed is not None:
         t2 = h.placed
-        lines.append(f"  placement    {_num(t2.height):>8} B placed on tile {_num(t2.tile)} ({_num(t2.gaps)} B of gaps "
-                     f"over its {_num(t2.lower_bound)} B live; {_num(t2.largest_free)} B the largest free block at "
-                     f"step {_num(t2.peak_step)}): {h.placement_verdict}")
+        # the height is the highest address used, not the bytes live: interleaved buffers
+        # start at the non-interleaved budget, so the least possible height counts it too
+        floor = (f", interleaved buffers starting at {_num(h.standard.budget)} B"
+                 if h.standard is not None and h.standard.budget is not None else "")
+        lines.append(f"  placement    {_num(t2.height):>8} B the highest address on tile {_num(t2.tile)} "
+                     f"({_num(t2.gaps)} B of gaps above the least possible, {_num(t2.lower_bound)} B{floor}; "
+                     f"{_num(t2.largest_free)} B the largest free block at step {_num(t2.peak_step)}): "
+                     f"{h.placement_verdict}")
     if h.placement_skipped is not None:
         lines.append(f"  placement    not placed: {h.placement_skipped}")
     if h.non_tensor is not None:

@@ -341,7 +341,7 @@ def extras(report: Report) -> Extras:
     section = sections.placement
     if section is not None and section.verdict is not None:
         first = section.tiles[0] if section.tiles else None
-        where = f" (tile {first.tile}: {first.height} B placed, {first.gaps} B of gaps)" if first is not None \
+        where = f" (tile {first.tile}: highest address {first.height} B, {first.gaps} B of gaps)" if first is not None \
             and first.height is not None and first.tile is not None and first.gaps is not None else ""
         placement = f"{section.verdict}{where}"
     skipped = sections.placement_skipped

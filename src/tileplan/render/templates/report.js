@@ -215,7 +215,7 @@
   axes(panel2); repeats(panel2); bars(panel2, inter, false);
   hline(panel1, data.budget_bytes, "budget", data.budget_label + " " + human(data.budget_bytes));
   hline(panel1, data.standard_budget_bytes, "region-line",
-        "non-interleaved region " + human(data.standard_budget_bytes) + ": standard data overflows above");
+        "non-interleaved budget " + human(data.standard_budget_bytes) + ": standard data overflows above");
   hline(panel2, data.interleaved_budget_bytes, "budget", "interleaved budget " + human(data.interleaved_budget_bytes));
 
   if (data.judged_on === "exact") {  // the highest worst tile of each column
