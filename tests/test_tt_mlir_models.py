@@ -72,6 +72,23 @@ def test_a_fused_weight_belongs_to_the_module_holding_its_parts(llama):
     assert fused and all(t.module is not None and t.module.endswith(".mlp") and "+" not in t.module for t in fused)
 
 
+@pytest.mark.parametrize("version, fused", [
+    ("2025-10-08", set()),  # before tt-mlir ca6e330be3: no weights concatenated
+    ("2025-12-18", {"self_attn.q_proj.weight"}),  # Q, K and V only (SplitQueryKeyValueAndSplitHeads)
+    ("2026-07-15", {"self_attn.q_proj.weight", "mlp.gate_proj.weight"}),  # and gate/up (QKVProjectionFusion)
+])
+def test_which_projections_are_concatenated_follows_the_build(llama, version, fused):
+    from tileplan.targets.tenstorrent.device import load_device
+    from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions, lower
+
+    p = lower(llama, TtMlirOptions(opt_level=0), load_device("n150", version=version))
+    concatenated = {t.name for t in p.tensors if "+" in t.name and t.name.endswith(".weight")}
+    firsts = {n.split("+")[0].split(".", 3)[-1] for n in concatenated}
+    assert firsts == fused
+    # what is concatenated is whole layers' projections: one fused weight per layer each
+    assert len(concatenated) == 2 * len(fused)
+
+
 @pytest.mark.parametrize("level", [0, 1, 2])
 def test_bert_and_llama_fit_n150_at_every_level(bert, llama, level):
     for model in (bert, llama):
@@ -122,3 +139,21 @@ def test_level_2_moves_activations_into_l1(bert):
     p = lowered(bert, 2)
     l1 = [op for op in p.ops if op.out.buffer_type is BufferType.L1]
     assert len(l1) > len(p.ops) // 2
+
+
+def test_an_october_2025_build_fails_on_the_projection_tt_xla_published():
+    """tt-xla #1722 (2025-10-17): Qwen2-7B token classification on n150 ran out of DRAM on one
+    MLP projection's weight; that build concatenated no projections (software.toml
+    `matmul_fusion`), so the failing request is that weight alone, message for message."""
+    from pathlib import Path
+
+    from tileplan.app.tenstorrent.tt_mlir_models import ImportedModel
+    from tileplan.targets.tenstorrent.device import load_device
+    from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions, lower
+
+    config = Path(__file__).parent / "data" / "tt_configs" / "qwen2-7b-token-classification.json"
+    device = load_device("n150", version="2025-10")
+    plan = plan_tt(lower(ImportedModel(str(config)).program(1, 32), TtMlirOptions(opt_level=0), device), device)
+    assert plan.verdict.message == (
+        "Out of Memory: Not enough space to allocate 135790592 B DRAM buffer across 12 banks, where each bank needs "
+        "to store 11317248 B, but bank size is only 1073741792 B")

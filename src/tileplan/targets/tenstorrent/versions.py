@@ -78,6 +78,15 @@ class TraceRule(Enum):
     TOTAL_PAGE_ALIGNED = "total_page_aligned"  # PR #47766: ceil(T / banks) up to the largest trace page
 
 
+class MatmulFusion(Enum):
+    """Which matmuls of one input by constant weights tt-mlir's TTIR fusing concatenates
+    into one (lib/Dialect/TTIR/Transforms/TTIRFusing.cpp; fusion.py `fuse_shared_lhs`)."""
+
+    NONE = "none"  # no pattern concatenates weights
+    ATTENTION = "attention"  # SplitQueryKeyValueAndSplitHeadsUpdatePattern: Q, K and V only
+    SHARED_LHS = "shared_lhs"  # QKVProjectionFusionPattern: any (Q/K/V, gate/up)
+
+
 class TraceAlignment(Enum):
     """What L1BankingAllocator::generate_config aligns trace_region_size to."""
 
@@ -101,6 +110,7 @@ class Software:
     dynamic_trace: bool
     trace_device_word: str
     conv_transpose2d_dram_path: bool
+    matmul_fusion: MatmulFusion
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -120,7 +130,7 @@ class Software:
 TRACE_PAGE_MIN = 1024
 
 _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "trace_page_max", "dynamic_trace",
-          "trace_device_word", "conv_transpose2d_dram_path")
+          "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -160,5 +170,6 @@ def software_at(date: str, stack: Stack) -> Software:
         trace_alignment=TraceAlignment(values["trace_alignment"]), trace_page_max=int(values["trace_page_max"]),
         dynamic_trace=bool(values["dynamic_trace"]), trace_device_word=str(values["trace_device_word"]),
         conv_transpose2d_dram_path=bool(values["conv_transpose2d_dram_path"]),
+        matmul_fusion=MatmulFusion(values["matmul_fusion"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

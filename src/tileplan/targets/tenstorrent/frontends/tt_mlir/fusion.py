@@ -18,8 +18,14 @@ the model's operations (each takes operations and returns operations).
 - `fuse_silu`: `x * sigmoid(x)` is one SiLU (TTIRFusing.cpp `SiluFusionPattern`).
 - `fuse_shared_lhs`: matmuls (or linears) of one input by constant 2-D weights of one
   inner dimension are one matmul by the weights concatenated along the output features
-  (a const-eval result), each original a slice of its output (TTIRFusing.cpp
-  `SharedLHSMatmulFusion`: Q/K/V and gate/up projections).
+  (a const-eval result), each original a slice of its output. Which ones depends on the
+  build (devices/software.toml `matmul_fusion`): none before tt-mlir ca6e330be3
+  (2025-11-14); from it to efcfa6c6c4 (2026-04-01) the attention's Q, K and V only
+  (TTIRFusing.cpp `SplitQueryKeyValueAndSplitHeadsUpdatePattern`: three projections of
+  one input, each reshaped then permuted to heads; that pattern's
+  `split_query_key_value_and_split_heads` is here the three slices and their reshapes:
+  the same bytes, split in two steps); since, any such group
+  (`QKVProjectionFusionPattern`: Q/K/V and gate/up projections).
 - `fuse_conv_transpose_bias`: a transposed convolution (the importers' `conv_grad_input`)
   whose only reader adds a constant bias of one value a channel ([1, O, 1, 1]) takes the
   bias (TTIRFusing.cpp `ConvAddBias<ConvTranspose2dOp>`, every level): one
@@ -48,6 +54,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tileplan.model.ir import Operation
+from tileplan.targets.tenstorrent.versions import MatmulFusion
 
 #: the activations a matmul or linear fuses (TTNNFusing.cpp)
 MATMUL_ACTIVATIONS = frozenset({"sigmoid", "silu", "gelu"})
@@ -277,10 +284,31 @@ def fuse_silu(ops: tuple[Operation, ...], outputs: tuple[str, ...]) -> tuple[Ope
 FusedWeight = tuple[tuple[str, ...], tuple[int, ...]]
 
 
-def fuse_shared_lhs(ops: tuple[Operation, ...], constant: set[str], shapes: dict[str, tuple[int, ...]]
+#: what a projection the attention fusion takes is read by: a reshape to heads, then a
+#: permute (TTIRFusing.cpp `SplitQueryKeyValueAndSplitHeadsUpdatePattern`)
+HEADS_RESHAPE, HEADS_PERMUTE = "reshape", frozenset({"permute", "transpose"})
+
+
+def _to_heads(ops: tuple[Operation, ...], readers: dict[str, list[int]], k: int) -> bool:
+    """Whether operation `k`'s output is reshaped (once, or in a chain of reshapes that
+    MLIR's canonicalizer folds into one), then permuted, each read by nothing else."""
+    r = _sole(readers, ops[k].output)
+    if r is None or ops[r].kind != HEADS_RESHAPE:
+        return False
+    while r is not None and ops[r].kind == HEADS_RESHAPE:
+        r = _sole(readers, ops[r].output)
+    return r is not None and ops[r].kind in HEADS_PERMUTE
+
+
+def fuse_shared_lhs(ops: tuple[Operation, ...], constant: set[str], shapes: dict[str, tuple[int, ...]],
+                    fusion: MatmulFusion = MatmulFusion.SHARED_LHS, outputs: tuple[str, ...] = ()
                     ) -> tuple[tuple[Operation, ...], dict[str, FusedWeight]]:
     """See the module docstring. Returns the operations and the fused weights (and
-    biases) made, by name."""
+    biases) made, by name. `fusion`: which groups the build fuses; `outputs`: the
+    program's (read by the attention rule)."""
+    if fusion is MatmulFusion.NONE:
+        return ops, {}
+    readers = _readers(list(ops), outputs)
     groups: dict[tuple[str, str, int], list[int]] = {}
     for k, op in enumerate(ops):
         if op.kind not in ("matmul", LINEAR) or op.inputs[1] not in constant:
@@ -294,6 +322,9 @@ def fuse_shared_lhs(ops: tuple[Operation, ...], constant: set[str], shapes: dict
     drop: set[int] = set()
     for (kind, lhs, inner), members in groups.items():
         if len(members) < 2:
+            continue
+        if fusion is MatmulFusion.ATTENTION and (len(members) != 3 or
+                                                 not all(_to_heads(ops, readers, k) for k in members)):
             continue
         first = ops[members[0]]
         widths = [shapes[ops[k].inputs[1]][1] for k in members]
@@ -383,18 +414,19 @@ def fold_batch_norms(ops: tuple[Operation, ...], outputs: tuple[str, ...], shape
 
 
 def fuse(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant: set[str],
-         shapes: dict[str, tuple[int, ...]], optimizer: bool = False
+         shapes: dict[str, tuple[int, ...]], optimizer: bool = False,
+         matmul_fusion: MatmulFusion = MatmulFusion.SHARED_LHS
          ) -> tuple[tuple[Operation, ...], dict[str, FusedWeight]]:
     """Every fusion, in the order tt-xla then tt-mlir applies them; also the constants
     the fusions made (concatenated weights, folded batch norms). `optimizer`: levels 1
-    and 2."""
+    and 2; `matmul_fusion`: the build's (`fuse_shared_lhs`)."""
     ops = fuse_rms_norm(ops, outputs, constant, shapes)
     ops = cse_views(ops)
     ops = fuse_linear(ops, outputs, constant, shapes)
     ops = fuse_conv_transpose_bias(ops, outputs, constant, shapes)
     ops = fuse_silu(ops, outputs)
     ops = fuse_repeat_interleave(ops, outputs, shapes)
-    ops, weights = fuse_shared_lhs(ops, constant, shapes)
+    ops, weights = fuse_shared_lhs(ops, constant, shapes, matmul_fusion, outputs)
     if optimizer:
         ops, folded = fold_batch_norms(ops, outputs, shapes)
         weights = {**weights, **folded}

@@ -90,7 +90,8 @@ def lower_graph(program: Program, options: TtMlirOptions, device: Device) -> Ttn
     target = op_target(device)
     operations = unroll(program)
     probe = Lowering(program, options, device, target, GraphBuilder(program.name), operations)
-    fused, weights = fuse(operations, program.outputs, probe.constant, probe.shapes, options.optimizer)
+    fused, weights = fuse(operations, program.outputs, probe.constant, probe.shapes, options.optimizer,
+                          device.software.matmul_fusion)
     lw = Lowering(program, options, device, target, GraphBuilder(program.name), fused, weights)
     return place(convert(lw), options, device)
 
