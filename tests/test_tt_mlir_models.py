@@ -75,7 +75,7 @@ def test_a_fused_weight_belongs_to_the_module_holding_its_parts(llama):
 @pytest.mark.parametrize("version, fused", [
     ("2025-10-08", set()),  # before tt-mlir ca6e330be3: no weights concatenated
     ("2025-12-18", {"self_attn.q_proj.weight"}),  # Q, K and V only (SplitQueryKeyValueAndSplitHeads)
-    ("2026-07-15", {"self_attn.q_proj.weight", "mlp.gate_proj.weight"}),  # and gate/up (QKVProjectionFusion)
+    ("2026-07-15", {"self_attn.q_proj.weight", "mlp.gate_proj.weight"}),  # and gate/up (SharedLHSMatmulFusion)
 ])
 def test_which_projections_are_concatenated_follows_the_build(llama, version, fused):
     from tileplan.targets.tenstorrent.device import load_device

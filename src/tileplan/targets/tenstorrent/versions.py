@@ -84,7 +84,7 @@ class MatmulFusion(Enum):
 
     NONE = "none"  # no pattern concatenates weights
     ATTENTION = "attention"  # SplitQueryKeyValueAndSplitHeadsUpdatePattern: Q, K and V only
-    SHARED_LHS = "shared_lhs"  # QKVProjectionFusionPattern: any (Q/K/V, gate/up)
+    SHARED_LHS = "shared_lhs"  # SharedLHSMatmulFusion: any (Q/K/V, gate/up)
 
 
 class TraceAlignment(Enum):

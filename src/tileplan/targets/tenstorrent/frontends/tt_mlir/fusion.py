@@ -25,7 +25,7 @@ the model's operations (each takes operations and returns operations).
   one input, each reshaped then permuted to heads; that pattern's
   `split_query_key_value_and_split_heads` is here the three slices and their reshapes:
   the same bytes, split in two steps); since, any such group
-  (`QKVProjectionFusionPattern`: Q/K/V and gate/up projections).
+  (`SharedLHSMatmulFusion`: Q/K/V and gate/up projections).
 - `fuse_conv_transpose_bias`: a transposed convolution (the importers' `conv_grad_input`)
   whose only reader adds a constant bias of one value a channel ([1, O, 1, 1]) takes the
   bias (TTIRFusing.cpp `ConvAddBias<ConvTranspose2dOp>`, every level): one
