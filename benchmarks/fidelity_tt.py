@@ -86,8 +86,11 @@ def main() -> None:
             continue
         out += section(module, args.only)
     print(f"total {time.process_time() - started:.1f} s CPU")
-    if not args.no_write:
-        OUTPUT.write_text("\n".join(out).rstrip() + "\n")
+    page = "\n".join(out).rstrip() + "\n"
+    if args.no_write:
+        print(page, end="")
+    else:
+        OUTPUT.write_text(page)
         print(f"wrote {OUTPUT}")
 
 
