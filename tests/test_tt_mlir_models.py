@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+from tileplan.app.tenstorrent.tt_mlir_models import ImportedModel
 from tileplan.errors import InputError
+from tileplan.targets.tenstorrent.device import load_device
 from tileplan.targets.tenstorrent.frontend import frontend
+from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions, lower
 from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.plan import plan_tt
@@ -78,9 +82,6 @@ def test_a_fused_weight_belongs_to_the_module_holding_its_parts(llama):
     ("2026-07-15", {"self_attn.q_proj.weight", "mlp.gate_proj.weight"}),  # and gate/up (SharedLHSMatmulFusion)
 ])
 def test_which_projections_are_concatenated_follows_the_build(llama, version, fused):
-    from tileplan.targets.tenstorrent.device import load_device
-    from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions, lower
-
     p = lower(llama, TtMlirOptions(opt_level=0), load_device("n150", version=version))
     concatenated = {t.name for t in p.tensors if "+" in t.name and t.name.endswith(".weight")}
     firsts = {n.split("+")[0].split(".", 3)[-1] for n in concatenated}
@@ -145,12 +146,6 @@ def test_an_october_2025_build_fails_on_the_projection_tt_xla_published():
     """tt-xla #1722 (2025-10-17): Qwen2-7B token classification on n150 ran out of DRAM on one
     MLP projection's weight; that build concatenated no projections (software.toml
     `matmul_fusion`), so the failing request is that weight alone, message for message."""
-    from pathlib import Path
-
-    from tileplan.app.tenstorrent.tt_mlir_models import ImportedModel
-    from tileplan.targets.tenstorrent.device import load_device
-    from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions, lower
-
     config = Path(__file__).parent / "data" / "tt_configs" / "qwen2-7b-token-classification.json"
     device = load_device("n150", version="2025-10")
     plan = plan_tt(lower(ImportedModel(str(config)).program(1, 32), TtMlirOptions(opt_level=0), device), device)

@@ -308,7 +308,8 @@ def fuse_shared_lhs(ops: tuple[Operation, ...], constant: set[str], shapes: dict
     program's (read by the attention rule)."""
     if fusion is MatmulFusion.NONE:
         return ops, {}
-    readers = _readers(list(ops), outputs)
+    # only the attention rule reads the readers: no walk over the operations otherwise
+    readers = _readers(list(ops), outputs) if fusion is MatmulFusion.ATTENTION else {}
     groups: dict[tuple[str, str, int], list[int]] = {}
     for k, op in enumerate(ops):
         if op.kind not in ("matmul", LINEAR) or op.inputs[1] not in constant:
