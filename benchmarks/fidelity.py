@@ -86,16 +86,18 @@ profile (docs/report-format.md, "Memory that is not tensors"); no reserve withou
 source stands in for it. Counting it so turned no verdict of the table. It is the
 least certain part, as it is in Graphcore's own profile-based reconstructions. The
 last section measures tileplan's error on every published figure of the memory on a
-worst tile, the band each verdict states: within 2 % on PopLiner's BERT-Large split
+worst tile, the band each verdict states: within 2.5 % on PopLiner's BERT-Large split
 (the calibration of the rates), 5.2 % low on the matmul chain's Poplar message, and
 outside 5 % on two: 16.7 % low on ViT-B/16's message (Poplar names tile 0, tileplan's
-worst tile is tile 11) and 20.0 % low on PopLiner's BERT-tiny training profile (its
+worst tile is tile 80) and 20.1 % low on PopLiner's BERT-tiny training profile (its
 worst tile holds 1.52 times its mean tile, BERT-Large's 1.05 times; tileplan's mean
 non-tensor tile is 32 % above the profile's, so the bytes missing are a concentration
 on some tiles that tileplan's mappings do not make). Spreading each category over the
 tiles its steps' outputs are mapped to, instead of evenly, was measured and does not
-close either (-16.5 % and -28.7 %: docs/notes/NON-TENSOR.md, section 8). Neither was
-tuned to agree.
+close either (-16.5 % and -28.7 %), nor does keeping poputil's 128 bytes a tile where
+PopART and popops map linearly (-16.7 % and -20.1 %: PopART's linear mapper starts each
+tensor where the last ended, so small tensors do not pile up on tile 0;
+docs/notes/NON-TENSOR.md, sections 8 and 9). Neither was tuned to agree.
 
 ## The published compiles
 

@@ -3,7 +3,8 @@ golden_numbers.json, written by the planner of commit 097c91e before the columna
 rewritten on purpose where the physics changed, each time said in the commit: always-live
 parameters; matmuls and convolutions as poplin plans them, expandDims, the
 rearranged input, the reduction; created layouts; every-iteration reads in a block;
-all the memory on a tile counted in the verdict, no exchange rows: verdicts, placements):
+all the memory on a tile counted in the verdict, no exchange rows: verdicts, placements;
+vectors created linearly as PopART's linear mapper creates them):
 sizes, usage, peaks, verdicts and the exact per-tile figures,
 not names or order."""
 

@@ -32,9 +32,10 @@ from tileplan.kernel.gemm import GemmPartition
 from tileplan.kernel.layouts import linear_layout
 from tileplan.kernel.options import AttentionProducts, Kernels, Options
 from tileplan.model.ir import Operation
-from tileplan.model.layout import Layout, Padding
+from tileplan.model.layout import Layout, Padding, Spread
 from tileplan.model.machine import IPU21, Machine
 from tileplan.model.precision import F16, Precision
+from tileplan.model.tiling import shards_of
 from tileplan.ops import REGISTRY, InputInfo, OpPlan, infer_dtype, infer_shape
 from tileplan.ops.attention import AttentionGrid, SdpaGrid
 from tileplan.ops.conv import GROUPED, GroupedConvolution
@@ -215,6 +216,23 @@ def test_a_broadcast_operand_of_a_spread_output_is_received_as_scratch():
     assert steps(fragment) == [("Binary", {"standard": 16 * 2}, True)]
     assert fragment.steps[0].text == "Binary { op: Add, broadcast: true, in_place: true, exchange: true }"
     assert fragment.values[0].storage is not None  # x dies: the sum is written over it
+
+
+def test_an_output_no_input_has_the_shape_of_is_mapped_linearly_from_tile_0():
+    # [8, 1] + [1, 64] -> [8, 64] F16 (1,024 B): popops finds no input to clone and maps
+    # the output linearly with no minimum a tile, 8-byte grains from tile 0 (128 grains
+    # over 4 tiles: 32 each); under the reference's kernels, the even spread
+    plan, _ = lower("add", [((8, 1), F16), ((1, 64), F16)])
+    assert isinstance(plan.detail, Broadcast) and plan.detail.lead is None
+    (axis,) = plan.output.tiling.axes
+    assert axis.spread is Spread.LEADING and axis.min_blocks == 1 and axis.block_size == 4
+    assert shards_of(plan.output, (8, 64)).splits[0].block_counts == (32, 32, 32, 32)
+    # on 1472 tiles the same 128 grains take the first 128 tiles, one each
+    plan, _ = lower("add", [((8, 1), F16), ((1, 64), F16)], machine=replace(IPU21, tile_count=1472))
+    counts = shards_of(plan.output, (8, 64)).splits[0].block_counts
+    assert counts[:128] == (1,) * 128 and not any(counts[128:])
+    plan, _ = lower("add", [((8, 1), F16), ((1, 64), F16)], poplibs=False)
+    assert plan.output == spread(TILES4, F16)
 
 
 def test_a_declared_tensor_is_never_written_in_place():

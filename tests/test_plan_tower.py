@@ -9,7 +9,8 @@ import math
 import pytest
 
 from tileplan.cli.main import main
-from tileplan.model.layout import Layout, Padding
+from tileplan.model.layout import Layout, Spread
+from tileplan.model.tiling import shards_of
 
 from helpers import plan, report_json
 
@@ -130,8 +131,9 @@ def test_default_policy_plans_operation_0_as_poplin_and_rests_every_vector(refer
     # the 43 vectors the reference's resting layout could not represent: the MAP head's
     # four one-row biases rest where their add (their first reader) lays out its
     # [1, 1, N] output, which holds each once; every other vector's add broadcasts it
-    # over 729 rows (a replicated layout), so it rests compactly: a Linear tiling in
-    # 8-byte blocks (4 F16 elements), at most one partition a block, the rest replicas
+    # over 729 rows (a replicated layout), so it is created linearly, as PopART's linear
+    # mapper creates it: 8-byte blocks (4 F16 elements), 16 or more a tile (128 B), on
+    # the fewest tiles, held once, each vector starting where the one before it ended
     mine = {v["name"]: v for v in report["timeline"]["values"]}
     vectors = [v for v in reference_json["timeline"]["values"] if v["shard_bytes"] == SENTINEL]
     assert len(vectors) == 43
@@ -144,8 +146,12 @@ def test_default_policy_plans_operation_0_as_poplin_and_rests_every_vector(refer
         if v["name"] in created:
             assert layout.tiling.replicas == 1 and axis.partitions == 1472, v["name"]
         else:
-            assert axis.partitions <= blocks and axis.padding is Padding.REJECT  # at most one partition a block
-            assert axis.partitions * layout.tiling.replicas == 1472
+            assert layout.tiling.replicas == 1 and axis.spread is Spread.LEADING and axis.min_blocks == 16
+            held = shards_of(layout, tuple(v["shape"])).shard_elements().ravel()
+            assert held.sum() == 4 * blocks and (held[held > 0] >= 64).all(), v["name"]
+            # splitRegions: at most ceil(blocks / (blocks // 16)) blocks a tile, on the fewest tiles
+            most = math.ceil(blocks / max(1, blocks // 16))
+            assert (held > 0).sum() == math.ceil(blocks / most) and held.max() <= 4 * most, v["name"]
 
 
 def _attention_steps(report):

@@ -181,9 +181,11 @@ def test_human_bytes_and_briefs():
 def test_layout_brief_names_order_partitions_replicas_region(f8_path):
     report = read_back(f8_path)
     layouts = {v.name: v.layout for v in report.values}
-    # a vector at rest: 1152 F16 elements = 288 blocks of 8 B; the largest divisor of
-    # 1472 tiles not above 288 is 184 partitions, so 8 replicas
-    assert layout_brief(layouts["vit.embedding.bias"]) == "row-major; elements in 184 parts, 8 copies; standard region"
+    # a vector no operation creates, as PopART's linear mapper creates it: 1152 F16
+    # elements = 2,304 B in 128-byte parts (18 tiles), starting where the tensors
+    # declared before it ended (tile 1456: the 18 parts wrap to tiles 0 and 1)
+    assert layout_brief(layouts["vit.embedding.bias"]) == \
+        "row-major; elements in at most 1472 parts of 16 blocks or more, from tile 1456; standard region"
     # a one-row product's weights, created in its plan's AMP order: K over 16 tiles, N over 92
     assert layout_brief(layouts["vit.map.attention.query.weight"]) == \
         "transposed for the AMP; rows in 16 x columns in 92 parts; standard region"

@@ -6,10 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tileplan.errors import TilingError
-from tileplan.model.layout import ROW_MAJOR, Axis, AxisTiling, Layout, MemoryClass, Padding, TensorTiling, LINEAR
+from tileplan.errors import LayoutError, TextSyntaxError, TilingError
+from tileplan.model.layout import (
+    LINEAR, ROW_MAJOR, Axis, AxisTiling, Layout, MemoryClass, Padding, Spread, TensorTiling,
+)
 from tileplan.model.precision import Precision
-from tileplan.model.tiling import default_strides, replica_offsets, shards_of
+from tileplan.check.shards import shard_layout, tile_map
+from tileplan.kernel.layouts import LINEAR_MIN_BYTES_PER_TILE, mapped_linearly, turn_linear
+from tileplan.model.tiling import default_strides, replica_offsets, shards_of, tile_of
 
 STANDARD = MemoryClass("Ipu21", "Standard")
 
@@ -104,9 +108,12 @@ def tilings(draw):
     shape = tuple(draw(st.lists(st.integers(1, 24), min_size=rank, max_size=rank)))
     replicas = draw(st.integers(1, 3))
     if draw(st.booleans()) and rank:
+        leading = draw(st.booleans())  # PopLibs' splitRegions spread, at least min_blocks a partition
         axes = (AxisTiling(LINEAR, draw(st.integers(1, 12)), block_size=draw(st.integers(1, 6)),
                            padding_multiple=draw(st.integers(1, 8)),
-                           shard_padding_multiple=draw(st.integers(1, 3))),)
+                           shard_padding_multiple=draw(st.integers(1, 3)),
+                           spread=Spread.LEADING if leading else Spread.ROUNDED,
+                           min_blocks=draw(st.integers(1, 6)) if leading else 1),)
     else:
         dims = draw(st.lists(st.integers(0, rank - 1), unique=True, min_size=1, max_size=rank))
         axes = tuple(
@@ -123,9 +130,11 @@ def tilings(draw):
             strides[i] = stride
             stride *= axes[i].partitions
         axes = tuple(AxisTiling(a.axis, a.partitions, a.padding_groups, a.block_size, a.padding_multiple,
-                                a.shard_padding_multiple, a.padding, strides[i]) for i, a in enumerate(axes))
+                                a.shard_padding_multiple, a.padding, strides[i], a.spread, a.min_blocks)
+                     for i, a in enumerate(axes))
     tile_count = math.prod(a.partitions for a in axes) * replicas
-    layout = Layout(ROW_MAJOR, TensorTiling(tile_count, replicas, axes), STANDARD)
+    first = draw(st.integers(0, tile_count - 1)) if draw(st.booleans()) else 0  # the map turned on
+    layout = Layout(ROW_MAJOR, TensorTiling(tile_count, replicas, axes, first), STANDARD)
     return layout, shape
 
 
@@ -183,3 +192,77 @@ def test_largest_shard_times_tiles_holds_the_tensor(case, precision):
 def test_layout_text_round_trips(case):
     layout, _ = case
     assert Layout.from_text(layout.to_text()) == layout
+
+
+@settings(max_examples=150, deadline=None)
+@given(tilings())
+def test_check_cuts_and_maps_every_layout_as_the_planner_does(case):
+    """`tileplan check`'s shard arithmetic (written apart from the planner's) gives the
+    same shards on the same tiles, turned maps and Leading spreads included."""
+    layout, shape = case
+    try:
+        shards = shards_of(layout, shape, "t")
+    except TilingError:
+        with pytest.raises(TilingError):
+            shard_layout(layout, shape)
+        return
+    mine = shard_layout(layout, shape)
+    assert mine.largest_elements == shards.largest_elements
+    assert mine.shard_elements().tolist() == shards.shard_elements().ravel().tolist()
+    assert tile_map(layout.tiling).tolist() == tile_of(layout).reshape(layout.tiling.replicas, -1).tolist()
+
+
+def _leading(partitions: int, block: int, min_blocks: int, first: int = 0) -> Layout:
+    axis = AxisTiling(LINEAR, partitions, 1, block, block, 1, Padding.ZERO, None, Spread.LEADING, min_blocks)
+    return Layout(ROW_MAJOR, TensorTiling(partitions, 1, (axis,), first), STANDARD)
+
+
+def test_a_leading_spread_fills_the_fewest_first_partitions_as_split_regions_does():
+    # poputil splitRegions, 125 grains over 1472 tiles at 16 grains or more a tile:
+    # at most max(ceil(125 / 1472), ceil(125 / (125 // 16))) = 18 a tile -> 7 tiles,
+    # tile v from grain floor(v x 125 / 7): 17, 18, 18, 18, 18, 18, 18
+    counts = shards_of(_leading(1472, 4, 16), (500,)).splits[0].block_counts
+    assert counts[:7] == (17, 18, 18, 18, 18, 18, 18) and not any(counts[7:])
+    # a large tensor, one grain more than 24 a tile: at most 25 a tile -> ceil(35329 / 25)
+    # = 1414 tiles of 24 or 25 grains, the last 58 tiles empty (the even spread would use all)
+    counts = shards_of(_leading(1472, 4, 16), (4 * 35329,)).splits[0].block_counts
+    assert set(counts[:1414]) == {24, 25} and not any(counts[1414:])
+    # fewer grains than the minimum: all on tile 0
+    assert shards_of(_leading(1472, 4, 16), (9,)).splits[0].block_counts[:2] == (3, 0)
+
+
+def test_a_turned_map_starts_on_its_first_tile_and_wraps():
+    layout = _leading(1472, 4, 16, first=1465)  # 7 tiles from 1465: 1465..1471
+    tiles = tile_of(layout).ravel()
+    held = shards_of(layout, (500,)).shard_elements().ravel()
+    assert sorted(tiles[held > 0].tolist()) == list(range(1465, 1472))
+    layout = _leading(1472, 4, 16, first=1470)  # wraps: 1470, 1471, 0..4
+    tiles = tile_of(layout).ravel()
+    assert sorted(tiles[shards_of(layout, (500,)).shard_elements().ravel() > 0].tolist()) == [0, 1, 2, 3, 4, 1470, 1471]
+
+
+def test_leading_and_first_tile_are_named_only_when_used_and_checked():
+    text = _leading(1472, 4, 16, first=18).to_text()
+    assert "spread: Leading { min_blocks: 16 } }], first_tile: 18 }" in text
+    assert Layout.from_text(text) == _leading(1472, 4, 16, first=18)
+    plain = AxisTiling(LINEAR, 4, 1, 4, 4, 1, Padding.ZERO, None)
+    assert "spread" not in plain.to_text() and "first_tile" not in TensorTiling(4, 1, (plain,)).to_text()
+    with pytest.raises(LayoutError, match="min_blocks applies to spread Leading only"):
+        AxisTiling(LINEAR, 4, min_blocks=2)
+    with pytest.raises(LayoutError, match="first_tile must be at least 0 and below tile_count 4, found 4"):
+        TensorTiling(4, 1, (plain,), 4)
+    with pytest.raises(TextSyntaxError, match="spread must be Leading"):
+        Layout.from_text(text.replace("Leading {", "Trailing {"))
+
+
+def test_the_linear_mapper_starts_each_tensor_where_the_last_ended():
+    # PopART's LinearMapper: poputil's mapping turned right by the running start, which
+    # then moves on by the tiles it used: three 2,304 B F16 vectors take 18 tiles each
+    start, firsts = 0, []
+    for _ in range(3):
+        layout, start = turn_linear(mapped_linearly(1472, 2, "Ipu21", LINEAR_MIN_BYTES_PER_TILE), (1152,), start)
+        firsts.append(layout.tiling.first_tile)
+    assert firsts == [0, 18, 36] and start == 54
+    # near the end it wraps, modulo the tiles
+    layout, start = turn_linear(mapped_linearly(1472, 2, "Ipu21", 128), (1152,), 1460)
+    assert layout.tiling.first_tile == 1460 and start == 6

@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from tileplan.errors import TilingError
-from tileplan.model.layout import AxisTiling, Layout, Padding, TensorTiling
+from tileplan.model.layout import AxisTiling, Layout, Padding, Spread, TensorTiling
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +36,10 @@ class AxisCut:
 
     def stored(self) -> np.ndarray:
         """Stored elements of each partition (read-only int64; only called when the
-        sizes are bounded): see `stored_extents`."""
+        sizes are bounded): see `stored_extents` and `leading_extents`."""
         a = self.axis
+        if a.spread is Spread.LEADING:
+            return leading_extents(a.partitions, self.blocks, a.block_size, a.shard_padding_multiple, a.min_blocks)
         return stored_extents(a.partitions, self.blocks, a.block_size, a.shard_padding_multiple)
 
 
@@ -86,6 +88,25 @@ def stored_extents(partitions: int, blocks: int, block_size: int, multiple: int)
     return found
 
 
+def leading_count(partitions: int, blocks: int, min_blocks: int) -> int:
+    """`Leading` (docs: step 2): V, the partitions used: at most g = max(ceil(blocks /
+    P), ceil(blocks / max(1, floor(blocks / m)))) blocks a partition, V = ceil(blocks /
+    g)."""
+    g = max(-(-blocks // partitions), -(-blocks // max(1, blocks // min_blocks)))
+    return -(-blocks // g)
+
+
+def leading_extents(partitions: int, blocks: int, block_size: int, multiple: int, min_blocks: int) -> np.ndarray:
+    """`Leading`: partition v < V holds blocks [v x blocks // V, (v + 1) x blocks // V),
+    later partitions none; stored as in `stored_extents` (not memoized: bounded by P)."""
+    used = leading_count(partitions, blocks, min_blocks)
+    starts = [min(i, used) * blocks // used for i in range(partitions + 1)]
+    out = np.array([-(-(starts[i + 1] - starts[i]) * block_size // multiple) * multiple for i in range(partitions)],
+                   dtype=np.int64)
+    out.setflags(write=False)
+    return out
+
+
 def cut_axis(axis: AxisTiling, extent: int, what: str) -> AxisCut:
     """Pad, cut into blocks and spread over the partitions (docs: steps 1 to 3)."""
     groups = axis.padding_groups
@@ -105,7 +126,11 @@ def cut_axis(axis: AxisTiling, extent: int, what: str) -> AxisCut:
         if blocks < p:
             raise TilingError(f"{what} of {blocks} blocks of {b} elements cannot fill {p} partitions "
                               "(padding Reject)")
-    most = -(-blocks // p)  # a partition holds blocks // P or one more
+    if axis.spread is Spread.LEADING:  # a used partition holds blocks // V or one more
+        used = leading_count(p, blocks, axis.min_blocks)
+        most = -(-blocks // used)
+    else:
+        most = -(-blocks // p)  # a partition holds blocks // P or one more
     s = axis.shard_padding_multiple
     return AxisCut(axis, extent, blocks, -(-most * b // s) * s)
 
@@ -170,7 +195,8 @@ def shard_offsets(tiling: TensorTiling) -> np.ndarray:
 @lru_cache(maxsize=64)  # at most 64 x 65536 tiles x 8 B = 32 MiB
 def tile_map(tiling: TensorTiling) -> np.ndarray:
     """Tile of every shard of every replica, [replica, shard] (read-only): replica r
-    at the lowest tile the earlier replicas leave free. Callers have checked the
+    at the lowest tile the earlier replicas leave free, then every tile t turned to
+    (t + first_tile) mod tile_count. Callers have checked the
     farthest shard (`check_tile_map`)."""
     offsets = shard_offsets(tiling)
     covered = np.zeros(tiling.tile_count, dtype=bool)
@@ -194,6 +220,6 @@ def tile_map(tiling: TensorTiling) -> np.ndarray:
             raise TilingError(f"tile map puts a second shard on tile {int(taken[0])} (replica {r}), expected 1")
         covered[tiles] = True
         rows.append(tiles)
-    out = np.stack(rows)
+    out = (np.stack(rows) + tiling.first_tile) % tiling.tile_count  # the map turned on by first_tile
     out.setflags(write=False)
     return out

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
 
 from tileplan.model.layout import (
-    LINEAR, ROW_MAJOR, Axis, AxisTiling, Layout, MemoryClass, Padding, TensorTiling,
+    LINEAR, ROW_MAJOR, Axis, AxisTiling, Layout, MemoryClass, Padding, Spread, TensorTiling,
 )
-from tileplan.model.tiling import Shards, default_strides, tile_of
+from tileplan.model.tiling import Shards, default_strides, shards_of, tile_of
 
 
 def linear_layout(tile_count: int, element_bytes: int, prefix: str, padding: Padding,
@@ -24,9 +25,43 @@ def linear_layout(tile_count: int, element_bytes: int, prefix: str, padding: Pad
     return Layout(ROW_MAJOR, TensorTiling(tile_count, tile_count // parts, (axis,)), MemoryClass(prefix, "Standard"))
 
 
+#: poputil's default minimum a tile of a linear mapping (graphcore/poplibs
+#: lib/poputil/TileMapping.cpp `calcLinearTileMapping`: `minBytesPerTile = 128`)
+LINEAR_MIN_BYTES_PER_TILE = 128
+
+
+def mapped_linearly(tile_count: int, element_bytes: int, prefix: str, min_bytes_per_tile: int) -> Layout:
+    """A tensor as `poputil::mapTensorLinearly` maps it (graphcore/poplibs
+    lib/poputil/TileMapping.cpp `calcLinearTileMapping`, offset 0): grains of the
+    vector width (8 bytes: `Target::getVectorWidth`) over the fewest tiles from tile 0
+    that give each at least `min_bytes_per_tile` (`splitRegions`; `Spread.LEADING`).
+    `LINEAR_MIN_BYTES_PER_TILE` is the default `mapTensorLinearly(graph, t)` keeps; 0
+    is popops' elementwise output (lib/popops/ElementWiseUtil.cpp
+    `createOutputForElementWiseOp`: `mapTensorLinearly(graph, output, 0, grainSize)`).
+    Worked example: a [500] F16 vector (1,000 B, 125 grains of 4) at 128 bytes a tile
+    sits on tiles 0-6, 17 or 18 grains (136 or 144 B) each."""
+    block = max(1, 8 // element_bytes)
+    min_elements = -(-min_bytes_per_tile // element_bytes)
+    min_blocks = max(1, -(-min_elements // block))
+    axis = AxisTiling(LINEAR, tile_count, 1, block, block, 1, Padding.ZERO, None, Spread.LEADING, min_blocks)
+    return Layout(ROW_MAJOR, TensorTiling(tile_count, 1, (axis,)), MemoryClass(prefix, "Standard"))
+
+
+def turn_linear(layout: Layout, shape: tuple[int, ...], start: int) -> tuple[Layout, int]:
+    """A linear mapping turned to start on tile `start`, and where the next one starts:
+    PopART's `LinearMapper::MapperImpl::mapTensor` (graphcore/popart
+    willow/src/popx/linearmapper.cpp) rotates poputil's mapping right by
+    `next_mapping_start_index`, then advances that by the tiles the mapping used, modulo
+    the tile count. Worked example: three 2,304 B vectors take tiles 0-17, 18-35, 36-53."""
+    tiling = layout.tiling
+    used = sum(1 for count in shards_of(layout, shape).splits[0].block_counts if count)
+    turned = Layout(layout.order, replace(tiling, first_tile=start), layout.memory_class)
+    return turned, (start + used) % tiling.tile_count
+
+
 def compact_layout(elements: int, element_bytes: int, tile_count: int, prefix: str) -> Layout:
-    """Where a tensor rests when nothing reads it in place: Linear in 8-byte blocks over
-    as many partitions as it has blocks, at most every tile, the partition count a
+    """Where the training lowering puts a dense weight or table gradient: Linear in
+    8-byte blocks over as many partitions as it has blocks, at most every tile, the partition count a
     divisor of the tile count (the rest are replicas). A `[1,1,1152]` F16 vector's 288
     blocks of 4 take 184 partitions (the largest divisor of 1472 not above 288) x 8
     replicas; a weight with more blocks than tiles takes all 1472. Padding Reject when

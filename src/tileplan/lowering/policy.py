@@ -18,11 +18,13 @@ operations that read it.
   broadcasts it into its own layout at its step (a `Copy` that lives only there, the
   broadcast PopLibs counts in the operation's temporary bytes). Other readers that
   want another layout copy it at their step (the copy is named after them). Every
-  tensor nothing asks for rests compactly in a Linear tiling in 8-byte blocks: at
-  most as many partitions as the tensor has blocks (a divisor of the tile count; the
-  rest are replicas) with padding Reject: a weight takes all 1472 tiles, a
-  `[1,1,1152]` F16 vector's 288 blocks of 4 take 184 partitions x 8 replicas (see
-  `compact_layout`).
+  tensor nothing asks for is created linearly, as PopART's `LinearMapper` creates an
+  input no operation creates (graphcore/popart willow/src/popx/irlowering.cpp
+  `initTensorTask`, `linearMapper.mapTensor`; willow/src/popx/linearmapper.cpp): poputil's
+  `calcLinearTileMapping` (8-byte grains from tile 0, at least 128 bytes a tile,
+  `mapped_linearly`), turned to start on the tile after the last tensor it created
+  (`next_mapping_start_index`; `lowering.program.place_tensors` keeps the count, in
+  declaration order). A `[1,1,1152]` F16 vector's 2,304 B take 18 tiles of 128 B.
 Each policy also says whose rules plan the matmuls and convolutions (`kernels`:
 PopLibs', or the reference planner's) and how the values the lowering makes are named
 (`names`: after what they are, or the reference's `operation N result 0`).
@@ -43,11 +45,22 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tileplan.errors import InputError
-from tileplan.kernel.layouts import compact_layout, linear_layout
+from tileplan.kernel.layouts import LINEAR_MIN_BYTES_PER_TILE, linear_layout, mapped_linearly
 from tileplan.kernel.options import Kernels
 from tileplan.model.ir import Tensor
 from tileplan.model.layout import Layout, Padding
 from tileplan.model.machine import MemoryAccounting
+
+
+@dataclass(frozen=True, slots=True)
+class Resting:
+    """Where a declared tensor rests: its layout, the alignment its reader asks for
+    (None: none), and whether it is created linearly (PopART's `LinearMapper`: the
+    caller turns its map to start after the last such tensor)."""
+
+    layout: Layout
+    alignment: int | None = None
+    linearly_created: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +94,7 @@ class Policy:
     #: what the verdict compares with the tile: all its memory, as Poplar does
     memory = MemoryAccounting.ALL_MEMORY
 
-    def resting(self, tensor: Tensor, readers: list[Reader], tile_count: int, prefix: str
-                ) -> tuple[Layout, int | None]:
+    def resting(self, tensor: Tensor, readers: list[Reader], tile_count: int, prefix: str) -> Resting:
         raise NotImplementedError
 
 
@@ -92,8 +104,9 @@ class DefaultPolicy(Policy):
     def resting(self, tensor, readers, tile_count, prefix):
         creator = creator_of(readers)
         if creator is not None and creator.rest is not None and creator.rest.tiling.replicas == 1:
-            return creator.rest, creator.alignment
-        return compact_layout(tensor.elements, tensor.precision.bytes, tile_count, prefix), None
+            return Resting(creator.rest, creator.alignment)
+        return Resting(mapped_linearly(tile_count, tensor.precision.bytes, prefix, LINEAR_MIN_BYTES_PER_TILE),
+                       linearly_created=True)
 
 
 #: operators whose layout wins when several read a tensor (PopART's creator priority:
@@ -122,8 +135,8 @@ class ReferencePolicy(Policy):
     def resting(self, tensor, readers, tile_count, prefix):
         first = readers[0] if readers else None
         if first is not None and first.op_index == 0 and first.rest is not None:
-            return first.rest, first.alignment
-        return linear_layout(tile_count, tensor.precision.bytes, prefix, Padding.REJECT), None
+            return Resting(first.rest, first.alignment)
+        return Resting(linear_layout(tile_count, tensor.precision.bytes, prefix, Padding.REJECT))
 
 
 POLICIES: dict[str, type[Policy]] = {"default": DefaultPolicy, "reference": ReferencePolicy}

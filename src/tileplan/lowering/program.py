@@ -23,6 +23,7 @@ from typing import Hashable, Mapping, Sequence
 from tileplan.errors import TileplanError
 from tileplan.kernel.context import Kernel
 from tileplan.kernel.gemm import PlanningError
+from tileplan.kernel.layouts import turn_linear
 from tileplan.kernel.options import Options
 from tileplan.lowering.columns import Emitted, LoweredOperations, LoweredSteps, lowered_steps, value_table
 from tileplan.lowering.policy import Policy, Reader, ValueNames
@@ -140,10 +141,15 @@ def plan_operations(k: Kernel, s: Schedule) -> Planned:
 
 def place_tensors(k: Kernel, timeline: Timeline, s: Schedule, planned: Planned, policy: Policy) -> None:
     """The declared tensors' values, in declaration order, each resting where the
-    policy puts it."""
+    policy puts it; each tensor the policy creates linearly starts on the tile after
+    the last one did (PopART's `LinearMapper`, `turn_linear`)."""
+    start = 0
     for t, readers in zip(s.program.tensors, planned.readers):
-        layout, alignment = policy.resting(t, readers, k.tile_count, k.prefix)
-        timeline.declare(t.origin, t.name, t.shape, t.precision, layout, alignment, t.role)
+        rest = policy.resting(t, readers, k.tile_count, k.prefix)
+        layout = rest.layout
+        if rest.linearly_created:
+            layout, start = turn_linear(layout, t.shape, start)
+        timeline.declare(t.origin, t.name, t.shape, t.precision, layout, rest.alignment, t.role)
 
 
 @dataclass

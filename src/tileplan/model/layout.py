@@ -31,6 +31,21 @@ class Padding(Enum):
     REJECT = "Reject"
 
 
+class Spread(Enum):
+    """How an axis's blocks go to its partitions (`tileplan.model.tiling.split_axis`).
+
+    `Rounded`: every partition, partition p from block round(p x blocks / P), the
+    reference's rule. `Leading`: as PopLibs' `poputil::splitRegions` spreads a linear
+    mapping (graphcore/poplibs lib/poputil/Util.cpp `splitRegionsAux`, called by
+    lib/poputil/TileMapping.cpp `calcLinearTileMapping`): the fewest leading
+    partitions, each holding at least `min_blocks` blocks where there are that many
+    (`leading_partitions`), evenly by floor(v x blocks / V); the later partitions are
+    empty. A small tensor thus sits on the first partitions, 128 bytes or more each."""
+
+    ROUNDED = "Rounded"
+    LEADING = "Leading"
+
+
 @dataclass(frozen=True, slots=True)
 class Axis:
     """Which extent an `AxisTiling` splits.
@@ -89,8 +104,11 @@ class AxisTiling:
     `partitions` (the first ``blocks % partitions`` partitions get one more). A
     partition's stored extent is its blocks x block_size rounded up to
     `shard_padding_multiple`. `tile_stride`: partition p sits `tile_stride` tiles after
-    partition p-1 (None: the default in `tileplan.model.tiling`).
-    Invariant: every count is positive.
+    partition p-1 (None: the default in `tileplan.model.tiling`). `spread` and
+    `min_blocks` say how the blocks go to the partitions (`Spread`; the text names
+    them only for `Leading`, so the reference's text is unchanged).
+    Invariant: every count is positive; `min_blocks` is 1 unless the spread is
+    `Leading`.
     """
 
     axis: Axis
@@ -101,47 +119,62 @@ class AxisTiling:
     shard_padding_multiple: int = 1
     padding: Padding = Padding.ZERO
     tile_stride: int | None = None
+    spread: Spread = Spread.ROUNDED
+    min_blocks: int = 1
 
     def __post_init__(self) -> None:
         for name in ("partitions", "padding_groups", "block_size", "padding_multiple",
-                     "shard_padding_multiple"):
+                     "shard_padding_multiple", "min_blocks"):
             value = getattr(self, name)
             if value < 1:
                 raise LayoutError(f"AxisTiling {self.axis.to_text()}: {name} must be >= 1, found {value}")
         if self.tile_stride is not None and self.tile_stride < 1:
             raise LayoutError(
                 f"AxisTiling {self.axis.to_text()}: tile_stride must be >= 1, found {self.tile_stride}")
+        if self.spread is Spread.ROUNDED and self.min_blocks != 1:
+            raise LayoutError(
+                f"AxisTiling {self.axis.to_text()}: min_blocks applies to spread Leading only, found "
+                f"{self.min_blocks} with spread Rounded")
 
     def to_text(self) -> str:
         stride = "None" if self.tile_stride is None else f"Some({self.tile_stride})"
+        spread = "" if self.spread is Spread.ROUNDED else \
+            f", spread: {self.spread.value} {{ min_blocks: {self.min_blocks} }}"
         return (
             f"AxisTiling {{ axis: {self.axis.to_text()}, partitions: {self.partitions}, "
             f"padding_groups: {self.padding_groups}, block_size: {self.block_size}, "
             f"padding_multiple: {self.padding_multiple}, "
             f"shard_padding_multiple: {self.shard_padding_multiple}, "
-            f"padding: {self.padding.value}, tile_stride: {stride} }}"
+            f"padding: {self.padding.value}, tile_stride: {stride}{spread} }}"
         )
 
 
 @dataclass(frozen=True, slots=True)
 class TensorTiling:
     """A tensor split over `tile_count` tiles: the axes' partitions, each shard held by
-    `replicas` tiles. Invariant: product(partitions) x replicas == tile_count, each
-    axis named once, `Linear` only alone.
+    `replicas` tiles, the whole map turned `first_tile` tiles on (tile t's shard goes to
+    tile (t + first_tile) mod tile_count: PopART's `LinearMapper` turns each linearly
+    created tensor to start where the last one ended; the text names it only when not
+    0). Invariant: product(partitions) x replicas == tile_count, each axis named once,
+    `Linear` only alone, 0 <= first_tile < tile_count.
     """
 
     tile_count: int
     replicas: int
     axes: tuple[AxisTiling, ...]
+    first_tile: int = 0
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return self._hash
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash((self.tile_count, self.replicas, self.axes)))
+        object.__setattr__(self, "_hash", hash((self.tile_count, self.replicas, self.axes, self.first_tile)))
         if self.tile_count < 1:
             raise LayoutError(f"TensorTiling: tile_count must be >= 1, found {self.tile_count}")
+        if not 0 <= self.first_tile < self.tile_count:
+            raise LayoutError(f"TensorTiling: first_tile must be at least 0 and below tile_count "
+                              f"{self.tile_count}, found {self.first_tile}")
         if self.replicas < 1:
             raise LayoutError(f"TensorTiling: replicas must be >= 1, found {self.replicas}")
         shards = math.prod(a.partitions for a in self.axes)
@@ -158,8 +191,9 @@ class TensorTiling:
 
     def to_text(self) -> str:
         axes = ", ".join(a.to_text() for a in self.axes)
+        first = f", first_tile: {self.first_tile}" if self.first_tile else ""
         return (f"TensorTiling {{ tile_count: {self.tile_count}, replicas: {self.replicas}, "
-                f"axes: [{axes}] }}")
+                f"axes: [{axes}]{first} }}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,12 +333,15 @@ def _order_from_node(node: object, what: str) -> Order:
 
 
 def _tiling_from_node(node: object, what: str) -> TensorTiling:
-    f = expect_fields(node, "TensorTiling", ("tile_count", "replicas", "axes"), what)
+    keys = ("tile_count", "replicas", "axes")
+    rotated = isinstance(node, Node) and node.fields is not None and len(node.fields) == len(keys) + 1
+    f = expect_fields(node, "TensorTiling", (*keys, "first_tile") if rotated else keys, what)
     axes = f["axes"]
     if not isinstance(axes, list):
         raise TextSyntaxError(f"{what}: axes must be a list, found {describe(axes)}")
     return TensorTiling(expect_int(f["tile_count"], what), expect_int(f["replicas"], what),
-                        tuple(_axis_tiling_from_node(a, what) for a in axes))
+                        tuple(_axis_tiling_from_node(a, what) for a in axes),
+                        expect_int(f["first_tile"], what) if rotated else 0)
 
 
 _AXIS_FIELDS = ("axis", "partitions", "padding_groups", "block_size", "padding_multiple",
@@ -312,7 +349,16 @@ _AXIS_FIELDS = ("axis", "partitions", "padding_groups", "block_size", "padding_m
 
 
 def _axis_tiling_from_node(node: object, what: str) -> AxisTiling:
-    f = expect_fields(node, "AxisTiling", _AXIS_FIELDS, what)
+    spread, min_blocks = Spread.ROUNDED, 1
+    if isinstance(node, Node) and node.fields is not None and len(node.fields) == len(_AXIS_FIELDS) + 1:
+        f = expect_fields(node, "AxisTiling", (*_AXIS_FIELDS, "spread"), what)
+        named = f["spread"]
+        if not isinstance(named, Node) or named.name != Spread.LEADING.value or named.args is not None:
+            raise TextSyntaxError(f"{what}: spread must be Leading {{ min_blocks: n }}, found {describe(named)}")
+        min_blocks = expect_int(expect_fields(named, Spread.LEADING.value, ("min_blocks",), what)["min_blocks"], what)
+        spread = Spread.LEADING
+    else:
+        f = expect_fields(node, "AxisTiling", _AXIS_FIELDS, what)
     padding = f["padding"]
     if not isinstance(padding, Node) or padding.name not in ("Zero", "Reject") or padding.args or padding.fields:
         raise TextSyntaxError(f"{what}: padding must be Zero or Reject, found {describe(padding)}")
@@ -332,6 +378,8 @@ def _axis_tiling_from_node(node: object, what: str) -> AxisTiling:
         shard_padding_multiple=expect_int(f["shard_padding_multiple"], what),
         padding=Padding(padding.name),
         tile_stride=tile_stride,
+        spread=spread,
+        min_blocks=min_blocks,
     )
 
 

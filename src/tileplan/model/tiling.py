@@ -13,6 +13,11 @@ Rules (docs/report-format.md, "Shard arithmetic"), per `AxisTiling`:
   puts them, rather than bunched at one end: values of different sizes put their
   larger shards on different tiles. With `Reject`, every partition
   must get a block and the last block must be full.
+  An axis with ``spread: Leading { min_blocks: m }`` spreads them as PopLibs'
+  `splitRegions` does instead: per partition at most ``g = max(ceil(blocks / P),
+  ceil(blocks / max(1, blocks // m)))`` blocks, over the ``V = ceil(blocks / g)``
+  leading partitions, partition v < V from block ``v * blocks // V``; partitions V and
+  later hold nothing.
 * A partition stores its blocks x block_size elements, rounded up to
   `shard_padding_multiple`. Untiled dimensions are stored whole.
 
@@ -28,7 +33,8 @@ varies fastest). Replicas take the lowest tiles the axes leave free: offset_0 = 
 offset_r is the lowest tile not yet covered by replicas 0..r-1. Dense axes thus put
 replicas outermost (offset_r = r x product of partitions); axes with gaps, like a bias
 tiled as [46 x 32 tiles with stride 46], put them in the gaps (offsets 0..45). A tile
-map must put exactly one shard on each tile.
+map must put exactly one shard on each tile. A tiling with `first_tile: f` then turns
+the whole map on by f tiles (tile t -> (t + f) mod tile_count).
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from functools import lru_cache
 import numpy as np
 
 from tileplan.errors import TilingError
-from tileplan.model.layout import AxisTiling, Layout, Padding
+from tileplan.model.layout import AxisTiling, Layout, Padding, Spread
 from tileplan.model.precision import Precision
 
 
@@ -85,6 +91,20 @@ class AxisSplit:
         return ranges
 
 
+def leading_partitions(blocks: int, partitions: int, min_blocks: int) -> int:
+    """How many leading partitions PopLibs' `splitRegions` fills with `blocks` grains
+    when each must hold at least `min_blocks` (graphcore/poplibs lib/poputil/Util.cpp
+    `splitRegionsAux`: `maxGrainsPerPartition = udiv(numGrains, maxPartitions)`, raised
+    to `udiv(numGrains, max(1, numGrains / minGrainsPerPartition))`, then
+    `verticesToCreate = udiv(numGrains, maxGrainsPerPartition)`). 1 for no blocks.
+    Worked example: 125 blocks of 8 B over 1472 partitions, at least 16 a partition ->
+    at most max(1, ceil(125 / 7)) = 18 a partition -> 7 partitions of 17 or 18."""
+    if blocks == 0:
+        return 1
+    most = max(ceil_div(blocks, partitions), ceil_div(blocks, max(1, blocks // min_blocks)))
+    return ceil_div(blocks, most)
+
+
 def split_axis(axis: AxisTiling, extent: int, name: str | None, what: str) -> AxisSplit:
     """Apply one axis tiling to an extent of `extent` elements; `what` names the axis
     in errors (e.g. "Linear tiling" or "FromEnd(1) tiling")."""
@@ -108,7 +128,11 @@ def split_axis(axis: AxisTiling, extent: int, name: str | None, what: str) -> Ax
                 f"{what} of {blocks} blocks of {axis.block_size} elements cannot fill "
                 f"{axis.partitions} partitions (padding Reject)", name)
     P = axis.partitions
-    starts = (2 * np.arange(P + 1, dtype=np.int64) * blocks + P) // (2 * P)  # round(p * blocks / P), halves up
+    if axis.spread is Spread.LEADING:
+        used = leading_partitions(blocks, P, axis.min_blocks)
+        starts = np.minimum(np.arange(P + 1, dtype=np.int64), used) * blocks // used
+    else:
+        starts = (2 * np.arange(P + 1, dtype=np.int64) * blocks + P) // (2 * P)  # round(p * blocks / P), halves up
     counts = np.diff(starts)
     multiple = axis.shard_padding_multiple
     stored = (counts * axis.block_size + multiple - 1) // multiple * multiple
@@ -203,6 +227,9 @@ def tile_of(layout: Layout, name: str | None = "value") -> np.ndarray:
     found = _TILE_OF.get(layout)
     if found is None:
         found = np.add.outer(replica_offsets(layout, name), shard_offsets(layout))
+        count, first = layout.tiling.tile_count, layout.tiling.first_tile
+        if first and int(found.max()) < count:  # a map beyond the tiles stays so, for `check_tile_map`
+            found = (found + first) % count
         found.setflags(write=False)
         if len(_TILE_OF) > 4096:
             _TILE_OF.clear()

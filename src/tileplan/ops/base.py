@@ -38,7 +38,7 @@ from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
 from tileplan.errors import ModelError, TilingError
 from tileplan.kernel.context import Kernel
 from tileplan.kernel.fragment import Fragment, FragmentBuilder, Operand, Ref, StepKind, ValueKind
-from tileplan.kernel.layouts import linear_layout, same_placement
+from tileplan.kernel.layouts import LINEAR_MIN_BYTES_PER_TILE, linear_layout, mapped_linearly, same_placement
 from tileplan.model.ir import Operation
 from tileplan.model.layout import Layout, Padding
 from tileplan.model.precision import Precision
@@ -248,9 +248,20 @@ def axis_of(axis: int, rank: int, what: str = "axis") -> int:
 
 def spread_layout(k: Kernel, precision: Precision) -> Layout:
     """Where a tensor no operation lays out goes: linearly over every tile in 8-byte
-    grains (Poplar's `mapTensorLinearly`; tileplan does not keep its 128-byte minimum
-    per tile, so a small tensor sits thinner on more tiles)."""
+    grains, evenly (tileplan's stand-in for the mapping the operation's own plan gives
+    its output; where PopLibs maps an output with `mapTensorLinearly` the operation
+    says so with `linear_output`)."""
     return linear_layout(k.tile_count, precision.bytes, k.prefix, Padding.ZERO)
+
+
+def linear_output(k: Kernel, precision: Precision, min_bytes_per_tile: int = LINEAR_MIN_BYTES_PER_TILE) -> Layout:
+    """An output PopLibs maps with `poputil::mapTensorLinearly`: 8-byte grains from tile
+    0, at least `min_bytes_per_tile` a tile (the default 128), so a small output sits
+    on the fewest, lowest tiles (`mapped_linearly`). Under the reference's kernels, the
+    even spread the reference planner used (`spread_layout`)."""
+    if not k.poplibs:
+        return spread_layout(k, precision)
+    return mapped_linearly(k.tile_count, precision.bytes, k.prefix, min_bytes_per_tile)
 
 
 def activation_layout(k: Kernel, info: InputInfo) -> Layout:

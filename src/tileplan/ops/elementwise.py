@@ -27,7 +27,7 @@ from tileplan.model.ir import Operation
 from tileplan.model.layout import Layout
 from tileplan.ops.base import (
     Gathered, InputInfo, OpPlan, Shape, activation_layout, always, broadcast_shapes, can_write_in_place, flag,
-    gather_operand, place, register, same_as, spread_layout, write_result,
+    gather_operand, linear_output, place, register, same_as, write_result,
 )
 
 BINARY = {
@@ -69,8 +69,8 @@ def plan_elementwise(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[B
     inputs read broadcast into it or received (`Broadcast.gathered`)."""
     out_shape = op.output_shape
     lead = next((i for i, x in enumerate(ins) if x.shape == out_shape), None)
-    if lead is None:
-        out = spread_layout(k, op.output_precision)
+    if lead is None:  # popops maps it linearly, no minimum a tile (ElementWiseUtil.cpp)
+        out = linear_output(k, op.output_precision, min_bytes_per_tile=0)
         return OpPlan(wanted=tuple(None for _ in ins), rest=tuple(None for _ in ins), output=out,
                       detail=Broadcast(None, tuple(range(len(ins)))))
     layout = activation_layout(k, ins[lead])

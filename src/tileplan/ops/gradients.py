@@ -198,8 +198,7 @@ def _conv_gemm(k: Kernel, op: Operation, m: int, kk: int, n: int, groups: int, m
 
 def plan_conv_grad_weight(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[convplan.ConvPartition]:
     """dW [O, C/g, *kernel] = X^T dY as the implicit product ((C/g) prod(kernel)) x (N
-    prod(output field)) x (O/g) of g groups, dW laid out as a weight no operation lays
-    out rests (`compact_layout`)."""
+    prod(output field)) x (O/g) of g groups, dW laid out compactly (`compact_layout`)."""
     x, dy = ins
     groups = op.int_attr("groups", 1)
     kernel = math.prod(op.output_shape[2:])
@@ -395,8 +394,8 @@ def embedding_grad_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
 
 
 def plan_embedding_grad(k: Kernel, op: Operation, ins: list[InputInfo]) -> OpPlan[None]:
-    """The dense gradient laid out as the table rests (`createSliceableTensor`: a
-    table no operation lays out rests compactly, `compact_layout`)."""
+    """The dense gradient laid out compactly (`compact_layout`), a table's elements
+    over as many tiles as it has 8-byte blocks."""
     out = compact_layout(math.prod(op.output_shape), op.output_precision.bytes, k.tile_count, k.prefix)
     return OpPlan(wanted=(None, None), rest=(None, None), output=out, detail=None)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tileplan.model.info import Mode
-from tileplan.model.layout import Axis, Layout
+from tileplan.model.layout import Axis, Layout, Spread
 from tileplan.views.classes import TrainingClasses, training_classes
 from tileplan.report.fields import U64_MAX
 from tileplan.report.model import Report
@@ -61,16 +61,24 @@ def layout_brief(layout: Layout) -> str:
     FromEnd(1) 92] }, memory_class: Ipu21Standard }` -> `transposed for the AMP; rows in
     16 x columns in 92 parts; standard region`; a `BlockMajor(TransposedMatrix {
     row_block: 160, column_block: 16 })` vector over `Linear` 184 partitions, 8 replicas
-    -> `transposed in 160x16 blocks; elements in 184 parts, 8 copies; standard region`.
+    -> `transposed in 160x16 blocks; elements in 184 parts, 8 copies; standard region`;
+    a vector PopART created linearly -> `row-major; elements in at most 1472 parts of 16
+    blocks or more, from tile 18; standard region`.
     """
     order = layout.order
     words = _ORDER_WORDS.get(order.kind) or f"transposed in {order.row_block}x{order.column_block} blocks"
     axes = layout.tiling.axes
-    split = (" x ".join(f"{axis_words(a.axis)} in {a.partitions}" for a in axes) + " parts") if axes \
-        else "whole on every tile"
+    if len(axes) == 1 and axes[0].spread is Spread.LEADING:
+        (a,) = axes
+        split = f"{axis_words(a.axis)} in at most {a.partitions} parts of {a.min_blocks} blocks or more"
+    else:
+        split = (" x ".join(f"{axis_words(a.axis)} in {a.partitions}" for a in axes) + " parts") if axes \
+            else "whole on every tile"
     replicas = layout.tiling.replicas
     if axes and replicas > 1:
         split += f", {replicas} copies"
+    if layout.tiling.first_tile:
+        split += f", from tile {layout.tiling.first_tile}"
     return f"{words}; {split}; {layout.memory_class.region.lower()} region"
 
 
