@@ -11,7 +11,7 @@ import numpy as np
 from tileplan.model.layout import (
     LINEAR, ROW_MAJOR, Axis, AxisTiling, Layout, MemoryClass, Padding, Spread, TensorTiling,
 )
-from tileplan.model.tiling import Shards, default_strides, shards_of, tile_of
+from tileplan.model.tiling import Shards, default_strides, leading_partitions, shards_of, tile_of
 
 
 def linear_layout(tile_count: int, element_bytes: int, prefix: str, padding: Padding,
@@ -54,7 +54,10 @@ def turn_linear(layout: Layout, shape: tuple[int, ...], start: int) -> tuple[Lay
     `next_mapping_start_index`, then advances that by the tiles the mapping used, modulo
     the tile count. Worked example: three 2,304 B vectors take tiles 0-17, 18-35, 36-53."""
     tiling = layout.tiling
-    used = sum(1 for count in shards_of(layout, shape).splits[0].block_counts if count)
+    (axis,) = tiling.axes
+    if axis.spread is not Spread.LEADING:
+        raise ValueError(f"turn_linear turns a Leading linear mapping, found {layout.to_text()}")
+    used = leading_partitions(shards_of(layout, shape).splits[0].blocks, axis.partitions, axis.min_blocks)
     turned = Layout(layout.order, replace(tiling, first_tile=start), layout.memory_class)
     return turned, (start + used) % tiling.tile_count
 

@@ -40,7 +40,7 @@ the whole map on by f tiles (tile t -> (t + f) mod tile_count).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -74,6 +74,14 @@ class AxisSplit:
     block_size: int
     block_counts: tuple[int, ...]
     stored: tuple[int, ...]
+    #: `stored` as a read-only int64 array (the same numbers; not compared or hashed)
+    stored_array: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False,
+                                     compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if len(self.stored_array) != len(self.stored):
+            object.__setattr__(self, "stored_array", np.asarray(self.stored, dtype=np.int64))
+        self.stored_array.setflags(write=False)
 
     @property
     def largest(self) -> int:
@@ -105,6 +113,7 @@ def leading_partitions(blocks: int, partitions: int, min_blocks: int) -> int:
     return ceil_div(blocks, most)
 
 
+@lru_cache(maxsize=8192)  # layouts that differ only in where they start share their splits
 def split_axis(axis: AxisTiling, extent: int, name: str | None, what: str) -> AxisSplit:
     """Apply one axis tiling to an extent of `extent` elements; `what` names the axis
     in errors (e.g. "Linear tiling" or "FromEnd(1) tiling")."""
@@ -136,7 +145,8 @@ def split_axis(axis: AxisTiling, extent: int, name: str | None, what: str) -> Ax
     counts = np.diff(starts)
     multiple = axis.shard_padding_multiple
     stored = (counts * axis.block_size + multiple - 1) // multiple * multiple
-    return AxisSplit(extent, padded, blocks, axis.block_size, tuple(counts.tolist()), tuple(stored.tolist()))
+    return AxisSplit(extent, padded, blocks, axis.block_size, tuple(counts.tolist()), tuple(stored.tolist()),
+                     stored.astype(np.int64))
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +173,7 @@ class Shards:
         """Stored elements of every shard, indexed [p_0, ..., p_n] (int64)."""
         out = np.array(self.untiled, dtype=np.int64)
         for s in self.splits:
-            out = np.multiply.outer(out, np.asarray(s.stored, dtype=np.int64))
+            out = np.multiply.outer(out, s.stored_array)
         return out
 
     def tile_of(self) -> np.ndarray:

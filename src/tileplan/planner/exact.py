@@ -8,9 +8,10 @@ its members, and a step's usage on a tile is the sum of its live groups on that 
 plus the step's scratch, which is charged to every tile at its stated size (the only
 part that stays an upper bound).
 
-`account` works on columns: each distinct per-tile vector is computed once; tiles
-holding the same bytes of every distinct vector form a class (a dozen for real
-layouts, not 1,472 tiles); each storage group is live over the union of its members'
+`account` works on columns: each distinct per-tile vector is computed once; the groups
+live at every step are summed once into a base per tile; tiles holding the same bytes
+of every distinct vector of the other groups form a class (a dozen for real layouts,
+not 1,472 tiles); each storage group is live over the union of its members'
 intervals; a difference array counts the live groups of each kind (vector, region,
 resident) per step, and those counts times the kinds' vectors give every class's
 usage, a chunk of steps at a time. Memory: O(distinct vectors x tiles) and O(chunk x
@@ -189,51 +190,70 @@ def account(values: Sequence[Value], steps: StepTable, shards: Mapping[int, Shar
     """Per-tile usage of each region in every step, worst tile per step, peak per tile.
     `resident`: ids of the declared tensors (input and parameters).
 
-    Columnar: tiles that hold the same bytes of every distinct vector form one class
-    (a handful for real layouts), so the sums run over classes, not tiles; each
-    storage group is live over the union of its members' intervals; the number of
-    live groups of each (vector, region, resident) kind per step comes from a
-    difference array, and the usage per class is those counts times the kinds'
-    vectors, a chunk of steps at a time (bounded memory)."""
+    Columnar: a storage group live at every step (an always-live parameter) adds the
+    same bytes to every step, so those groups are summed once into a base per tile
+    (`base_*`); tiles that hold the same bytes of every distinct vector of the other
+    groups form one class (a handful for real layouts), so the sums run over classes,
+    not tiles, and within a class the base alone decides which tile is worst (the
+    lowest tile with the most base bytes, per region: `_class_reps`). Each storage
+    group is live over the union of its members' intervals; the number of live groups
+    of each (vector, region, resident) kind per step comes from a difference array,
+    and the usage per class is those counts times the kinds' vectors, a chunk of steps
+    at a time (bounded memory)."""
     table = ValueTable.from_values(values)
     assert (shards.complete() if isinstance(shards, FormShards) and shards.table is table
             else all(v in shards for v in table.id.tolist())), "exact accounting needs every value representable"
     n = len(steps)
     vectors, groups, group_vector, group_standard = _distinct_group_vectors(table, shards)
-    matrix = np.stack(vectors) if vectors else np.zeros((0, tile_count), dtype=np.int64)
-    # tile classes, in order of their first tile (so the first tile of the first class
-    # reaching a maximum is the lowest tile reaching it, as argmax over tiles gives)
-    _, first_tile, tile_class = np.unique(matrix.T, axis=0, return_index=True, return_inverse=True)
-    tile_class = tile_class.reshape(-1)
-    order = np.argsort(first_tile, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    tile_class = rank[tile_class]
-    class_tile = first_tile[order]
-    class_vectors = matrix[:, class_tile]  # distinct vectors x classes
 
     # each group's live intervals (the union of its members')
     value_id, value_group = table.id, table.storage_group
     by_id = np.argsort(value_id, kind="stable")
     member_group = value_group[by_id][np.searchsorted(value_id[by_id], steps.value_ids)]
     g_first, g_last, g_id = merged_intervals(member_group, steps.first, steps.last)
-    # each group's kind: (its vector, its region, resident or not), numbered in order of appearance
+    # each group's kind: (its vector, its region, resident or not)
     resident_groups = value_group[np.isin(value_id, np.fromiter(resident, dtype=np.int64, count=len(resident)))]
     group_kind = (group_vector * 2 + group_standard) * 2 + np.isin(groups, resident_groups)
     codes = group_kind[np.searchsorted(groups, g_id)]
+    # intervals live at every step: their bytes are the base of every step
+    always = (g_first <= 0) & (g_last >= n - 1)
+    base_std, base_inter, base_res = (np.zeros(tile_count, dtype=np.int64) for _ in range(3))
+    for c, k in zip(*np.unique(codes[always], return_counts=True)):
+        vec = vectors[int(c) // 4] * int(k)
+        (base_std if (int(c) // 2) % 2 else base_inter)[:] += vec
+        if int(c) % 2:
+            base_res += vec
+    base_total = base_std + base_inter
+    g_first, g_last, codes = g_first[~always], g_last[~always], codes[~always]
+
+    # the other intervals' kinds, numbered in order of appearance
     distinct, first_seen, kind_of = np.unique(codes, return_index=True, return_inverse=True)
     renumber = np.empty(len(distinct), dtype=np.int64)
     renumber[np.argsort(first_seen, kind="stable")] = np.arange(len(distinct))
     kind_of = renumber[kind_of.reshape(-1)]
     kind_list = [(int(c) // 4, "standard" if (int(c) // 2) % 2 else "interleaved", bool(int(c) % 2))
                  for c in distinct[np.argsort(first_seen, kind="stable")]]
-    kind_vectors = class_vectors[[k for k, _, _ in kind_list]] if kind_list else np.zeros((0, len(class_tile)),
-                                                                                          dtype=np.int64)
+    # tile classes over the vectors those kinds use
+    used = sorted({v for v, _, _ in kind_list})
+    matrix = np.stack([vectors[v] for v in used]) if used else np.zeros((0, tile_count), dtype=np.int64)
+    _, tile_class = np.unique(matrix.T, axis=0, return_inverse=True)
+    tile_class = tile_class.reshape(-1)
+    classes = int(tile_class.max()) + 1 if tile_count else 0
+    class_tile = np.zeros(classes, dtype=np.int64)
+    class_tile[tile_class[::-1]] = np.arange(tile_count)[::-1]  # any tile of each class: its lowest
+    row_of = {v: i for i, v in enumerate(used)}
+    class_vectors = matrix[:, class_tile]  # used vectors x classes
+    kind_vectors = class_vectors[[row_of[k] for k, _, _ in kind_list]] if kind_list else \
+        np.zeros((0, classes), dtype=np.int64)
     is_std = np.array([r == "standard" for _, r, _ in kind_list], dtype=bool)
     is_res = np.array([res for _, _, res in kind_list], dtype=bool)
     std_vectors = np.where(is_std[:, None], kind_vectors, 0)
     inter_vectors = np.where(is_std[:, None], 0, kind_vectors)
     res_vectors = np.where(is_res[:, None], kind_vectors, 0)
+    # within a class, the worst tile of each region is the lowest with the most base
+    rep_total, most_total = _class_reps(tile_class, base_total)
+    rep_std, most_std = _class_reps(tile_class, base_std)
+    rep_inter, most_inter = _class_reps(tile_class, base_inter)
 
     # events: +1 at a group interval's first step, -1 after its last, per kind
     ev_step = np.concatenate((g_first, g_last + 1))
@@ -244,7 +264,7 @@ def account(values: Sequence[Value], steps: StepTable, shards: Mapping[int, Shar
     by_step = np.argsort(ev_step, kind="stable")
     ev_step, ev_kind, ev_delta = ev_step[by_step], ev_kind[by_step], ev_delta[by_step]
 
-    classes, kcount = len(class_tile), len(kind_list)
+    kcount = len(kind_list)
     cols = {name: np.zeros(n, dtype=np.int64) for name in (
         "tile", "total", "standard", "interleaved", "max_standard", "max_standard_tile", "max_interleaved",
         "max_interleaved_tile")}
@@ -262,19 +282,22 @@ def account(values: Sequence[Value], steps: StepTable, shards: Mapping[int, Shar
         np.add.at(diff, (ev_step[lo:hi] - a, ev_kind[lo:hi]), ev_delta[lo:hi])
         counts = np.cumsum(diff, axis=0) + carry
         carry = counts[-1] if len(counts) else carry
-        std = counts @ std_vectors + scratch_std[a:b, None]
+        std = counts @ std_vectors + scratch_std[a:b, None]  # per class, without the base
         inter = counts @ inter_vectors + scratch_inter[a:b, None]
         total = std + inter
         rows = np.arange(b - a)
-        t, ts, ti = total.argmax(axis=1), std.argmax(axis=1), inter.argmax(axis=1)
-        cols["tile"][a:b] = class_tile[t]
-        cols["total"][a:b] = total[rows, t]
-        cols["standard"][a:b] = std[rows, t]
-        cols["interleaved"][a:b] = inter[rows, t]
-        cols["max_standard"][a:b] = std[rows, ts]
-        cols["max_standard_tile"][a:b] = class_tile[ts]
-        cols["max_interleaved"][a:b] = inter[rows, ti]
-        cols["max_interleaved_tile"][a:b] = class_tile[ti]
+        t = _worst(total + most_total, rep_total, tile_count)
+        ts = _worst(std + most_std, rep_std, tile_count)
+        ti = _worst(inter + most_inter, rep_inter, tile_count)
+        tile = rep_total[t]
+        cols["tile"][a:b] = tile
+        cols["total"][a:b] = total[rows, t] + most_total[t]
+        cols["standard"][a:b] = std[rows, t] + base_std[tile]
+        cols["interleaved"][a:b] = inter[rows, t] + base_inter[tile]
+        cols["max_standard"][a:b] = std[rows, ts] + most_std[ts]
+        cols["max_standard_tile"][a:b] = rep_std[ts]
+        cols["max_interleaved"][a:b] = inter[rows, ti] + most_inter[ti]
+        cols["max_interleaved_tile"][a:b] = rep_inter[ti]
         best = total.argmax(axis=0)
         best_total = total[best, np.arange(classes)]
         higher = best_total > class_peak
@@ -284,13 +307,29 @@ def account(values: Sequence[Value], steps: StepTable, shards: Mapping[int, Shar
         class_peak_inter = np.maximum(class_peak_inter, inter.max(axis=0))
     class_peak_resident = np.einsum("ck,kc->c", class_peak_counts, res_vectors) if kcount else \
         np.zeros(classes, dtype=np.int64)
-    tiles = {"peak": np.maximum(class_peak, 0)[tile_class], "peak_step": class_peak_step[tile_class],
-             "peak_interleaved": class_peak_inter[tile_class], "peak_resident": class_peak_resident[tile_class]}
+    tiles = {"peak": np.maximum(class_peak[tile_class] + base_total, 0), "peak_step": class_peak_step[tile_class],
+             "peak_interleaved": class_peak_inter[tile_class] + base_inter,
+             "peak_resident": class_peak_resident[tile_class] + base_res}
     for arr in (*cols.values(), *tiles.values()):
         arr.setflags(write=False)
     return ExactAccounting(cols["tile"], cols["total"], cols["standard"], cols["interleaved"], cols["max_standard"],
                            cols["max_standard_tile"], cols["max_interleaved"], cols["max_interleaved_tile"],
                            tiles["peak"], tiles["peak_step"], tiles["peak_interleaved"], tiles["peak_resident"])
+
+
+def _class_reps(tile_class: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per class (0..C-1), its lowest tile with the most `base` bytes, and those bytes."""
+    order = np.lexsort((np.arange(len(base)), -base, tile_class))
+    ordered = tile_class[order]
+    first = np.concatenate(([True], ordered[1:] != ordered[:-1])) if len(order) else np.zeros(0, dtype=bool)
+    rep = order[first]
+    return rep, base[rep]
+
+
+def _worst(usage: np.ndarray, rep: np.ndarray, tile_count: int) -> np.ndarray:
+    """Each row's worst class: the most bytes, then the lowest representative tile
+    (as an argmax over tiles gives the lowest tile reaching the maximum)."""
+    return (usage * tile_count + (tile_count - 1 - rep)).argmax(axis=1)
 
 
 def merged_intervals(groups: np.ndarray, first: np.ndarray, last: np.ndarray
