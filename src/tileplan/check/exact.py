@@ -10,7 +10,9 @@ copies), one per distinct set of them a storage group takes the maximum of (a gr
 kind), tiles that every kind's vector treats alike folded into one class; then the
 steps in chunks: how many groups of each kind are live (a difference array over the
 groups' live runs) times the kinds' vectors gives every step's bytes on every class,
-whose maxima are the worst tiles. Memory: the kinds x tiles matrix (at most
+whose maxima are the worst tiles. Runs live at every step are summed once into a base
+per tile, left out of the classes: in a class the lowest tile with the most base bytes
+is its worst. Memory: the kinds x tiles matrix (at most
 `MATRIX_ELEMENTS`, else a finding says exact was not re-derived), a chunk of steps x
 classes, and a cache of at most `CACHE_ELEMENTS` integers of value vectors.
 """
@@ -155,8 +157,21 @@ def account_tiles(tiles: TileBytes, members: Sequence[Sequence[int]], region: np
     for k, value_kinds in enumerate(kinds):
         for vk in value_kinds:
             np.maximum(matrix[k], tiles.kind(vk), out=matrix[k])
-    # tiles alike under every vector form one class; classes in the order of their lowest tile
-    _, first_tile, inverse = np.unique(matrix.T, axis=0, return_index=True, return_inverse=True)
+
+    # runs live at every step: their bytes, per channel, are every step's base on each tile
+    pos, first, last = runs
+    always = (first <= 0) & (last >= n_steps - 1)
+    kind = kind_of_group[pos]
+    base = {}
+    for name, mask in (("standard", region[pos] == 0), ("interleaved", region[pos] == 1), ("resident", resident[pos])):
+        ks, count = np.unique(kind[mask & always], return_counts=True)
+        base[name] = count @ matrix[ks] if len(ks) else np.zeros(n_tiles, dtype=np.int64)
+    base["total"] = base["standard"] + base["interleaved"]
+    pos, first, last, kind = pos[~always], first[~always], last[~always], kind[~always]
+
+    # tiles alike under every vector of the other runs form one class; classes in the
+    # order of their lowest tile
+    _, first_tile, inverse = np.unique(matrix[np.unique(kind)].T, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
     order = np.argsort(first_tile)
     rank = np.empty_like(order)
@@ -168,9 +183,22 @@ def account_tiles(tiles: TileBytes, members: Sequence[Sequence[int]], region: np
     exact_float = int(vectors.max(axis=1, initial=0).sum()) + max(
         (int(np.max(s)) for s in scratch.values() if len(s)), default=0) < (1 << 53)
     weights = vectors.astype(np.float64) if exact_float else vectors
+    # in a class, a channel's worst tile is its lowest tile with the most base bytes:
+    # (that tile, its base bytes) per class
+    top_tile = {}
+    for name in ("total", "standard", "interleaved"):
+        by = np.lexsort((np.arange(n_tiles), -base[name], class_of_tile))
+        head = by[np.concatenate(([True], class_of_tile[by][1:] != class_of_tile[by][:-1]))]
+        top_tile[name] = (head, base[name][head])
 
-    pos, first, last = runs
-    kind = kind_of_group[pos]
+    def worst(figures: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per step: the class whose worst tile holds the most (ties: the lower tile),
+        that tile and its bytes."""
+        tile_at, extra = top_tile[name]
+        held = figures + extra
+        best = np.argmax(held * n_tiles + (n_tiles - 1 - tile_at), axis=1)
+        return best, tile_at[best], held[np.arange(len(held)), best]
+
     channels = {"standard": region[pos] == 0, "interleaved": region[pos] == 1, "resident": resident[pos]}
     events = {}
     for name, mask in channels.items():
@@ -199,19 +227,19 @@ def account_tiles(tiles: TileBytes, members: Sequence[Sequence[int]], region: np
             state[name] = counts[-1].copy()
             product = counts.astype(weights.dtype) @ weights
             on[name] = np.rint(product).astype(np.int64) if exact_float else product
-        std = on["standard"] + scratch["standard"][a:b, None]
+        std = on["standard"] + scratch["standard"][a:b, None]  # per class, without the base
         inter = on["interleaved"] + scratch["interleaved"][a:b, None]
         total = std + inter
         rows = np.arange(b - a)
-        best = np.argmax(total, axis=1)
-        out["tile"][a:b] = class_tile[best]
-        out["total"][a:b] = total[rows, best]
-        out["standard"][a:b] = std[rows, best]
-        out["interleaved"][a:b] = inter[rows, best]
-        for key, figures in (("max_standard", std), ("max_interleaved", inter)):
-            best = np.argmax(figures, axis=1)
-            out[key][a:b] = figures[rows, best]
-            out[f"{key}_tile"][a:b] = class_tile[best]
+        best, tile, held = worst(total, "total")
+        out["tile"][a:b] = tile
+        out["total"][a:b] = held
+        out["standard"][a:b] = std[rows, best] + base["standard"][tile]
+        out["interleaved"][a:b] = inter[rows, best] + base["interleaved"][tile]
+        for key, figures, name in (("max_standard", std, "standard"), ("max_interleaved", inter, "interleaved")):
+            _, tile, held = worst(figures, name)
+            out[key][a:b] = held
+            out[f"{key}_tile"][a:b] = tile
         top = np.argmax(total, axis=0)
         cols = np.arange(n_classes)
         highest = total[top, cols]
@@ -220,9 +248,10 @@ def account_tiles(tiles: TileBytes, members: Sequence[Sequence[int]], region: np
         peak_step = np.where(higher, top + a, peak_step)
         peak_resident = np.where(higher, on["resident"][top, cols], peak_resident)
         peak_inter = np.maximum(peak_inter, inter.max(axis=0))
-    return TileAccount(**out, tile_peak=np.maximum(peak, 0)[class_of_tile], tile_peak_step=peak_step[class_of_tile],
-                       tile_peak_resident=peak_resident[class_of_tile],
-                       tile_peak_interleaved=peak_inter[class_of_tile])
+    return TileAccount(**out, tile_peak=np.maximum(peak[class_of_tile] + base["total"], 0),
+                       tile_peak_step=peak_step[class_of_tile],
+                       tile_peak_resident=peak_resident[class_of_tile] + base["resident"],
+                       tile_peak_interleaved=peak_inter[class_of_tile] + base["interleaved"])
 
 
 def exact_section(account: TileAccount, estimate_total: int | None, model: str) -> Exact:
