@@ -12,7 +12,7 @@ from tileplan.check.driver import check_report
 from tileplan.report.format import from_json_text
 
 from conftest import REFERENCE
-from helpers import json_paths, json_values, reads_or_fails_in_one_line, with_field
+from helpers import json_paths, json_values, plan, reads_or_fails_in_one_line, report_json, with_field
 
 DOC = json.loads(REFERENCE.read_text())
 
@@ -46,5 +46,29 @@ def test_any_number_in_a_layout_changed(value_index, number_index, number):
         report = from_json_text(json.dumps(doc), "fuzz.json")
     except InputError as e:
         assert "\n" not in str(e)
+        return
+    check_report(report)
+
+
+#: a default-policy plan's report: its vectors are created linearly (a Leading spread,
+#: a first tile), the layout text the reference never writes
+LINEAR_DOC = report_json(plan(layers=1))
+LINEAR = [i for i, v in enumerate(LINEAR_DOC["timeline"]["values"]) if "first_tile" in v["layout"]]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(LINEAR), st.integers(0, 40), st.integers(-5, 5000))
+def test_any_number_in_a_linear_mapping_changed_reads_or_fails_in_one_line(value_index, number_index, number):
+    """min_blocks 0, a first tile beyond the tiles, a partition count that breaks the
+    tiling: one line naming the value, or a report `check` reads to its findings."""
+    v = LINEAR_DOC["timeline"]["values"][value_index]
+    numbers = list(re.finditer(r"-?\d+", v["layout"]))
+    m = numbers[number_index % len(numbers)]
+    layout = v["layout"][:m.start()] + str(number) + v["layout"][m.end():]
+    doc = with_field(LINEAR_DOC, ("timeline", "values", value_index, "layout"), layout)
+    try:
+        report = from_json_text(json.dumps(doc), "fuzz.json")
+    except InputError as e:
+        assert "\n" not in str(e) and f"timeline.values[{value_index}]." in str(e)
         return
     check_report(report)
