@@ -240,7 +240,7 @@ def account(values: Sequence[Value], steps: StepTable, shards: Mapping[int, Shar
     tile_class = tile_class.reshape(-1)
     classes = int(tile_class.max()) + 1 if tile_count else 0
     class_tile = np.zeros(classes, dtype=np.int64)
-    class_tile[tile_class[::-1]] = np.arange(tile_count)[::-1]  # any tile of each class: its lowest
+    class_tile[tile_class] = np.arange(tile_count)  # a tile of each class (its tiles hold the same bytes)
     row_of = {v: i for i, v in enumerate(used)}
     class_vectors = matrix[:, class_tile]  # used vectors x classes
     kind_vectors = class_vectors[[row_of[k] for k, _, _ in kind_list]] if kind_list else \
