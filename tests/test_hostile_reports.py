@@ -37,17 +37,25 @@ def test_any_text_in_a_layout_or_precision(path, text):
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 70), st.integers(0, 40), st.integers(-5, 5000))
 def test_any_number_in_a_layout_changed(value_index, number_index, number):
-    v = DOC["timeline"]["values"][value_index]
+    error = layout_number_changed(DOC, value_index, number_index, number)
+    assert error is None or "\n" not in str(error)
+
+
+def layout_number_changed(doc: dict, value_index: int, number_index: int, number: int) -> InputError | None:
+    """Value `value_index`'s layout with one of its numbers (the `number_index`-th,
+    cyclically) replaced by `number`: the error reading it, or None when it reads and
+    `check` runs to its findings."""
+    v = doc["timeline"]["values"][value_index]
     numbers = list(re.finditer(r"-?\d+", v["layout"]))
     m = numbers[number_index % len(numbers)]
     layout = v["layout"][:m.start()] + str(number) + v["layout"][m.end():]
-    doc = with_field(DOC, ("timeline", "values", value_index, "layout"), layout)
     try:
-        report = from_json_text(json.dumps(doc), "fuzz.json")
+        report = from_json_text(json.dumps(with_field(doc, ("timeline", "values", value_index, "layout"), layout)),
+                                "fuzz.json")
     except InputError as e:
-        assert "\n" not in str(e)
-        return
+        return e
     check_report(report)
+    return None
 
 
 #: a default-policy plan's report: its vectors are created linearly (a Leading spread,
@@ -61,14 +69,5 @@ LINEAR = [i for i, v in enumerate(LINEAR_DOC["timeline"]["values"]) if "first_ti
 def test_any_number_in_a_linear_mapping_changed_reads_or_fails_in_one_line(value_index, number_index, number):
     """min_blocks 0, a first tile beyond the tiles, a partition count that breaks the
     tiling: one line naming the value, or a report `check` reads to its findings."""
-    v = LINEAR_DOC["timeline"]["values"][value_index]
-    numbers = list(re.finditer(r"-?\d+", v["layout"]))
-    m = numbers[number_index % len(numbers)]
-    layout = v["layout"][:m.start()] + str(number) + v["layout"][m.end():]
-    doc = with_field(LINEAR_DOC, ("timeline", "values", value_index, "layout"), layout)
-    try:
-        report = from_json_text(json.dumps(doc), "fuzz.json")
-    except InputError as e:
-        assert "\n" not in str(e) and f"timeline.values[{value_index}]." in str(e)
-        return
-    check_report(report)
+    error = layout_number_changed(LINEAR_DOC, value_index, number_index, number)
+    assert error is None or ("\n" not in str(error) and f"timeline.values[{value_index}]." in str(error))
