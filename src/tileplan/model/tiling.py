@@ -74,14 +74,13 @@ class AxisSplit:
     block_size: int
     block_counts: tuple[int, ...]
     stored: tuple[int, ...]
-    #: `stored` as a read-only int64 array (the same numbers; not compared or hashed)
-    stored_array: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False,
-                                     compare=False, hash=False)
+    #: `stored` as a read-only int64 array (derived; not compared or hashed)
+    stored_array: np.ndarray = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        if len(self.stored_array) != len(self.stored):
-            object.__setattr__(self, "stored_array", np.asarray(self.stored, dtype=np.int64))
-        self.stored_array.setflags(write=False)
+        array = np.asarray(self.stored, dtype=np.int64)
+        array.setflags(write=False)
+        object.__setattr__(self, "stored_array", array)
 
     @property
     def largest(self) -> int:
@@ -145,8 +144,7 @@ def split_axis(axis: AxisTiling, extent: int, name: str | None, what: str) -> Ax
     counts = np.diff(starts)
     multiple = axis.shard_padding_multiple
     stored = (counts * axis.block_size + multiple - 1) // multiple * multiple
-    return AxisSplit(extent, padded, blocks, axis.block_size, tuple(counts.tolist()), tuple(stored.tolist()),
-                     stored.astype(np.int64))
+    return AxisSplit(extent, padded, blocks, axis.block_size, tuple(counts.tolist()), tuple(stored.tolist()))
 
 
 @dataclass(frozen=True, slots=True)
