@@ -82,8 +82,8 @@ class Graph:
         origins = self._origins(runs)
         base = len(self.tensors)  # without `order`, operation k is node base + k
         precision = {"float": activations, "int": INT, "bool": BOOL}
-        tensors = [Tensor(origins[t.name] if origins else k, t.name, t.shape,
-                          weights if t.name in weight_params else t.narrow or precision[t.dtype], t.role)
+        tensors = [Tensor(origins[t.name] if origins else k, t.name, t.shape, weights if t.name in weight_params
+                          else t.narrow or precision[t.dtype], t.role, t.source_shape)
                    for k, t in enumerate(self.tensors)]
         own = self._view_precisions({t.name: t.precision for t in tensors}, precision)
         items: list[Operation | RepeatBlock] = []
@@ -424,8 +424,8 @@ def fold_aliases(graph: Graph) -> Graph:
 
 
 def fold_parameter_transposes(graph: Graph) -> Graph:
-    """A parameter every reader of which transposes it the same way is declared in the
-    transposed shape (a Linear weight [out, in] read as [in, out]); the transposes go."""
+    """A parameter every reader of which transposes it the same way is declared in the transposed
+    shape (a Linear weight [out, in] read as [in, out]; `source_shape` the framework's)."""
     readers: dict[str, list[GraphOp]] = {}
     for o in graph.ops:
         for i in set(o.inputs):
@@ -441,15 +441,15 @@ def fold_parameter_transposes(graph: Graph) -> Graph:
             names.update({o.output: name for o in users})
     if not names:
         return graph
-    tensors = tuple(replace(t, shape=shapes.get(t.name, t.shape)) for t in graph.tensors)
+    tensors = tuple(replace(t, shape=shapes[t.name], source_shape=t.source_shape or t.shape) if t.name in shapes else t
+                    for t in graph.tensors)
     ops = _rename((o for o in graph.ops if o.output not in names), names)
     return replace(graph, tensors=tensors, ops=tuple(ops), outputs=_outputs(graph, names))
 
 
 def fold_expands(graph: Graph) -> Graph:
-    """An `expand` read only by broadcasting operators is read unexpanded, when each
-    of them makes the same shape without it (an expand that alone gives a `where` its
-    shape stays)."""
+    """An `expand` read only by broadcasting operators is read unexpanded, when each of them
+    makes the same shape without it (an expand that alone gives a `where` its shape stays)."""
     readers: dict[str, list[GraphOp]] = {}
     for o in graph.ops:
         for i in o.inputs:

@@ -22,9 +22,13 @@ class GraphTensor:
     #: an integer tensor's own precision where it is narrower than the 32 bits Poplar
     #: indexes with (a uint8 image: U8); None: its class's (`Graph.to_program`)
     narrow: Precision | None = None
+    #: the shape the framework holds it in, where the importer declares it permuted
+    #: (`fold_parameter_transposes`: a Linear weight [out, in] declared [in, out])
+    source_shape: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         assert self.narrow is None or (self.dtype == "int" and self.narrow.bytes < 4), (self.name, self.narrow)
+        assert self.source_shape is None or sorted(self.source_shape) == sorted(self.shape), self
 
 
 class GraphOp(NamedTuple):

@@ -40,17 +40,24 @@ def group_of(name: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Tensor:
     """A declared tensor: the model's input, a weight, a buffer or training state, as
-    its `role` says. Invariants: dims >= 1; the role is a declared one."""
+    its `role` says. `source_shape`: the shape the framework holds it in, where the
+    importer declares it permuted (a Linear weight [out, in] declared [in, out]; what a
+    runtime that uploads the framework's tensor receives), else None. Invariants: dims
+    >= 1; the role is a declared one; a source shape is a permutation of the shape."""
 
     origin: int
     name: str
     shape: tuple[int, ...]
     precision: Precision
     role: Role
+    source_shape: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.shape or any(d < 1 for d in self.shape):
             raise ModelError(f"shape {list(self.shape)}: every dimension must be >= 1", self.name)
+        if self.source_shape is not None and sorted(self.source_shape) != sorted(self.shape):
+            raise ModelError(f"source shape {list(self.source_shape)} is not a permutation of {list(self.shape)}",
+                             self.name)
         if self.role not in DECLARED:
             raise ModelError(f"a declared tensor's role must be one of {', '.join(sorted(DECLARED))}, found "
                              f"{str(self.role)!r}", self.name)

@@ -71,7 +71,8 @@ class TtBuffers(Columns):
     """Every buffer placed: `bytes` in pages of `page_bytes` (aligned), `bytes_per_bank`
     in each of `banks` banks (shards when sharded), `reserved` of the free list at
     `address` in every bank (lockstep); allocated and freed events; the operations that
-    made it (-1: uploaded) and freed it; the program's tensor it holds (null: an
+    made it (-1: uploaded) and freed it (-1: during the uploads, a row-major argument the
+    runtime tilized); the program's tensor it holds (null: an
     operation's own buffer) and the user's module."""
 
     KEY: ClassVar[str] = "buffers"
@@ -90,7 +91,7 @@ class TtBuffers(Columns):
     allocated: tuple[Count, ...]
     freed: tuple[Count | None, ...]
     first_op: tuple[Signed, ...]
-    last_op: tuple[Count | None, ...]
+    last_op: tuple[Signed | None, ...]
     tensor: tuple[Count | None, ...]
     module: tuple[str | None, ...]
 

@@ -31,8 +31,9 @@ from tileplan.placement import Buffer, Problem, place
 from tileplan.report.tt_report import TtReport
 from tileplan.report.tt_sections import TtWhatIf, TtWhatIfRow
 from tileplan.targets.tenstorrent.frontend import Search
+from tileplan.targets.tenstorrent.bank import BufferRequest, DeviceAllocator, bank_size_spread
 from tileplan.targets.tenstorrent.memory import BufferType
-from tileplan.targets.tenstorrent.planned import BufferUse, FailureKind, TtPlan
+from tileplan.targets.tenstorrent.planned import UPLOAD, BufferUse, FailureKind, TtPlan
 from tileplan.targets.tenstorrent.trace import TraceRegionExceeded
 
 #: the l1_small_size ladder the window is searched on (bytes; tt-mlir's 32 and 64 KiB among them)
@@ -170,9 +171,29 @@ def to_dram_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) 
     return row("to_dram", f"{name} ({made[0].name}, {made[0].bytes_per_bank:,} B a bank of L1)", tried, settings)
 
 
+def uploads_to_come(plan: TtPlan, kind: BufferType) -> list[int]:
+    """For a run stopped while uploading: what each upload not yet made would reserve a
+    bank of `kind` (bank.py's spread, aligned), all of them kept to the end."""
+    manager = DeviceAllocator(plan.device).manager(kind)
+    made = {b.tensor for b in plan.buffers if b.first_op == UPLOAD and b.freed is None}
+    sizes = []
+    for t in plan.program.uploads:
+        spec = plan.program.tensors[t].spec
+        assert spec is not None
+        if t in made or spec.memory.buffer_type is not kind:
+            continue
+        request = BufferRequest.for_tensor(spec, plan.device)
+        per_bank = bank_size_spread(request.size, request.page_size, request.shards or manager.banks,
+                                    manager.alignment)
+        sizes.append(manager.free_list.aligned(per_bank))
+    return sizes
+
+
 def fragmentation_note(plan: TtPlan) -> str | None:
-    """Whether another placement of the L1 buffers (over their lifetimes, the failed
-    request at the end) fits the bank: the placement solver's answer."""
+    """Whether another placement of the buffers of the failed type (over their
+    lifetimes, the failed request at the end, and when the run stopped while uploading,
+    every upload still to come kept to the end) fits the bank: the placement solver's
+    answer."""
     v = plan.verdict
     if v.kind is not FailureKind.FRAGMENTATION or v.statistics is None or v.failure is None:
         return None
@@ -182,16 +203,22 @@ def fragmentation_note(plan: TtPlan) -> str | None:
     buffers = [Buffer(str(b.id), b.allocated, b.freed if b.freed is not None else end + 1, b.reserved)
                for b in plan.buffers if b.buffer_type is kind]
     need = getattr(v.failure, "need", 0)
-    buffers.append(Buffer("request", end, end + 1, need))
+    # stopped while uploading: the failed upload is among those to come (a row-major form
+    # that failed is transient: its upload's TILE form is what must stay)
+    rest = uploads_to_come(plan, kind) if v.op == UPLOAD else [need]
+    buffers.extend(Buffer(f"request {k}", end, end + 1, size) for k, size in enumerate(rest))
+    placed = len(buffers) - len(rest)
+    what = (f"the {placed} {kind.value} buffers and the request" if v.op != UPLOAD else
+            f"the {placed} {kind.value} buffers and the {len(rest)} upload{'s' if len(rest) != 1 else ''} still to "
+            "come")
     result = place(Problem(tuple(buffers)), v.statistics.total_allocatable, time_limit=PLACEMENT_SECONDS,
                    minimize=False)
     if result.fits:
-        return (f"a different order would fit: the placement solver places the {len(buffers) - 1} {kind.value} "
-                f"buffers and the request within the {v.statistics.total_allocatable:,}-B bank (height "
-                f"{result.height:,}); tt-metal's first fit, in the run's order, leaves no block of {need:,} B")
+        return (f"a different order would fit: the placement solver places {what} within the "
+                f"{v.statistics.total_allocatable:,}-B bank (height {result.height:,}); tt-metal's first fit, in "
+                f"the run's order, leaves no block of {need:,} B")
     if result.infeasible:
-        return (f"no order would fit: no placement of the {kind.value} buffers and the request stays within the "
-                f"{v.statistics.total_allocatable:,}-B bank")
+        return f"no order would fit: no placement of {what} stays within the {v.statistics.total_allocatable:,}-B bank"
     return None
 
 

@@ -3,7 +3,9 @@
 `plan_tt(program, device)` replays what the run does to one chip's memory, in order:
 
 1. the uploads (`program.uploads`): each tensor's buffer allocated as its spec says
-   (`BufferRequest.for_tensor`), L1 top-down, DRAM bottom-up (bank.py);
+   (`BufferRequest.for_tensor`), L1 top-down, DRAM bottom-up (bank.py); a tensor with a
+   staged form first allocates that (the row-major buffer the runtime tilizes from), then
+   its own, then frees the staged one (`Tensor.staged`);
 2. each operation: its rule's plan (`ops.plan_op`) with the lowest L1 address occupied
    before it (`OpTarget.lowest_occupied_l1`: the matmul's automatic config searches for
    a block that fits below it, matmul_utilities.cpp `get_max_l1_space`, read when the
@@ -163,9 +165,15 @@ class _Walk:
         for t in self.program.uploads:
             tensor = self.program.tensors[t]
             assert tensor.spec is not None
+            use = _USE_OF_ROLE.get(tensor.role, BufferUse.ACTIVATION)
+            staged = None
+            if tensor.staged is not None:
+                request = BufferRequest.for_tensor(tensor.staged, self.device, f"{tensor.name} (row-major, to tilize)")
+                staged = self.allocate(request, use, UPLOAD, t, tensor.module)
             request = BufferRequest.for_tensor(tensor.spec, self.device, tensor.name)
-            live = self.allocate(request, _USE_OF_ROLE.get(tensor.role, BufferUse.ACTIVATION), UPLOAD, t,
-                                 tensor.module)
+            live = self.allocate(request, use, UPLOAD, t, tensor.module)
+            if staged is not None:
+                self.free(staged, UPLOAD)
             self.name_tensor(t, live)
             self.specs[t] = tensor.spec
 

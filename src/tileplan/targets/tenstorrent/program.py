@@ -33,6 +33,7 @@ from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.memory import TensorSpec
 from tileplan.targets.tenstorrent.ops.base import ComputeConfig, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.tiles import Layout
 
 
 class Frontend(Enum):
@@ -48,17 +49,30 @@ class Tensor:
     """A tensor of the program. A declared tensor (uploaded before the first operation:
     a weight, a cache, the model's input) has its `spec`; an operation's output has
     none (its rule decides it). `name` is the user's (`model.layers.3.mlp.down_proj.weight`);
-    `module` the module that makes or owns it, when known. Invariant: id >= 0, a name."""
+    `module` the module that makes or owns it, when known. `staged`: the row-major form an
+    upload first takes on the device, tilized there into `spec` and then freed (tt-mlir's
+    runtime converting a host argument: frontends/tt_mlir/lower.py `stage_uploads`); its
+    shape may be a permutation of the spec's (the framework's orientation).
+
+    Invariants: id >= 0, a name; a staged form only beside a TILE spec, row-major, of the
+    same data type and memory, its shape a permutation of the spec's."""
 
     id: int
     name: str
     role: Role
     spec: TensorSpec | None = None
     module: str | None = None
+    staged: TensorSpec | None = None
 
     def __post_init__(self) -> None:
         if self.id < 0 or not self.name:
             raise ModelError(f"tensor {self.id} {self.name!r}: expected an id >= 0 and a name")
+        if self.staged is not None and (
+                self.spec is None or self.spec.layout is not Layout.TILE or self.staged.layout is not Layout.ROW_MAJOR
+                or (sorted(self.staged.shape), self.staged.dtype, self.staged.memory)
+                != (sorted(self.spec.shape), self.spec.dtype, self.spec.memory)):
+            raise ModelError(f"tensor {self.name!r}: a staged form must be the row-major twin of a TILE spec; found "
+                             f"{self.staged} beside {self.spec}")
 
 
 @dataclass(frozen=True, slots=True)

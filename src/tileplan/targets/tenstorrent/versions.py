@@ -22,6 +22,7 @@ from importlib import resources
 from typing import Any
 
 from tileplan.errors import InputError
+from tileplan.targets.tenstorrent.tiles import DataType
 
 
 class Stack(Enum):
@@ -111,6 +112,9 @@ class Software:
     trace_device_word: str
     conv_transpose2d_dram_path: bool
     matmul_fusion: MatmulFusion
+    #: the data types tt-mlir's runtime tilizes on the device when it uploads a
+    #: row-major host argument (the tt-mlir frontend's `stage_uploads`)
+    device_tilize: frozenset[DataType]
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -130,7 +134,7 @@ class Software:
 TRACE_PAGE_MIN = 1024
 
 _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "trace_page_max", "dynamic_trace",
-          "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion")
+          "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -171,5 +175,6 @@ def software_at(date: str, stack: Stack) -> Software:
         dynamic_trace=bool(values["dynamic_trace"]), trace_device_word=str(values["trace_device_word"]),
         conv_transpose2d_dram_path=bool(values["conv_transpose2d_dram_path"]),
         matmul_fusion=MatmulFusion(values["matmul_fusion"]),
+        device_tilize=frozenset(map(DataType, values["device_tilize"])),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

@@ -37,6 +37,7 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.options import TtMlirOptions
 from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
 from tileplan.targets.tenstorrent.ops.base import OpTarget, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.program import Tensor
 from tileplan.targets.tenstorrent.ops.tt_data_movement import PermuteAttrs, ReshapeAttrs
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
 
@@ -119,8 +120,14 @@ class Lowering:
     forms: dict[tuple[str, Layout, DataType, tuple[int, ...]], int] = field(default_factory=dict)
     flat: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     nchw_of: dict[str, int] = field(default_factory=dict)
+    #: the names of the model's declared tensors (its inputs, parameters and buffers)
+    declared: frozenset[str] = frozenset()
+    #: the framework's shape of each declared tensor the importer declared permuted
+    source_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.declared = frozenset(t.name for t in self.program.tensors)
+        self.source_shapes = {t.name: t.source_shape for t in self.program.tensors if t.source_shape is not None}
         for t in self.program.tensors:
             self.shapes[t.name] = t.shape
             self.precisions[t.name] = t.precision
@@ -174,6 +181,15 @@ class Lowering:
 
     def is_constant(self, name: str) -> bool:
         return name in self.constant
+
+    def is_argument(self, tensor: Tensor) -> bool:
+        """Whether an upload is a parameter or buffer of the model as tt-xla passes it: a
+        TILE tensor of the declared name, shape and data type. Another form (a typecast,
+        a reshape, the embedding workaround's row-major table) is a const-eval result."""
+        spec = tensor.spec
+        return (spec is not None and tensor.role is not Role.INPUT and tensor.name in self.declared
+                and spec.layout is Layout.TILE and spec.shape == self.shapes[tensor.name]
+                and spec.dtype is self.dtype(tensor.name))
 
     def constant_form(self, name: str, layout: Layout = Layout.TILE, dtype: DataType | None = None,
                       shape: tuple[int, ...] | None = None) -> int:

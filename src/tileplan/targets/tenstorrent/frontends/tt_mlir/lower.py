@@ -15,7 +15,9 @@ compile it for one chip, in named passes:
 5. `place`: tensor placement at the optimization level (placement.py: every tensor DRAM
    interleaved at levels 0 and 1; the greedy layout propagation and L1 spill management
    at level 2);
-6. `to_program`: each computed tensor deallocated after its last reader (graph.py).
+6. `stage_uploads`: the arguments tt-mlir's runtime tilizes on the device get their
+   row-major form, placed before their TILE one and freed after it;
+7. `to_program`: each computed tensor deallocated after its last reader (graph.py).
 
 Worked example: `lower(mlp, TtMlirOptions(), load_device("n150"))` for Linear(64, 128) ->
 GELU -> Linear(128, 64) on a [1, 32, 64] bf16 input is: uploads fc1.weight, fc1.bias,
@@ -24,6 +26,8 @@ all outputs DRAM interleaved; the tilized x freed after the first linear.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from tileplan.errors import ModelError
 from tileplan.model.ir import Program
@@ -38,6 +42,7 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.fusion import fuse
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import GraphBuilder, TtnnGraph, to_program
 from tileplan.targets.tenstorrent.frontends.tt_mlir.options import TtMlirOptions
 from tileplan.targets.tenstorrent.frontends.tt_mlir.placement import place
+from tileplan.targets.tenstorrent.memory import MemoryLayout
 from tileplan.targets.tenstorrent.plan import op_target
 from tileplan.targets.tenstorrent.program import TtProgram
 from tileplan.targets.tenstorrent.tiles import Layout
@@ -76,8 +81,7 @@ def order_uploads(lw: Lowering, graph: TtnnGraph) -> TtnnGraph:
 
     def key(tid: int) -> tuple[int, int]:
         t = graph.tensors[tid]
-        if t.role is Role.INPUT or (t.name in declared and t.spec is not None and t.spec.layout is Layout.TILE
-                                    and t.spec.dtype is lw.dtype(t.name)):
+        if t.role is Role.INPUT or lw.is_argument(t):
             return 0, declared.get(t.name, 0)
         return 1, tid
 
@@ -85,15 +89,56 @@ def order_uploads(lw: Lowering, graph: TtnnGraph) -> TtnnGraph:
                      graph.outputs)
 
 
+def stage_uploads(lw: Lowering, graph: TtnnGraph) -> TtnnGraph:
+    """Each parameter argument the runtime tilizes on the device, with its row-major form.
+
+    tt-xla hands a parameter to tt-mlir's runtime as a row-major host tensor, and the
+    runtime converts it to the layout the program's argument asks for (tt-mlir
+    runtime/lib/ttnn/types/layout_converter.cpp `LayoutConverter::handleHostInputLayoutNoTypecast`):
+    for a TILE argument whose data type can be tilized on the device (the build's
+    `device_tilize`, runtime/lib/ttnn/utils/utils.cpp `canTilizeOnDevice`: interleaved or
+    height-sharded memory) it first moves the row-major tensor to the device in the
+    argument's memory config (`toDeviceIfNeeded`), then tilizes it there
+    (`toLayoutIfNeeded`), so both buffers are live until the row-major one is released.
+    Other arguments are tilized on the host and uploaded once; const-eval results are
+    made on the host (context.py) and uploaded once.
+
+    A Linear weight reaches tt-mlir in the framework's orientation [out, in] and stays
+    an argument: tt-xla compiles with `experimental_enable_permute_matmul_fusion` (tt-xla
+    pjrt_implementation/inc/api/compile_options.h, true since 2025-12-12, #2482; before,
+    tt-mlir's matmul canonicalisation folded the permute unconditionally, 1fcf4219c1),
+    and TTIRFusing.cpp `PermuteMatmulFusionPattern` folds the permute of the weight into
+    the matmul's `transpose_b`. So its row-major form has the framework's shape (the
+    importer's `source_shape`). Its TILE form is planned in the declared orientation: the
+    same tiles whenever both dimensions are whole tiles (every LLM projection).
+
+    Not placed: the tilize program's own circular buffers (it runs before the first
+    operation, beside no L1 buffer unless the placement put an argument in L1).
+
+    Worked example: Llama-3.2-1B's `model.layers.0.mlp.down_proj.weight` (torch's [2048,
+    8192], declared [8192, 2048]) in bf16 on n150 first takes 2,048 row-major pages of
+    16,384 B (171 a bank), then 16,384 tiles of 2,048 B (1,366 a bank)."""
+    kinds = lw.device.software.device_tilize
+    tensors = list(graph.tensors)
+    for tid in graph.uploads:
+        t = tensors[tid]
+        spec = t.spec
+        if (spec is not None and lw.is_argument(t) and spec.dtype in kinds
+                and spec.memory.layout in (MemoryLayout.INTERLEAVED, MemoryLayout.HEIGHT_SHARDED)):
+            shape = lw.source_shapes.get(t.name, spec.shape)
+            tensors[tid] = replace(t, staged=replace(spec, shape=shape, layout=Layout.ROW_MAJOR))
+    return replace(graph, tensors=tuple(tensors))
+
+
 def lower_graph(program: Program, options: TtMlirOptions, device: Device) -> TtnnGraph:
-    """Passes 1-5 (see the module docstring): the placed TTNN graph."""
+    """Passes 1-6 (see the module docstring): the placed TTNN graph."""
     target = op_target(device)
     operations = unroll(program)
     probe = Lowering(program, options, device, target, GraphBuilder(program.name), operations)
     fused, weights = fuse(operations, program.outputs, probe.constant, probe.shapes, options.optimizer,
                           device.software.matmul_fusion)
     lw = Lowering(program, options, device, target, GraphBuilder(program.name), fused, weights)
-    return place(convert(lw), options, device)
+    return stage_uploads(lw, place(convert(lw), options, device))
 
 
 def lower(program: Program, options: TtMlirOptions, device: Device) -> TtProgram:
