@@ -21,6 +21,7 @@ from tileplan.targets.tenstorrent.program import Tensor
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
 
 from tt_mlir_support import BF16, lowered, mlp, n150
+from tt_plan_support import staged, staged_row_major_fails, staged_tile_fails
 
 F32 = Precision("F32")
 
@@ -66,8 +67,8 @@ def test_the_row_major_buffer_is_placed_first_and_freed_once_the_tile_one_is_mad
     staged, tile = rows
     assert staged.name == "fc1.weight (row-major, to tilize)"
     assert (staged.page_bytes, staged.bytes_per_bank, tile.page_bytes, tile.bytes_per_bank) == (128, 1408, 2048, 2048)
-    assert (staged.allocated, tile.allocated, staged.freed) == (staged.allocated, staged.allocated + 1,
-                                                                staged.allocated + 2)
+    assert (tile.allocated - staged.allocated, staged.freed - staged.allocated) == (1, 2)
+    assert staged.staged and not tile.staged
     assert (staged.first_op, staged.last_op, tile.first_op, tile.freed) == (UPLOAD, UPLOAD, UPLOAD, None)
     assert tile.address == staged.address + staged.reserved
 
@@ -77,14 +78,17 @@ def test_a_down_projection_of_5120_by_27648_lands_as_427_row_major_pages_a_bank(
     5,120 rows of 55,296 B over 12 banks, ceil(5,120 / 12) = 427 a bank: 23,611,392 B,
     the figure of tt-xla #1722's out-of-memory; tilized, 138,240 tiles, 11,520 a bank:
     23,592,960 B."""
-    p = lower(linear(5120, 27648), TtMlirOptions.of(0, None), n150())
-    w = next(p.tensors[t] for t in p.uploads if p.tensors[t].name == "fc.weight")
-    from tileplan.targets.tenstorrent.bank import BufferRequest
-    staged = BufferRequest.for_tensor(w.staged, n150(), "staged")
-    tile = BufferRequest.for_tensor(w.spec, n150(), "tile")
-    assert (staged.size, staged.page_size, tile.size) == (283115520, 55296, 283115520)
-    assert (-(-staged.size // staged.page_size // 12) * staged.page_size, -(-tile.size // 2048 // 12) * 2048) == \
-        (23611392, 23592960)
+    plan = plan_tt(lower(linear(5120, 27648), TtMlirOptions.of(0, None), n150()), n150())
+    staged, tile = [b for b in plan.buffers if b.name.startswith("fc.weight")]
+    assert (staged.bytes, staged.page_bytes, staged.bytes_per_bank) == (283115520, 55296, 23611392)
+    assert (tile.bytes, tile.page_bytes, tile.bytes_per_bank) == (283115520, 2048, 23592960)
+
+
+def test_the_device_tilize_types_change_on_the_day_after_tt_mlir_6342():
+    from tileplan.targets.tenstorrent.versions import Stack, software_at
+    before, after = (software_at(d, Stack.TT_MLIR).device_tilize for d in ("2025-12-18", "2025-12-19"))
+    assert before == {DataType.BFLOAT16}
+    assert after == {DataType.BFLOAT16, DataType.FLOAT32, DataType.UINT32, DataType.UINT16, DataType.INT32}
 
 
 @pytest.mark.parametrize(("version", "staged"), [("2025-10", False), ("2026-04", True)])
@@ -134,36 +138,41 @@ def test_the_arguments_go_up_in_declaration_order_then_the_const_eval_results(tm
     assert {table.name, fused} <= set(names[len(arguments):])
 
 
-def staged_program(tiles_per_bank: tuple[int, ...]):
-    """L1-interleaved bf16 weights of the given tiles a bank (n150: 72 banks), each
-    uploaded row-major first (the same bytes a bank when the tiles are a multiple of 9)."""
-    from dataclasses import replace as with_
-    from tt_plan_support import Builder, l1_tiles_per_bank
-    b = Builder()
-    for k, n in enumerate(tiles_per_bank):
-        spec = l1_tiles_per_bank(n)
-        t = b.upload(f"w{k}", spec)
-        b.tensors[t] = with_(b.tensors[t], staged=with_(spec, layout=Layout.ROW_MAJOR))
-    return b
-
-
 def test_row_major_holes_can_stop_the_uploads_and_the_note_counts_the_uploads_to_come():
-    """n150's L1 bank holds 1,329,376 B, allocated top-down. w0 (99 tiles, 202,752 B)
-    leaves its row-major hole at the top; w1 (198 tiles, 405,504 B) does not fit it and
-    leaves its own hole below w0; w2's row-major form (252 tiles, 516,096 B) then finds
-    721,120 B free in three blocks, none large enough. The final forms together
-    (1,124,352 B) fit another order; with w3 (153 tiles) still to come they take
-    1,437,696 B, more than the bank: no order would fit."""
+    """n150's L1 bank holds 1,329,376 B (649 tiles and 224 B), allocated top-down; each
+    upload takes its own size twice in first fit (its row-major hole above it). With
+    w0 = 99 and w1 = 198 tiles placed, w2's row-major form (252 tiles) finds 721,120 B
+    free in three blocks, none large enough. No order would fit: w2's two forms beside
+    w0 and w1 need 801 tiles. With w1 = 126 and w2 = 207 tiles, w2's row-major form
+    finds the bottom 199 tiles, and holes of 99 and 126: first fit fails, but the final
+    forms and w2's row-major one take 639 tiles, which another placement fits."""
     from tileplan.app.tenstorrent.whatif import fragmentation_note
     from tileplan.targets.tenstorrent.planned import FailureKind
 
     device = load_device("n150")
-    plan = plan_tt(staged_program((99, 198, 252)).program(), device)
+    plan = plan_tt(staged_row_major_fails().program(), device)
     v = plan.verdict
     assert (v.kind, v.op, v.request_name) == (FailureKind.FRAGMENTATION, UPLOAD, "w2 (row-major, to tilize)")
     assert v.statistics.free == 1329376 - (99 + 198) * 2048
+    assert fragmentation_note(plan) == ("no order would fit: no placement of the 4 L1 buffers and the 1 upload still "
+                                        "to come (each with its row-major form) stays within the 1,329,376-B bank")
+    plan = plan_tt(staged((99, 126, 207)).program(), device)
+    assert (plan.verdict.kind, plan.verdict.request_name) == (FailureKind.FRAGMENTATION, "w2 (row-major, to tilize)")
     assert fragmentation_note(plan).startswith("a different order would fit: the placement solver places the 4 L1 "
-                                               "buffers and the 1 upload still to come")
-    plan = plan_tt(staged_program((99, 198, 252, 153)).program(), device)
-    assert fragmentation_note(plan) == ("no order would fit: no placement of the 4 L1 buffers and the 2 uploads still "
-                                        "to come stays within the 1,329,376-B bank")
+                                               "buffers and the 1 upload still to come (each with its row-major form)")
+
+
+def test_when_the_tile_form_fails_its_live_row_major_form_is_counted_with_its_upload():
+    """w0 (27 tiles) and w1 (63) leave row-major holes of 27 and 63 tiles; w2's
+    row-major form (252 tiles) is placed below them, and its TILE form finds 217 tiles
+    at the bottom: no block. Still to come is w2, its row-major form with it (the live
+    one is not counted twice): 4 buffers placed and 1 upload."""
+    from tileplan.app.tenstorrent.whatif import fragmentation_note
+    from tileplan.targets.tenstorrent.planned import FailureKind
+
+    plan = plan_tt(staged_tile_fails().program(), load_device("n150"))
+    v = plan.verdict
+    assert (v.kind, v.request_name) == (FailureKind.FRAGMENTATION, "w2")
+    assert [b.staged for b in plan.buffers if b.freed is None] == [False, False, True]
+    assert fragmentation_note(plan).startswith("a different order would fit: the placement solver places the 4 L1 "
+                                               "buffers and the 1 upload still to come (each with its row-major form)")

@@ -3,7 +3,7 @@ spec, operations by kind, the frees after each, made into a `TtProgram`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.memory import (
@@ -189,3 +189,28 @@ def traced(stream_bytes: int = 5000) -> Builder:
 
 
 PROGRAMS["traced"] = traced
+
+
+def staged(tiles_per_bank: tuple[int, ...], name: str = "staged") -> Builder:
+    """L1-interleaved bf16 weights of the given tiles a bank (n150: 72 banks), each first
+    uploaded row-major (`Tensor.staged`: the same bytes a bank for multiples of 9 tiles)."""
+    b = Builder(name)
+    for k, n in enumerate(tiles_per_bank):
+        spec = l1_tiles_per_bank(n)
+        t = b.upload(f"w{k}", spec)
+        b.tensors[t] = replace(b.tensors[t], staged=replace(spec, layout=Layout.ROW_MAJOR))
+    return b
+
+
+def staged_row_major_fails() -> Builder:
+    """w2's row-major form finds free L1 in three holes, none large enough."""
+    return staged((99, 198, 252), "staged_row_major_fails")
+
+
+def staged_tile_fails() -> Builder:
+    """w2's row-major form is placed; its TILE form then finds no block."""
+    return staged((27, 63, 252), "staged_tile_fails")
+
+
+PROGRAMS.update({"staged_row_major_fails": staged_row_major_fails, "staged_tile_fails": staged_tile_fails})
+

@@ -31,7 +31,7 @@ from tileplan.placement import Buffer, Problem, place
 from tileplan.report.tt_report import TtReport
 from tileplan.report.tt_sections import TtWhatIf, TtWhatIfRow
 from tileplan.targets.tenstorrent.frontend import Search
-from tileplan.targets.tenstorrent.bank import BufferRequest, DeviceAllocator, bank_size_spread
+from tileplan.targets.tenstorrent.bank import BufferRequest, DeviceAllocator
 from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.planned import UPLOAD, BufferUse, FailureKind, TtPlan
 from tileplan.targets.tenstorrent.trace import TraceRegionExceeded
@@ -171,46 +171,50 @@ def to_dram_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) 
     return row("to_dram", f"{name} ({made[0].name}, {made[0].bytes_per_bank:,} B a bank of L1)", tried, settings)
 
 
-def uploads_to_come(plan: TtPlan, kind: BufferType) -> list[int]:
-    """For a run stopped while uploading: what each upload not yet made would reserve a
-    bank of `kind` (bank.py's spread, aligned), all of them kept to the end."""
+def uploads_to_come(plan: TtPlan, kind: BufferType) -> list[tuple[int, int]]:
+    """For a run stopped while uploading: each upload of `kind` whose own buffer was not
+    made, in the run's order, as (what its row-major form takes a bank, 0 for none; what
+    its own buffer takes), each as the bank manager sizes it."""
     manager = DeviceAllocator(plan.device).manager(kind)
-    made = {b.tensor for b in plan.buffers if b.first_op == UPLOAD and b.freed is None}
+    made = {b.tensor for b in plan.buffers if b.first_op == UPLOAD and not b.staged}
     sizes = []
     for t in plan.program.uploads:
-        spec = plan.program.tensors[t].spec
-        assert spec is not None
-        if t in made or spec.memory.buffer_type is not kind:
+        tensor = plan.program.tensors[t]
+        assert tensor.spec is not None
+        if t in made or tensor.spec.memory.buffer_type is not kind:
             continue
-        request = BufferRequest.for_tensor(spec, plan.device)
-        per_bank = bank_size_spread(request.size, request.page_size, request.shards or manager.banks,
-                                    manager.alignment)
-        sizes.append(manager.free_list.aligned(per_bank))
+        staged = 0 if tensor.staged is None else manager.need(BufferRequest.for_tensor(tensor.staged, plan.device))
+        sizes.append((staged, manager.need(BufferRequest.for_tensor(tensor.spec, plan.device))))
     return sizes
 
 
 def fragmentation_note(plan: TtPlan) -> str | None:
-    """Whether another placement of the buffers of the failed type (over their
-    lifetimes, the failed request at the end, and when the run stopped while uploading,
-    every upload still to come kept to the end) fits the bank: the placement solver's
-    answer."""
+    """Whether another placement of the buffers of the failed type, over their lifetimes,
+    fits the bank: the placement solver's answer. After the buffers placed come the
+    failed request (live at the end) or, when the run stopped while uploading, every
+    upload still to come in the run's order, each with its row-major form live while
+    its own buffer is made (a row-major form still live at the failure is its upload's,
+    counted there)."""
     v = plan.verdict
     if v.kind is not FailureKind.FRAGMENTATION or v.statistics is None or v.failure is None:
         return None
     end = plan.events
     kind = v.buffer_type
     assert kind is not None
-    buffers = [Buffer(str(b.id), b.allocated, b.freed if b.freed is not None else end + 1, b.reserved)
-               for b in plan.buffers if b.buffer_type is kind]
     need = getattr(v.failure, "need", 0)
-    # stopped while uploading: the failed upload is among those to come (a row-major form
-    # that failed is transient: its upload's TILE form is what must stay)
-    rest = uploads_to_come(plan, kind) if v.op == UPLOAD else [need]
-    buffers.extend(Buffer(f"request {k}", end, end + 1, size) for k, size in enumerate(rest))
-    placed = len(buffers) - len(rest)
+    rest = uploads_to_come(plan, kind) if v.op == UPLOAD else [(0, need)]
+    forever = end + 2 * len(rest) + 1
+    buffers = [Buffer(str(b.id), b.allocated, b.freed if b.freed is not None else forever, b.reserved)
+               for b in plan.buffers if b.buffer_type is kind and not (b.staged and b.freed is None)]
+    placed = len(buffers)
+    for k, (staged, own) in enumerate(rest):
+        at = end + 2 * k
+        if staged:
+            buffers.append(Buffer(f"staged {k}", at, at + 2, staged))
+        buffers.append(Buffer(f"request {k}", at + 1, forever, own))
+    count = f"{len(rest)} upload{'s' if len(rest) != 1 else ''}"
     what = (f"the {placed} {kind.value} buffers and the request" if v.op != UPLOAD else
-            f"the {placed} {kind.value} buffers and the {len(rest)} upload{'s' if len(rest) != 1 else ''} still to "
-            "come")
+            f"the {placed} {kind.value} buffers and the {count} still to come (each with its row-major form)")
     result = place(Problem(tuple(buffers)), v.statistics.total_allocatable, time_limit=PLACEMENT_SECONDS,
                    minimize=False)
     if result.fits:

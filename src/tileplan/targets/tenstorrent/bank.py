@@ -163,6 +163,14 @@ class BankManager:
     def bank_size(self) -> int:
         return self.free_list.size
 
+    def per_bank(self, request: BufferRequest) -> int:
+        """The bytes a request stores in each bank it uses (its shards, else all banks)."""
+        return bank_size_spread(request.size, request.page_size, request.shards or self.banks, self.alignment)
+
+    def need(self, request: BufferRequest) -> int:
+        """What a request takes from the free list in each bank (FreeList.aligned)."""
+        return self.free_list.aligned(self.per_bank(request))
+
     def allocate(self, request: BufferRequest) -> Allocation | OutOfMemory | TooManyShards:
         """BankManager::allocate_buffer (single-allocator path)."""
         assert request.buffer_type is self.buffer_type, (request.buffer_type, self.buffer_type)
@@ -174,7 +182,7 @@ class BankManager:
         elif banks == 0:
             raise InputError(f"buffer {request.name or '?'}: an interleaved {self.buffer_type.value} buffer needs "
                              f"{self.buffer_type.value} banks; this device has none (l1_small_size is 0)")
-        per_bank = bank_size_spread(request.size, request.page_size, banks, self.alignment)
+        per_bank = self.per_bank(request)
         address = self.free_list.allocate(per_bank, request.grows_up)
         if address is None:
             return OutOfMemory(request, banks, per_bank, self.free_list.aligned(per_bank), self.bank_size,

@@ -104,7 +104,7 @@ class _Walk:
 
     # -- the allocator ------------------------------------------------------------------
     def allocate(self, request: BufferRequest, use: BufferUse, op: int, tensor: int | None,
-                 module: str | None) -> _Live:
+                 module: str | None, staged: bool = False) -> _Live:
         placed = self.allocator.allocate(request)
         if not isinstance(placed, Allocation):
             self.fail(placed, op, None, request.name, request.buffer_type)
@@ -113,7 +113,7 @@ class _Walk:
             id=len(self.buffers), name=request.name, use=use, buffer_type=request.buffer_type, bytes=request.size,
             page_bytes=request.page_size, banks=placed.banks, bytes_per_bank=placed.bytes_per_bank,
             reserved=placed.reserved, address=placed.address, sharded=sharded, allocated=self.events, first_op=op,
-            tensor=tensor, module=module)
+            tensor=tensor, module=module, staged=staged)
         self.events += 1
         self.buffers.append(record)
         self.allocated[request.buffer_type] += placed.reserved
@@ -169,7 +169,7 @@ class _Walk:
             staged = None
             if tensor.staged is not None:
                 request = BufferRequest.for_tensor(tensor.staged, self.device, f"{tensor.name} (row-major, to tilize)")
-                staged = self.allocate(request, use, UPLOAD, t, tensor.module)
+                staged = self.allocate(request, use, UPLOAD, t, tensor.module, staged=True)
             request = BufferRequest.for_tensor(tensor.spec, self.device, tensor.name)
             live = self.allocate(request, use, UPLOAD, t, tensor.module)
             if staged is not None:

@@ -54,8 +54,10 @@ class PlannedBuffer:
     `reserved` bytes of the free list at `address` in every bank (lockstep).
 
     Lifetime: allocated at event `allocated` during operation `first_op` (UPLOAD for the
-    uploads), freed at event `freed` after operation `last_op` (None: never freed).
-    `tensor` is the program's tensor it holds (None: an operation's own buffer).
+    uploads), freed at event `freed` after operation `last_op` (UPLOAD: during the
+    uploads; None: never freed). `tensor` is the program's tensor it holds (None: an
+    operation's own buffer); `staged`: it holds that tensor's row-major form before the
+    runtime tilizes it (`Tensor.staged`), so two buffers name the tensor.
     Invariants: reserved >= bytes_per_bank; allocated < freed when freed."""
 
     id: int
@@ -75,6 +77,7 @@ class PlannedBuffer:
     last_op: int | None = None
     tensor: int | None = None
     module: str | None = None
+    staged: bool = False
 
     def __post_init__(self) -> None:
         assert self.reserved >= self.bytes_per_bank, self

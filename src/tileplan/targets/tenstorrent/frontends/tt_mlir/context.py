@@ -121,9 +121,9 @@ class Lowering:
     flat: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     nchw_of: dict[str, int] = field(default_factory=dict)
     #: the names of the model's declared tensors (its inputs, parameters and buffers)
-    declared: frozenset[str] = frozenset()
+    declared: frozenset[str] = field(init=False)
     #: the framework's shape of each declared tensor the importer declared permuted
-    source_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    source_shapes: dict[str, tuple[int, ...]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.declared = frozenset(t.name for t in self.program.tensors)

@@ -20,9 +20,10 @@ compile it for one chip, in named passes:
 7. `to_program`: each computed tensor deallocated after its last reader (graph.py).
 
 Worked example: `lower(mlp, TtMlirOptions(), load_device("n150"))` for Linear(64, 128) ->
-GELU -> Linear(128, 64) on a [1, 32, 64] bf16 input is: uploads fc1.weight, fc1.bias,
-fc2.weight, fc2.bias, x (row-major); to_layout x; ttnn.linear (GELU fused); ttnn.linear;
-all outputs DRAM interleaved; the tilized x freed after the first linear.
+GELU -> Linear(128, 64) on a [1, 32, 64] bf16 input is: uploads x (row-major), then
+fc1.weight, fc1.bias, fc2.weight, fc2.bias, each staged row-major (the weights as torch's
+[out, in]); to_layout x; ttnn.linear (GELU fused); ttnn.linear; all outputs DRAM
+interleaved; the tilized x freed after the first linear.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.fusion import fuse
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import GraphBuilder, TtnnGraph, to_program
 from tileplan.targets.tenstorrent.frontends.tt_mlir.options import TtMlirOptions
 from tileplan.targets.tenstorrent.frontends.tt_mlir.placement import place
-from tileplan.targets.tenstorrent.memory import MemoryLayout
 from tileplan.targets.tenstorrent.plan import op_target
 from tileplan.targets.tenstorrent.program import TtProgram
 from tileplan.targets.tenstorrent.tiles import Layout
@@ -96,10 +96,11 @@ def stage_uploads(lw: Lowering, graph: TtnnGraph) -> TtnnGraph:
     runtime converts it to the layout the program's argument asks for (tt-mlir
     runtime/lib/ttnn/types/layout_converter.cpp `LayoutConverter::handleHostInputLayoutNoTypecast`):
     for a TILE argument whose data type can be tilized on the device (the build's
-    `device_tilize`, runtime/lib/ttnn/utils/utils.cpp `canTilizeOnDevice`: interleaved or
-    height-sharded memory) it first moves the row-major tensor to the device in the
-    argument's memory config (`toDeviceIfNeeded`), then tilizes it there
-    (`toLayoutIfNeeded`), so both buffers are live until the row-major one is released.
+    `device_tilize`, runtime/lib/ttnn/utils/utils.cpp `canTilizeOnDevice`; every upload
+    is DRAM interleaved, which its memory-layout condition allows) it first moves the
+    row-major tensor to the device in the argument's memory config (`toDeviceIfNeeded`),
+    then tilizes it there (`toLayoutIfNeeded`), so both buffers are live until the
+    row-major one is released.
     Other arguments are tilized on the host and uploaded once; const-eval results are
     made on the host (context.py) and uploaded once.
 
@@ -123,8 +124,7 @@ def stage_uploads(lw: Lowering, graph: TtnnGraph) -> TtnnGraph:
     for tid in graph.uploads:
         t = tensors[tid]
         spec = t.spec
-        if (spec is not None and lw.is_argument(t) and spec.dtype in kinds
-                and spec.memory.layout in (MemoryLayout.INTERLEAVED, MemoryLayout.HEIGHT_SHARDED)):
+        if spec is not None and lw.is_argument(t) and spec.dtype in kinds:
             shape = lw.source_shapes.get(t.name, spec.shape)
             tensors[tid] = replace(t, staged=replace(spec, shape=shape, layout=Layout.ROW_MAJOR))
     return replace(graph, tensors=tuple(tensors))
