@@ -3,10 +3,14 @@ values are compile-time constants, and the data types tt-mlir gives them.
 
 Constants (tt-mlir lib/Transforms/ConstEvalHoist.cpp `ConstEvalHoistTransform`): every
 value computed only from parameters, buffers and constants (never from the model's
-inputs) is hoisted into a const-eval function, run once (on the host with
-`enable-cpu-hoisted-const-eval`, the default) and cached on the device; its inputs move to
-host memory (TTNNConstEvalInputsToSystemMemory). So a constant reaches the device only
-where a computed operation reads it, and then as the layout and data type that operation
+inputs) is hoisted into a const-eval function, run once and cached on the device; its
+inputs move to host memory (TTNNConstEvalInputsToSystemMemory, tt-mlir #6198, 2025-12-11;
+tt-xla's `enable_const_eval_inputs_to_system_memory`, on by default), and tt-xla runs it
+on the host from a61e65c78 (2026-03-23, `enable_const_eval_on_cpu`), on the device before.
+Not modelled: on builds before 2025-12-11 the inputs migrate to device DRAM on first use
+and stay beside the results; an on-device const-eval's own temporaries. So a constant
+reaches the device only where a computed operation reads it, and then as the layout and
+data type that operation
 asks for: a matmul weight as a DRAM-interleaved TILE tensor (in bfloat8_b under
 `experimental_weight_dtype=bfp_bf8`), an embedding table as a ROW_MAJOR bfloat16 one
 (the embedding workaround, lib/Dialect/TTNN/IR/TTNNWorkaroundsPass.cpp
