@@ -176,3 +176,42 @@ def test_when_the_tile_form_fails_its_live_row_major_form_is_counted_with_its_up
     assert [b.staged for b in plan.buffers if b.freed is None] == [False, False, True]
     assert fragmentation_note(plan).startswith("a different order would fit: the placement solver places the 4 L1 "
                                                "buffers and the 1 upload still to come (each with its row-major form)")
+
+
+@pytest.mark.parametrize(("version", "retained"), [("2025-10", True), ("2026-04", False)])
+def test_before_tt_mlir_6198_a_const_eval_input_goes_up_before_its_result_and_stays(version, retained):
+    """bfp8 weights are a const-eval typecast of the bf16 ones. Before tt-mlir #6198
+    (2025-12-11) the typecast's input moves to device DRAM on first use and the frontend
+    keeps it: fc1.weight [64, 128] bf16 (8 tiles, one a bank: 2,048 B) goes up just
+    before its bfloat8_b form and is never freed; from #6198 it stays on the host."""
+    device = load_device("n150", version=version)
+    p = lower(mlp(), TtMlirOptions.of(0, "bfp8"), device)
+    names = [p.tensors[t].name for t in p.uploads]
+    kept = "fc1.weight (const-eval input)"
+    assert (kept in names) is retained
+    if retained:
+        assert names[names.index(kept) + 1] == "fc1.weight"
+        assert p.tensors[p.uploads[names.index(kept)]].spec.dtype is DataType.BFLOAT16
+        plan = plan_tt(p, device)
+        buffer = next(b for b in plan.buffers if b.name == kept)
+        assert (buffer.bytes_per_bank, buffer.freed) == (2048, None)
+
+
+def test_a_fused_weights_const_eval_inputs_are_its_parts(tmp_path):
+    """The Q/K/V weights concatenated by tt-mlir's fusion come from the three
+    projections' weights (and nothing comes from a constant made from nothing)."""
+    from tt_mlir_support import LLAMA, config_program
+    from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
+    from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import GraphBuilder
+    from tileplan.targets.tenstorrent.plan import op_target
+
+    program = config_program(LLAMA, tmp_path, 64)
+    device = load_device("n150", version="2025-12-18")
+    lw = Lowering(program, TtMlirOptions.of(0, None), device, op_target(device), GraphBuilder("x"), (),
+                  {"qkv": (("model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+                            "model.layers.0.self_attn.v_proj.weight"), (256, 512))})
+    assert lw.const_eval_inputs("qkv") == ("model.layers.0.self_attn.q_proj.weight",
+                                            "model.layers.0.self_attn.k_proj.weight",
+                                            "model.layers.0.self_attn.v_proj.weight")
+    assert lw.const_eval_inputs("model.layers.0.mlp.up_proj.weight") == ("model.layers.0.mlp.up_proj.weight",)
+    assert lw.const_eval_inputs("input_ids") == ()

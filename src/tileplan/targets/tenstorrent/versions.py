@@ -115,6 +115,9 @@ class Software:
     #: the data types tt-mlir's runtime tilizes on the device when it uploads a
     #: row-major host argument (the tt-mlir frontend's `stage_uploads`)
     device_tilize: frozenset[DataType]
+    #: whether const-eval inputs stay in host memory (else they move to device DRAM on
+    #: first use and stay: the tt-mlir frontend's `retain_const_eval_inputs`)
+    const_eval_inputs_on_host: bool
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -134,7 +137,8 @@ class Software:
 TRACE_PAGE_MIN = 1024
 
 _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "trace_page_max", "dynamic_trace",
-          "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize")
+          "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize",
+          "const_eval_inputs_on_host")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -176,5 +180,6 @@ def software_at(date: str, stack: Stack) -> Software:
         conv_transpose2d_dram_path=bool(values["conv_transpose2d_dram_path"]),
         matmul_fusion=MatmulFusion(values["matmul_fusion"]),
         device_tilize=frozenset(map(DataType, values["device_tilize"])),
+        const_eval_inputs_on_host=bool(values["const_eval_inputs_on_host"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

@@ -186,6 +186,26 @@ class Lowering:
     def is_constant(self, name: str) -> bool:
         return name in self.constant
 
+    def const_eval_inputs(self, name: str) -> tuple[str, ...]:
+        """The declared parameters and buffers constant `name` is computed from (itself
+        when declared), in first-reached order; none for a constant made from nothing (a
+        scale, an arange)."""
+        found: list[str] = []
+        todo, seen = [name], set()
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if n in self.declared:
+                if self.roles.get(n) is not Role.INPUT:
+                    found.append(n)
+            elif n in self.fused_weights:
+                todo.extend(reversed(self.fused_weights[n][0]))
+            elif n in self.producers:
+                todo.extend(reversed(self.producers[n].inputs))
+        return tuple(found)
+
     def is_argument(self, tensor: Tensor) -> bool:
         """Whether an upload is a parameter or buffer of the model as tt-xla passes it: a
         TILE tensor of the declared name, shape and data type. Another form (a typecast,
@@ -212,7 +232,7 @@ class Lowering:
         variants = sum(1 for k in self.forms if k[0] == name)
         label = name if variants == 0 else f"{name}:{variants + 1}"
         spec = TensorSpec(dims, dt, layout, DRAM_INTERLEAVED)
-        tid = self.builder.upload(label, role, spec, _module_of(name))
+        tid = self.builder.upload(label, role, spec, module_of(name))
         self.forms[key] = tid
         return tid
 
@@ -320,7 +340,7 @@ class Lowering:
         self.tensor_of[op.output] = tid
 
 
-def _module_of(name: str) -> str | None:
+def module_of(name: str) -> str | None:
     """A parameter's module: its name without the last part (`fc1.weight` -> `fc1`); for
     a fused parameter (fusion.py joins its parts with `+`: `mlp.gate_proj.weight+mlp.up_proj.weight`)
     the deepest module holding every part (`mlp`)."""

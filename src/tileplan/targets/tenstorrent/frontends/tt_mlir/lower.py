@@ -15,9 +15,11 @@ compile it for one chip, in named passes:
 5. `place`: tensor placement at the optimization level (placement.py: every tensor DRAM
    interleaved at levels 0 and 1; the greedy layout propagation and L1 spill management
    at level 2);
-6. `stage_uploads`: the arguments tt-mlir's runtime tilizes on the device get their
+6. `retain_const_eval_inputs`: on builds before tt-mlir #6198 the parameters each
+   const-eval result is computed from go up too, before it, and stay;
+7. `stage_uploads`: the arguments tt-mlir's runtime tilizes on the device get their
    row-major form, placed before their TILE one and freed after it;
-7. `to_program`: each computed tensor deallocated after its last reader (graph.py).
+8. `to_program`: each computed tensor deallocated after its last reader (graph.py).
 
 Worked example: `lower(mlp, TtMlirOptions(), load_device("n150"))` for Linear(64, 128) ->
 GELU -> Linear(128, 64) on a [1, 32, 64] bf16 input is: uploads x (row-major), then
@@ -34,17 +36,18 @@ from tileplan.errors import ModelError
 from tileplan.model.ir import Program
 from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.device import Device
-from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering, unroll
+from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering, module_of, unroll
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import CONVERTERS as BASIC
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_cache import CONVERTERS as CACHE
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_conv import CONVERTERS as CONV
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_nn import CONVERTERS as NN
 from tileplan.targets.tenstorrent.frontends.tt_mlir.fusion import fuse
-from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import GraphBuilder, TtnnGraph, to_program
+from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import GraphBuilder, TtnnGraph, Value, to_program
 from tileplan.targets.tenstorrent.frontends.tt_mlir.options import TtMlirOptions
 from tileplan.targets.tenstorrent.frontends.tt_mlir.placement import place
 from tileplan.targets.tenstorrent.plan import op_target
-from tileplan.targets.tenstorrent.program import TtProgram
+from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
+from tileplan.targets.tenstorrent.program import Tensor, TtProgram
 from tileplan.targets.tenstorrent.tiles import Layout
 
 CONVERTERS = {**BASIC, **NN, **CONV, **CACHE}
@@ -89,6 +92,41 @@ def order_uploads(lw: Lowering, graph: TtnnGraph) -> TtnnGraph:
                      graph.outputs)
 
 
+def retain_const_eval_inputs(lw: Lowering, graph: TtnnGraph) -> TtnnGraph:
+    """On builds whose const-eval inputs live in device DRAM (devices/software.toml
+    `const_eval_inputs_on_host` false: before tt-mlir #6198, 2025-12-11): the declared
+    parameters and buffers each const-eval result is computed from (`const_eval_inputs`)
+    go up as tt-mlir lays out an argument (TILE, DRAM interleaved, the declared shape and
+    data type), each before the first result that reads it, and stay: the frontend
+    retains its arguments, so they are never freed ("memory footprint is twice the
+    actually required size", #6198). One already uploaded as an argument is not again.
+    They are named `NAME (const-eval input)` and not staged row-major (how the runtime
+    moves them is not modelled).
+
+    Worked example: on a 2025-10 build with bfp8 weights, a Linear weight's bfloat8_b
+    form is a const-eval typecast: the bf16 weight goes up just before it and both stay."""
+    if lw.device.software.const_eval_inputs_on_host:
+        return graph
+    name_of = {tid: key[0] for key, tid in lw.forms.items()}
+    tensors, values = list(graph.tensors), list(graph.values)
+    present = {t.name for t in (graph.tensors[tid] for tid in graph.uploads) if lw.is_argument(t)}
+    uploads: list[int] = []
+    for tid in graph.uploads:
+        t = graph.tensors[tid]
+        if t.role is not Role.INPUT and not lw.is_argument(t) and tid in name_of:
+            for leaf in lw.const_eval_inputs(name_of[tid]):
+                if leaf in present:
+                    continue
+                present.add(leaf)
+                spec = TensorSpec(lw.shapes[leaf], lw.dtype(leaf), Layout.TILE, DRAM_INTERLEAVED)
+                uploads.append(len(tensors))
+                tensors.append(Tensor(len(tensors), f"{leaf} (const-eval input)", lw.roles[leaf], spec,
+                                      module_of(leaf)))
+                values.append(Value(spec.shape, spec.dtype, spec.layout))
+        uploads.append(tid)
+    return replace(graph, tensors=tuple(tensors), values=tuple(values), uploads=tuple(uploads))
+
+
 def stage_uploads(lw: Lowering, graph: TtnnGraph) -> TtnnGraph:
     """Each parameter argument the runtime tilizes on the device, with its row-major form.
 
@@ -131,14 +169,14 @@ def stage_uploads(lw: Lowering, graph: TtnnGraph) -> TtnnGraph:
 
 
 def lower_graph(program: Program, options: TtMlirOptions, device: Device) -> TtnnGraph:
-    """Passes 1-6 (see the module docstring): the placed TTNN graph."""
+    """Passes 1-7 (see the module docstring): the placed TTNN graph."""
     target = op_target(device)
     operations = unroll(program)
     probe = Lowering(program, options, device, target, GraphBuilder(program.name), operations)
     fused, weights = fuse(operations, program.outputs, probe.constant, probe.shapes, options.optimizer,
                           device.software.matmul_fusion)
     lw = Lowering(program, options, device, target, GraphBuilder(program.name), fused, weights)
-    return stage_uploads(lw, place(convert(lw), options, device))
+    return stage_uploads(lw, retain_const_eval_inputs(lw, place(convert(lw), options, device)))
 
 
 def lower(program: Program, options: TtMlirOptions, device: Device) -> TtProgram:
