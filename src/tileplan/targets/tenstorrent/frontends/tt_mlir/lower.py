@@ -140,7 +140,7 @@ def stage_uploads(lw: Lowering, graph: TtnnGraph) -> TtnnGraph:
     then tilizes it there (`toLayoutIfNeeded`), so both buffers are live until the
     row-major one is released.
     Other arguments are tilized on the host and uploaded once; const-eval results are
-    made on the host (context.py) and uploaded once.
+    computed once (where: context.py) and uploaded once.
 
     A Linear weight reaches tt-mlir in the framework's orientation [out, in] and stays
     an argument: tt-xla compiles with `experimental_enable_permute_matmul_fusion` (tt-xla
