@@ -25,6 +25,11 @@ Calibration (looked at while modelling; the notes derive their arithmetic):
                          to modelling the runtime's row-major upload of an argument it
                          tilizes on the device (lower.py `stage_uploads`), so it is
                          calibration now; tt-xla #1722 (D10)
+  qwen2.5-vl-patch-embed  tt-mlir #7351 / tt-xla #3656 (2026-03-05): Qwen2.5-VL's vision
+                         patch embedding (a Conv3d), "Statically allocated circular buffers
+                         on core range [(x=0,y=0) - (x=7,y=7)] grow to 1738528 B which is
+                         beyond max L1 size of 1499136 B"; read while conv3d was modelled
+                         (frontends/tt_mlir/convert_conv3d.py), calibration from the start
 
 Held out (not looked at while modelling; each published outcome quoted as published):
   llama-3.2-1b-prefill-128x4-n150    tt-xla torch_llm single-device YAML: passes (L1)
@@ -189,6 +194,24 @@ def unet() -> Answer:
     return _answer(program, "n150", "2025-11", 0)
 
 
+def patch_embed() -> Answer:
+    """transformers' own Qwen2.5-VL patch embedding (in_channels 3, embed_dim 1280, kernel =
+    stride = [2, 14, 14], no bias) in bfloat16 on 64 patches (the circular buffers do not
+    depend on their count), on the 2026-03-20 build (devices/wormhole_b0.toml). The source
+    names no board: its core range (x=7,y=7) is an 8 x 8 grid, n300's under tt-mlir's
+    dispatch (n150's is 8 x 9, where tileplan prints (x=7,y=8) with the same bytes)."""
+    from tileplan.importers.torch_export import from_torch
+    from tileplan.model.precision import Precision
+    import torch
+    from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VisionPatchEmbed
+
+    bf16 = Precision("BF16")
+    module = Qwen2_5_VisionPatchEmbed(patch_size=14, temporal_patch_size=2, in_channels=3, embed_dim=1280)
+    program = from_torch(module.to(torch.bfloat16), (torch.zeros(64, 1176, dtype=torch.bfloat16),),
+                         "qwen2.5-vl-patch-embed").to_program(bf16, bf16, repeat=False)
+    return _answer(program, "n300", "2026-03-20", 0)
+
+
 #: the tokens of the benchmark's DEFAULT_INPUT_PROMPT ("Here is an exaustive list of the
 #: best practices for writing clean code:") as each model's tokenizer makes them (no
 #: padding: `construct_inputs` tokenizes with truncation only). No tokenizer runs here
@@ -279,6 +302,12 @@ CASES: tuple[Case, ...] = (
          "Out of Memory: Not enough space to allocate 283115520 B DRAM buffer across 12 banks, where each bank "
          "needs to store 23611392 B, but bank size is only 1073741792 B", False,
          prefill("deepseek-r1-distill-qwen-32b", 32, 1, "n150", "2025-10"), published_failed=("DRAM", 283115520)),
+    Case("qwen2.5-vl-patch-embed", "calibration",
+         "Qwen2.5-VL vision patch embedding (Conv3d 3 -> 1280, kernel = stride = [2, 14, 14], bf16), "
+         "optimization_level 0, one Wormhole chip (n300: the source's 8 x 8 core range)",
+         "tt-mlir #7351 / tt-xla #3656 (2026-03-05)",
+         "Statically allocated circular buffers on core range [(x=0,y=0) - (x=7,y=7)] grow to 1738528 B which is "
+         "beyond max L1 size of 1499136 B", False, patch_embed),
     Case("vanilla-unet-480x640-n150", "held out",
          "Vanilla UNet (brain-segmentation-pytorch, 32 features), 1 x 3 x 480 x 640 bf16, optimizer disabled, n150",
          "tt-mlir #5771 (2025-11-10)",

@@ -9,9 +9,11 @@ at each of a ladder of sizes up to the L1 bank: the smallest and the largest tha
 the trace region (as large as the traces, or none when DRAM ran out beside it) and,
 when L1 is what failed, the largest L1 tensor an operation makes moved to DRAM
 (`--to-dram OP`; a row that fits also carries the frontend's settings that move it:
-tt-mlir's override-output-layout). Each row is a full plan with the command that re-derives it; a row
-that cannot be planned says why. When first fit's holes failed (fragmentation), the
-placement solver says whether another placement of the same buffers would fit.
+tt-mlir's override-output-layout) and, for a plan on an older build (`--tt-version`), the
+latest build tileplan models (what upgrading tt-xla / tt-metal would run). Each row is a
+full plan with the command that re-derives it; a row that cannot be planned says why.
+When first fit's holes failed (fragmentation), the placement solver says whether another
+placement of the same buffers would fit.
 
 What reproduces a plan that fits is the report's own (build.py `reproduce_section`).
 
@@ -32,6 +34,7 @@ from tileplan.report.tt_report import TtReport
 from tileplan.report.tt_sections import TtWhatIf, TtWhatIfRow
 from tileplan.targets.tenstorrent.frontend import Search
 from tileplan.targets.tenstorrent.bank import BufferRequest, DeviceAllocator
+from tileplan.targets.tenstorrent.device import load_device
 from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.planned import UPLOAD, BufferUse, FailureKind, TtPlan
 from tileplan.targets.tenstorrent.trace import TraceRegionExceeded
@@ -171,6 +174,18 @@ def to_dram_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) 
     return row("to_dram", f"{name} ({made[0].name}, {made[0].bytes_per_bank:,} B a bank of L1)", tried, settings)
 
 
+def newest_build_row(base: TtRequest, plan: TtPlan, progress: Callable[[str], None]) -> TtWhatIfRow | None:
+    """When a plan on a build other than the latest does not fit: the latest build's plan
+    (its tt-metal and tt-mlir rules: devices/software.toml)."""
+    if plan.fits or base.version is None:
+        return None
+    latest = load_device(base.machine, stack=plan.device.stack).version
+    if plan.device.version == latest:
+        return None
+    progress(f"what-if tt_version {latest}")
+    return row("tt_version", f"{latest} (the latest build tileplan models)", attempt(base.with_(version=latest)))
+
+
 def uploads_to_come(plan: TtPlan, kind: BufferType) -> list[tuple[int, int]]:
     """For a run stopped while uploading: each upload of `kind` whose own buffer was not
     made, in the run's order, as (what its row-major form takes a bank, 0 for none; what
@@ -231,7 +246,7 @@ def with_tt_what_if(report: TtReport, request: TtRequest, plan: TtPlan,
     """`report` with its what-if rows."""
     rows = frontend_rows(request, plan, progress)
     for extra in (l1_small_row(request, plan, progress), trace_region_row(request, plan, progress),
-                  to_dram_row(request, plan, progress)):
+                  to_dram_row(request, plan, progress), newest_build_row(request, plan, progress)):
         if extra is not None:
             rows.append(extra)
     note = fragmentation_note(plan)

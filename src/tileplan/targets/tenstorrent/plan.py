@@ -23,9 +23,9 @@
 
 The first failure is the verdict, in tt-metal's words (messages.py), and planning stops
 there as the run would: the buffers placed so far and the programs run so far are the
-plan. An operation whose output shares its input's buffer (a reshape that is a view)
-allocates nothing: the output names the same buffer, which is freed when the last of
-the tensors naming it is.
+plan. An operation whose output shares its input's buffer (a reshape that is a view, a
+pad that fills the tile padding in place) allocates nothing: the output names the same
+buffer, which is freed when the last of the tensors naming it is.
 
 Worked example (tt-mlir #8044, the fragmentation OOM): on n150 (72 L1 banks of
 1,329,888 B) a program that leaves 417,792 B a bank allocated, in blocks that leave at
@@ -242,7 +242,7 @@ class _Walk:
                                  f"operation {op.index} ({op.name})")
             found[k] = i
         views = [i for i in range(len(op.outputs)) if i not in found.values()]
-        if views and (len(views) > 1 or not op.inputs or plan.programs):
+        if views and (len(views) > 1 or not op.inputs or (plan.programs and not plan.in_place)):
             raise ModelError(f"{op.kind.value}: outputs {views} have no buffer (only a single-output view shares "
                              "its input's)", f"operation {op.index} ({op.name})")
         return found

@@ -88,6 +88,17 @@ class MatmulFusion(Enum):
     SHARED_LHS = "shared_lhs"  # SharedLHSMatmulFusion: any (Q/K/V, gate/up)
 
 
+class Conv3dRule(Enum):
+    """The Conv3dConfig tt-mlir gives `ttnn.experimental.conv3d` (devices/software.toml
+    `conv3d_config`; the tt-mlir frontend's convert_conv3d.py)."""
+
+    NONE = "none"  # no TTIR conv3d: a 3-D convolution does not legalize
+    UNMODELLED = "unmodelled"  # a config tileplan does not model (tt-metal's own of the build)
+    BLOCKING = "blocking"  # C_out_block 32, C_in_block the largest of 128/96/64/32 dividing C_in
+    TILE = "tile"  # C_out_block = C_in_block = 32
+    MINIMAL = "minimal"  # C_out_block 32, C_in_block the smallest valid for the kernel
+
+
 class TraceAlignment(Enum):
     """What L1BankingAllocator::generate_config aligns trace_region_size to."""
 
@@ -118,6 +129,8 @@ class Software:
     #: whether const-eval inputs stay in host memory (else they move to device DRAM on
     #: first use and stay: the tt-mlir frontend's `retain_const_eval_inputs`)
     const_eval_inputs_on_host: bool
+    #: the Conv3dConfig tt-mlir gives ttnn.experimental.conv3d
+    conv3d_config: Conv3dRule
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -138,7 +151,7 @@ TRACE_PAGE_MIN = 1024
 
 _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "trace_page_max", "dynamic_trace",
           "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize",
-          "const_eval_inputs_on_host")
+          "const_eval_inputs_on_host", "conv3d_config")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -181,5 +194,6 @@ def software_at(date: str, stack: Stack) -> Software:
         matmul_fusion=MatmulFusion(values["matmul_fusion"]),
         device_tilize=frozenset(map(DataType, values["device_tilize"])),
         const_eval_inputs_on_host=bool(values["const_eval_inputs_on_host"]),
+        conv3d_config=Conv3dRule(values["conv3d_config"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

@@ -19,7 +19,13 @@ from tileplan.targets.tenstorrent.ops.tt_ccl import plan_all_gather, plan_reduce
 from tileplan.targets.tenstorrent.ops.tt_conv import plan_conv3d, plan_halo
 from tileplan.targets.tenstorrent.ops.tt_conv_dram import plan_conv2d_routed
 from tileplan.targets.tenstorrent.ops.tt_conv_transpose import plan_conv_transpose2d
-from tileplan.targets.tenstorrent.ops.tt_data_movement import plan_concat, plan_permute, plan_reshape, plan_transpose
+from tileplan.targets.tenstorrent.ops.tt_data_movement import (
+    plan_concat,
+    plan_pad,
+    plan_permute,
+    plan_reshape,
+    plan_transpose,
+)
 from tileplan.targets.tenstorrent.ops.tt_embedding import plan_embedding
 from tileplan.targets.tenstorrent.ops.tt_heads import (
     plan_concat_heads_decode,
@@ -87,6 +93,7 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.TILIZE: ("tt_layout", plan_layout), OpKind.UNTILIZE: ("tt_layout", plan_layout),
         OpKind.TO_LAYOUT: ("tt_layout", plan_layout),
         OpKind.RESHAPE: ("tt_data_movement", plan_reshape), OpKind.PERMUTE: ("tt_data_movement", plan_permute),
+        OpKind.PAD: ("tt_data_movement", plan_pad),
         OpKind.TRANSPOSE: ("tt_data_movement", plan_transpose), OpKind.CONCAT: ("tt_data_movement", plan_concat),
         OpKind.SLICE: ("tt_tm", plan_slice), OpKind.REPEAT: ("tt_tm", plan_repeat),
         OpKind.REPEAT_INTERLEAVE: ("tt_tm", plan_repeat_interleave),

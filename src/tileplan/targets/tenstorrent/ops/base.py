@@ -175,16 +175,23 @@ class DeviceBuffer:
 @dataclass(frozen=True, slots=True)
 class OpPlan:
     """What one TTNN operation does to memory: its programs in order, its output specs
-    and every device buffer it allocates. Invariant: at least one program or output."""
+    and every device buffer it allocates. `in_place`: the programs write the input's own
+    buffer, which the single output then shares (ttnn.pad's fill of the tile padding).
+    Invariants: at least one program or output; an in-place plan has a program, one
+    output and no output buffer."""
 
     op: str
     programs: tuple[Program, ...]
     outputs: tuple[TensorSpec, ...]
     buffers: tuple[DeviceBuffer, ...]
+    in_place: bool = False
 
     def __post_init__(self) -> None:
         if not self.programs and not self.outputs:
             raise InputError(f"{self.op}: a plan has a program or an output")
+        if self.in_place and (not self.programs or len(self.outputs) != 1
+                              or any(b.role is BufferRole.OUTPUT for b in self.buffers)):
+            raise InputError(f"{self.op}: an in-place plan runs a program and shares its one output's buffer")
 
     @property
     def cb_peak(self) -> int:

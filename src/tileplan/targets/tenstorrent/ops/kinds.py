@@ -103,6 +103,7 @@ class OpKind(Enum):
     TO_LAYOUT = "ttnn.to_layout"
     RESHAPE = "ttnn.reshape"
     PERMUTE = "ttnn.permute"
+    PAD = "ttnn.pad"
     TRANSPOSE = "ttnn.transpose"
     CONCAT = "ttnn.concat"
     SLICE = "ttnn.slice"

@@ -1,4 +1,4 @@
-"""Data movement: ttnn.reshape, ttnn.transpose, ttnn.permute and ttnn.concat on
+"""Data movement: ttnn.reshape, ttnn.transpose, ttnn.permute, ttnn.pad and ttnn.concat on
 interleaved tensors (ttnn/cpp/ttnn/operations/data_movement/; read at tt-metal's 2025-26
 versions, the factories' CBs unchanged since the November 2025 uplift tt-mlir pins).
 
@@ -22,6 +22,15 @@ versions, the factories' CBs unchanged since the November 2025 uplift tt-mlir pi
   is not whole tiles, c_16 2 when swapped; both moved `MultiCoreTiledGeneric` c_0..c_2
   of 2 tiles each (+ read misalignment) and a face-row padding page when Y is not whole
   tiles.
+- pad (pad/pad.cpp `invoke_tile`) of a TILE tensor within its tile padding (the last two
+  dimensions' padded sizes kept, no other dimension grown): `fill_implicit_tile_padding`
+  (fill_pad/fill_pad.cpp; a rank above 3 viewed as rank 3) writes the pad value into the
+  tensor's own padding in place (fill_pad_device_operation.cpp `create_output_tensors`
+  returns the input), then a view relabels the logical shape: no buffer. Its program
+  (fill_pad/device/fill_pad_program_factory.cpp `FillPadProgramFactory`): c_0 of 2 pages
+  of a face row plus a uint16 (element bytes x 16 + 2). Nothing runs when the input has no
+  implicit padding. A pad that grows a tile or an upper dimension (the Pad device
+  operation's factories), a row-major or block-float pad are refused.
 - concat (concat/device/concat_program_factory.cpp `concat_multi_core`): c_0 of 2 output
   pages (a tile, or an aligned output row), 1 when 2 would pass half of L1.
 Sharded inputs (their own factories) and row-major reshape / permute are not modelled:
@@ -73,6 +82,17 @@ class TransposeAttrs:
 @dataclass(frozen=True, slots=True)
 class PermuteAttrs:
     dims: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PadAttrs:
+    """ttnn.pad: (before, after) per dimension, the pad value 0."""
+
+    padding: tuple[tuple[int, int], ...]
+
+    def __post_init__(self) -> None:
+        if any(a < 0 or b < 0 for a, b in self.padding):
+            raise ValueError(f"pad amounts must be >= 0, found {self.padding}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +308,35 @@ def plan_permute(kind: OpKind, req: OpRequest, attrs: PermuteAttrs) -> OpPlan:
         name = "MultiCoreTiledGeneric"
     program = Program(f"PermuteDeviceOperation::{name}", source, grid, tuple(cbs))
     return OpPlan(op, (program,), (out,), output_buffers((out,), req.target, 0))
+
+
+def plan_pad(kind: OpKind, req: OpRequest, attrs: PadAttrs) -> OpPlan:
+    """ttnn.pad of a TILE tensor within its implicit tile padding (see the module docstring)."""
+    (x,) = req.inputs
+    op = kind.value
+    rank = len(x.shape)
+    require(len(attrs.padding) == rank, op, f"{len(attrs.padding)} (before, after) pairs for a rank-{rank} tensor")
+    _interleaved(op, x)
+    require(x.layout is Layout.TILE, op, "a row-major pad (the Pad device operation's row-major factories) is not "
+            "modelled")
+    require(not x.dtype.block_float, op, f"a {x.dtype.value} pad (fill_pad typecasts it to bfloat16 and back) is not "
+            "modelled")
+    require(all(before == 0 for before, _ in attrs.padding), op,
+            "ttnn.pad: on device tile padding does not support front padding")
+    shape = tuple(d + after for d, (_, after) in zip(x.shape, attrs.padding))
+    within = shape[:-2] == x.shape[:-2] and all(
+        round_up(shape[i], TILE) == round_up(x.shape[i], TILE) for i in range(max(rank - 2, 0), rank))
+    require(within, op, f"a pad from {list(x.shape)} to {list(shape)} grows a tile or an upper dimension (the Pad "
+            "device operation's tiled factories), not modelled")
+    out = TensorSpec(shape, x.dtype, x.layout, req.out.memory())
+    require(out.memory == x.memory, op, "the pad is in place: its output keeps its input's memory")
+    if all(x.shape[i] % TILE == 0 for i in range(max(rank - 2, 0), rank)):
+        return OpPlan(op, (), (out,), ())
+    grid = req.target.grid_range()
+    page = x.dtype.element_bytes * FACE + 2
+    program = Program("FillPadProgramFactory", SOURCE_DIR + "fill_pad/device/fill_pad_program_factory.cpp", grid,
+                      (cbuf(0, "src0", 2, page, grid),))
+    return OpPlan(op, (program,), (out,), (), in_place=True)
 
 
 def plan_concat(kind: OpKind, req: OpRequest, attrs: ConcatAttrs) -> OpPlan:

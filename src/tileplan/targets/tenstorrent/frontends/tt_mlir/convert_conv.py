@@ -56,6 +56,7 @@ from tileplan.errors import ModelError
 from tileplan.model.ir import Operation
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import no_rule
+from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_conv3d import convert_conv3d
 from tileplan.targets.tenstorrent.frontends.tt_mlir.fusion import CONV_GRAD_INPUT, CONV_TRANSPOSE
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
@@ -78,8 +79,11 @@ def convert_conv(lw: Lowering, op: Operation) -> None:
     x_name, w_name = op.inputs[0], op.inputs[1]
     bias = op.inputs[2] if len(op.inputs) > 2 else None
     xs, ws = lw.shapes[x_name], lw.shapes[w_name]
+    if len(xs) == 5:
+        convert_conv3d(lw, op)
+        return
     if len(xs) != 4 or len(ws) != 4:
-        raise no_rule(op, "ttnn.conv1d" if len(xs) == 3 else "ttnn.conv3d")
+        raise no_rule(op, "ttnn.conv1d")
     n, c, h, w = xs
     o, _, kh, kw = ws
     groups = op.int_attr("groups", 1)
