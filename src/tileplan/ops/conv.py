@@ -82,9 +82,8 @@ def conv_shape(ins: list[Shape], attrs: Mapping[str, Any]) -> Shape:
     x, w, *bias = ins
     groups = int(attrs["groups"])
     if len(x) not in (3, 4, 5) or len(w) != len(x):
-        raise ModelError(f"conv needs [N, C, L], [N, C, H, W] or [N, C, D, H, W] input and weights of the same rank, "
-                         f"found "
-                         f"{list(x)} and {list(w)}")
+        raise ModelError("conv needs [N, C, L], [N, C, H, W] or [N, C, D, H, W] input and weights of the same rank, "
+                         f"found {list(x)} and {list(w)}")
     if groups < 1 or x[1] % groups or w[0] % groups or w[1] * groups != x[1]:
         raise ModelError(f"conv: input channels {x[1]} and weights {list(w)} do not match {groups} groups")
     if bias and bias[0] != (w[0],):

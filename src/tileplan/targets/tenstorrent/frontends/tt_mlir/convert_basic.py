@@ -61,6 +61,15 @@ def no_rule(op: Operation, ttnn_name: str) -> ModelError:
                       f"operation {op.index} ({op.name})")
 
 
+def per_dim(op: Operation, key: str, default: int, count: int) -> tuple[int, ...]:
+    """A window attribute (`strides`, `dilations`) for `count` spatial dimensions: its first
+    `count` values, one value for all, or `default` when absent."""
+    value = op.attr(key)
+    if not isinstance(value, (tuple, list)) or not value:
+        return (default,) * count
+    return tuple(int(v) for v in value[:count]) if len(value) >= count else (int(value[0]),) * count
+
+
 def _out(lw: Lowering, op: Operation, layout: Layout = Layout.TILE) -> Value:
     return Value(op.output_shape, lw.dtype(op.output), layout)
 

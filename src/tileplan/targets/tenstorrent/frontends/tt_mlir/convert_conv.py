@@ -55,7 +55,7 @@ from dataclasses import replace
 from tileplan.errors import ModelError
 from tileplan.model.ir import Operation
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
-from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import no_rule
+from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import no_rule, per_dim
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_conv3d import convert_conv3d
 from tileplan.targets.tenstorrent.frontends.tt_mlir.fusion import CONV_GRAD_INPUT, CONV_TRANSPOSE
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
@@ -69,10 +69,8 @@ from tileplan.targets.tenstorrent.ops.tt_pool import Pool2dAttrs
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
 
 def _pairs(op: Operation, key: str, default: int) -> tuple[int, int]:
-    value = op.attr(key)
-    if not isinstance(value, (tuple, list)) or not value:
-        return default, default
-    return (int(value[0]), int(value[1])) if len(value) >= 2 else (int(value[0]), int(value[0]))
+    first, second = per_dim(op, key, default, 2)
+    return first, second
 
 
 def convert_conv(lw: Lowering, op: Operation) -> None:

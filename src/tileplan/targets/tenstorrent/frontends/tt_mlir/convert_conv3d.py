@@ -42,6 +42,7 @@ import math
 from tileplan.errors import ModelError
 from tileplan.model.ir import Operation
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
+from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import per_dim
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
@@ -78,10 +79,8 @@ def conv3d_config(rule: Conv3dRule, channels: int, kernel: tuple[int, int, int],
 
 
 def _triple(op: Operation, key: str, default: int) -> tuple[int, int, int]:
-    value = op.attr(key)
-    if not isinstance(value, (tuple, list)) or not value:
-        return default, default, default
-    return int(value[0]), int(value[1]), int(value[2])
+    first, second, third = per_dim(op, key, default, 3)
+    return first, second, third
 
 
 def convert_conv3d(lw: Lowering, op: Operation) -> None:
