@@ -1,5 +1,5 @@
 """The README's examples are true: each command it shows, run, prints what it shows (an
-IPU plan that does not fit with its what-if rows, the notebook snippet, a Tenstorrent
+IPU plan that does not fit with its what-if rows, the notebook snippets, a Tenstorrent
 decoder's summary), its picture is the default plan's, and it stays short enough to
 read in five minutes (the rest lives in docs/)."""
 
@@ -66,15 +66,16 @@ def test_the_plan_that_does_not_fit_prints_what_the_readme_shows(tmp_path, monke
     assert any(ELIDED.match(line) for line in shown) and "what if" in " ".join(shown)
 
 
-def test_the_notebook_snippet_prints_what_the_readme_shows():
-    python = [lines for info, lines in fenced_blocks(README) if info == "python"]
-    assert len(python) == 1, "one notebook snippet"
+def test_each_notebook_snippet_prints_what_the_readme_shows():
+    """Each python block (an IPU's, a Tenstorrent card's) run prints the block after it."""
     blocks = fenced_blocks(README)
-    at = next(i for i, (info, _) in enumerate(blocks) if info == "python")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile("\n".join(python[0]), "README.md", "exec"), {})  # the README's own snippet
-    assert out.getvalue().splitlines() == blocks[at + 1][1]
+    snippets = [at for at, (info, _) in enumerate(blocks) if info == "python"]
+    assert len(snippets) == 2, "a notebook snippet for each target"
+    for at in snippets:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile("\n".join(blocks[at][1]), "README.md", "exec"), {})  # the README's own snippet
+        assert out.getvalue().splitlines() == blocks[at + 1][1]
 
 
 def test_the_tenstorrent_decoder_prints_what_the_readme_shows(tmp_path, monkeypatch):

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from tileplan.app.sources import object_graph
 from tileplan.app.targets import for_machine, refuse_foreign
 from tileplan.errors import InputError, option
-from tileplan.importers.graph import Graph
 from tileplan.lowering.policy import policy as layout_policy
 from tileplan.model.machine import machine as find_machine
 from tileplan.model.precision import from_option
@@ -36,7 +36,6 @@ from tileplan.planner.plan import Plan
 from tileplan.app.build import build_report
 from tileplan.report.format import Report, auto_version, report_bytes
 from tileplan.views.common import verdict_line
-from tileplan.runtime import library_output_captured
 
 
 @dataclass(frozen=True)
@@ -135,7 +134,7 @@ def plan(model: Any, example_inputs: Sequence[Any] | None = None, *, machine: st
                                                          gemm_output_packing=gemm_output_packing, partials=partials,
                                                          outlining=outlining,
                                                          available_memory_proportion=proportion).options)))
-    graph = _graph(model, example_inputs, kv_cache)
+    graph = object_graph(model, example_inputs, kv_cache)
     weights, activations = default_precisions(machine, graph.float_precision or "F16", weights, activations)
     options = PlanRequest(attention_products=attention_products, gemm_output_packing=gemm_output_packing,
                           partials=partials, outlining=outlining, available_memory_proportion=proportion).options
@@ -154,32 +153,3 @@ def _train_module(model: Any, example_inputs: Sequence[Any] | None, training: Tr
     program = JointProgram.of(joint, from_option(weights), from_option(activations or weights))
     return plan_program(ipu_program(program, training.setup(1), None, 0), find_machine(machine),
                         layout_policy(policy), options)
-
-
-def _graph(model: Any, example_inputs: Sequence[Any] | None, kv_cache: int | None = None) -> Graph:
-    if isinstance(model, Graph):
-        if kv_cache is not None:
-            raise InputError("kv_cache= needs a torch.nn.Module (a transformers decoder) or a config.json's path")
-        return model
-    with library_output_captured():
-        return _import_object(model, example_inputs, kv_cache)
-
-
-def _import_object(model: Any, example_inputs: Sequence[Any] | None, kv_cache: int | None = None) -> Graph:
-    from tileplan.importers.torch_export import _torch, from_exported, from_torch
-    torch = _torch()
-    if kv_cache is not None:
-        if not isinstance(model, torch.nn.Module):
-            raise InputError("kv_cache= needs a torch.nn.Module (a transformers decoder) or a config.json's path")
-        from tileplan.importers.decode import decode_step
-        first = example_inputs[0] if example_inputs else None
-        batch, tokens = tuple(first.shape) if isinstance(first, torch.Tensor) and first.dim() == 2 else (1, 1)
-        return decode_step(model, kv_cache, batch, tokens)
-    if isinstance(model, torch.export.ExportedProgram):
-        return from_exported(model)
-    if isinstance(model, torch.nn.Module):
-        if example_inputs is None:
-            raise InputError("a torch.nn.Module needs example_inputs=(x, ...) to be exported")
-        return from_torch(model, tuple(example_inputs))
-    raise InputError(f"cannot plan a {type(model).__name__}: expected a torch.nn.Module, an ExportedProgram, a "
-                     "Graph, or a path or name")

@@ -5,16 +5,19 @@ ExportedProgram (`.pt2`), `synthetic:N` (a chain of about N timeline values, bui
 in; `tileplan.builtins.synthetic`) or a Hugging Face hub id (its config.json from the
 local cache or the hub: `locate`). `import_graph` imports one once per process
 (cached on the path, its modification time and the shape knobs), so what-if rows
-re-plan without re-exporting. The built-in names come from `tileplan.builtins.siglip`
-(read when asked, not at import).
+re-plan without re-exporting; `object_graph` imports a model given as a Python object
+(a module on its example inputs, an ExportedProgram, a Graph) for the Python API. The
+built-in names come from `tileplan.builtins.siglip` (read when asked, not at import).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
+from typing import Any
 
 from tileplan.errors import InputError, option
 from tileplan.model.cache import CacheKind
@@ -189,3 +192,42 @@ def max_positions(model: str) -> int | None:
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                     return value
     return None
+
+
+def object_graph(model: Any, example_inputs: Sequence[Any] | None, kv_cache: int | None = None,
+                 kv_cache_kind: CacheKind = CacheKind.DYNAMIC) -> Graph:
+    """The graph of a model given as a Python object (the Python API): an imported
+    `Graph` as it is, a `torch.export.ExportedProgram`, or a `torch.nn.Module` exported on
+    `example_inputs`; `kv_cache`: one decoding step of a transformers decoder module with
+    a cache of that many positions (importers/decode.py), reading `input_ids` of
+    `example_inputs[0]`'s shape when it is a [batch, tokens] tensor, else [1, 1]."""
+    if isinstance(model, Graph):
+        if kv_cache is not None:
+            raise InputError("kv_cache= needs a torch.nn.Module (a transformers decoder) or a config.json's path")
+        return model
+    with library_output_captured():
+        return _import_object(model, example_inputs, kv_cache, kv_cache_kind)
+
+
+def _import_object(model: Any, example_inputs: Sequence[Any] | None, kv_cache: int | None,
+                   kv_cache_kind: CacheKind) -> Graph:
+    from tileplan.importers.torch_export import _torch, from_exported, from_torch
+    torch = _torch()
+    if kv_cache is not None:
+        if not isinstance(model, torch.nn.Module):
+            raise InputError("kv_cache= needs a torch.nn.Module (a transformers decoder) or a config.json's path")
+        from tileplan.importers.decode import decode_step
+        first = example_inputs[0] if example_inputs else None
+        batch, tokens = tuple(first.shape) if isinstance(first, torch.Tensor) and first.dim() == 2 else (1, 1)
+        return decode_step(model, kv_cache, batch, tokens, kind=kv_cache_kind)
+    if kv_cache_kind is not CacheKind.DYNAMIC:
+        raise InputError(f"{option('kv_cache_kind', kv_cache_kind.value)} needs {option('kv_cache')} (the cache's "
+                         "positions)", type(model).__name__)
+    if isinstance(model, torch.export.ExportedProgram):
+        return from_exported(model)
+    if isinstance(model, torch.nn.Module):
+        if example_inputs is None:
+            raise InputError("a torch.nn.Module needs example_inputs=(x, ...) to be exported")
+        return from_torch(model, tuple(example_inputs))
+    raise InputError(f"cannot plan a {type(model).__name__}: expected a torch.nn.Module, an ExportedProgram, a "
+                     "Graph, or a path or name")

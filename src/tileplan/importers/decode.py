@@ -1,6 +1,7 @@
 """One decoding step of a decoder with a key/value cache (`--kv-cache L`, `kv_cache=`).
 
-A transformers decoder is run once on the meta device with one token and its cache on
+A transformers decoder is run once on its own device (the meta device for a model built
+there, as tileplan's importers build one) with one token and its cache on
 (`use_cache=True`) to learn the cache's shape per layer (keys and values [batch,
 key/value heads, positions, head size]: whatever the architecture's attention keeps).
 Then each layer's cache of `length` positions is made a buffer of that layer
@@ -8,7 +9,8 @@ Then each layer's cache of `length` positions is made a buffer of that layer
 for the whole step. The step is exported with `tokens` new tokens a sequence
 (`input_ids` [batch, tokens]): each layer's attention reads its cache and the step's
 own keys and values (transformers' `DynamicCache` concatenates them), at position
-`length`. The module is left as it was.
+`length`. The cache buffers and the inputs are made on the model's device (left
+uninitialised: only their shapes and dtypes are exported). The module is left as it was.
 
 The cache's kind (`CacheKind`, tileplan/model/cache.py; `--kv-cache-kind`):
 
@@ -41,13 +43,19 @@ from tileplan.model.cache import CacheKind
 KEY, VALUE = "kv_cache_key", "kv_cache_value"
 
 
-def cache_shapes(model: Any, batch: int, name: str) -> list[tuple[Any, Any]]:
-    """Each layer's (keys, values) with one position (meta tensors: their shapes and
-    dtypes), from one step on the meta device; a one-line error when the model keeps no
-    such cache."""
+def model_device(model: Any) -> Any:
+    """The device of the model's parameters (meta when it has none)."""
     import torch
 
-    ids = torch.zeros(batch, 1, dtype=torch.long, device="meta")
+    return next((p.device for p in model.parameters()), torch.device("meta"))
+
+
+def cache_shapes(model: Any, batch: int, name: str) -> list[tuple[Any, Any]]:
+    """Each layer's (keys, values) with one position (their shapes and dtypes), from one
+    step on the model's device; a one-line error when the model keeps no such cache."""
+    import torch
+
+    ids = torch.zeros(batch, 1, dtype=torch.long, device=model_device(model))
     try:
         with torch.no_grad():
             out = model(input_ids=ids, use_cache=True)
@@ -94,6 +102,7 @@ def decode_step(model: Any, length: int, batch: int = 1, tokens: int = 1, name: 
     if kind is CacheKind.STATIC and tokens > length:
         raise InputError(f"{option('kv_cache', str(length))}: a static cache of {length} positions cannot take a "
                          f"step of {tokens} tokens (transformers' StaticCache holds max_cache_len positions)", name)
+    device = model_device(model)
     shapes = cache_shapes(model, batch, name)
     layers = _layers(model, len(shapes), name)
     config = getattr(model, "config", None)
@@ -101,8 +110,8 @@ def decode_step(model: Any, length: int, batch: int = 1, tokens: int = 1, name: 
 
     if kind is CacheKind.STATIC:
         step: torch.nn.Module = _static_step(model, layers, keyword)
-        example: tuple[Any, ...] = (torch.zeros(batch, tokens, dtype=torch.long, device="meta"),
-                                    torch.zeros(tokens, dtype=torch.long, device="meta"))
+        example: tuple[Any, ...] = (torch.zeros(batch, tokens, dtype=torch.long, device=device),
+                                    torch.arange(tokens, dtype=torch.long, device=device))
     else:
         step, example = None, ()  # type: ignore[assignment]
 
@@ -123,12 +132,12 @@ def decode_step(model: Any, length: int, batch: int = 1, tokens: int = 1, name: 
     try:
         for layer, (k, v) in zip(layers, shapes):
             for key, one in ((KEY, k), (VALUE, v)):
-                cached = torch.zeros(*one.shape[:2], length, one.shape[3], dtype=one.dtype, device="meta")
+                cached = torch.empty(*one.shape[:2], length, one.shape[3], dtype=one.dtype, device=device)
                 layer.register_buffer(key, cached, persistent=False)
                 added.append((layer, key))
         if step is not None:
             return from_torch(step, example, name, strip="decoder.")
-        ids = torch.zeros(batch, tokens, dtype=torch.long, device="meta")
+        ids = torch.zeros(batch, tokens, dtype=torch.long, device=device)
         return from_torch(Step(), (ids,), name, strip="decoder.")
     finally:
         for layer, key in added:

@@ -22,7 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tileplan.app.tenstorrent.tt_mlir_models import ObjectModel
 from tileplan.errors import InputError, option
+from tileplan.model.ir import Program
 from tileplan.targets.tenstorrent.device import MACHINES, Device, load_device
 from tileplan.targets.tenstorrent.frontend import TtFrontend, frontend, names
 from tileplan.targets.tenstorrent.option_keys import OPTION_KEYS
@@ -60,8 +62,11 @@ class TtRequest:
 
     @property
     def name(self) -> str:
-        """The model as the report names it."""
-        return self.model if isinstance(self.model, str) else type(self.model).__name__
+        """The model as the report names it: as given, or an object's class (a Graph's or
+        a Program's own name)."""
+        if isinstance(self.model, str):
+            return self.model
+        return self.model.name if isinstance(self.model, (ObjectModel, Program)) else type(self.model).__name__
 
     def stack(self) -> TtFrontend:
         return frontend(self.frontend)
@@ -99,7 +104,10 @@ class TtRequest:
         return replace(self, options=self.stack().turn(self.options, key, value))
 
     def command(self) -> str:
-        """The `tileplan plan` line that reproduces this request."""
+        """The `tileplan plan` line that reproduces this request; for a model given as
+        an object, the `tileplan.plan(...)` call (`call`)."""
+        if not isinstance(self.model, str):
+            return self.call()
         words = ["tileplan", "plan", self.name, "--machine", self.machine, "--frontend", self.frontend]
         for key, value in self.words():
             if value is None or value is False:
@@ -113,6 +121,22 @@ class TtRequest:
         for name in self.to_dram:
             words += ["--to-dram", name]
         return shlex.join(words)
+
+    def call(self) -> str:
+        """The Python API call that reproduces this request, the model and its example
+        inputs by name: `tileplan.plan(MLP, example_inputs, machine='n150', ...)`."""
+        args = [self.name]
+        if isinstance(self.model, ObjectModel) and self.model.example_inputs is not None:
+            args.append("example_inputs")
+        args += [f"machine={self.machine!r}", f"frontend={self.frontend!r}"]
+        args += [f"{key}={value!r}" for key, value in self.words() if value is not None and value is not False]
+        for key, flag in FLAGS:
+            value = getattr(self, key)
+            if value is not None:
+                args.append(f"{flag.removeprefix('--').replace('-', '_')}={value!r}")
+        if self.to_dram:
+            args.append(f"to_dram={list(self.to_dram)!r}")
+        return f"tileplan.plan({', '.join(args)})"
 
 
 def tt_request(model: Any, machine: str, frontend_name: str | None = None, given: Mapping[str, Any] | None = None,

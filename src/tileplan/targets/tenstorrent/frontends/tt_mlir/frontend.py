@@ -76,8 +76,8 @@ class TtMlirFrontend:
                              f"{source.name} is not one (its inputs are its own)")
         for key, value in (("batch", batch), ("sequence_length", seq)):
             if value is not None and key not in source.varies:
-                raise InputError(f"{option(key)}: {source.name} has fixed shapes (a saved program or a file whose "
-                                 f"{key.replace('_', ' ')} is not symbolic)")
+                raise InputError(f"{option(key)}: {source.name} has fixed shapes (a saved program, a module's "
+                                 f"example inputs or a file whose {key.replace('_', ' ')} is not symbolic)")
         if batch is None and "batch" in source.varies:
             batch = 1
         level = _int(given, "opt_level")
