@@ -127,7 +127,25 @@ def test_execution_path() -> None:
     assert [(s.out_start, s.out_end) for s in d.slices] == [(0, 240), (240, 480)]
 
 
-def test_refusals() -> None:
+def test_a_grouped_conv_slices_as_its_dense_twin() -> None:
+    """conv2d_DRAM passes `groups` to each slice's conv2d_L1, whose weights are the dense
+    grouped layout: the same slices and programs as the conv with groups 1."""
     g = Conv2dAttrs(32, 32, 1, (480, 640), (3, 3), padding=(1, 1), groups=2, config=CFG, slice_type=None)
-    with pytest.raises(InputError, match="channel chunking"):
-        plan_conv2d_routed(OpKind.CONV2D, _req(g), g)
+    dense = Conv2dAttrs(32, 32, 1, (480, 640), (3, 3), padding=(1, 1), config=CFG, slice_type=None)
+    grouped_plan, dense_plan = plan_conv2d_routed(OpKind.CONV2D, _req(g), g), plan_conv2d_routed(
+        OpKind.CONV2D, _req(dense), dense)
+    assert "PaddedSliceRMProgramFactory" in [p.name for p in grouped_plan.programs]
+    assert grouped_plan.programs == dense_plan.programs and grouped_plan.outputs == dense_plan.outputs
+
+
+def test_a_grouped_conv_no_slicing_fits_names_the_channel_chunking_it_does_not_model() -> None:
+    # 19,136 B of L1 above the base: no slice of this 512-channel conv fits (16 height
+    # slices of it need 74,624 B)
+    tight = OpTarget(Arch.WORMHOLE_B0, (8, 8), 64, 12, 1499136, 1480000)
+    g = Conv2dAttrs(512, 512, 1, (64, 64), (3, 3), padding=(1, 1), groups=512, config=CFG, slice_type=None)
+    x = TensorSpec((1, 1, 64 * 64, 512), DataType.BFLOAT16, Layout.ROW_MAJOR, DRAM)
+    req = OpRequest((x, TensorSpec((1, 1, 9 * 512, 512), DataType.BFLOAT16, Layout.TILE, DRAM)),
+                    OutputRequest(dtype=DataType.BFLOAT16), tight)
+    with pytest.raises(InputError, match=r"could not find valid slice configuration.*channel_chunk_count_if_needed, "
+                                         r"groups 512\) is not modelled"):
+        plan_conv2d_routed(OpKind.CONV2D, req, g)

@@ -18,6 +18,7 @@ class OpKind(Enum):
     GELU = "ttnn.gelu"
     SIGMOID = "ttnn.sigmoid"
     HARDSIGMOID = "ttnn.hardsigmoid"
+    CLAMP = "ttnn.clamp"
     EXP = "ttnn.exp"
     EXPM1 = "ttnn.expm1"
     LOG = "ttnn.log"

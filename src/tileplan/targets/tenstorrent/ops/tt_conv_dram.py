@@ -34,7 +34,15 @@ Sources (tenstorrent/tt-metal, 2026 versions near tt-mlir's pin):
   the input's.
 - slice_write_tiled_sharded_input_program_factory.cpp: one CB bound to the input shard.
 
-Not modelled (refused by name): grouped convs (channel chunking), a conv the L1 path runs
+A grouped conv (groups > 1: depthwise too) is sliced as any other: conv2d_DRAM passes
+`groups` to each slice's conv2d_L1 and to its L1 estimate (conv2d.cpp @645aa768
+`conv2d_DRAM`, `Conv2dSliceAttr`), whose weights are the dense grouped layout
+(prepare_conv2d_weights.cpp `convert_conv_weight_tensor_to_grouped_layout`). Versions
+that split a grouped conv's channels into chunks when no spatial slicing fits
+(`channel_chunk_count_if_needed`) do so only then: tileplan's "no valid slice
+configuration" says so for a grouped conv.
+
+Not modelled (refused by name): a conv the L1 path runs
 as a matmul (1x1 stride 1: conv2d_DRAM hands it to conv2d_L1, tt_matmul plans it), a
 ROW_MAJOR output, kernel folding.
 """
@@ -145,6 +153,7 @@ class SlicedOp:
     output_layout: Layout
     slice_type: SliceType | None
     cut: Callable[[SliceType, int, int], ConvSlice]
+    groups: int = 1
 
 
 def best_guess_slice_type(input_hw: tuple[int, int], output_layout: Layout) -> SliceType:
@@ -280,16 +289,17 @@ def determine_slices(op: str, req: OpRequest, sliced: SlicedOp,
             if usage <= free:
                 return SliceDecision(st if n > 1 else SliceType.L1_FULL, slices, usage)
         tried.append(f"{top} {st.value} slices")
+    chunks = (f"; a build that splits a grouped conv's channels when no spatial slicing fits "
+              f"(channel_chunk_count_if_needed, groups {sliced.groups}) is not modelled") if sliced.groups > 1 else ""
     require(False, op, f"DRAM Auto slice could not find valid slice configuration (tried up to {' and '.join(tried)}; "
             f"available L1 {free} B): the conv needs more L1 than the device has even at maximum slicing; "
-            "hint: shard the input in L1 or use smaller inputs")
+            f"hint: shard the input in L1 or use smaller inputs{chunks}")
     raise AssertionError("unreachable")
 
 
 def plan_conv2d_dram(op: str, req: OpRequest, attrs: Conv2dAttrs,
                      layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout]) -> OpPlan:
     """conv2d_DRAM for a DRAM interleaved row-major input [1, 1, N*H*W, C]."""
-    require(attrs.groups == 1, op, f"groups {attrs.groups}: the DRAM path's channel chunking is not modelled")
     return plan_sliced(op, req, conv2d_sliced(attrs), layout_of)
 
 
@@ -297,7 +307,7 @@ def conv2d_sliced(attrs: Conv2dAttrs) -> SlicedOp:
     """conv2d.cpp `Conv2dSliceAttr`: its slices cut by `conv_slice`."""
     layout = attrs.config.output_layout
     return SlicedOp(attrs.batch, attrs.out_channels, attrs.input_hw, attrs.output_hw, layout, attrs.slice_type,
-                    lambda st, a, b: conv_slice(attrs, st, a, b, layout))
+                    lambda st, a, b: conv_slice(attrs, st, a, b, layout), attrs.groups)
 
 
 def plan_sliced(op: str, req: OpRequest, sliced: SlicedOp,

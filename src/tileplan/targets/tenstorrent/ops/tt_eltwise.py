@@ -60,7 +60,7 @@ REDUCE_H_SOURCE = "ttnn/cpp/ttnn/operations/reduction/generic/device/reduce_op_m
 UNARY_WITH_TMP = frozenset({OpKind.HARDSHRINK, OpKind.CBRT, OpKind.LOGIT})
 
 UNARY_KINDS = frozenset({
-    OpKind.RELU, OpKind.RELU6, OpKind.SILU, OpKind.GELU, OpKind.SIGMOID, OpKind.HARDSIGMOID, OpKind.EXP,
+    OpKind.RELU, OpKind.RELU6, OpKind.SILU, OpKind.GELU, OpKind.SIGMOID, OpKind.HARDSIGMOID, OpKind.CLAMP, OpKind.EXP,
     OpKind.EXPM1, OpKind.LOG, OpKind.LOG1P, OpKind.SQRT, OpKind.RSQRT, OpKind.RECIPROCAL, OpKind.TANH, OpKind.SIN,
     OpKind.COS, OpKind.TAN, OpKind.ATAN, OpKind.ABS, OpKind.NEG, OpKind.SIGN, OpKind.CEIL, OpKind.FLOOR, OpKind.ERF,
     OpKind.ERFC, OpKind.ISFINITE, OpKind.LOGICAL_NOT, OpKind.BITWISE_NOT, OpKind.HARDSHRINK, OpKind.CBRT,

@@ -41,7 +41,7 @@ COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "and", "or", "xor"}
 REDUCE = {"reduce_sum": OpKind.SUM, "reduce_mean": OpKind.MEAN, "reduce_max": OpKind.MAX, "reduce_min": OpKind.MIN}
 #: model operators tt-mlir lowers to a TTNN operation tileplan has no rule for
 NO_RULE = {"hardswish": "ttnn.hardswish", "leaky_relu": "ttnn.leaky_relu", "elu": "ttnn.elu", "mish": "ttnn.mish",
-           "softplus": "ttnn.softplus", "clamp": "ttnn.clamp", "isnan": "ttnn.isnan", "isinf": "ttnn.isinf",
+           "softplus": "ttnn.softplus", "isnan": "ttnn.isnan", "isinf": "ttnn.isinf",
            "round": "ttnn.round", "mod": "ttnn.remainder", "where": "ttnn.where", "pad": "ttnn.pad",
            "tile": "ttnn.repeat", "cumsum": "ttnn.moreh_cumsum", "argmax": "ttnn.argmax", "argmin": "ttnn.argmin",
            "topk": "ttnn.topk", "sort": "ttnn.sort", "index": "ttnn.gather", "gather_elements": "ttnn.gather",
@@ -75,7 +75,27 @@ def _out(lw: Lowering, op: Operation, layout: Layout = Layout.TILE) -> Value:
 
 
 def convert_unary(lw: Lowering, op: Operation) -> None:
-    kind = UNARY[op.kind]
+    unary(lw, op, UNARY[op.kind])
+
+
+def convert_clamp(lw: Lowering, op: Operation) -> None:
+    """A clamp by constant bounds (ReLU6, hardtanh, a clamp_min's epsilon): tt-xla's
+    `stablehlo.clamp` becomes `ttir.clamp_tensor` (tt-mlir StableHLOToTTIRPatterns.cpp
+    `StableHLOToTTIROpClampOpConversionPattern`), canonicalised with constant bounds to
+    `ttir.clamp_scalar` (TTIROps.cpp `ClampTensorOp::getCanonicalizationPatterns`; a
+    one-sided clamp arrives with both bounds splat constants, TTIRFusing.cpp's L2-norm
+    pattern says), lowered to `ttnn.clamp_scalar` (TTIRToTTNN.cpp
+    `ClampOpConversionPattern`), which the runtime runs as `ttnn::clamp(in, min, max)`
+    (runtime/lib/ttnn/operations/eltwise/unary/unary_composite.cpp): in tt-metal a unary
+    op (unary.cpp `Clamp::invoke`: `UnaryOpType::CLAMP_TSS` through `unary_impl`, the
+    unary program factories). tt-mlir fuses no clamp into a convolution (TTNNFusing.cpp
+    fuses `ttnn.relu6`, which only minimum(relu(x), 6) becomes). Bounds that are tensors
+    are the importers' maximum / minimum, not a clamp."""
+    unary(lw, op, OpKind.CLAMP)
+
+
+def unary(lw: Lowering, op: Operation, kind: OpKind) -> None:
+    """A unary eltwise TTNN operation `kind` on the model operation's one input."""
     src = op.inputs[0]
     if src in lw.flat:  # a convolution's flattened NHWC output stays flattened
         x = lw.flat_tensor(src, at=op)
@@ -250,6 +270,6 @@ CONVERTERS: dict[str, Converter] = {
     **{k: convert_reduce for k in REDUCE}, **{k: convert_unsupported for k in NO_RULE},
     "cast": convert_cast, "identity": convert_alias, "alias": convert_alias, "restore": convert_alias,
     "reshape": convert_reshape, "transpose": convert_permute, "concat": convert_concat, "slice": convert_slice,
-    "expand": convert_expand, "repeat_interleave": convert_repeat_interleave,
+    "expand": convert_expand, "repeat_interleave": convert_repeat_interleave, "clamp": convert_clamp,
 }
 

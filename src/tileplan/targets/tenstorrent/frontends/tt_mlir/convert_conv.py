@@ -117,7 +117,11 @@ def convert_conv(lw: Lowering, op: Operation) -> None:
     attrs = Conv2dAttrs(c, o, n, (h, w), (kh, kw), stride, padding, dilation, groups, bias is not None, config,
                         slice_type=slice_type)
     x = lw.flat_tensor(x_name, Layout.ROW_MAJOR, at=op)
-    c_pad = round_up(c // groups, TILE)
+    # a grouped conv's weights are prepared dense over every input channel (tt-metal
+    # prepare_conv2d_weights.cpp `prepare_conv_weights_internal`:
+    # convert_conv_weight_tensor_to_grouped_layout places each group's filters among
+    # zeros), as the conv rule reads them
+    c_pad = round_up(c, TILE)
     weight = lw.constant_form(w_name, Layout.TILE, lw.options.weight_conversion or dtype,
                               shape=(1, 1, kh * kw * c_pad, round_up(o, TILE)))
     conv_inputs: tuple[int, ...] = (x, weight)

@@ -1,0 +1,60 @@
+"""A clamp by constant bounds through the tt-mlir frontend (convert_basic.py
+`convert_clamp`): ReLU6, hardtanh and a one-sided clamp become `ttnn.clamp` (tt-mlir's
+`ttnn.clamp_scalar`, tt-metal's unary CLAMP_TSS), planned by the unary program factory
+with the circular buffers of any unary op; MobileNetV2 (ReLU6 after every convolution)
+plans on n150 (tests/test_tt_mlir_cnn_zoo.py)."""
+
+from __future__ import annotations
+
+import json
+import pytest
+import torch
+
+import tileplan
+
+class Activated(torch.nn.Module):
+    def __init__(self, act: torch.nn.Module) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(256, 256)
+        self.act = act
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.linear(x))
+
+
+class ClampMin(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(x * 2.0, min=1e-6)
+
+
+def columns(table: dict) -> list[dict]:
+    keys = [k for k, v in table.items() if isinstance(v, list)]
+    return [dict(zip(keys, values)) for values in zip(*(table[k] for k in keys))]
+
+
+def activation_program(module: torch.nn.Module, kind: str) -> tuple[str, list[tuple[int, int, int]]]:
+    """The program of the model's one `kind` operation: its factory and its circular
+    buffers (index, pages, page bytes)."""
+    result = tileplan.plan(module.to(torch.bfloat16), (torch.zeros(64, 256, dtype=torch.bfloat16),),
+                           machine="n150", what_if=False)
+    report = json.loads(result.to_json())
+    ops = columns(report["operations"])
+    (op,) = [o for o in ops if o["kind"] == kind]
+    program = op["first_program"]
+    factory = report["programs"]["factory"][program]
+    cbs = [(c["cb_index"], c["pages"], c["page_bytes"]) for c in columns(report["circular_buffers"])
+           if c["program"] == program]
+    return factory, sorted(cbs)
+
+
+@pytest.mark.parametrize("act", [torch.nn.ReLU6(), torch.nn.Hardtanh(-2.0, 2.0)], ids=["relu6", "hardtanh"])
+def test_a_clamp_between_two_bounds_is_ttnn_clamp_with_the_unary_factorys_buffers(act):
+    factory, cbs = activation_program(Activated(act), "ttnn.clamp")
+    assert (factory, cbs) == activation_program(Activated(torch.nn.ReLU()), "ttnn.relu")
+    # unary_program_factory.cpp: c_0 and c_2 of two bf16 tiles each
+    assert (factory, cbs) == ("UnaryProgramFactory", [(0, 2, 2048), (2, 2, 2048)])
+
+
+def test_a_one_sided_clamp_is_the_same_unary_clamp():
+    factory, cbs = activation_program(ClampMin(), "ttnn.clamp")
+    assert (factory, cbs) == ("UnaryProgramFactory", [(0, 2, 2048), (2, 2, 2048)])
