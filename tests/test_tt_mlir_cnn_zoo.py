@@ -1,8 +1,11 @@
 """torchvision's own CNNs (tests/data/zoo: FP32 at [1, 3, 224, 224], no weights) through
 the tt-mlir frontend on n150, as tt-xla's test runner compiles them: MobileNetV2 (ReLU6
-as ttnn.clamp, depthwise convolutions), MNASNet and ResNeXt (grouped convolutions) plan at
-every optimization level; at level 0 their grouped convolutions take conv2d's DRAM path,
-sliced as a dense conv is (tt_conv_dram.py)."""
+as ttnn.clamp, depthwise convolutions), MNASNet and ResNeXt (grouped convolutions),
+GoogLeNet (ceil-mode max pools) and Inception v3 plan; at level 0 grouped convolutions
+take conv2d's DRAM path, sliced as a dense conv is (tt_conv_dram.py); at level 2 a
+block-sharded conv whose channels pad to its channel cores (GoogLeNet's 208, Inception's
+320, MNASNet's 480) hands its logical channels to the reshape or 1x1 conv after it, its
+shards reserved whole (ops/base.py tensor_buffer)."""
 
 from __future__ import annotations
 
@@ -43,4 +46,12 @@ def test_grouped_convolutions_take_the_dram_path_at_level_0(model, conv, tmp_pat
     at = ops["name"].index(conv)
     first, count = ops["first_program"][at], ops["program_count"][at]
     assert factories[first:first + count] == ONE_SLICE
+    assert result.fits
+
+
+@pytest.mark.parametrize("model", ["googlenet", "inception_v3", "mnasnet1_0"])
+@pytest.mark.parametrize("level", [0, 2])
+def test_cnns_with_ceil_pools_and_padded_channels_plan_on_n150(model, level, tmp_path):
+    result = tileplan.plan(str(ZOO / f"{model}.pt2"), machine="n150", opt_level=level, what_if=False)
+    (tmp_path / f"{model}.json").write_text(result.to_json())
     assert result.fits

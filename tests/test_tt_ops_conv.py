@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tt_ops_support import DRAM, MLIR, P150, footprint, height_sharded, row_major
+from tt_ops_support import DRAM, MLIR, P150, footprint, height_sharded, row_major, sharded
 
 from tileplan.errors import InputError
-from tileplan.targets.tenstorrent.memory import MemoryLayout
+from tileplan.targets.tenstorrent.memory import CoreRange, MemoryLayout
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
@@ -144,3 +144,23 @@ def test_the_output_keeps_the_convs_logical_channels_and_the_padded_pages() -> N
     assert plan.outputs[0].shape == (1, 1, 16384, 16)
     sizes = {b.name: b.bytes_per_bank for b in plan.buffers}
     assert sizes["conv_output_sharded"] == 5 * 2_048 and sizes["output0"] == 64 * 2_048
+
+
+def test_a_conv_whose_channels_pad_to_its_channel_cores_keeps_its_logical_channels() -> None:
+    """conv2d_op.cpp compute_output_specs: the output's logical channels are the conv's
+    (208: GoogLeNet's inception4a 3x3 on 14 x 14), its block shards hold them padded to
+    the channel cores, and every core reserves a whole shard (Buffer::num_dev_pages)."""
+    attrs = Conv2dAttrs(96, 208, 1, (14, 14), (3, 3), padding=(1, 1),
+                        config=Conv2dConfig(shard_layout=MemoryLayout.BLOCK_SHARDED))
+    x, w = row_major((1, 1, 196, 96), DRAM), row_major((208, 96, 3, 3), DRAM)
+    block = sharded(MemoryLayout.BLOCK_SHARDED, CoreRange((0, 0), (7, 6)), (32, 32))
+    plan = plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest.of(block), MLIR), attrs)
+    out = plan.outputs[0]
+    assert out.shape == (1, 1, 196, 208)
+    shard = out.memory.shard
+    assert shard is not None
+    rows, cols = shard.shape
+    channel_cores = -(-208 // cols)
+    assert cols * channel_cores > 208  # the channels padded to the channel cores
+    (buf,) = [b for b in plan.buffers if b.name == "output0"]
+    assert buf.bytes_per_bank == (rows // 32) * (cols // 32) * 2048

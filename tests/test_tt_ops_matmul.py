@@ -17,7 +17,7 @@ from tileplan.targets.tenstorrent.memory import (
     TensorSpec,
 )
 from tileplan.targets.tenstorrent.ops import plan_op
-from tileplan.targets.tenstorrent.ops.base import OpRequest, OpTarget, OutputRequest, find_max_divisor
+from tileplan.targets.tenstorrent.ops.base import BufferRole, OpRequest, OpTarget, OutputRequest, find_max_divisor
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_matmul import MATMUL_DEFAULT_COMPUTE, MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul_auto import generate_config
@@ -208,3 +208,16 @@ def test_reuse_config_for_a_batched_b() -> None:
     cfg = generate_config(s, OutputRequest.of(L1), MLIR, MATMUL_DEFAULT_COMPUTE, DataType.BFLOAT16, batched=True)
     assert isinstance(cfg, MatmulMultiCoreReuseProgramConfig)
     assert (cfg.per_core_M, cfg.per_core_N, cfg.in0_block_w) == (1, 4, 2)
+
+
+def test_a_sharded_output_reserves_whole_shards_where_the_op_model_reports_its_pages_per_core() -> None:
+    """H2 "shards to less cores": 1,792 x 1,792 bf16 (3,136 tiles) in the program's own
+    16 shards of 16 x 16 tiles. tt-metal's allocator reserves a whole shard on every core
+    (Buffer::num_dev_pages: 256 tiles, 524,288 B); tt-mlir's op model reports the
+    logical pages over the cores (worst_case_per_core_allocation: 196 tiles, 401,408 B)."""
+    plan = plan_op(OpKind.MATMUL, OpRequest((tile((1792, 1792), DRAM), tile((1792, 1792), DRAM)),
+                                            OutputRequest.of(BS78), MLIR), None)
+    (out,) = [b for b in plan.buffers if b.role is BufferRole.OUTPUT]
+    assert plan.outputs[0].memory.shard is not None and plan.outputs[0].memory.shard.shape == (512, 512)
+    assert (out.banks, out.bytes_per_bank) == (16, 256 * 2048)
+    assert plan.output_bytes_per_core(0) == 196 * 2048

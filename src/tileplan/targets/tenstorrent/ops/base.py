@@ -200,11 +200,17 @@ class OpPlan:
         return max((p.cb_bytes for p in self.programs), default=0)
 
     def output_bytes_per_core(self, index: int = 0) -> int:
-        """Bytes per core of output `index` in L1 (`l1_output_buffer_per_core`); 0 for a
-        DRAM output and for a view (an output sharing its input's buffer)."""
+        """Bytes per core of output `index` in L1 as tt-mlir's op model reports them
+        (`l1_output_buffer_per_core`: graph_processor.cpp
+        `extract_l1_output_buffer_allocation_size_per_core`, `worst_case_per_core_allocation`
+        of the buffer's logical size: ceil(pages / cores) pages, where the allocator
+        reserves whole shards); 0 for a DRAM output and for a view (an output sharing its
+        input's buffer)."""
         for buf in self.buffers:
             if buf.role is BufferRole.OUTPUT and buf.spec is self.outputs[index]:
-                return buf.bytes_per_bank if buf.buffer_type is not BufferType.DRAM else 0
+                if buf.buffer_type is BufferType.DRAM:
+                    return 0
+                return bytes_per_bank(buf.spec.pages().count, buf.page_bytes, buf.banks, buf.alignment)
         return 0
 
     def l1_small_bytes_per_core(self) -> int:
@@ -275,13 +281,18 @@ def split_work(units: int, cores: int) -> tuple[int, int]:
 
 def tensor_buffer(name: str, role: BufferRole, spec: TensorSpec, target: OpTarget,
                   live: tuple[int, int]) -> DeviceBuffer:
-    """The buffer tt-metal allocates for `spec`: interleaved pages over every bank of its
-    type, sharded pages over the shard grid's cores (`Buffer::aligned_size_per_bank`:
-    ceil(pages / cores) aligned pages)."""
+    """The buffer tt-metal allocates for `spec` (`Buffer::aligned_size_per_bank`):
+    interleaved, its pages over every bank of its type (ceil(pages / banks) aligned
+    pages); sharded, a whole shard on every core of the shard grid (`Buffer::num_dev_pages`:
+    the shard's pages times the cores, whatever the tensor's logical shape leaves empty,
+    such as a conv output's channels padded to its channel cores)."""
     pg = spec.pages()
     mem = spec.memory
-    banks = mem.shard.num_cores if mem.shard is not None else target.banks(mem.buffer_type)
-    return DeviceBuffer(name, role, mem.buffer_type, pg.count, pg.page_bytes, banks,
+    if mem.shard is not None:
+        banks, count = mem.shard.num_cores, spec.shard_pages() * mem.shard.num_cores
+    else:
+        banks, count = target.banks(mem.buffer_type), pg.count
+    return DeviceBuffer(name, role, mem.buffer_type, count, pg.page_bytes, banks,
                         target.alignment(mem.buffer_type), live, spec)
 
 

@@ -407,12 +407,9 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     out_c = round_up(attrs.out_channels, TILE * p.cores_c)
     out_shard = ShardSpec(p.grid, (p.per_core_h * TILE, p.per_core_w * TILE), orientation)
     # the output's logical channels are the conv's (conv2d_op.cpp compute_output_specs);
-    # a TensorSpec has no padded shape, so it keeps the padded channels (the pages
-    # tt-metal allocates) where the padding to the channel cores adds whole tiles or the
-    # output is row-major
-    tiled = cfg.output_layout is Layout.TILE and round_up(attrs.out_channels, TILE) == out_c
-    logical_c = attrs.out_channels if tiled else out_c
-    conv_out = TensorSpec((1, 1, attrs.batch * oh * ow, logical_c), out_dtype, cfg.output_layout,
+    # its shards hold the channels padded to the channel cores, which the allocator
+    # reserves whole on every core (base.py tensor_buffer)
+    conv_out = TensorSpec((1, 1, attrs.batch * oh * ow, attrs.out_channels), out_dtype, cfg.output_layout,
                           MemoryConfig(BufferType.L1, p.layout, out_shard))
     cbs = conv_cbs(attrs, p, blocks, c_pad, weights_height, x.dtype, out_dtype, compute, (sticks, c_core), target)
     programs.append(Program("Conv2dShardedProgramFactory", CONV_DIR + "device/conv2d_op_sharded_program_factory.cpp",

@@ -35,11 +35,16 @@ Sources (tenstorrent/tt-metal):
   (and 6 B a row more for the average pool's scalar config). The sharded halo output
   (raw input), the reader indices and the output are bound to their buffers.
 
+Ceil mode (sliding_window.cpp `get_output_shape`, `get_ceil_pad_h` / `get_ceil_pad_w`):
+the output size by ceil, a last window starting in the padding dropped, and the input
+padded at the bottom and right by stride x (out - 1) + kernel - input - 2 x padding,
+which the halo reads as padding.
+
 Not modelled (the rule refuses them by name): config tensors in L1_SMALL
 (`config_tensors_in_dram` false: their size needs sliding_window.cpp's config
-generation), a sharded or TILE input (the halo's untilize path), `return_indices`,
-`ceil_mode`, dilation, and the DRAM slicing the 2026 op adds for inputs that do not fit
-L1 (tileplan plans the L1-resident pool, as for conv2d).
+generation), a sharded or TILE input (the halo's untilize path), `return_indices`, an
+average pool that ceil mode pads, dilation, and the DRAM slicing the 2026 op adds for
+inputs that do not fit L1 (tileplan plans the L1-resident pool, as for conv2d).
 
 Worked example: max pool 2 x 2 / 2 of a [1, 1, 480 x 640, 32] bf16 input on an 8 x 8
 grid: 76,800 output rows height sharded over 64 cores (1,200 a core), the input 4,800
@@ -116,11 +121,30 @@ class Pool2dAttrs:
     count_include_pad: bool = True
     config_tensors_in_dram: bool = True
     output_layout: Layout = Layout.ROW_MAJOR
+    ceil_mode: bool = False
 
     @property
     def output_hw(self) -> tuple[int, int]:
+        """sliding_window.cpp `SlidingWindowConfig::get_output_shape`: floor, or in ceil
+        mode ceil with a last window that would start in the padding dropped."""
         (h, w), (kh, kw), (sh, sw), (ph, pw) = self.input_hw, self.kernel, self.stride, self.padding
-        return (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+        if not self.ceil_mode:
+            return (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+        out = []
+        for size, k, s, p in ((h, kh, sh, ph), (w, kw, sw, pw)):
+            o = ceil_div(size + 2 * p - k, s) + 1
+            out.append(o - 1 if (o - 1) * s >= size + p else o)
+        return out[0], out[1]
+
+    @property
+    def ceil_pads(self) -> tuple[int, int]:
+        """`get_ceil_pad_h` / `get_ceil_pad_w`: the rows and columns ceil mode pads at the
+        bottom and right (stride x (out - 1) + kernel - input - 2 x padding)."""
+        if not self.ceil_mode:
+            return 0, 0
+        (h, w), (kh, kw), (sh, sw), (ph, pw) = self.input_hw, self.kernel, self.stride, self.padding
+        oh, ow = self.output_hw
+        return sh * (oh - 1) + kh - h - 2 * ph, sw * (ow - 1) + kw - w - 2 * pw
 
     @property
     def output_rows(self) -> int:
@@ -128,9 +152,13 @@ class Pool2dAttrs:
         return self.batch * oh * ow
 
     def window(self) -> Conv2dAttrs:
-        """The sliding window as the halo reads it (a conv of the same window)."""
+        """The sliding window as the halo reads it (a conv of the same window; ceil
+        mode's pads at the bottom and right: the halo's padded input is `in_h + pad_h +
+        ceil_pad_h` rows, pool_multi_core_program_factory.cpp `in_h_padded`)."""
+        ch, cw = self.ceil_pads
+        end = (self.padding[0] + ch, self.padding[1] + cw) if (ch, cw) != (0, 0) else None
         return Conv2dAttrs(self.channels, self.channels, self.batch, self.input_hw, self.kernel, self.stride,
-                           self.padding)
+                           self.padding, padding_end=end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +273,9 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
             f"input {x.shape} is not [1, 1, {rows_in}, {attrs.channels}]")
     require(all(2 * p <= k for p, k in zip(attrs.padding, attrs.kernel)), op,
             f"padding {attrs.padding} over half the kernel {attrs.kernel} (validate_input_params)")
+    require(pool is PoolType.MAX or attrs.ceil_pads == (0, 0), op,
+            "an average pool whose ceil mode pads the input: its scalar configuration (one_scalar_per_core with "
+            "the ceil pads) is not modelled")
     out_dtype = req.out.dtype or DataType.BFLOAT16
     p = auto_shard(pool, attrs, x.dtype, out_dtype, target)
     halo_dtype = DataType.FLOAT32 if x.dtype is DataType.FLOAT32 else DataType.BFLOAT16

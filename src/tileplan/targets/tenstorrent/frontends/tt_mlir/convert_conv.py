@@ -182,7 +182,8 @@ def convert_pool(lw: Lowering, op: Operation) -> None:
     TTIRFlattenSlidingWindow), input and output row-major bfloat16 (TTNNWorkaroundsPass
     `createPool2DOpOperandsWorkarounds`), no shard scheme (tt-metal chooses) and the
     config tensors in DRAM (`config_tensors_in_dram = true`). Padding over half the
-    kernel becomes an explicit `ttnn.pad` (no rule here); ceil mode and dilation are not
+    kernel becomes an explicit `ttnn.pad` (no rule here); ceil mode is passed through
+    (`adaptor.getCeilMode()`, runtime/lib/ttnn/operations/pool/pool2d.cpp); dilation is not
     modelled by the pool rule."""
     src = op.inputs[0]
     shape = lw.shapes[src]
@@ -196,12 +197,13 @@ def convert_pool(lw: Lowering, op: Operation) -> None:
     if any(p > k // 2 for p, k in zip(quad, (kernel[0], kernel[1], kernel[0], kernel[1]))):
         raise no_rule(op, "ttnn.pad")
     dilated = _pairs(op, "dilations", 1) != (1, 1)
-    if quad[0] != quad[2] or quad[1] != quad[3] or bool(op.attr("ceil_mode", False)) or dilated:
-        raise ModelError(f"{op.kind} with asymmetric padding {quad}, ceil mode or dilation: the tt-metal pool rule "
-                         "plans symmetric, floor-mode, undilated pools only", f"operation {op.index} ({op.name})")
+    if quad[0] != quad[2] or quad[1] != quad[3] or dilated:
+        raise ModelError(f"{op.kind} with asymmetric padding {quad} or dilation: the tt-metal pool rule plans "
+                         "symmetric, undilated pools only", f"operation {op.index} ({op.name})")
     kind = OpKind.MAX_POOL2D if op.kind == "maxpool" else OpKind.AVG_POOL2D
     attrs = Pool2dAttrs(n, (h, w), c, kernel, stride, (quad[0], quad[1]),
-                        count_include_pad=bool(op.attr("count_include_pad", True)))
+                        count_include_pad=bool(op.attr("count_include_pad", True)),
+                        ceil_mode=bool(op.attr("ceil_mode", False)))
     x = lw.convert(lw.flat_tensor(src, Layout.ROW_MAJOR, at=op), None, DataType.BFLOAT16, op, src)
     _, _, oh, ow = op.output_shape
     out = Value((1, 1, n * oh * ow, c), DataType.BFLOAT16, Layout.ROW_MAJOR)
