@@ -49,6 +49,14 @@ Held out (not looked at while modelling; each published outcome quoted as publis
                                      "Out of Memory: Not enough space to allocate
                                      135790592 B DRAM buffer across 12 banks, ..." (D38);
                                      calibration since 2026-12-05 (above)
+  tv-wide_resnet50_2-n150            tt-xla HEAD (95c1c1c) torch single-device YAML, bf16:
+  hf-vit-base-n150-level1            passes (wide_resnet/pytorch-50.2; vit/pytorch-Base at
+  hf-resnet-50-n150-level2           level 1; resnet/pytorch-ResNet50_HuggingFace at level 2),
+                                     recorded 2026-12-06 before any was planned; the same
+                                     file's mobilenet_v2 (levels 0 and 2), googlenet,
+                                     resnext50_32x4d and resnet18 rows are calibration: they
+                                     were planned while ReLU6, grouped convs, ceil-mode pools
+                                     and padded channels were modelled
   vanilla-unet-480x640-n150          tt-mlir #5771: optimizer disabled, "Out of Memory:
                                      Not enough space to allocate 49971200 B L1 buffer
                                      across 64 banks, where each bank needs to store
@@ -182,6 +190,51 @@ def benchmark(config: str, prompt: int, batch: int = 32, cache: int = 128, machi
     return build
 
 
+ZOO = ROOT / "tests" / "data" / "zoo"
+#: tt-xla's PyTorch test runner: the torch single-device configuration at tt-xla HEAD
+#: (tests/runner/test_config/torch/test_config_inference_single_device.yaml), each loader
+#: cast to bfloat16 with its inputs (tests/runner/utils/dynamic_loader.py `TorchDynamicLoader`:
+#: `dtype_override=torch.bfloat16`), batch 1 at 224 x 224, optimization_level 0 unless the
+#: entry sets one
+VISION_YAML = "tt-xla tests/runner/test_config/torch/test_config_inference_single_device.yaml @95c1c1c"
+
+
+def zoo(name: str, level: int = 0) -> Callable[[], Answer]:
+    """A torchvision model of tests/data/zoo (its own definition at [1, 3, 224, 224], saved
+    in FP32) planned in bfloat16, as the runner casts the loader's model and inputs."""
+    def build() -> Answer:
+        from tileplan.app.sources import import_graph
+        from tileplan.model.precision import Precision
+
+        bf16 = Precision("BF16")
+        program = import_graph(str(ZOO / f"{name}.pt2")).to_program(bf16, bf16, repeat=False)
+        return _answer(program, "n150", None, level)
+    return build
+
+
+def hf_vision(kind: str, level: int) -> Callable[[], Answer]:
+    """A transformers image classifier from its published configuration's defaults
+    (google/vit-base-patch16-224: ViTConfig(); microsoft/resnet-50: ResNetConfig()), 1,000
+    labels, built on the meta device, in bfloat16, on one [1, 3, 224, 224] image."""
+    def build() -> Answer:
+        import torch
+        import transformers as T
+
+        from tileplan.importers.torch_export import from_torch
+        from tileplan.model.precision import Precision
+
+        with torch.device("meta"):
+            if kind == "vit":
+                model = T.ViTForImageClassification(T.ViTConfig(num_labels=1000))
+            else:
+                model = T.ResNetForImageClassification(T.ResNetConfig(num_labels=1000))
+            image = torch.zeros(1, 3, 224, 224, dtype=torch.bfloat16)
+        bf16 = Precision("BF16")
+        program = from_torch(model.to(torch.bfloat16).eval(), (image,), kind).to_program(bf16, bf16, repeat=False)
+        return _answer(program, "n150", None, level)
+    return build
+
+
 def unet() -> Answer:
     from tileplan.importers.torch_export import from_torch
     from tileplan.model.precision import Precision
@@ -308,6 +361,29 @@ CASES: tuple[Case, ...] = (
          "tt-mlir #7351 / tt-xla #3656 (2026-03-05)",
          "Statically allocated circular buffers on core range [(x=0,y=0) - (x=7,y=7)] grow to 1738528 B which is "
          "beyond max L1 size of 1499136 B", False, patch_embed),
+    Case("tv-mobilenet_v2-n150", "calibration", "torchvision mobilenet_v2 (bf16), 1 x 3 x 224 x 224, n150",
+         VISION_YAML, "passes (mobilenetv2/pytorch-Mobilenet_v2_Torchvision: EXPECTED_PASSING)", True,
+         zoo("mobilenet_v2")),
+    Case("tv-mobilenet_v2-n150-level2", "calibration",
+         "torchvision mobilenet_v2 (bf16; the entry's hub copy), optimization_level 2, n150", VISION_YAML,
+         "passes (mobilenetv2/pytorch-Mobilenet_v2: EXPECTED_PASSING, optimization_level 2)", True,
+         zoo("mobilenet_v2", 2)),
+    Case("tv-googlenet-n150", "calibration", "torchvision googlenet (bf16), 1 x 3 x 224 x 224, n150", VISION_YAML,
+         "passes (googlenet/pytorch-Default: EXPECTED_PASSING)", True, zoo("googlenet")),
+    Case("tv-resnext50_32x4d-n150", "calibration", "torchvision resnext50_32x4d (bf16), 1 x 3 x 224 x 224, n150",
+         VISION_YAML, "passes (resnext/pytorch-50_32x4d: EXPECTED_PASSING)", True, zoo("resnext50_32x4d")),
+    Case("tv-resnet18-n150", "calibration", "torchvision resnet18 (bf16), 1 x 3 x 224 x 224, n150", VISION_YAML,
+         "passes (resnet/pytorch-ResNet18: EXPECTED_PASSING)", True, zoo("resnet18")),
+    Case("tv-wide_resnet50_2-n150", "held out", "torchvision wide_resnet50_2 (bf16), 1 x 3 x 224 x 224, n150",
+         VISION_YAML, "passes (wide_resnet/pytorch-50.2: EXPECTED_PASSING)", True, zoo("wide_resnet50_2")),
+    Case("hf-vit-base-n150-level1", "held out",
+         "google/vit-base-patch16-224 (ViTForImageClassification, bf16), 1 x 3 x 224 x 224, optimization_level 1, "
+         "n150", VISION_YAML, "passes (vit/pytorch-Base: EXPECTED_PASSING, optimization_level 1)", True,
+         hf_vision("vit", 1)),
+    Case("hf-resnet-50-n150-level2", "held out",
+         "microsoft/resnet-50 (ResNetForImageClassification, bf16), 1 x 3 x 224 x 224, optimization_level 2, n150",
+         VISION_YAML, "passes (resnet/pytorch-ResNet50_HuggingFace: EXPECTED_PASSING, optimization_level 2)", True,
+         hf_vision("resnet", 2)),
     Case("vanilla-unet-480x640-n150", "held out",
          "Vanilla UNet (brain-segmentation-pytorch, 32 features), 1 x 3 x 480 x 640 bf16, optimizer disabled, n150",
          "tt-mlir #5771 (2025-11-10)",

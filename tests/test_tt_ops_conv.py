@@ -22,6 +22,7 @@ from tileplan.targets.tenstorrent.ops.tt_conv import (
     Conv3dConfig,
     divisor_with_padding,
     halo_sticks,
+    input_channels_alignment,
 )
 
 HS = Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED)
@@ -164,3 +165,32 @@ def test_a_conv_whose_channels_pad_to_its_channel_cores_keeps_its_logical_channe
     assert cols * channel_cores > 208  # the channels padded to the channel cores
     (buf,) = [b for b in plan.buffers if b.name == "output0"]
     assert buf.bytes_per_bank == (rows // 32) * (cols // 32) * 2048
+
+
+@pytest.mark.parametrize(("layout", "x", "expected"), [
+    (MemoryLayout.HEIGHT_SHARDED, row_major((1, 1, 50176, 3), DRAM), 8),  # an input not sharded: L1 alignment / 2
+    (MemoryLayout.BLOCK_SHARDED, row_major((1, 1, 50176, 3), DRAM), 8),
+    (MemoryLayout.WIDTH_SHARDED, row_major((1, 1, 50176, 3), DRAM), 32),
+    (MemoryLayout.HEIGHT_SHARDED, row_major((1, 1, 1024, 64), height_sharded(8, 8, 1, (128, 64))), 32),
+    (MemoryLayout.HEIGHT_SHARDED, row_major((1, 1, 1024, 48), height_sharded(8, 8, 1, (128, 48))), 16),
+    (MemoryLayout.HEIGHT_SHARDED, row_major((1, 1, 1024, 24), height_sharded(8, 8, 1, (128, 24))), 8),
+], ids=["interleaved HS", "interleaved BS", "interleaved WS", "shard 64", "shard 48", "shard 24"])
+def test_the_input_channels_alignment_is_tt_metals(layout, x, expected) -> None:
+    """conv2d_utils.cpp get_input_channels_alignment: 8 for a row-major input not sharded
+    (a height or block sharded conv), the shard width's largest of 32 / 16 / 8 for a
+    sharded one, 32 for a width-sharded conv."""
+    assert input_channels_alignment(layout, x, MLIR) == expected
+
+
+def test_vit_b16s_patch_embedding_pads_its_three_channels_to_eight_and_fits() -> None:
+    """ViT-B/16's patch embedding (3 -> 768, 16 x 16 / 16 on 224 x 224, bf16) from a DRAM
+    input at level 0: the 3 channels padded to 8, not 32, so one kernel row's activation
+    block is 8 x 16 = 128 values (4 tiles) and the conv's weights CB 24 x 4 tiles; the conv
+    fits L1 in one slice."""
+    attrs = Conv2dAttrs(3, 768, 1, (224, 224), (16, 16), (16, 16), bias=True,
+                        config=Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED, config_tensors_in_dram=True))
+    x, w = row_major((1, 1, 224 * 224, 3), DRAM), row_major((768, 3, 16, 16), DRAM)
+    plan = plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest.of(DRAM), MLIR), attrs)
+    conv = next(p for p in plan.programs if p.name.startswith("Conv2d"))
+    weights = next(cb for cb in conv.circular_buffers if cb.name == "weights")
+    assert weights.total_bytes == 24 * 4 * 2048

@@ -10,6 +10,9 @@ Sources (tt-metal, read at the 2025 versions near the tt-mlir pin):
   override's largest divisor of it; act_block_w = C x kernel_w rounded to a tile for
   height sharding, C / cores_c x kernel_w for block sharding, C x kh x kw / (cores_c x
   act_block_w_div) for width sharding).
+- the input channels a stick holds: conv2d_utils.cpp `get_input_channels_alignment` (8
+  for a row-major input not sharded, the shard width's 32 / 16 / 8 for a sharded one, 32
+  for width sharding), padded to the channel cores (`determine_input_memory_config`).
 - the conv CBs: conv2d_op_program_factory_common.cpp `get_cb_info` (ported CB by CB: the
   weights, partials, activation with the split reader's two halves
   (`is_split_reader_viable`'s transfer-cost comparison, ported with its NOC rate tables),
@@ -91,7 +94,6 @@ class Conv2dConfig:
     output_layout: Layout = Layout.TILE
     config_tensors_in_dram: bool = False
     transpose_shards: bool = False
-    input_channels_alignment: int = 32
     enable_channels_padding: bool = True
 
 
@@ -209,10 +211,23 @@ def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) 
     return ConvParallel(layout, cores_nhw, cores_c, grid, ceil_div(nhw_t, cores_nhw), ceil_div(out_c_t, cores_c))
 
 
-def padded_in_channels(attrs: Conv2dAttrs, p: ConvParallel) -> int:
-    """The input channels the conv reads a stick of: aligned, and (block / width sharded)
-    a multiple of the channel cores."""
-    align = attrs.config.input_channels_alignment
+def input_channels_alignment(layout: MemoryLayout, x: TensorSpec, target: OpTarget) -> int:
+    """conv2d_utils.cpp `get_input_channels_alignment` (a conv that is not a matmul): for
+    a height- or block-sharded conv of a row-major input, the input's shard width's
+    largest of 32, 16, 8 dividing it (32 when none does), or, for an input not sharded
+    (a DRAM or L1 interleaved one, and a DRAM slice's), half the L1 alignment (8: the
+    halo moves 16-B sticks); otherwise a tile's 32."""
+    if layout is MemoryLayout.WIDTH_SHARDED or x.layout is not Layout.ROW_MAJOR:
+        return TILE
+    if x.memory.shard is None:
+        return target.l1_alignment // 2
+    width = x.memory.shard.shape[1]
+    return next((a for a in (TILE, 16, 8) if width % a == 0), TILE)
+
+
+def padded_in_channels(attrs: Conv2dAttrs, p: ConvParallel, align: int) -> int:
+    """The input channels the conv reads a stick of: aligned (`input_channels_alignment`),
+    and (block / width sharded) a multiple of the channel cores."""
     if p.layout is MemoryLayout.HEIGHT_SHARDED:
         return round_up(attrs.in_channels, align)
     return round_up(attrs.in_channels, p.cores_c * align)
@@ -371,7 +386,7 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     compute = req.compute or CONV_DEFAULT_COMPUTE
     out_dtype = req.out.dtype or x.dtype
     p = parallel_config(attrs, cfg.shard_layout, target)
-    c_pad = padded_in_channels(attrs, p)
+    c_pad = padded_in_channels(attrs, p, input_channels_alignment(cfg.shard_layout, x, target))
     blocks = block_config(attrs, p, c_pad)
     # height sharded: one act block per kernel row, the weights padded alike
     weights_height = (kh * blocks[1] * TILE if p.layout is MemoryLayout.HEIGHT_SHARDED

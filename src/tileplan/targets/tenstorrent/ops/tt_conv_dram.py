@@ -77,6 +77,7 @@ from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import (
     Conv2dAttrs,
     SliceType,
+    input_channels_alignment,
     padded_in_channels,
     parallel_config,
     plan_conv2d,
@@ -234,7 +235,8 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
     layout = conv.config.shard_layout
     assert layout is not None
     p = parallel_config(conv, layout, req.target)
-    c_pad = padded_in_channels(conv, p)
+    # padded_slice shards the DRAM input with the alignment of an input not sharded
+    c_pad = padded_in_channels(conv, p, input_channels_alignment(layout, x, req.target))
     shard = ShardSpec(p.grid, (ceil_div(rows, p.cores_nhw), c_pad // p.cores_c))
     sliced = TensorSpec((1, 1, rows, c_pad), x.dtype, Layout.ROW_MAJOR, MemoryConfig(BufferType.L1, layout, shard))
     out = OutputRequest(BufferType.L1, layout, None, req.out.dtype)

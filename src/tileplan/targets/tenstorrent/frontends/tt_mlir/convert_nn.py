@@ -200,8 +200,10 @@ def decompose_sdpa(lw: Lowering, op: Operation, q: int, k: int, v: int, causal: 
     where = lw.where(op)
     b = lw.builder
     qv, kv = lw.value(q), lw.value(k)
-    batch, heads, sq, d = qv.shape
-    kv_heads, sk = kv.shape[1], kv.shape[2]
+    # [batch, heads, S, D], or 3-D [batch, S, D] (torch.nn.MultiheadAttention's): one head
+    lead, (sq, d), sk = qv.shape[:-2], qv.shape[-2:], kv.shape[-2]
+    batch, heads = qv.shape[0], (qv.shape[1] if len(qv.shape) == 4 else 1)
+    kv_heads = kv.shape[1] if len(kv.shape) == 4 else 1
     dtype = qv.dtype
     if heads != kv_heads:
         rep = RepeatInterleaveAttrs(heads // kv_heads, 1)
@@ -209,9 +211,9 @@ def decompose_sdpa(lw: Lowering, op: Operation, q: int, k: int, v: int, causal: 
                   attrs=rep, **where)
         v = b.one(OpKind.REPEAT_INTERLEAVE, f"{op.name}.v_repeat", (v,),
                   lw.value(v).with_(shape=(batch, heads, sk, lw.value(v).shape[3])), attrs=rep, **where)
-    kt = b.one(OpKind.TRANSPOSE, f"{op.name}.k_transpose", (k,), Value((batch, heads, d, sk), dtype),
+    kt = b.one(OpKind.TRANSPOSE, f"{op.name}.k_transpose", (k,), Value((*lead, d, sk), dtype),
                attrs=TransposeAttrs(-2, -1), **where)
-    scores_value = Value((batch, heads, sq, sk), dtype)
+    scores_value = Value((*lead, sq, sk), dtype)
     compute = lw.options.compute()
     scores = b.one(OpKind.MATMUL, f"{op.name}.qk", (q, kt), scores_value, attrs=MatmulAttrs(batched=True),
                    compute=compute, **where)
@@ -224,20 +226,21 @@ def decompose_sdpa(lw: Lowering, op: Operation, q: int, k: int, v: int, causal: 
     if len(op.inputs) > 3:
         name = op.inputs[3]
         mshape = lw.shapes[name]
-        if mshape[1] == 1 and heads > 1 and lw.is_constant(name) and name not in lw.tensor_of:
+        if len(mshape) == 4 and mshape[1] == 1 and heads > 1 and lw.is_constant(name) and name not in lw.tensor_of:
             # the repeat of a constant mask is const-evaluated (and shared by the layers)
             mask = lw.constant_form(f"{name}.repeat{heads}", Layout.TILE, dtype,
                                     shape=(mshape[0], heads, mshape[2], mshape[3]))
         else:
             mask = lw.tensor(name, dtype=dtype, at=op)
             mv = lw.value(mask)
-            if mv.shape[1] == 1 and heads > 1:
+            if len(mv.shape) == 4 and mv.shape[1] == 1 and heads > 1:
                 mask = b.one(OpKind.REPEAT, f"{op.name}.mask_repeat", (mask,),
                              mv.with_(shape=(mv.shape[0], heads, mv.shape[2], mv.shape[3])),
                              attrs=RepeatAttrs((1, heads, 1, 1)), **where)
         scores = b.one(OpKind.ADD, f"{op.name}.mask_add", (scores, mask), scores_value, **where)
     elif causal:
-        causal_mask = lw.constant_form(f"sdpa.causal_mask.{sq}x{sk}", Layout.TILE, dtype, shape=(1, 1, sq, sk))
+        causal_mask = lw.constant_form(f"sdpa.causal_mask.{sq}x{sk}", Layout.TILE, dtype,
+                                       shape=(1,) * len(lead) + (sq, sk))
         scores = b.one(OpKind.ADD, f"{op.name}.causal_add", (scores, causal_mask), scores_value, **where)
     probs = b.one(OpKind.SOFTMAX, f"{op.name}.softmax", (scores,), scores_value,
                   attrs=SoftmaxAttrs(dim=-1, numeric_stable=True), compute=compute, **where)
