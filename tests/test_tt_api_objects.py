@@ -150,3 +150,21 @@ def test_what_the_api_cannot_plan_is_refused_in_one_line(call, message):
     with pytest.raises((InputError, ModelError)) as raised:
         call()
     assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_siglip_vision_tower_with_its_attention_pooling_head_plans():
+    """SigLIP's head is a torch.nn.MultiheadAttention: its attention is 3-D ([batch, S, D],
+    one head), decomposed as tt-mlir's SDPA decomposition is, its scale of the scores' rank."""
+    import transformers as T
+
+    config = T.SiglipVisionConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+                                  image_size=32, patch_size=8)
+    with torch.device("meta"):
+        model = T.SiglipVisionModel(config).to(torch.bfloat16).eval()
+        image = torch.zeros(1, 3, 32, 32, dtype=torch.bfloat16)
+    result = tileplan.plan(model, (image,), machine="n150", what_if=False)
+    report = json.loads(result.to_json())
+    softmaxes = [n for n, k in zip(report["operations"]["name"], report["operations"]["kind"]) if k == "ttnn.softmax"]
+    assert softmaxes == ["encoder.layers.0.self_attn.attention.softmax", "encoder.layers.1.self_attn.attention.softmax",
+                         "head.attention.attention.softmax"]
+    assert result.fits

@@ -221,7 +221,9 @@ def decompose_sdpa(lw: Lowering, op: Operation, q: int, k: int, v: int, causal: 
     factor = float(value) if isinstance(value, (int, float)) else 1.0 / math.sqrt(d)
     # constants made on the device (FullOp, the causal mask's arange / where) are
     # const-evaluated and shared by every layer that makes the same one (CSE)
-    scale = lw.constant_form(f"sdpa.scale={factor:.6g}", Layout.TILE, dtype, shape=(1, 1, 1, 1))
+    rank = len(scores_value.shape)  # a constant of the scores' rank (shared by the layers of that rank)
+    scale = lw.constant_form(f"sdpa.scale={factor:.6g}" + ("" if rank == 4 else f".rank{rank}"), Layout.TILE, dtype,
+                             shape=(1,) * rank)
     scores = b.one(OpKind.MULTIPLY, f"{op.name}.scale_mul", (scores, scale), scores_value, **where)
     if len(op.inputs) > 3:
         name = op.inputs[3]
