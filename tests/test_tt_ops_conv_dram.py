@@ -18,6 +18,7 @@ from tileplan.targets.tenstorrent.ops.tt_conv_dram import (
     conv_slice,
     determine_slices,
     plan_conv2d_routed,
+    shard_estimate,
     slice_l1_usage,
     slice_ranges,
 )
@@ -149,3 +150,23 @@ def test_a_grouped_conv_no_slicing_fits_names_the_channel_chunking_it_does_not_m
     with pytest.raises(InputError, match=r"could not find valid slice configuration.*channel_chunk_count_if_needed, "
                                          r"groups 512\) is not modelled"):
         plan_conv2d_routed(OpKind.CONV2D, req, g)
+
+
+@pytest.mark.parametrize(("c", "o", "hw", "k", "s", "expected"), [
+    (3, 32, 32, 8, 8, MemoryLayout.HEIGHT_SHARDED),  # a patch embedding: width sharding would hold 24 x the L1
+    (512, 512, 14, 3, 1, MemoryLayout.BLOCK_SHARDED),  # weights split over the channel cores
+    (64, 64, 112, 3, 1, MemoryLayout.HEIGHT_SHARDED),  # a tall, narrow image
+    (2048, 2048, 7, 3, 1, MemoryLayout.WIDTH_SHARDED),  # 49 rows: the channels take the grid
+], ids=["patch 3->32", "512 at 14x14", "64 at 112x112", "2048 at 7x7"])
+def test_the_automatic_shard_layout_is_the_least_l1_estimate(c, o, hw, k, s, expected) -> None:
+    """determine_conv_config_for_auto_shard (tt-metal #17485): height sharding unless block
+    costs less L1 a core (on at least a grid row of cores) or width does."""
+    pad = (k // 2, k // 2) if s == 1 else (0, 0)
+    a = Conv2dAttrs(c, o, 1, (hw, hw), (k, k), (s, s), padding=pad, config=CFG, slice_type=None)
+    estimates = {layout: shard_estimate(a, layout, N150) for layout in MemoryLayout if layout.sharded}
+    chosen = auto_shard_layout(a, N150)
+    assert chosen is expected
+    assert estimates[chosen] is not None
+    assert all(e is None or estimates[chosen].total <= e.total or
+               (layout is MemoryLayout.BLOCK_SHARDED and e.cores < N150.grid[0])
+               for layout, e in estimates.items())

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from tileplan.targets.tenstorrent.memory import (
     BufferType,
@@ -83,7 +84,7 @@ from tileplan.targets.tenstorrent.ops.tt_conv import (
     plan_conv2d,
     plan_sliding_conv,
 )
-from tileplan.targets.tenstorrent.tiles import TILE, Layout, round_up
+from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
 
 PADDED_SLICE_SOURCE = "ttnn/cpp/ttnn/operations/experimental/padded_slice/device/padded_slice_rm_program_factory.cpp"
 SLICE_WRITE_SOURCE = ("ttnn/cpp/ttnn/operations/experimental/slice_write/device/"
@@ -92,34 +93,50 @@ SLICE_WRITE_SOURCE = ("ttnn/cpp/ttnn/operations/experimental/slice_write/device/
 WIDTH_SLICE_MIN = 200
 
 
-#: conv2d_utils.cpp `select_shard_spec`: block sharding wins only below 0.75 of the grid
-BLOCK_SHARE = 0.75
-#: ... and width sharding replaces block sharding for wide inputs
-WIDE_CORES, WIDE_CHANNELS = 40, 1280
+@dataclass(frozen=True, slots=True)
+class ShardEstimate:
+    """`calculate_L1_usage_for_conv_op`'s answer for one shard layout: the cores the conv
+    runs on and its L1 a core (the conv program's own circular buffers, its output and
+    the halo's output)."""
+
+    cores: int
+    total: int
 
 
-def _cores(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) -> int:
+def shard_estimate(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) -> ShardEstimate | None:
+    """The conv planned with `layout` on its interleaved row-major input (None when the
+    layout cannot run it)."""
+    dtype = attrs.config.weights_dtype or DataType.BFLOAT16
+    act = DataType.BFLOAT16 if dtype.block_float else dtype
+    rows = attrs.batch * attrs.input_hw[0] * attrs.input_hw[1]
+    kh, kw = attrs.kernel
+    x = TensorSpec((1, 1, rows, attrs.in_channels), act, Layout.ROW_MAJOR, MemoryConfig(BufferType.DRAM))
+    w = TensorSpec((1, 1, kh * kw * round_up(attrs.in_channels, TILE), round_up(attrs.out_channels, TILE)), dtype,
+                   Layout.TILE, MemoryConfig(BufferType.DRAM))
+    conv = replace(attrs, config=replace(attrs.config, shard_layout=layout), slice_type=SliceType.L1_FULL)
     try:
-        return parallel_config(attrs, layout, target).grid.cores
+        plan = plan_sliding_conv("ttnn.conv2d", OpRequest((x, w), OutputRequest(dtype=act), target), conv, rows)
     except InputError:
-        return 0
+        return None
+    program = _program(plan, "Conv2dShardedProgramFactory")
+    halo = next(b.bytes_per_bank for b in plan.buffers if b.name == "halo_output")
+    return ShardEstimate(program.cores.cores, program.cb_bytes + _cb_bytes(program, "out") + halo)
 
 
+@lru_cache(maxsize=4096)
 def auto_shard_layout(attrs: Conv2dAttrs, target: OpTarget, matmul_conv: bool = False) -> MemoryLayout:
-    """tt-metal's `select_shard_spec`: the layout giving the most cores, block sharding
-    preferred unless height sharding has more cores and block fewer than three quarters of
-    the grid (or ties on at most one grid row), width sharding when it has at least as
-    many, or (block chosen) 40 cores and more than 1,280 input channels."""
-    conv1d = attrs.kernel[1] == 1 and attrs.input_hw[1] == 1
-    cc_h = _cores(attrs, MemoryLayout.HEIGHT_SHARDED, target)
-    cc_w = 0 if matmul_conv or conv1d else _cores(attrs, MemoryLayout.WIDTH_SHARDED, target)
-    cc_b = 0 if conv1d else _cores(attrs, MemoryLayout.BLOCK_SHARDED, target)
-    layout, best = MemoryLayout.BLOCK_SHARDED, cc_b
-    if (cc_h > best and best < int(BLOCK_SHARE * target.num_cores)) or (cc_h == best and cc_h <= target.grid[0]):
-        layout, best = MemoryLayout.HEIGHT_SHARDED, cc_h
-    if cc_w >= best:
-        layout, best = MemoryLayout.WIDTH_SHARDED, cc_w
-    if layout is MemoryLayout.BLOCK_SHARDED and cc_w >= WIDE_CORES and attrs.in_channels > WIDE_CHANNELS:
+    """conv2d_utils.cpp `determine_conv_config_for_auto_shard` (tt-metal #17485, 2025-02:
+    by L1 estimate, not by core count): each layout priced by `calculate_L1_usage_for_conv_op`
+    (the conv program's circular buffers and output a core, the halo's output), height
+    sharding unless block sharding costs less on at least a grid row of cores, width
+    sharding (not for a matmul conv) when it costs less than the winner."""
+    height = shard_estimate(attrs, MemoryLayout.HEIGHT_SHARDED, target)
+    block = shard_estimate(attrs, MemoryLayout.BLOCK_SHARDED, target)
+    width = None if matmul_conv else shard_estimate(attrs, MemoryLayout.WIDTH_SHARDED, target)
+    layout, best = MemoryLayout.HEIGHT_SHARDED, height.total if height is not None else None
+    if block is not None and (best is None or block.total < best) and block.cores >= target.grid[0]:
+        layout, best = MemoryLayout.BLOCK_SHARDED, block.total
+    if width is not None and (best is None or width.total < best):
         layout = MemoryLayout.WIDTH_SHARDED
     return layout
 

@@ -7,7 +7,8 @@ The `Conv2dConfig` (tt-mlir TTIRToTTNN.cpp `Conv2dOpConversionPattern`:
 `Conv2dConfigAttr::get().withConfigTensorsInDram(true)`, every other field unset): the
 config tensors in DRAM ("to prevent OOM"), the weights in the activation's dtype, a TILE
 output, and the shard layout tt-metal chooses when none is set
-(ttnn/cpp/ttnn/operations/conv/conv2d/conv2d_utils.cpp `select_shard_spec`, ported in
+(ttnn/cpp/ttnn/operations/conv/conv2d/conv2d_utils.cpp
+`determine_conv_config_for_auto_shard`: the layout of least L1 estimate, ported in
 `auto_shard_layout`). tt-mlir's optimizer (levels 1 and 2) searches act_block_h and the
 slice type when the default fails; tileplan plans the default L1-resident conv (no DRAM
 slicing) at every level, which is what tt-mlir's `conv2d_slice_config = l1_full` of levels
