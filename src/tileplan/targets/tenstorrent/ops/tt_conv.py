@@ -27,7 +27,8 @@ Sources (tt-metal, read at the 2025 versions near the tt-mlir pin):
 conv3d: conv3d_program_factory.cpp (see `plan_conv3d`).
 Not modelled (the rule refuses them by name): 1x1 stride-1 convs (tt-metal runs them as a
 matmul), 1-D depthwise convs, activation reuse, TILE inputs (the halo's untilize path),
-the automatic choice of a shard layout, and the L1_SMALL config tensors (the halo's
+the automatic choice of a shard layout (this rule takes one: tt_conv_dram.py
+`auto_shard_layout` makes tt-metal's choice), and the L1_SMALL config tensors (the halo's
 padding / gather configs and the conv's reader indices), whose sizes need
 sliding_window.cpp's config generation.
 
