@@ -54,6 +54,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from tileplan.targets.tenstorrent.memory import (
+    DRAM_INTERLEAVED,
     BufferType,
     MemoryConfig,
     MemoryLayout,
@@ -110,17 +111,15 @@ def shard_estimate(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) -
     act = DataType.BFLOAT16 if dtype.block_float else dtype
     rows = attrs.batch * attrs.input_hw[0] * attrs.input_hw[1]
     kh, kw = attrs.kernel
-    x = TensorSpec((1, 1, rows, attrs.in_channels), act, Layout.ROW_MAJOR, MemoryConfig(BufferType.DRAM))
+    x = TensorSpec((1, 1, rows, attrs.in_channels), act, Layout.ROW_MAJOR, DRAM_INTERLEAVED)
     w = TensorSpec((1, 1, kh * kw * round_up(attrs.in_channels, TILE), round_up(attrs.out_channels, TILE)), dtype,
-                   Layout.TILE, MemoryConfig(BufferType.DRAM))
+                   Layout.TILE, DRAM_INTERLEAVED)
     conv = replace(attrs, config=replace(attrs.config, shard_layout=layout), slice_type=SliceType.L1_FULL)
     try:
         plan = plan_sliding_conv("ttnn.conv2d", OpRequest((x, w), OutputRequest(dtype=act), target), conv, rows)
     except InputError:
         return None
-    program = _program(plan, "Conv2dShardedProgramFactory")
-    halo = next(b.bytes_per_bank for b in plan.buffers if b.name == "halo_output")
-    return ShardEstimate(program.cores.cores, program.cb_bytes + _cb_bytes(program, "out") + halo)
+    return ShardEstimate(_program(plan, "Conv2dShardedProgramFactory").cores.cores, conv_l1_usage(plan))
 
 
 @lru_cache(maxsize=4096)
@@ -268,12 +267,18 @@ def _cb_bytes(prog: Program, name: str) -> int:
     return next((cb.total_bytes for cb in prog.circular_buffers if cb.name == name), 0)
 
 
-def slice_l1_usage(plan: OpPlan) -> int:
-    """`Conv2dSliceAttr::get_L1_usage`: max(halo input + halo output, the conv's CBs +
-    its output + the halo output), per core, read off the slice's programs."""
+def conv_l1_usage(plan: OpPlan) -> int:
+    """`calculate_L1_usage_for_conv_op`'s total, per core, read off a conv's programs:
+    the conv's own circular buffers, its output and the halo's output."""
     halo, conv = _program(plan, "UntilizeWithHaloProgramFactory"), _program(plan, "Conv2dShardedProgramFactory")
-    halo_in, halo_out = _cb_bytes(halo, "src"), _cb_bytes(halo, "out")
-    return max(halo_in + halo_out, conv.cb_bytes + _cb_bytes(conv, "out") + halo_out)
+    return conv.cb_bytes + _cb_bytes(conv, "out") + _cb_bytes(halo, "out")
+
+
+def slice_l1_usage(plan: OpPlan) -> int:
+    """`Conv2dSliceAttr::get_L1_usage`: max(halo input + halo output, `conv_l1_usage`),
+    per core, read off the slice's programs."""
+    halo = _program(plan, "UntilizeWithHaloProgramFactory")
+    return max(_cb_bytes(halo, "src") + _cb_bytes(halo, "out"), conv_l1_usage(plan))
 
 
 @dataclass(frozen=True, slots=True)
