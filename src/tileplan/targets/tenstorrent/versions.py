@@ -88,6 +88,15 @@ class MatmulFusion(Enum):
     SHARED_LHS = "shared_lhs"  # SharedLHSMatmulFusion: any (Q/K/V, gate/up)
 
 
+class WhereBroadcast(Enum):
+    """How `ttnn.where` runs and what operand shapes tt-mlir gives it (devices/
+    software.toml `where_broadcast`; the tt-mlir frontend's `convert_where`)."""
+
+    COMPOSITE = "composite"  # tt-metal's composite of five eltwise programs (not modelled)
+    EXPLICIT = "explicit"  # the ternary program; tt-mlir repeats every operand to the result's shape
+    IMPLICIT = "implicit"  # the ternary program broadcasts; a splat operand is a volume-1 tensor
+
+
 class Conv3dRule(Enum):
     """The Conv3dConfig tt-mlir gives `ttnn.experimental.conv3d` (devices/software.toml
     `conv3d_config`; the tt-mlir frontend's convert_conv3d.py)."""
@@ -131,6 +140,7 @@ class Software:
     const_eval_inputs_on_host: bool
     #: the Conv3dConfig tt-mlir gives ttnn.experimental.conv3d
     conv3d_config: Conv3dRule
+    where_broadcast: WhereBroadcast
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -151,7 +161,7 @@ TRACE_PAGE_MIN = 1024
 
 _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "trace_page_max", "dynamic_trace",
           "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize",
-          "const_eval_inputs_on_host", "conv3d_config")
+          "const_eval_inputs_on_host", "conv3d_config", "where_broadcast")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -195,5 +205,6 @@ def software_at(date: str, stack: Stack) -> Software:
         device_tilize=frozenset(map(DataType, values["device_tilize"])),
         const_eval_inputs_on_host=bool(values["const_eval_inputs_on_host"]),
         conv3d_config=Conv3dRule(values["conv3d_config"]),
+        where_broadcast=WhereBroadcast(values["where_broadcast"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

@@ -47,6 +47,7 @@ from tileplan.targets.tenstorrent.ops.tt_sharding import (
     plan_to_memory_config,
 )
 from tileplan.targets.tenstorrent.ops.tt_softmax import plan_softmax
+from tileplan.targets.tenstorrent.ops.tt_ternary import plan_where
 from tileplan.targets.tenstorrent.ops.tt_tm import plan_repeat, plan_repeat_interleave, plan_slice
 from tileplan.targets.tenstorrent.ops.tt_transformer import plan_concat_heads, plan_split_qkv
 from tileplan.targets.tenstorrent.ops.tt_eltwise import (
@@ -79,6 +80,7 @@ def _build() -> dict[OpKind, OpRule]:
         table[kind] = OpRule("tt_eltwise", plan_reduce)
     singles: dict[OpKind, tuple[str, Rule]] = {
         OpKind.MATMUL: ("tt_matmul", plan_matmul), OpKind.LINEAR: ("tt_matmul", plan_matmul),
+        OpKind.WHERE: ("tt_ternary", plan_where),
         OpKind.SOFTMAX: ("tt_softmax", plan_softmax),
         OpKind.LAYER_NORM: ("tt_norm", plan_norm), OpKind.RMS_NORM: ("tt_norm", plan_norm),
         OpKind.BATCH_NORM: ("tt_batch_norm", plan_batch_norm),

@@ -70,6 +70,8 @@ class OpKind(Enum):
     LOGADDEXP2 = "ttnn.logaddexp2"
     BIAS_GELU = "ttnn.bias_gelu"
     POW = "ttnn.pow"
+    # ternary eltwise (ternary_program_factory.cpp)
+    WHERE = "ttnn.where"
     # reductions (reduce_op_multi_core_{w,h}_program_factory.cpp)
     SUM = "ttnn.sum"
     MEAN = "ttnn.mean"

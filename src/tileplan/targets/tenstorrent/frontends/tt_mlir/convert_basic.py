@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from tileplan.errors import ModelError
 from tileplan.model.ir import Operation
+from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
@@ -23,7 +24,9 @@ from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, PermuteAttrs, ReshapeAttrs
 from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs, ReduceAttrs
 from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
-from tileplan.targets.tenstorrent.tiles import Layout
+from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
+from tileplan.targets.tenstorrent.tiles import DataType, Layout
+from tileplan.targets.tenstorrent.versions import WhereBroadcast
 
 Converter = Callable[[Lowering, Operation], None]
 
@@ -42,7 +45,7 @@ REDUCE = {"reduce_sum": OpKind.SUM, "reduce_mean": OpKind.MEAN, "reduce_max": Op
 #: model operators tt-mlir lowers to a TTNN operation tileplan has no rule for
 NO_RULE = {"hardswish": "ttnn.hardswish", "leaky_relu": "ttnn.leaky_relu", "elu": "ttnn.elu", "mish": "ttnn.mish",
            "softplus": "ttnn.softplus", "isnan": "ttnn.isnan", "isinf": "ttnn.isinf",
-           "round": "ttnn.round", "mod": "ttnn.remainder", "where": "ttnn.where", "pad": "ttnn.pad",
+           "round": "ttnn.round", "mod": "ttnn.remainder", "pad": "ttnn.pad",
            "tile": "ttnn.repeat", "cumsum": "ttnn.moreh_cumsum", "argmax": "ttnn.argmax", "argmin": "ttnn.argmin",
            "topk": "ttnn.topk", "sort": "ttnn.sort", "index": "ttnn.gather", "gather_elements": "ttnn.gather",
            "gather_nd": "ttnn.gather", "resize": "ttnn.upsample",
@@ -261,6 +264,74 @@ def convert_repeat_interleave(lw: Lowering, op: Operation) -> None:
     lw.define(op, lw.builder.one(OpKind.REPEAT_INTERLEAVE, op.name, (x,), out, attrs=attrs, **lw.where(op)))
 
 
+def _shaped(lw: Lowering, name: str, tid: int | None, shape: tuple[int, ...], op: Operation) -> int:
+    """Computed value `tid` (model value `name`) in `shape`: a `ttnn.reshape` to its rank
+    (stablehlo.broadcast_in_dim's unsqueeze) and a `ttnn.repeat` to its extent, each
+    only where needed."""
+    assert tid is not None
+    v = lw.value(tid)
+    if len(v.shape) != len(shape):
+        ranked = (1,) * (len(shape) - len(v.shape)) + v.shape
+        tid = lw.builder.one(OpKind.RESHAPE, f"{name}.reshape", (tid,), v.with_(shape=ranked),
+                             attrs=ReshapeAttrs(ranked), **lw.where(op))
+        v = lw.value(tid)
+    if v.shape != shape:
+        repeats = tuple(t // s for s, t in zip(v.shape, shape))
+        tid = lw.builder.one(OpKind.REPEAT, f"{name}.repeat", (tid,), v.with_(shape=shape),
+                             attrs=RepeatAttrs(repeats), **lw.where(op))
+    return tid
+
+
+def convert_where(lw: Lowering, op: Operation) -> None:
+    """`torch.where` / `masked_fill`: tt-xla's `stablehlo.select` is `ttir.where`
+    (StableHLOToTTIRPatterns.cpp, a one-to-one pattern), `ttnn.where` of three tensors
+    (TTIRToTTNN.cpp `ElementwiseOpConversionPattern`; ops/tt_ternary.py). The operands
+    reach it at the result's rank (torch-xla broadcasts each with `broadcast_in_dim`:
+    a reshape, then a `ttir.broadcast` the implicit-broadcast fold removes). By the
+    build's `where_broadcast` (devices/software.toml):
+
+    * `explicit` (2025-08-01 on): tt-mlir's workaround repeats every operand of another
+      shape to the result's (`ExplicateOperandBroadcastsRewritePattern`); a scalar is a
+      `ttnn.full` of the result's shape, and a constant operand's reshape and repeat are
+      const-eval (hoisted: `ConstEvalHoistTransform`), so it is uploaded at full size;
+    * `implicit` (2026-03-23 on): the operands keep their shapes and tt-metal
+      broadcasts; a scalar is a volume-1 `ttnn.full` (TTIRFoldFullToScalar);
+    * `composite` (before): tt-metal's five-program composite, refused here.
+
+    Data types (TTNNWorkaroundsPass.cpp `createWhereOpOperandsWorkarounds`): the
+    predicate is cast to the values' type; integer values run in float32, the result
+    cast back. The scalar of the importers' `where(c, x, scalar)` is the false value."""
+    rule = lw.device.software.where_broadcast
+    if rule is WhereBroadcast.COMPOSITE:
+        raise ModelError(f"on the {lw.device.version} build ttnn.where is tt-metal's composite of five programs (gtz, "
+                         "lez, two multiplies, an add), which is not modelled; builds from 2025-08-01 run the ternary "
+                         "program (--tt-version)", f"operation {op.index} ({op.name})")
+    out_shape = op.output_shape
+    out_dtype = lw.dtype(op.output)
+    work = out_dtype if out_dtype in (DataType.BFLOAT16, DataType.FLOAT32) or out_dtype.block_float \
+        else DataType.FLOAT32
+    scalar = op.attr("scalar")
+    names = list(op.inputs)
+    operands: list[int] = []
+    for name in names:
+        if lw.is_constant(name) and name not in lw.tensor_of:
+            shape = out_shape if rule is WhereBroadcast.EXPLICIT else \
+                (1,) * (len(out_shape) - len(lw.shapes[name])) + lw.shapes[name]
+            operands.append(lw.constant_form(name, Layout.TILE, work, shape=shape))
+            continue
+        tid = lw.tensor(name, dtype=work, at=op)
+        target = out_shape if rule is WhereBroadcast.EXPLICIT else \
+            (1,) * (len(out_shape) - len(lw.value(tid).shape)) + lw.value(tid).shape
+        operands.append(_shaped(lw, name, tid, target, op))
+    if scalar is not None:
+        shape = out_shape if rule is WhereBroadcast.EXPLICIT else (1,) * len(out_shape)
+        spec = TensorSpec(shape, work, Layout.TILE, DRAM_INTERLEAVED)
+        operands.append(lw.builder.upload(f"{op.name}.full", Role.BUFFER, spec, op.module))
+    out = Value(out_shape, work)
+    tid = lw.builder.one(OpKind.WHERE, op.name, tuple(operands), out, out=OutputRequest(dtype=work), **lw.where(op))
+    lw.define(op, lw.convert(tid, None, out_dtype, op, op.name) if work is not out_dtype else tid)
+
+
 def convert_unsupported(lw: Lowering, op: Operation) -> None:
     raise no_rule(op, NO_RULE[op.kind])
 
@@ -271,5 +342,6 @@ CONVERTERS: dict[str, Converter] = {
     "cast": convert_cast, "identity": convert_alias, "alias": convert_alias, "restore": convert_alias,
     "reshape": convert_reshape, "transpose": convert_permute, "concat": convert_concat, "slice": convert_slice,
     "expand": convert_expand, "repeat_interleave": convert_repeat_interleave, "clamp": convert_clamp,
+    "where": convert_where,
 }
 
