@@ -97,6 +97,24 @@ class WhereBroadcast(Enum):
     IMPLICIT = "implicit"  # the ternary program broadcasts; a splat operand is a volume-1 tensor
 
 
+class CumsumLowering(Enum):
+    """How tt-mlir lowers a cumulative sum (devices/software.toml `cumsum_lowering`; the
+    tt-mlir frontend's `convert_cumsum`)."""
+
+    MOREH_DEVICE = "moreh_device"  # tt-metal's own moreh_cumsum device op (not modelled)
+    MOREH_RANK4 = "moreh_rank4"  # reshaped to rank 4, dim >= 2 permuted to 0, ttnn.moreh_cumsum
+    NATIVE = "native"  # ttnn.cumsum as it is
+
+
+class Accumulation(Enum):
+    """Which circular buffers tt-metal's `prim::accumulation` factory creates (devices/
+    software.toml `accumulation_cbs`; ops/tt_accumulation.py)."""
+
+    MOREH = "moreh"  # tt-metal's moreh_cumsum device operation, before PR #24575 (not modelled)
+    FOUR_TILE = "four_tile"  # SRC, ACC, START, DST of 4 tiles each
+    ONE_TILE_ACC = "one_tile_acc"  # SRC 4, a 1-tile ACC (float32 unless integer), DST 4
+
+
 class Conv3dRule(Enum):
     """The Conv3dConfig tt-mlir gives `ttnn.experimental.conv3d` (devices/software.toml
     `conv3d_config`; the tt-mlir frontend's convert_conv3d.py)."""
@@ -141,6 +159,8 @@ class Software:
     #: the Conv3dConfig tt-mlir gives ttnn.experimental.conv3d
     conv3d_config: Conv3dRule
     where_broadcast: WhereBroadcast
+    cumsum_lowering: CumsumLowering
+    accumulation_cbs: Accumulation
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -161,7 +181,8 @@ TRACE_PAGE_MIN = 1024
 
 _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "trace_page_max", "dynamic_trace",
           "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize",
-          "const_eval_inputs_on_host", "conv3d_config", "where_broadcast")
+          "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
+          "cumsum_lowering", "accumulation_cbs")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -206,5 +227,7 @@ def software_at(date: str, stack: Stack) -> Software:
         const_eval_inputs_on_host=bool(values["const_eval_inputs_on_host"]),
         conv3d_config=Conv3dRule(values["conv3d_config"]),
         where_broadcast=WhereBroadcast(values["where_broadcast"]),
+        cumsum_lowering=CumsumLowering(values["cumsum_lowering"]),
+        accumulation_cbs=Accumulation(values["accumulation_cbs"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

@@ -77,6 +77,9 @@ class OpKind(Enum):
     MEAN = "ttnn.mean"
     MAX = "ttnn.max"
     MIN = "ttnn.min"
+    # accumulations (reduction/accumulation/: the composite around prim::accumulation)
+    CUMSUM = "ttnn.cumsum"
+    MOREH_CUMSUM = "ttnn.moreh_cumsum"
     # matmul
     MATMUL = "ttnn.matmul"
     LINEAR = "ttnn.linear"

@@ -26,7 +26,8 @@ from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs, ReduceAttrs
 from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
 from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
-from tileplan.targets.tenstorrent.versions import WhereBroadcast
+from tileplan.targets.tenstorrent.ops.tt_accumulation import CumsumAttrs
+from tileplan.targets.tenstorrent.versions import CumsumLowering, WhereBroadcast
 
 Converter = Callable[[Lowering, Operation], None]
 
@@ -46,7 +47,7 @@ REDUCE = {"reduce_sum": OpKind.SUM, "reduce_mean": OpKind.MEAN, "reduce_max": Op
 NO_RULE = {"hardswish": "ttnn.hardswish", "leaky_relu": "ttnn.leaky_relu", "elu": "ttnn.elu", "mish": "ttnn.mish",
            "softplus": "ttnn.softplus", "isnan": "ttnn.isnan", "isinf": "ttnn.isinf",
            "round": "ttnn.round", "mod": "ttnn.remainder", "pad": "ttnn.pad",
-           "tile": "ttnn.repeat", "cumsum": "ttnn.moreh_cumsum", "argmax": "ttnn.argmax", "argmin": "ttnn.argmin",
+           "tile": "ttnn.repeat", "argmax": "ttnn.argmax", "argmin": "ttnn.argmin",
            "topk": "ttnn.topk", "sort": "ttnn.sort", "index": "ttnn.gather", "gather_elements": "ttnn.gather",
            "gather_nd": "ttnn.gather", "resize": "ttnn.upsample",
            "log_softmax": "ttnn.log_softmax", "reduce_prod": "ttnn.prod", "reduce_l1": "ttnn.sum",
@@ -332,6 +333,61 @@ def convert_where(lw: Lowering, op: Operation) -> None:
     lw.define(op, lw.convert(tid, None, out_dtype, op, op.name) if work is not out_dtype else tid)
 
 
+def convert_cumsum(lw: Lowering, op: Operation) -> None:
+    """`torch.cumsum`: tt-xla's `stablehlo.reduce_window` of an add (torch-xla
+    `BuildCumulativeComputation`), `ttir.cumsum` (StableHLOToTTIRPatterns.cpp `isCumSum`),
+    by the build's `cumsum_lowering` (devices/software.toml):
+
+    * `moreh_rank4` (2025-07 to 2026-03-17): `ttnn.moreh_cumsum` between tt-mlir's
+      workarounds (TTNNWorkaroundsPatterns.cpp: `CumSumOpRankRewritePattern` reshapes a
+      rank below 4 by appending 1s, `[B, S]` to `[B, S, 1, 1]`, one tile an element;
+      `CumSumOpDimRewritePattern` swaps a dimension of 2 or more with 0 by `ttnn.permute`),
+      each undone after;
+    * `native` (2026-03-18 on): `ttnn.cumsum` of the value as it is, with the result's
+      data type;
+    * `moreh_device` (before): tt-metal's own moreh device operation, refused here.
+
+    The operand is first cast to the result's type (torch's integer promotion; a
+    boolean, held bfloat16, becomes int32). ops/tt_accumulation.py prices the scan."""
+    sw = lw.device.software
+    if sw.cumsum_lowering is CumsumLowering.MOREH_DEVICE:
+        raise ModelError(f"on the {lw.device.version} build ttnn.moreh_cumsum is tt-metal's moreh device operation "
+                         "(before tt-metal PR #24427), which is not modelled; builds from 2025-07 run ttnn.cumsum "
+                         "(--tt-version)", f"operation {op.index} ({op.name})")
+    src = op.inputs[0]
+    out_dtype = lw.dtype(op.output)
+    x = lw.tensor(src, dtype=out_dtype, at=op)
+    shape = lw.value(x).shape
+    rank = len(shape)
+    axis = op.int_attr("axis") % rank
+    where = lw.where(op)
+    accumulation = sw.accumulation_cbs
+    if sw.cumsum_lowering is CumsumLowering.NATIVE:
+        out = Value(shape, out_dtype)
+        lw.define(op, lw.builder.one(OpKind.CUMSUM, op.name, (x,), out, out=OutputRequest(dtype=out_dtype),
+                                     attrs=CumsumAttrs(axis, accumulation), **where))
+        return
+    b = lw.builder
+    shape4 = shape + (1,) * (4 - rank) if rank < 4 else shape
+    if shape4 != shape:
+        x = b.one(OpKind.RESHAPE, f"{op.name}.reshape", (x,), Value(shape4, out_dtype), attrs=ReshapeAttrs(shape4),
+                  **where)
+    perm = list(range(len(shape4)))
+    if axis >= 2:
+        perm[0], perm[axis] = axis, 0
+        x = b.one(OpKind.PERMUTE, f"{op.name}.permute", (x,), Value(tuple(shape4[d] for d in perm), out_dtype),
+                  attrs=PermuteAttrs(tuple(perm)), **where)
+    dim = 0 if axis >= 2 else axis
+    tid = b.one(OpKind.MOREH_CUMSUM, op.name, (x,), lw.value(x), attrs=CumsumAttrs(dim, accumulation), **where)
+    if axis >= 2:
+        tid = b.one(OpKind.PERMUTE, f"{op.name}.permute_back", (tid,), Value(shape4, out_dtype),
+                    attrs=PermuteAttrs(tuple(perm)), **where)
+    if shape4 != shape:
+        tid = b.one(OpKind.RESHAPE, f"{op.name}.reshape_back", (tid,), Value(shape, out_dtype),
+                    attrs=ReshapeAttrs(shape), **where)
+    lw.define(op, tid)
+
+
 def convert_unsupported(lw: Lowering, op: Operation) -> None:
     raise no_rule(op, NO_RULE[op.kind])
 
@@ -342,6 +398,6 @@ CONVERTERS: dict[str, Converter] = {
     "cast": convert_cast, "identity": convert_alias, "alias": convert_alias, "restore": convert_alias,
     "reshape": convert_reshape, "transpose": convert_permute, "concat": convert_concat, "slice": convert_slice,
     "expand": convert_expand, "repeat_interleave": convert_repeat_interleave, "clamp": convert_clamp,
-    "where": convert_where,
+    "where": convert_where, "cumsum": convert_cumsum,
 }
 
