@@ -115,6 +115,14 @@ class Accumulation(Enum):
     ONE_TILE_ACC = "one_tile_acc"  # SRC 4, a 1-tile ACC (float32 unless integer), DST 4
 
 
+class Conv1dLowering(Enum):
+    """How tt-mlir lowers torch-xla's 1-D convolution, a 2-D one of height 1 (devices/
+    software.toml `conv1d_lowering`; the tt-mlir frontend's convert_conv.py)."""
+
+    CONV2D = "conv2d"  # ttnn.conv2d of [N, C, 1, L], as any 2-D convolution
+    NATIVE = "native"  # ttnn.conv1d (convert_conv1d)
+
+
 class Conv3dRule(Enum):
     """The Conv3dConfig tt-mlir gives `ttnn.experimental.conv3d` (devices/software.toml
     `conv3d_config`; the tt-mlir frontend's convert_conv3d.py)."""
@@ -160,6 +168,7 @@ class Software:
     conv3d_config: Conv3dRule
     where_broadcast: WhereBroadcast
     cumsum_lowering: CumsumLowering
+    conv1d_lowering: Conv1dLowering
     accumulation_cbs: Accumulation
     l1_small_size: int
     trace_region_size: int
@@ -182,7 +191,7 @@ TRACE_PAGE_MIN = 1024
 _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "trace_page_max", "dynamic_trace",
           "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize",
           "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
-          "cumsum_lowering", "accumulation_cbs")
+          "cumsum_lowering", "accumulation_cbs", "conv1d_lowering")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -228,6 +237,7 @@ def software_at(date: str, stack: Stack) -> Software:
         conv3d_config=Conv3dRule(values["conv3d_config"]),
         where_broadcast=WhereBroadcast(values["where_broadcast"]),
         cumsum_lowering=CumsumLowering(values["cumsum_lowering"]),
+        conv1d_lowering=Conv1dLowering(values["conv1d_lowering"]),
         accumulation_cbs=Accumulation(values["accumulation_cbs"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

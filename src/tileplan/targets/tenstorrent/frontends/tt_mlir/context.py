@@ -272,20 +272,31 @@ class Lowering:
             v = self.value(tid)
             tid = self.builder.one(OpKind.RESHAPE, f"{name}.unflatten", (tid,), v.with_(shape=(n, h, w, c)),
                                    attrs=ReshapeAttrs((n, h, w, c)), **self.where(at))
-            self.nchw_of[name] = self.builder.one(OpKind.PERMUTE, f"{name}.to_nchw", (tid,),
-                                                  v.with_(shape=(n, c, h, w)), attrs=PermuteAttrs((0, 3, 1, 2)),
-                                                  **self.where(at))
+            tid = self.builder.one(OpKind.PERMUTE, f"{name}.to_nchw", (tid,), v.with_(shape=(n, c, h, w)),
+                                   attrs=PermuteAttrs((0, 3, 1, 2)), **self.where(at))
+            model = self.shapes[name]
+            if len(model) == 3:  # a 1-D convolution's [N, C, L]: torch-xla's squeeze of [N, C, 1, L]
+                tid = self.builder.one(OpKind.RESHAPE, f"{name}.squeeze", (tid,), v.with_(shape=model),
+                                       attrs=ReshapeAttrs(model), **self.where(at))
+            self.nchw_of[name] = tid
         return self.nchw_of[name]
 
     def flat_tensor(self, name: str, layout: Layout | None = Layout.TILE, at: Operation | None = None) -> int:
         """Model value `name` ([N, C, H, W]) flattened to [1, 1, N*H*W, C]: as it is when a
         convolution made it, else permuted to NHWC and reshaped (tt-mlir's conv2d
-        conversion, TTIRFlattenSlidingWindow)."""
+        conversion, TTIRFlattenSlidingWindow). A 1-D convolution's [N, C, L] is first
+        reshaped to [N, C, 1, L], the 2-D convolution torch-xla makes of it."""
         if name in self.flat:
             return self.convert(self.tensor_of[name], layout, None, at, name)
-        n, c, h, w = self.shapes[name]
         tid = self.tensor(name, at=at)
         v = self.value(tid)
+        if len(self.shapes[name]) == 3:  # [N, C, L] as torch-xla hands a 1-D convolution: [N, C, 1, L]
+            n, c, w = self.shapes[name]
+            h = 1
+            tid = self.builder.one(OpKind.RESHAPE, f"{name}.unsqueeze", (tid,), v.with_(shape=(n, c, h, w)),
+                                   attrs=ReshapeAttrs((n, c, h, w)), **self.where(at))
+        else:
+            n, c, h, w = self.shapes[name]
         tid = self.builder.one(OpKind.PERMUTE, f"{name}.to_nhwc", (tid,), v.with_(shape=(n, h, w, c)),
                                attrs=PermuteAttrs((0, 2, 3, 1)), **self.where(at))
         tid = self.builder.one(OpKind.RESHAPE, f"{name}.flatten", (tid,), v.with_(shape=(1, 1, n * h * w, c)),

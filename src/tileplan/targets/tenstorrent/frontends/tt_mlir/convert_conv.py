@@ -27,6 +27,13 @@ here a `ttnn.linear` (or `ttnn.matmul`) of the flattened input by the [C, O] wei
 tileplan's conv rule takes a row-major input; a TILE input is untilized first (tt-metal
 untilizes it in the halo: the same pages, one DRAM tensor more here).
 
+A 1-D convolution reaches tt-mlir as torch-xla makes it, a 2-D one of [N, C, 1, L] by
+[O, C/g, 1, K] (torch's aten::_convolution: "Expand 1d -> 2d", `view4d` an unsqueeze of
+dimension 2), the length on the width: before tt-mlir ff14c6957a (2026-07-14) it is that
+`ttnn.conv2d` (the input reshaped to [N, C, 1, L] and flattened, the output held
+flattened as a 2-D convolution's); from it a `ttnn.conv1d` (`convert_conv1d`; devices/
+software.toml `conv1d_lowering`).
+
 Transposed convolutions (the importers' `conv_grad_input`, with its bias when fusion.py
 gave it one) are `ttnn.conv_transpose2d` (TTIRToTTNN.cpp
 `ConvTranspose2dOpConversionPattern`, after TTIRFlattenSlidingWindow and the NHWC
@@ -67,7 +74,9 @@ from tileplan.targets.tenstorrent.ops.tt_conv_dram import auto_shard_layout
 from tileplan.targets.tenstorrent.ops.tt_conv_transpose import ConvTranspose2dAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_pool import Pool2dAttrs
+from tileplan.targets.tenstorrent.ops.tt_data_movement import PermuteAttrs, ReshapeAttrs
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
+from tileplan.targets.tenstorrent.versions import Conv1dLowering
 
 def _pairs(op: Operation, key: str, default: int) -> tuple[int, int]:
     first, second = per_dim(op, key, default, 2)
@@ -81,15 +90,26 @@ def convert_conv(lw: Lowering, op: Operation) -> None:
     if len(xs) == 5:
         convert_conv3d(lw, op)
         return
-    if len(xs) != 4 or len(ws) != 4:
-        raise no_rule(op, "ttnn.conv1d")
-    n, c, h, w = xs
-    o, _, kh, kw = ws
     groups = op.int_attr("groups", 1)
-    stride, dilation = _pairs(op, "strides", 1), _pairs(op, "dilations", 1)
-    pads = op.attr("pads")
-    padding = (int(pads[0]), int(pads[1])) if isinstance(pads, (tuple, list)) and len(pads) >= 2 else (0, 0)
-    _, _, oh, ow = op.output_shape
+    if len(xs) == 3 and len(ws) == 3:
+        if lw.device.software.conv1d_lowering is Conv1dLowering.NATIVE:
+            convert_conv1d(lw, op)
+            return
+        # torch-xla's 2-D convolution of [N, C, 1, L] by [O, C/g, 1, K] (see the module docstring)
+        (n, c, w), (o, _, kw), h, kh = xs, ws, 1, 1
+        stride, dilation = (1, per_dim(op, "strides", 1, 1)[0]), (1, per_dim(op, "dilations", 1, 1)[0])
+        padding = (0, _padding_1d(op))
+        oh, ow = 1, op.output_shape[2]
+    elif len(xs) != 4 or len(ws) != 4:
+        raise ModelError(f"a {len(xs) - 2}-D convolution: tt-mlir lowers 1-, 2- and 3-D ones",
+                         f"operation {op.index} ({op.name})")
+    else:
+        n, c, h, w = xs
+        o, _, kh, kw = ws
+        stride, dilation = _pairs(op, "strides", 1), _pairs(op, "dilations", 1)
+        pads = op.attr("pads")
+        padding = (int(pads[0]), int(pads[1])) if isinstance(pads, (tuple, list)) and len(pads) >= 2 else (0, 0)
+        _, _, oh, ow = op.output_shape
     dtype = lw.float_dtype() if lw.options.activations is None else lw.options.activations
     where = lw.where(op)
     dims = (n, oh, ow, o)
@@ -131,6 +151,81 @@ def convert_conv(lw: Lowering, op: Operation) -> None:
     tid = lw.builder.one(OpKind.CONV2D, op.name, conv_inputs, out_value, out=OutputRequest(dtype=out_value.dtype),
                          attrs=attrs, compute=lw.options.compute(), fused=fused, **where)
     lw.define_flat(op, tid, dims)
+
+
+def _padding_1d(op: Operation) -> int:
+    """A 1-D convolution's padding, the same on both sides (conv2d's padding pairs)."""
+    pads = op.attr("pads")
+    before, after = (int(pads[0]), int(pads[1])) if isinstance(pads, (tuple, list)) and len(pads) >= 2 else (0, 0)
+    if before != after:
+        raise ModelError(f"a 1-D convolution padded ({before}, {after}): the conv2d rule takes the same padding on "
+                         "both sides", f"operation {op.index} ({op.name})")
+    return before
+
+
+def convert_conv1d(lw: Lowering, op: Operation) -> None:
+    """A 1-D convolution on builds with tt-mlir's native `ttnn.conv1d` (devices/
+    software.toml `conv1d_lowering`: tt-mlir ff14c6957a, #8957, 2026-07-14).
+
+    StableHLOToTTIRPatterns.cpp `tryEmitDegenerate2dAsConv1d` takes torch-xla's 2-D
+    convolution of [N, C, 1, L] back to `ttir.conv1d` of [N, L, C] (a permute to [N, L,
+    C, 1] and a reshape), with no bias; TTIRToTTNN.cpp `Conv1dOpConversionPattern` gives
+    `ttnn.conv1d` a `Conv2dConfig` of `config_tensors_in_dram = false` alone, no compute
+    or slice config, and a result in conv2d's flattened [1, 1, N*L', O], reshaped to
+    [N, L', O]; the workarounds make its input row-major and its output TILE
+    (TTNNWorkaroundsPass.cpp `createConvOpOperandsWorkarounds<Conv1dOp>`), and no pass
+    prepares its weights or fuses its bias or activation. tt-metal's `ttnn::conv1d`
+    (ttnn/cpp/ttnn/operations/conv/conv1d/conv1d.cpp, after PR #34957 and #47927) runs
+    `ttnn::conv2d` of height 1 and width L, kernel (1, K), stride (1, s), padding
+    (0, 0, p, p), dilation (1, d), the slice config unset: a DRAM input takes conv2d's
+    DRAM path, config tensors in L1_SMALL. Then the reshapes to [N, L', O, 1], the
+    permute to [N, O, 1, L'], the model's bias as a broadcast `ttnn.add` and the squeeze
+    to [N, O, L'].
+
+    The weights arrive on the host and ttnn.conv2d prepares them on the device for the
+    call; tileplan holds the prepared weight for the whole program, as it does a level-0
+    conv2d's (the module docstring)."""
+    x_name, w_name = op.inputs[0], op.inputs[1]
+    bias = op.inputs[2] if len(op.inputs) > 2 else None
+    (n, c, length), (o, _, k) = lw.shapes[x_name], lw.shapes[w_name]
+    groups = op.int_attr("groups", 1)
+    stride, dilation = per_dim(op, "strides", 1, 1)[0], per_dim(op, "dilations", 1, 1)[0]
+    padding = _padding_1d(op)
+    out_len = op.output_shape[2]
+    dtype = lw.float_dtype() if lw.options.activations is None else lw.options.activations
+    where = lw.where(op)
+    b = lw.builder
+    x = lw.tensor(x_name, at=op)
+    v = lw.value(x)
+    x = b.one(OpKind.RESHAPE, f"{x_name}.unsqueeze", (x,), v.with_(shape=(n, c, 1, length)),
+              attrs=ReshapeAttrs((n, c, 1, length)), **where)
+    x = b.one(OpKind.PERMUTE, f"{x_name}.to_nlc", (x,), v.with_(shape=(n, length, c, 1)),
+              attrs=PermuteAttrs((0, 3, 1, 2)), **where)
+    x = b.one(OpKind.RESHAPE, f"{x_name}.nlc", (x,), v.with_(shape=(n, length, c)),
+              attrs=ReshapeAttrs((n, length, c)), **where)
+    x = lw.convert(x, Layout.ROW_MAJOR, None, op, x_name)
+    conv = Conv2dAttrs(c, o, n, (1, length), (1, k), (1, stride), (0, padding), (1, dilation), groups, False)
+    config = Conv2dConfig(shard_layout=auto_shard_layout(conv, lw.target), weights_dtype=dtype,
+                          config_tensors_in_dram=False)
+    conv = replace(conv, config=config, slice_type=None)
+    weight = lw.constant_form(w_name, Layout.TILE, lw.options.weight_conversion or dtype,
+                              shape=(1, 1, k * round_up(c, TILE), round_up(o, TILE)))
+    out_dtype = lw.dtype(op.output)
+    tid = b.one(OpKind.CONV2D, op.name, (x, weight), Value((1, 1, n * out_len, o), out_dtype),
+                out=OutputRequest(dtype=out_dtype), attrs=conv, compute=lw.options.compute(), **where)
+    v = lw.value(tid)
+    for shape, label in (((n, out_len, o), "unflatten"), ((n, out_len, o, 1), "unsqueeze")):
+        tid = b.one(OpKind.RESHAPE, f"{op.name}.{label}", (tid,), v.with_(shape=shape), attrs=ReshapeAttrs(shape),
+                    **where)
+    tid = b.one(OpKind.PERMUTE, f"{op.name}.to_ncl", (tid,), v.with_(shape=(n, o, 1, out_len)),
+                attrs=PermuteAttrs((0, 2, 3, 1)), **where)
+    if bias is not None:
+        tid = b.one(OpKind.ADD, f"{op.name}.bias", (tid, lw.constant_form(bias, Layout.TILE, out_dtype,
+                                                                          shape=(1, o, 1, 1))),
+                    v.with_(shape=(n, o, 1, out_len)), out=OutputRequest(dtype=out_dtype), **where)
+    tid = b.one(OpKind.RESHAPE, f"{op.name}.squeeze", (tid,), v.with_(shape=(n, o, out_len)),
+                attrs=ReshapeAttrs((n, o, out_len)), **where)
+    lw.define(op, tid)
 
 
 def convert_conv_transpose(lw: Lowering, op: Operation) -> None:
