@@ -22,15 +22,17 @@ versions, the factories' CBs unchanged since the November 2025 uplift tt-mlir pi
   is not whole tiles, c_16 2 when swapped; both moved `MultiCoreTiledGeneric` c_0..c_2
   of 2 tiles each (+ read misalignment) and a face-row padding page when Y is not whole
   tiles.
-- pad (pad/pad.cpp `invoke_tile`) of a TILE tensor within its tile padding (the last two
-  dimensions' padded sizes kept, no other dimension grown): `fill_implicit_tile_padding`
-  (fill_pad/fill_pad.cpp; a rank above 3 viewed as rank 3) writes the pad value into the
-  tensor's own padding in place (fill_pad_device_operation.cpp `create_output_tensors`
-  returns the input), then a view relabels the logical shape: no buffer. Its program
-  (fill_pad/device/fill_pad_program_factory.cpp `FillPadProgramFactory`): c_0 of 2 pages
-  of a face row plus a uint16 (element bytes x 16 + 2). Nothing runs when the input has no
-  implicit padding. A pad that grows a tile or an upper dimension (the Pad device
-  operation's factories), a row-major or block-float pad are refused.
+- pad (pad/pad.cpp) of a TILE tensor (`invoke_tile`, no front padding):
+  `fill_implicit_tile_padding` (fill_pad/fill_pad.cpp; a rank above 3 viewed as rank 3)
+  writes the pad value into the tensor's own padding in place
+  (fill_pad_device_operation.cpp `create_output_tensors` returns the input; its program
+  `FillPadProgramFactory`: c_0 of 2 pages of a face row plus a uint16, element bytes x 16
+  + 2; nothing runs when the input has no implicit padding); within the tile padding (the
+  last two dimensions' padded sizes kept, no other dimension grown) a view relabels the
+  logical shape: no buffer; otherwise the Pad device operation's
+  `PadTileMulticoreProgramFactory` (tt-mlir passes `use_multicore = true`) writes a new
+  buffer. A row-major pad: `PadRmReaderWriterMultiCoreV2` (`_pad_rm`). A block-float pad
+  is refused.
 - concat (concat/device/concat_program_factory.cpp `concat_multi_core`): c_0 of 2 output
   pages (a tile, or an aligned output row), 1 when 2 would pass half of L1.
 Sharded inputs (their own factories) and row-major reshape / permute are not modelled:
@@ -310,33 +312,76 @@ def plan_permute(kind: OpKind, req: OpRequest, attrs: PermuteAttrs) -> OpPlan:
     return OpPlan(op, (program,), (out,), output_buffers((out,), req.target, 0))
 
 
+def _fill_pad(x: TensorSpec, req: OpRequest) -> Program:
+    """fill_pad/device/fill_pad_program_factory.cpp `FillPadProgramFactory`: c_0 of 2
+    pages of a face row plus a uint16 (element bytes x 16 + 2)."""
+    grid = req.target.grid_range()
+    page = x.dtype.element_bytes * FACE + 2
+    return Program("FillPadProgramFactory", SOURCE_DIR + "fill_pad/device/fill_pad_program_factory.cpp", grid,
+                   (cbuf(0, "src0", 2, page, grid),))
+
+
+def _pad_rm(x: TensorSpec, attrs: PadAttrs, req: OpRequest, op: str) -> OpPlan:
+    """pad/device/pad_rm_reader_writer_multi_core_v2 (`PadRmReaderWriterMultiCoreV2`,
+    tt-mlir's `use_multicore = true`): on every core of the grid, c_0 of 16 x
+    `get_num_stick_per_barrier` (ceil(2,048 / the input row's bytes)) output rows aligned
+    to L1, c_1 one output row aligned to DRAM, c_2 the same when the last dimension is
+    padded in front or the L1-aligned row is not DRAM-aligned. The output: row-major, the
+    padded shape, a new buffer."""
+    target = req.target
+    shape = tuple(d + before + after for d, (before, after) in zip(x.shape, attrs.padding))
+    out = TensorSpec(shape, x.dtype, Layout.ROW_MAJOR, req.out.memory())
+    elem = x.dtype.element_bytes
+    row = shape[-1] * elem
+    l1_row = round_up(row, target.l1_alignment)
+    dram_row = round_up(row, target.dram_alignment)
+    per_barrier = -(-2048 // (x.shape[-1] * elem))
+    grid = target.grid_range()
+    cbs = [cbuf(0, "src0", 16 * per_barrier, l1_row, grid), cbuf(1, "dst", 1, dram_row, grid)]
+    if attrs.padding[-1][0] != 0 or l1_row % target.dram_alignment != 0:
+        cbs.append(cbuf(2, "pad_value", 1, dram_row, grid))
+    program = Program("PadRmReaderWriterMultiCoreV2ProgramFactory",
+                      SOURCE_DIR + "pad/device/pad_rm_reader_writer_multi_core_v2_program_factory.cpp", grid,
+                      tuple(cbs))
+    return OpPlan(op, (program,), (out,), output_buffers((out,), target, 0))
+
+
 def plan_pad(kind: OpKind, req: OpRequest, attrs: PadAttrs) -> OpPlan:
-    """ttnn.pad of a TILE tensor within its implicit tile padding (see the module docstring)."""
+    """ttnn.pad (pad/pad.cpp `ExecutePad::invoke`): a row-major tensor by
+    `PadRmReaderWriterMultiCoreV2`; a TILE one (`invoke_tile`: no front padding) has its
+    implicit padding filled in place, then either a view (the last two dimensions'
+    padded sizes kept, no upper dimension grown) or `PadTileMulticoreProgramFactory`
+    into a new buffer (pad/device/pad_tile_multicore_program_factory.cpp: c_0 and c_1 of
+    2 output tiles, c_2 of 1, on every core of the grid)."""
     (x,) = req.inputs
     op = kind.value
     rank = len(x.shape)
     require(len(attrs.padding) == rank, op, f"{len(attrs.padding)} (before, after) pairs for a rank-{rank} tensor")
     _interleaved(op, x)
-    require(x.layout is Layout.TILE, op, "a row-major pad (the Pad device operation's row-major factories) is not "
-            "modelled")
     require(not x.dtype.block_float, op, f"a {x.dtype.value} pad (fill_pad typecasts it to bfloat16 and back) is not "
             "modelled")
+    if x.layout is Layout.ROW_MAJOR:
+        return _pad_rm(x, attrs, req, op)
     require(all(before == 0 for before, _ in attrs.padding), op,
             "ttnn.pad: on device tile padding does not support front padding")
     shape = tuple(d + after for d, (_, after) in zip(x.shape, attrs.padding))
+    filled = not all(x.shape[i] % TILE == 0 for i in range(max(rank - 2, 0), rank))
     within = shape[:-2] == x.shape[:-2] and all(
         round_up(shape[i], TILE) == round_up(x.shape[i], TILE) for i in range(max(rank - 2, 0), rank))
-    require(within, op, f"a pad from {list(x.shape)} to {list(shape)} grows a tile or an upper dimension (the Pad "
-            "device operation's tiled factories), not modelled")
-    out = TensorSpec(shape, x.dtype, x.layout, req.out.memory())
-    require(out.memory == x.memory, op, "the pad is in place: its output keeps its input's memory")
-    if all(x.shape[i] % TILE == 0 for i in range(max(rank - 2, 0), rank)):
-        return OpPlan(op, (), (out,), ())
+    if within:
+        out = TensorSpec(shape, x.dtype, x.layout, req.out.memory())
+        require(out.memory == x.memory, op, "the pad is in place: its output keeps its input's memory")
+        if not filled:
+            return OpPlan(op, (), (out,), ())
+        return OpPlan(op, (_fill_pad(x, req),), (out,), (), in_place=True)
+    out = TensorSpec(shape, x.dtype, Layout.TILE, req.out.memory())
     grid = req.target.grid_range()
-    page = x.dtype.element_bytes * FACE + 2
-    program = Program("FillPadProgramFactory", SOURCE_DIR + "fill_pad/device/fill_pad_program_factory.cpp", grid,
-                      (cbuf(0, "src0", 2, page, grid),))
-    return OpPlan(op, (program,), (out,), (), in_place=True)
+    tile = x.dtype.tile_bytes
+    pad = Program("PadTileMulticoreProgramFactory", SOURCE_DIR + "pad/device/pad_tile_multicore_program_factory.cpp",
+                  grid, (cbuf(0, "src0", 2, tile, grid), cbuf(1, "dst", 2, tile, grid),
+                         cbuf(2, "pad_value", 1, tile, grid)))
+    programs = (_fill_pad(x, req), pad) if filled else (pad,)
+    return OpPlan(op, programs, (out,), output_buffers((out,), req.target, len(programs) - 1))
 
 
 def plan_concat(kind: OpKind, req: OpRequest, attrs: ConcatAttrs) -> OpPlan:

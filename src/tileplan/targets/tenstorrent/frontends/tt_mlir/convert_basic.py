@@ -21,7 +21,7 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, PermuteAttrs, ReshapeAttrs
+from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, PadAttrs, PermuteAttrs, ReshapeAttrs
 from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs, ReduceAttrs
 from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
 from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
@@ -46,7 +46,7 @@ REDUCE = {"reduce_sum": OpKind.SUM, "reduce_mean": OpKind.MEAN, "reduce_max": Op
 #: model operators tt-mlir lowers to a TTNN operation tileplan has no rule for
 NO_RULE = {"hardswish": "ttnn.hardswish", "leaky_relu": "ttnn.leaky_relu", "elu": "ttnn.elu", "mish": "ttnn.mish",
            "softplus": "ttnn.softplus", "isnan": "ttnn.isnan", "isinf": "ttnn.isinf",
-           "round": "ttnn.round", "mod": "ttnn.remainder", "pad": "ttnn.pad",
+           "round": "ttnn.round", "mod": "ttnn.remainder",
            "tile": "ttnn.repeat", "argmax": "ttnn.argmax", "argmin": "ttnn.argmin",
            "topk": "ttnn.topk", "sort": "ttnn.sort", "index": "ttnn.gather", "gather_elements": "ttnn.gather",
            "gather_nd": "ttnn.gather", "resize": "ttnn.upsample",
@@ -388,6 +388,31 @@ def convert_cumsum(lw: Lowering, op: Operation) -> None:
     lw.define(op, tid)
 
 
+def convert_pad(lw: Lowering, op: Operation) -> None:
+    """A constant pad: tt-xla's `stablehlo.pad` (no interior padding) is `ttir.pad`, then
+    `ttnn.pad` with `use_multicore = true` (StableHLOToTTIRPatterns.cpp
+    `StableHLOToTTIROpPadOpConversionPattern`, TTIRToTTNN.cpp `PadOpConversionPattern`);
+    tt-mlir folds a pad into a pooling or a 3-D convolution only, never into a conv2d
+    (TTIRFusing.cpp `PadPoolingFusionPattern`, `PadConv3dFusionPattern`). Padding in
+    front of any dimension makes tt-mlir pad row-major (TTNNWorkaroundsPass.cpp
+    `createPadOpOperandsWorkarounds`: "tt-metal does not support front padding for tile
+    layout"), a TILE input untilized first; padding behind stays TILE. The pad value
+    moves no memory. A reflect or edge pad is refused."""
+    mode = op.attr("mode", "constant")
+    if mode not in (None, "constant"):
+        raise ModelError(f"a {mode} pad: tt-mlir lowers constant pads (ttnn.pad) only",
+                         f"operation {op.index} ({op.name})")
+    src = op.inputs[0]
+    rank = len(lw.shapes[src])
+    pads = tuple(int(p) for p in op.ints_attr("pads"))
+    before, after = pads[:rank], pads[rank:]
+    layout = Layout.ROW_MAJOR if any(before) else Layout.TILE
+    x = lw.tensor(src, layout=layout, at=op)
+    out = Value(op.output_shape, lw.value(x).dtype, layout)
+    lw.define(op, lw.builder.one(OpKind.PAD, op.name, (x,), out, attrs=PadAttrs(tuple(zip(before, after))),
+                                 **lw.where(op)))
+
+
 def convert_unsupported(lw: Lowering, op: Operation) -> None:
     raise no_rule(op, NO_RULE[op.kind])
 
@@ -398,6 +423,6 @@ CONVERTERS: dict[str, Converter] = {
     "cast": convert_cast, "identity": convert_alias, "alias": convert_alias, "restore": convert_alias,
     "reshape": convert_reshape, "transpose": convert_permute, "concat": convert_concat, "slice": convert_slice,
     "expand": convert_expand, "repeat_interleave": convert_repeat_interleave, "clamp": convert_clamp,
-    "where": convert_where, "cumsum": convert_cumsum,
+    "where": convert_where, "cumsum": convert_cumsum, "pad": convert_pad,
 }
 
