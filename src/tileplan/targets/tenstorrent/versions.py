@@ -123,6 +123,14 @@ class Conv1dLowering(Enum):
     NATIVE = "native"  # ttnn.conv1d (convert_conv1d)
 
 
+class GatherLowering(Enum):
+    """How torch.gather reaches the device (devices/software.toml `gather_lowering`; the
+    tt-mlir frontend's `convert_gather_elements`)."""
+
+    EMBEDDING = "embedding"  # stablehlo.gather decomposed to ttnn.embedding
+    GATHER = "gather"  # tt-xla's tenstorrent.gather composite, ttnn.gather
+
+
 class Conv3dRule(Enum):
     """The Conv3dConfig tt-mlir gives `ttnn.experimental.conv3d` (devices/software.toml
     `conv3d_config`; the tt-mlir frontend's convert_conv3d.py)."""
@@ -169,6 +177,7 @@ class Software:
     where_broadcast: WhereBroadcast
     cumsum_lowering: CumsumLowering
     conv1d_lowering: Conv1dLowering
+    gather_lowering: GatherLowering
     accumulation_cbs: Accumulation
     l1_small_size: int
     trace_region_size: int
@@ -191,7 +200,8 @@ TRACE_PAGE_MIN = 1024
 _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "trace_page_max", "dynamic_trace",
           "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize",
           "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
-          "cumsum_lowering", "accumulation_cbs", "conv1d_lowering")
+          "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
+          "gather_lowering")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -238,6 +248,7 @@ def software_at(date: str, stack: Stack) -> Software:
         where_broadcast=WhereBroadcast(values["where_broadcast"]),
         cumsum_lowering=CumsumLowering(values["cumsum_lowering"]),
         conv1d_lowering=Conv1dLowering(values["conv1d_lowering"]),
+        gather_lowering=GatherLowering(values["gather_lowering"]),
         accumulation_cbs=Accumulation(values["accumulation_cbs"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

@@ -28,6 +28,7 @@ from tileplan.targets.tenstorrent.ops.tt_data_movement import (
     plan_transpose,
 )
 from tileplan.targets.tenstorrent.ops.tt_embedding import plan_embedding
+from tileplan.targets.tenstorrent.ops.tt_gather import plan_gather
 from tileplan.targets.tenstorrent.ops.tt_heads import (
     plan_concat_heads_decode,
     plan_create_heads,
@@ -101,6 +102,7 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.TRANSPOSE: ("tt_data_movement", plan_transpose), OpKind.CONCAT: ("tt_data_movement", plan_concat),
         OpKind.SLICE: ("tt_tm", plan_slice), OpKind.REPEAT: ("tt_tm", plan_repeat),
         OpKind.REPEAT_INTERLEAVE: ("tt_tm", plan_repeat_interleave),
+        OpKind.GATHER: ("tt_gather", plan_gather),
         OpKind.INTERLEAVED_TO_SHARDED: ("tt_sharding", plan_interleaved_to_sharded),
         OpKind.SHARDED_TO_INTERLEAVED: ("tt_sharding", plan_sharded_to_interleaved),
         OpKind.TO_MEMORY_CONFIG: ("tt_sharding", plan_to_memory_config),

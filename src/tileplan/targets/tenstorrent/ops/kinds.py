@@ -115,6 +115,7 @@ class OpKind(Enum):
     SLICE = "ttnn.slice"
     REPEAT = "ttnn.repeat"
     REPEAT_INTERLEAVE = "ttnn.repeat_interleave"
+    GATHER = "ttnn.gather"
     # memory configs (sharded/: interleaved_to_sharded, sharded_to_interleaved, reshard)
     INTERLEAVED_TO_SHARDED = "ttnn.interleaved_to_sharded"
     SHARDED_TO_INTERLEAVED = "ttnn.sharded_to_interleaved"

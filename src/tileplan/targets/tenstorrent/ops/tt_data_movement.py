@@ -312,7 +312,7 @@ def plan_permute(kind: OpKind, req: OpRequest, attrs: PermuteAttrs) -> OpPlan:
     return OpPlan(op, (program,), (out,), output_buffers((out,), req.target, 0))
 
 
-def _fill_pad(x: TensorSpec, req: OpRequest) -> Program:
+def fill_pad_program(x: TensorSpec, req: OpRequest) -> Program:
     """fill_pad/device/fill_pad_program_factory.cpp `FillPadProgramFactory`: c_0 of 2
     pages of a face row plus a uint16 (element bytes x 16 + 2)."""
     grid = req.target.grid_range()
@@ -373,14 +373,14 @@ def plan_pad(kind: OpKind, req: OpRequest, attrs: PadAttrs) -> OpPlan:
         require(out.memory == x.memory, op, "the pad is in place: its output keeps its input's memory")
         if not filled:
             return OpPlan(op, (), (out,), ())
-        return OpPlan(op, (_fill_pad(x, req),), (out,), (), in_place=True)
+        return OpPlan(op, (fill_pad_program(x, req),), (out,), (), in_place=True)
     out = TensorSpec(shape, x.dtype, Layout.TILE, req.out.memory())
     grid = req.target.grid_range()
     tile = x.dtype.tile_bytes
     pad = Program("PadTileMulticoreProgramFactory", SOURCE_DIR + "pad/device/pad_tile_multicore_program_factory.cpp",
                   grid, (cbuf(0, "src0", 2, tile, grid), cbuf(1, "dst", 2, tile, grid),
                          cbuf(2, "pad_value", 1, tile, grid)))
-    programs = (_fill_pad(x, req), pad) if filled else (pad,)
+    programs = (fill_pad_program(x, req), pad) if filled else (pad,)
     return OpPlan(op, programs, (out,), output_buffers((out,), req.target, len(programs) - 1))
 
 

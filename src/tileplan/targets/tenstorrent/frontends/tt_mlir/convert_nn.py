@@ -44,6 +44,7 @@ from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_batch_norm import BatchNormAttrs
 from tileplan.targets.tenstorrent.ops.tt_data_movement import PermuteAttrs, ReshapeAttrs, TransposeAttrs
 from tileplan.targets.tenstorrent.ops.tt_embedding import EmbeddingAttrs
+from tileplan.targets.tenstorrent.ops.tt_gather import GatherAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_norm import NormAttrs
 from tileplan.targets.tenstorrent.ops.tt_sdpa import SdpaAttrs
@@ -51,6 +52,7 @@ from tileplan.targets.tenstorrent.ops.tt_softmax import SoftmaxAttrs
 from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs
 from tileplan.targets.tenstorrent.frontends.tt_mlir.budget import usable_l1
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
+from tileplan.targets.tenstorrent.versions import GatherLowering
 
 #: TTNNSetComputeKernelConfig.cpp `kLargeInnerDimThreshold`
 LARGE_INNER_DIM = 50000
@@ -276,6 +278,51 @@ def convert_gather(lw: Lowering, op: Operation) -> None:
     lw.define(op, lw.convert(shaped, Layout.TILE, lw.dtype(op.output), op, op.output))
 
 
+def convert_gather_elements(lw: Lowering, op: Operation) -> None:
+    """`torch.gather(input, dim, index)` by the build's `gather_lowering` (devices/
+    software.toml):
+
+    * `gather` (2026-04-29 on): tt-xla's `tenstorrent.gather` composite, lowered by
+      tt-mlir (StableHLOLegalizeCompositePass.cpp `convertToTTIRGather`) to a typecast of
+      the index to uint32 and `ttnn.gather(input, index, dim)`, both TILE (ops/tt_gather.py);
+    * `embedding` (before): torch-xla's `stablehlo.gather` decomposed to `ttnn.embedding`
+      (TTIRToTTIRDecomposition.cpp `GatherToEmbeddingConversionPattern`). Where the
+      input's other dimensions are 1 (RoBERTa's token-type buffer at batch 1) the table is
+      the input's gathered dimension as rows of one element (a const-eval permute and
+      reshape of the constant input), the indices the index flattened to [1, S]
+      (row-major uint32), the output bfloat16 cast back (the embedding workarounds).
+      Other shapes flatten the indices through a float32 matmul ("End results might be
+      incorrect"), not modelled."""
+    x_name, idx = op.inputs
+    xs = lw.shapes[x_name]
+    rank = len(xs)
+    dim = op.int_attr("axis") % rank
+    where = lw.where(op)
+    if lw.device.software.gather_lowering is GatherLowering.GATHER:
+        x = lw.tensor(x_name, at=op)
+        index = lw.tensor(idx, dtype=DataType.UINT32, at=op)
+        out = Value(op.output_shape, lw.value(x).dtype)
+        tid = lw.builder.one(OpKind.GATHER, op.name, (x, index), out, attrs=GatherAttrs(dim), **where)
+        lw.define(op, lw.convert(tid, None, lw.dtype(op.output), op, op.output))
+        return
+    if any(d != 1 for i, d in enumerate(xs) if i != dim) or not lw.is_constant(x_name):
+        raise ModelError(f"a gather of {list(xs)} along dimension {dim}: on builds before 2026-04-29 tt-mlir makes it "
+                         "an embedding through a float32 matmul of the indices, which is not modelled (--tt-version)",
+                         f"operation {op.index} ({op.name})")
+    count = math.prod(lw.shapes[idx])
+    indices = lw.tensor(idx, layout=Layout.ROW_MAJOR, dtype=DataType.UINT32, at=op)
+    if lw.value(indices).shape != (1, count):
+        indices = lw.builder.one(OpKind.RESHAPE, f"{op.name}.indices_reshape", (indices,),
+                                 lw.value(indices).with_(shape=(1, count)), attrs=ReshapeAttrs((1, count)), **where)
+    table = lw.constant_form(x_name, Layout.ROW_MAJOR, DataType.BFLOAT16, shape=(xs[dim], 1))
+    out4 = Value((1, 1, count, 1), DataType.BFLOAT16)
+    emb = lw.builder.one(OpKind.EMBEDDING, op.name, (indices, table), out4, out=OutputRequest(dtype=DataType.BFLOAT16),
+                         attrs=EmbeddingAttrs(Layout.TILE), **where)
+    shaped = lw.builder.one(OpKind.RESHAPE, f"{op.name}.reshape", (emb,), out4.with_(shape=op.output_shape),
+                            attrs=ReshapeAttrs(op.output_shape), **where)
+    lw.define(op, lw.convert(shaped, Layout.TILE, lw.dtype(op.output), op, op.output))
+
+
 def convert_batchnorm(lw: Lowering, op: Operation) -> None:
     """Level 0: `ttnn.batch_norm` on the model's [N, C, H, W] value (TTIRToTTNN.cpp
     `BatchNormInferenceOpConversionPattern`; TTIRToTTIRDecomposition.cpp
@@ -326,4 +373,4 @@ def convert_batchnorm(lw: Lowering, op: Operation) -> None:
 
 CONVERTERS = {"matmul": convert_matmul, "linear": convert_matmul, "rmsnorm": convert_norm,
               "layernorm": convert_norm, "softmax": convert_softmax, "sdpa": convert_sdpa,
-              "gather": convert_gather, "batchnorm": convert_batchnorm}
+              "gather": convert_gather, "gather_elements": convert_gather_elements, "batchnorm": convert_batchnorm}
