@@ -131,6 +131,15 @@ class GatherLowering(Enum):
     GATHER = "gather"  # tt-xla's tenstorrent.gather composite, ttnn.gather
 
 
+class ArgmaxLowering(Enum):
+    """How tt-mlir runs an argmax (devices/software.toml `argmax_lowering`; the tt-mlir
+    frontend's `convert_argmax`)."""
+
+    RANK4_SINGLE = "rank4_single"  # reshaped to rank 4, row-major, single-core
+    SINGLE = "single"  # row-major, single-core
+    MULTI = "multi"  # row-major, multi-core
+
+
 class Conv3dRule(Enum):
     """The Conv3dConfig tt-mlir gives `ttnn.experimental.conv3d` (devices/software.toml
     `conv3d_config`; the tt-mlir frontend's convert_conv3d.py)."""
@@ -178,6 +187,7 @@ class Software:
     cumsum_lowering: CumsumLowering
     conv1d_lowering: Conv1dLowering
     gather_lowering: GatherLowering
+    argmax_lowering: ArgmaxLowering
     accumulation_cbs: Accumulation
     l1_small_size: int
     trace_region_size: int
@@ -201,7 +211,7 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize",
           "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
           "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
-          "gather_lowering")
+          "gather_lowering", "argmax_lowering")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -249,6 +259,7 @@ def software_at(date: str, stack: Stack) -> Software:
         cumsum_lowering=CumsumLowering(values["cumsum_lowering"]),
         conv1d_lowering=Conv1dLowering(values["conv1d_lowering"]),
         gather_lowering=GatherLowering(values["gather_lowering"]),
+        argmax_lowering=ArgmaxLowering(values["argmax_lowering"]),
         accumulation_cbs=Accumulation(values["accumulation_cbs"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

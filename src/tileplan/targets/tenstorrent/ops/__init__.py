@@ -14,6 +14,7 @@ from typing import Any
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest
 from tileplan.targets.tenstorrent.ops.tt_accumulation import plan_cumsum
+from tileplan.targets.tenstorrent.ops.tt_argmax import plan_argmax
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_batch_norm import plan_batch_norm
 from tileplan.targets.tenstorrent.ops.tt_ccl import plan_all_gather, plan_reduce_scatter
@@ -82,7 +83,7 @@ def _build() -> dict[OpKind, OpRule]:
         table[kind] = OpRule("tt_eltwise", plan_reduce)
     singles: dict[OpKind, tuple[str, Rule]] = {
         OpKind.MATMUL: ("tt_matmul", plan_matmul), OpKind.LINEAR: ("tt_matmul", plan_matmul),
-        OpKind.WHERE: ("tt_ternary", plan_where),
+        OpKind.WHERE: ("tt_ternary", plan_where), OpKind.ARGMAX: ("tt_argmax", plan_argmax),
         OpKind.CUMSUM: ("tt_accumulation", plan_cumsum), OpKind.MOREH_CUMSUM: ("tt_accumulation", plan_cumsum),
         OpKind.SOFTMAX: ("tt_softmax", plan_softmax),
         OpKind.LAYER_NORM: ("tt_norm", plan_norm), OpKind.RMS_NORM: ("tt_norm", plan_norm),

@@ -77,6 +77,7 @@ class OpKind(Enum):
     MEAN = "ttnn.mean"
     MAX = "ttnn.max"
     MIN = "ttnn.min"
+    ARGMAX = "ttnn.argmax"
     # accumulations (reduction/accumulation/: the composite around prim::accumulation)
     CUMSUM = "ttnn.cumsum"
     MOREH_CUMSUM = "ttnn.moreh_cumsum"

@@ -27,7 +27,8 @@ from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleave
 from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
 from tileplan.targets.tenstorrent.ops.tt_accumulation import CumsumAttrs
-from tileplan.targets.tenstorrent.versions import CumsumLowering, WhereBroadcast
+from tileplan.targets.tenstorrent.ops.tt_argmax import ArgmaxAttrs
+from tileplan.targets.tenstorrent.versions import ArgmaxLowering, CumsumLowering, WhereBroadcast
 
 Converter = Callable[[Lowering, Operation], None]
 
@@ -47,7 +48,7 @@ REDUCE = {"reduce_sum": OpKind.SUM, "reduce_mean": OpKind.MEAN, "reduce_max": Op
 NO_RULE = {"hardswish": "ttnn.hardswish", "leaky_relu": "ttnn.leaky_relu", "elu": "ttnn.elu", "mish": "ttnn.mish",
            "softplus": "ttnn.softplus", "isnan": "ttnn.isnan", "isinf": "ttnn.isinf",
            "round": "ttnn.round", "mod": "ttnn.remainder",
-           "tile": "ttnn.repeat", "argmax": "ttnn.argmax", "argmin": "ttnn.argmin",
+           "tile": "ttnn.repeat", "argmin": "ttnn.argmin",
            "topk": "ttnn.topk", "sort": "ttnn.sort", "index": "ttnn.gather",
            "gather_nd": "ttnn.gather", "resize": "ttnn.upsample",
            "log_softmax": "ttnn.log_softmax", "reduce_prod": "ttnn.prod", "reduce_l1": "ttnn.sum",
@@ -413,6 +414,45 @@ def convert_pad(lw: Lowering, op: Operation) -> None:
                                  **lw.where(op)))
 
 
+def convert_argmax(lw: Lowering, op: Operation) -> None:
+    """`torch.argmax(x, dim)` (CLIP's text pooling over int32 ids): torch-xla's
+    `stablehlo.reduce` of the input and an iota, `ttir.argmax` (StableHLOToTTIRPatterns.cpp
+    `isArgMax`), `ttnn.argmax` with its workarounds (TTNNWorkaroundsPass.cpp
+    `createArgMaxOpOperandsWorkarounds`): the input row-major, the output UINT32
+    row-major, converted back to the model's integer TILE tensor. By the build's
+    `argmax_lowering` (devices/software.toml): `rank4_single`, the input first reshaped
+    to rank 4 and back after (ArgMaxOpRewritePattern), single-core; `single`; `multi`, the
+    multi-core factory. Over another dimension than the last (a permute first) or over
+    all, refused."""
+    src = op.inputs[0]
+    rank = len(lw.shapes[src])
+    axes = op.attr("axes")
+    if not isinstance(axes, (tuple, list)) or len(axes) != 1 or int(axes[0]) % rank != rank - 1:
+        raise ModelError(f"an argmax over {axes if axes is not None else 'every dimension'} of a rank-{rank} value: "
+                         "the last dimension alone is modelled (tt-mlir permutes another to it first)",
+                         f"operation {op.index} ({op.name})")
+    rule = lw.device.software.argmax_lowering
+    keep = bool(op.attr("keepdims", False))
+    where = lw.where(op)
+    b = lw.builder
+    x = lw.tensor(src, at=op)
+    shape = lw.value(x).shape
+    if rule is ArgmaxLowering.RANK4_SINGLE and rank < 4:
+        shape = (1,) * (4 - rank) + shape
+        x = b.one(OpKind.RESHAPE, f"{op.name}.reshape", (x,), lw.value(x).with_(shape=shape),
+                  attrs=ReshapeAttrs(shape), **where)
+    x = lw.convert(x, Layout.ROW_MAJOR, None, op, src)
+    reduced = shape[:-1] + ((1,) if keep else ())
+    attrs = ArgmaxAttrs(-1, keep, multicore=rule is ArgmaxLowering.MULTI)
+    tid = b.one(OpKind.ARGMAX, op.name, (x,), Value(reduced, DataType.UINT32, Layout.ROW_MAJOR),
+                out=OutputRequest(dtype=DataType.UINT32), attrs=attrs, **where)
+    tid = lw.convert(tid, Layout.TILE, lw.dtype(op.output), op, op.name)
+    if reduced != op.output_shape:
+        tid = b.one(OpKind.RESHAPE, f"{op.name}.reshape_back", (tid,), lw.value(tid).with_(shape=op.output_shape),
+                    attrs=ReshapeAttrs(op.output_shape), **where)
+    lw.define(op, tid)
+
+
 def convert_unsupported(lw: Lowering, op: Operation) -> None:
     raise no_rule(op, NO_RULE[op.kind])
 
@@ -424,5 +464,6 @@ CONVERTERS: dict[str, Converter] = {
     "reshape": convert_reshape, "transpose": convert_permute, "concat": convert_concat, "slice": convert_slice,
     "expand": convert_expand, "repeat_interleave": convert_repeat_interleave, "clamp": convert_clamp,
     "where": convert_where, "cumsum": convert_cumsum, "pad": convert_pad,
+    "argmax": convert_argmax,
 }
 

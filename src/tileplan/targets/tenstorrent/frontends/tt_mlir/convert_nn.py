@@ -323,6 +323,46 @@ def convert_gather_elements(lw: Lowering, op: Operation) -> None:
     lw.define(op, lw.convert(shaped, Layout.TILE, lw.dtype(op.output), op, op.output))
 
 
+def convert_index(lw: Lowering, op: Operation) -> None:
+    """Advanced indexing of leading dimensions (`x[torch.arange(b), ids]`, CLIP's pooled
+    output): torch-xla's `stablehlo.gather` of the index tensors concatenated, which
+    tt-mlir decomposes to `ttnn.embedding` (TTIRToTTIRDecomposition.cpp
+    `GatherToEmbeddingConversionPattern`; StableHLOGatherToEmbeddingPattern from
+    2026-04-03, a float operand at every date): an indexed dimension of size 1 drops out
+    of the indexing, the one left becomes the table's rows (x reshaped to [rows, rest],
+    row-major bfloat16 as the embedding workarounds make its weight), its index the
+    lookup ids (uint32 row-major, [1, n]). Two indexed dimensions of more than one
+    element flatten the indices through a float32 matmul, not modelled."""
+    x_name, *indices = op.inputs
+    xs = lw.shapes[x_name]
+    axes = tuple(int(a) for a in op.ints_attr("axes"))
+    live = [(a, i) for a, i in zip(axes, indices) if xs[a] != 1]
+    if axes != tuple(range(len(axes))) or len(live) != 1:
+        raise ModelError(f"indexing dimensions {list(axes)} of {list(xs)}: tt-mlir's embedding decomposition of one "
+                         "indexed dimension (the others of size 1) is modelled, not its float32 matmul of several",
+                         f"operation {op.index} ({op.name})")
+    (axis, idx), = live
+    rest = math.prod(xs[len(axes):])
+    where = lw.where(op)
+    b = lw.builder
+    table = lw.tensor(x_name, at=op)
+    rows = (xs[axis], rest)
+    table = b.one(OpKind.RESHAPE, f"{op.name}.table", (table,), lw.value(table).with_(shape=rows),
+                  attrs=ReshapeAttrs(rows), **where)
+    table = lw.convert(table, Layout.ROW_MAJOR, DataType.BFLOAT16, op, x_name)
+    count = math.prod(lw.shapes[idx])
+    ids = lw.tensor(idx, layout=Layout.ROW_MAJOR, dtype=DataType.UINT32, at=op)
+    if lw.value(ids).shape != (1, count):
+        ids = b.one(OpKind.RESHAPE, f"{op.name}.indices_reshape", (ids,), lw.value(ids).with_(shape=(1, count)),
+                    attrs=ReshapeAttrs((1, count)), **where)
+    out4 = Value((1, 1, count, rest), DataType.BFLOAT16)
+    emb = b.one(OpKind.EMBEDDING, op.name, (ids, table), out4, out=OutputRequest(dtype=DataType.BFLOAT16),
+                attrs=EmbeddingAttrs(Layout.TILE), **where)
+    shaped = b.one(OpKind.RESHAPE, f"{op.name}.reshape", (emb,), out4.with_(shape=op.output_shape),
+                   attrs=ReshapeAttrs(op.output_shape), **where)
+    lw.define(op, lw.convert(shaped, Layout.TILE, lw.dtype(op.output), op, op.output))
+
+
 def convert_batchnorm(lw: Lowering, op: Operation) -> None:
     """Level 0: `ttnn.batch_norm` on the model's [N, C, H, W] value (TTIRToTTNN.cpp
     `BatchNormInferenceOpConversionPattern`; TTIRToTTIRDecomposition.cpp
@@ -373,4 +413,5 @@ def convert_batchnorm(lw: Lowering, op: Operation) -> None:
 
 CONVERTERS = {"matmul": convert_matmul, "linear": convert_matmul, "rmsnorm": convert_norm,
               "layernorm": convert_norm, "softmax": convert_softmax, "sdpa": convert_sdpa,
-              "gather": convert_gather, "gather_elements": convert_gather_elements, "batchnorm": convert_batchnorm}
+              "gather": convert_gather, "gather_elements": convert_gather_elements, "index": convert_index,
+              "batchnorm": convert_batchnorm}
