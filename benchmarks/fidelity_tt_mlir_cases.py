@@ -57,6 +57,10 @@ Held out (not looked at while modelling; each published outcome quoted as publis
                                      resnext50_32x4d and resnet18 rows are calibration: they
                                      were planned while ReLU6, grouped convs, ceil-mode pools
                                      and padded channels were modelled
+  hf-roberta-base-sentiment-n150     the same torch YAML: roberta/pytorch-Base_Sentiment and
+  hf-xlm-roberta-base-mlm-n150       roberta/masked_lm/pytorch-Xlm_Base pass; calibration from
+                                     the start (2026-12-06): their cumsum and gather were
+                                     modelled on the model zoo's 2-layer RoBERTa
   vanilla-unet-480x640-n150          tt-mlir #5771: optimizer disabled, "Out of Memory:
                                      Not enough space to allocate 49971200 B L1 buffer
                                      across 64 banks, where each bank needs to store
@@ -235,6 +239,32 @@ def hf_vision(kind: str, level: int) -> Callable[[], Answer]:
     return build
 
 
+def hf_text(kind: str, sequence: int = 128) -> Callable[[], Answer]:
+    """A transformers RoBERTa from its published configuration (roberta-base, as
+    cardiffnlp/twitter-roberta-base-sentiment's three labels; xlm-roberta-base's 250,002
+    tokens), built on the meta device in bfloat16, on one sequence of `sequence` ids (the
+    loaders' sentences tokenize shorter; a base model's fit does not hinge on it)."""
+    def build() -> Answer:
+        import torch
+        import transformers as T
+
+        from tileplan.importers.torch_export import from_torch
+        from tileplan.model.precision import Precision
+
+        common = dict(max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1,
+                      bos_token_id=0, eos_token_id=2)
+        with torch.device("meta"):
+            if kind == "roberta":
+                model = T.RobertaForSequenceClassification(T.RobertaConfig(vocab_size=50265, num_labels=3, **common))
+            else:
+                model = T.XLMRobertaForMaskedLM(T.XLMRobertaConfig(vocab_size=250002, **common))
+            ids = torch.ones(1, sequence, dtype=torch.long)
+        bf16 = Precision("BF16")
+        program = from_torch(model.to(torch.bfloat16).eval(), (ids,), kind).to_program(bf16, bf16, repeat=False)
+        return _answer(program, "n150", None, 0)
+    return build
+
+
 def unet() -> Answer:
     from tileplan.importers.torch_export import from_torch
     from tileplan.model.precision import Precision
@@ -384,6 +414,13 @@ CASES: tuple[Case, ...] = (
          "microsoft/resnet-50 (ResNetForImageClassification, bf16), 1 x 3 x 224 x 224, optimization_level 2, n150",
          VISION_YAML, "passes (resnet/pytorch-ResNet50_HuggingFace: EXPECTED_PASSING, optimization_level 2)", True,
          hf_vision("resnet", 2)),
+    Case("hf-roberta-base-sentiment-n150", "calibration",
+         "cardiffnlp/twitter-roberta-base-sentiment (RobertaForSequenceClassification, roberta-base, bf16), 1 x 128 "
+         "ids, n150", VISION_YAML, "passes (roberta/pytorch-Base_Sentiment: EXPECTED_PASSING)", True,
+         hf_text("roberta")),
+    Case("hf-xlm-roberta-base-mlm-n150", "calibration",
+         "xlm-roberta-base (XLMRobertaForMaskedLM, 250,002 tokens, bf16), 1 x 128 ids, n150", VISION_YAML,
+         "passes (roberta/masked_lm/pytorch-Xlm_Base: EXPECTED_PASSING)", True, hf_text("xlm-roberta")),
     Case("vanilla-unet-480x640-n150", "held out",
          "Vanilla UNet (brain-segmentation-pytorch, 32 features), 1 x 3 x 480 x 640 bf16, optimizer disabled, n150",
          "tt-mlir #5771 (2025-11-10)",

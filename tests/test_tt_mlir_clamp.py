@@ -58,3 +58,30 @@ def test_a_clamp_between_two_bounds_is_ttnn_clamp_with_the_unary_factorys_buffer
 def test_a_one_sided_clamp_is_the_same_unary_clamp():
     factory, cbs = activation_program(ClampMin(), "ttnn.clamp")
     assert (factory, cbs) == ("UnaryProgramFactory", [(0, 2, 2048), (2, 2, 2048)])
+
+
+class HardSwished(torch.nn.Module):
+    """MobileNetV3's activation after a convolution and after a Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.fc = torch.nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.nn.functional.hardswish(self.conv(x))
+        return torch.nn.functional.hardswish(self.fc(y.mean((2, 3))))
+
+
+def test_hardswish_is_torchs_core_decomposition_and_keeps_a_conv_output_flattened():
+    """x * clamp(clamp(x + 3, min=0), max=6) / 6 (core_aten_decompositions, which tt-xla
+    applies): add, clamp, clamp, multiply, divide, twice; the first on the conv's
+    flattened output, before the unflatten to NCHW the mean needs."""
+    x = torch.zeros(1, 16, 32, 32, dtype=torch.bfloat16)
+    result = tileplan.plan(HardSwished().to(torch.bfloat16), (x,), machine="n150", what_if=False)
+    report = json.loads(result.to_json())
+    kinds = report["operations"]["kind"]
+    chain = ["ttnn.add", "ttnn.clamp", "ttnn.clamp", "ttnn.multiply", "ttnn.divide"]
+    conv = kinds.index("ttnn.conv2d")
+    assert kinds[conv + 1:conv + 6] == chain and kinds[-5:] == chain
+    assert report["verdict"]["fits"] is True

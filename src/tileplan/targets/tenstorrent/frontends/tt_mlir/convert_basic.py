@@ -45,7 +45,7 @@ BINARY = {"add": OpKind.ADD, "sub": OpKind.SUBTRACT, "mul": OpKind.MULTIPLY, "di
 COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "and", "or", "xor"})
 REDUCE = {"reduce_sum": OpKind.SUM, "reduce_mean": OpKind.MEAN, "reduce_max": OpKind.MAX, "reduce_min": OpKind.MIN}
 #: model operators tt-mlir lowers to a TTNN operation tileplan has no rule for
-NO_RULE = {"hardswish": "ttnn.hardswish", "leaky_relu": "ttnn.leaky_relu", "elu": "ttnn.elu", "mish": "ttnn.mish",
+NO_RULE = {"leaky_relu": "ttnn.leaky_relu", "elu": "ttnn.elu", "mish": "ttnn.mish",
            "softplus": "ttnn.softplus", "isnan": "ttnn.isnan", "isinf": "ttnn.isinf",
            "round": "ttnn.round", "mod": "ttnn.remainder",
            "tile": "ttnn.repeat", "argmin": "ttnn.argmin",
@@ -453,6 +453,32 @@ def convert_argmax(lw: Lowering, op: Operation) -> None:
     lw.define(op, tid)
 
 
+def convert_hardswish(lw: Lowering, op: Operation) -> None:
+    """`F.hardswish` (MobileNetV3) as tt-xla decomposes it before torch-xla: PyTorch's core
+    ATen decompositions (tt-xla python_package/tt_torch/backend/decompositions.py
+    `populate_decompositions` starts from `torch._decomp.core_aten_decompositions()`, which
+    holds aten.hardswish) give `x * clamp(clamp(x + 3, min=0), max=6) / 6`: a scalar add,
+    two one-sided clamps (`ttnn.clamp`, convert_clamp), a multiply and a scalar divide;
+    tt-mlir fuses none of it back (TTIRFusing.cpp has no hardswish pattern). A
+    convolution's flattened output stays flattened through it."""
+    src = op.inputs[0]
+    flat = src in lw.flat
+    x = lw.flat_tensor(src, at=op) if flat else lw.tensor(src, at=op)
+    value = lw.value(x).with_(dtype=lw.dtype(op.output))
+    out = OutputRequest(dtype=value.dtype)
+    where = lw.where(op)
+    b = lw.builder
+    t = b.one(OpKind.ADD, f"{op.name}.add", (x,), value, out=out, attrs=BinaryAttrs(True), **where)
+    t = b.one(OpKind.CLAMP, f"{op.name}.clamp_min", (t,), value, out=out, **where)
+    t = b.one(OpKind.CLAMP, f"{op.name}.clamp_max", (t,), value, out=out, **where)
+    t = b.one(OpKind.MULTIPLY, f"{op.name}.mul", (x, t), value, out=out, **where)
+    t = b.one(OpKind.DIVIDE, op.name, (t,), value, out=out, attrs=BinaryAttrs(True), **where)
+    if flat:
+        lw.define_flat(op, t, lw.flat[src])
+    else:
+        lw.define(op, t)
+
+
 def convert_unsupported(lw: Lowering, op: Operation) -> None:
     raise no_rule(op, NO_RULE[op.kind])
 
@@ -464,6 +490,6 @@ CONVERTERS: dict[str, Converter] = {
     "reshape": convert_reshape, "transpose": convert_permute, "concat": convert_concat, "slice": convert_slice,
     "expand": convert_expand, "repeat_interleave": convert_repeat_interleave, "clamp": convert_clamp,
     "where": convert_where, "cumsum": convert_cumsum, "pad": convert_pad,
-    "argmax": convert_argmax,
+    "argmax": convert_argmax, "hardswish": convert_hardswish,
 }
 
