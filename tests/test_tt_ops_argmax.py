@@ -118,10 +118,31 @@ def test_clips_pooling_plans_on_n150(version):
     assert plan_tt(lower(_program(), TtMlirOptions(opt_level=0), device), device).verdict.fits
 
 
-def test_indexing_two_dimensions_of_several_elements_is_refused_in_one_line():
+def test_two_batches_flatten_their_indices_through_a_float32_matmul():
+    """flattenStartIndices: the [2, 2] start indices (the arange and the argmax) cast to
+    float32 and multiplied by the strides [77, 1]; the table is both batches' rows."""
     from tileplan.importers.torch_export import from_torch
 
-    program = from_torch(Pooled(), (torch.zeros(2, 77, 512), torch.zeros(2, 77, dtype=torch.long)),
-                         "pooled2").to_program(BF16, BF16, repeat=False)
-    with pytest.raises(ModelError, match="float32 matmul of several"):
+    inputs = (torch.zeros(2, 77, 512, dtype=torch.bfloat16), torch.zeros(2, 77, dtype=torch.long))
+    program = from_torch(Pooled(), inputs, "pooled2").to_program(BF16, BF16, repeat=False)
+    device = load_device("n150")
+    graph = lower_graph(program, TtMlirOptions(opt_level=0), device)
+    (matmul,) = [n for n in graph.nodes if n.kind is OpKind.MATMUL]
+    assert [(graph.values[t].shape, graph.values[t].dtype) for t in matmul.inputs] == [
+        ((2, 2), DataType.FLOAT32), ((2, 1), DataType.FLOAT32)]
+    (embedding,) = [n for n in graph.nodes if n.kind is OpKind.EMBEDDING]
+    assert [graph.values[t].shape for t in embedding.inputs] == [(2, 1), (154, 512)]
+    assert plan_tt(lower(program, TtMlirOptions(opt_level=0), device), device).verdict.fits
+
+
+def test_indexing_a_trailing_dimension_is_refused_in_one_line():
+    from tileplan.importers.torch_export import from_torch
+
+    class Trailing(torch.nn.Module):
+        def forward(self, x: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+            return x[:, i, i]
+
+    program = from_torch(Trailing(), (torch.zeros(2, 8, 8), torch.zeros(3, dtype=torch.long)), "trailing").to_program(
+        BF16, BF16, repeat=False)
+    with pytest.raises(ModelError, match="leading dimensions are modelled"):
         lower_graph(program, TtMlirOptions(opt_level=0), load_device("n150"))

@@ -42,14 +42,14 @@ from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import ComputeConfig, MathFidelity, OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_batch_norm import BatchNormAttrs
-from tileplan.targets.tenstorrent.ops.tt_data_movement import PermuteAttrs, ReshapeAttrs, TransposeAttrs
+from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, PermuteAttrs, ReshapeAttrs, TransposeAttrs
 from tileplan.targets.tenstorrent.ops.tt_embedding import EmbeddingAttrs
 from tileplan.targets.tenstorrent.ops.tt_gather import GatherAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_norm import NormAttrs
 from tileplan.targets.tenstorrent.ops.tt_sdpa import SdpaAttrs
 from tileplan.targets.tenstorrent.ops.tt_softmax import SoftmaxAttrs
-from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs
+from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
 from tileplan.targets.tenstorrent.frontends.tt_mlir.budget import usable_l1
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
 from tileplan.targets.tenstorrent.versions import GatherLowering
@@ -325,37 +325,63 @@ def convert_gather_elements(lw: Lowering, op: Operation) -> None:
 
 def convert_index(lw: Lowering, op: Operation) -> None:
     """Advanced indexing of leading dimensions (`x[torch.arange(b), ids]`, CLIP's pooled
-    output): torch-xla's `stablehlo.gather` of the index tensors concatenated, which
-    tt-mlir decomposes to `ttnn.embedding` (TTIRToTTIRDecomposition.cpp
-    `GatherToEmbeddingConversionPattern`; StableHLOGatherToEmbeddingPattern from
-    2026-04-03, a float operand at every date): an indexed dimension of size 1 drops out
-    of the indexing, the one left becomes the table's rows (x reshaped to [rows, rest],
-    row-major bfloat16 as the embedding workarounds make its weight), its index the
-    lookup ids (uint32 row-major, [1, n]). Two indexed dimensions of more than one
-    element flatten the indices through a float32 matmul, not modelled."""
+    output) as tt-mlir decomposes torch-xla's `stablehlo.gather` to `ttnn.embedding`
+    (TTIRToTTIRDecomposition.cpp `GatherToEmbeddingConversionPattern` at 78b9ce3d03;
+    StableHLOGatherToEmbeddingPattern from 2026-04-03, the same for a float operand):
+
+    * the start indices: each index tensor unsqueezed to [n, 1] and concatenated, [n, k]
+      (int32; a constant one const-evaluated);
+    * an indexed dimension of size 1 drops out; with one left, `sliceStartIndices` keeps
+      its column ([n, 1]); with several, `flattenStartIndices` ("End results might be
+      incorrect") casts them to float32 and multiplies them by the constant strides [k, 1]
+      (`ttnn.matmul`, [n, 1]);
+    * the table: x's indexed dimensions flattened to rows, the rest to a row's elements
+      (a permute when they are not leading: refused), row-major bfloat16 as the
+      embedding workarounds make the weight; the indices uint32 row-major;
+    * `ttnn.embedding`, reshaped to the result, converted back."""
     x_name, *indices = op.inputs
     xs = lw.shapes[x_name]
     axes = tuple(int(a) for a in op.ints_attr("axes"))
-    live = [(a, i) for a, i in zip(axes, indices) if xs[a] != 1]
-    if axes != tuple(range(len(axes))) or len(live) != 1:
-        raise ModelError(f"indexing dimensions {list(axes)} of {list(xs)}: tt-mlir's embedding decomposition of one "
-                         "indexed dimension (the others of size 1) is modelled, not its float32 matmul of several",
-                         f"operation {op.index} ({op.name})")
-    (axis, idx), = live
-    rest = math.prod(xs[len(axes):])
     where = lw.where(op)
+    if axes != tuple(range(len(axes))):
+        raise ModelError(f"indexing dimensions {list(axes)} of {list(xs)}: leading dimensions are modelled (tt-mlir "
+                         "permutes others to the front first)", f"operation {op.index} ({op.name})")
+    counts = {math.prod(lw.shapes[i]) for i in indices}
+    if len(counts) != 1:
+        raise ModelError(f"index tensors of {sorted(counts)} elements: indices that broadcast against each other are "
+                         "not modelled", f"operation {op.index} ({op.name})")
+    (count,) = counts
+    kept = [k for k, a in enumerate(axes) if xs[a] != 1] or [len(axes) - 1]
     b = lw.builder
+    columns = []
+    for k, name in enumerate(indices):
+        if lw.is_constant(name) and name not in lw.tensor_of:
+            columns.append(lw.constant_form(name, Layout.TILE, DataType.INT32, shape=(count, 1)))
+            continue
+        t = lw.tensor(name, dtype=DataType.INT32, at=op)
+        columns.append(b.one(OpKind.RESHAPE, f"{op.name}.index{k}", (t,), lw.value(t).with_(shape=(count, 1)),
+                             attrs=ReshapeAttrs((count, 1)), **where))
+    ids = columns[0]
+    if len(columns) > 1:
+        ids = b.one(OpKind.CONCAT, f"{op.name}.indices", tuple(columns),
+                    Value((count, len(columns)), DataType.INT32), attrs=ConcatAttrs(1), **where)
+    if len(kept) == 1 and len(columns) > 1:
+        (k,) = kept
+        ids = b.one(OpKind.SLICE, f"{op.name}.slice_indices", (ids,), Value((count, 1), DataType.INT32),
+                    attrs=SliceAttrs((0, k), (count, k + 1), (1, 1)), **where)
+    elif len(kept) > 1:
+        ids = lw.convert(ids, None, DataType.FLOAT32, op, f"{op.name}.indices")
+        strides = lw.constant_form(f"{op.name}.strides", Layout.TILE, DataType.FLOAT32, shape=(len(columns), 1))
+        ids = b.one(OpKind.MATMUL, f"{op.name}.flatten_indices", (ids, strides), Value((count, 1), DataType.FLOAT32),
+                    attrs=MatmulAttrs(), **where)
+    rows = math.prod(xs[a] for a in axes if xs[a] != 1) if len(kept) > 1 else xs[axes[kept[0]]]
+    rest = math.prod(xs[len(axes):])
     table = lw.tensor(x_name, at=op)
-    rows = (xs[axis], rest)
-    table = b.one(OpKind.RESHAPE, f"{op.name}.table", (table,), lw.value(table).with_(shape=rows),
-                  attrs=ReshapeAttrs(rows), **where)
+    table = b.one(OpKind.RESHAPE, f"{op.name}.table", (table,), lw.value(table).with_(shape=(rows, rest)),
+                  attrs=ReshapeAttrs((rows, rest)), **where)
     table = lw.convert(table, Layout.ROW_MAJOR, DataType.BFLOAT16, op, x_name)
-    count = math.prod(lw.shapes[idx])
-    ids = lw.tensor(idx, layout=Layout.ROW_MAJOR, dtype=DataType.UINT32, at=op)
-    if lw.value(ids).shape != (1, count):
-        ids = b.one(OpKind.RESHAPE, f"{op.name}.indices_reshape", (ids,), lw.value(ids).with_(shape=(1, count)),
-                    attrs=ReshapeAttrs((1, count)), **where)
-    out4 = Value((1, 1, count, rest), DataType.BFLOAT16)
+    ids = lw.convert(ids, Layout.ROW_MAJOR, DataType.UINT32, op, f"{op.name}.indices")
+    out4 = Value((count, 1, 1, rest), DataType.BFLOAT16)
     emb = b.one(OpKind.EMBEDDING, op.name, (ids, table), out4, out=OutputRequest(dtype=DataType.BFLOAT16),
                 attrs=EmbeddingAttrs(Layout.TILE), **where)
     shaped = b.one(OpKind.RESHAPE, f"{op.name}.reshape", (emb,), out4.with_(shape=op.output_shape),
