@@ -24,10 +24,10 @@ from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, PadAttrs, PermuteAttrs, ReshapeAttrs
 from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs, ReduceAttrs
 from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
-from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
-from tileplan.targets.tenstorrent.tiles import DataType, Layout
 from tileplan.targets.tenstorrent.ops.tt_accumulation import CumsumAttrs
 from tileplan.targets.tenstorrent.ops.tt_argmax import ArgmaxAttrs
+from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
+from tileplan.targets.tenstorrent.tiles import DataType, Layout
 from tileplan.targets.tenstorrent.versions import ArgmaxLowering, CumsumLowering, WhereBroadcast
 
 Converter = Callable[[Lowering, Operation], None]
@@ -49,7 +49,7 @@ NO_RULE = {"leaky_relu": "ttnn.leaky_relu", "elu": "ttnn.elu", "mish": "ttnn.mis
            "softplus": "ttnn.softplus", "isnan": "ttnn.isnan", "isinf": "ttnn.isinf",
            "round": "ttnn.round", "mod": "ttnn.remainder",
            "tile": "ttnn.repeat", "argmin": "ttnn.argmin",
-           "topk": "ttnn.topk", "sort": "ttnn.sort", "index": "ttnn.gather",
+           "topk": "ttnn.topk", "sort": "ttnn.sort",
            "gather_nd": "ttnn.gather", "resize": "ttnn.upsample",
            "log_softmax": "ttnn.log_softmax", "reduce_prod": "ttnn.prod", "reduce_l1": "ttnn.sum",
            "reduce_l2": "ttnn.sum", "reduce_logsumexp": "ttnn.logsumexp", "reduce_sum_square": "ttnn.sum",
@@ -266,11 +266,10 @@ def convert_repeat_interleave(lw: Lowering, op: Operation) -> None:
     lw.define(op, lw.builder.one(OpKind.REPEAT_INTERLEAVE, op.name, (x,), out, attrs=attrs, **lw.where(op)))
 
 
-def _shaped(lw: Lowering, name: str, tid: int | None, shape: tuple[int, ...], op: Operation) -> int:
+def _shaped(lw: Lowering, name: str, tid: int, shape: tuple[int, ...], op: Operation) -> int:
     """Computed value `tid` (model value `name`) in `shape`: a `ttnn.reshape` to its rank
     (stablehlo.broadcast_in_dim's unsqueeze) and a `ttnn.repeat` to its extent, each
     only where needed."""
-    assert tid is not None
     v = lw.value(tid)
     if len(v.shape) != len(shape):
         ranked = (1,) * (len(shape) - len(v.shape)) + v.shape
