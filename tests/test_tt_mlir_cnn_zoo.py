@@ -32,8 +32,8 @@ def test_mobilenet_v2_plans_on_n150_at_every_level(level, tmp_path):
 
 
 #: conv2d_DRAM with one slice: conv2d_L1 on the whole DRAM input, its output moved to DRAM
-ONE_SLICE = ["InterleavedToShardedProgramFactory", "UntilizeWithHaloProgramFactory", "Conv2dShardedProgramFactory",
-             "ShardedToInterleavedProgramFactory"]
+ONE_SLICE = ["InterleavedToShardedProgramFactory", "UntilizeWithHaloProgramFactory", "MoveShardedProgramFactory",
+             "Conv2dShardedProgramFactory", "ShardedToInterleavedProgramFactory"]
 
 
 @pytest.mark.parametrize(("model", "conv"), [("mnasnet1_0", "layers.3.conv"),  # depthwise, 32 groups

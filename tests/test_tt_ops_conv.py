@@ -55,7 +55,8 @@ def test_h3_conv2d_grid_and_buffers() -> None:
     64-B padding sticks."""
     plan = _h3()
     sizes = {b.name: b.bytes_per_bank for b in plan.buffers}
-    assert sizes == {"conv_input_sharded": 10_240, "halo_output": 27_136, "output0": 20_480}
+    assert sizes == {"conv_input_sharded": 10_240, "halo_output": 27_136, "halo_output (moved)": 27_136,
+                     "output0": 20_480}
     assert plan.output_bytes_per_core(0) == 20_480
     halo = next(p for p in plan.programs if p.name.startswith("UntilizeWithHalo"))
     assert halo.cb_bytes == 2 * 64

@@ -88,22 +88,24 @@ def test_sliced_plan_programs_and_buffers() -> None:
     a = _conv(32, 32, 480, 640)
     plan = plan_conv2d_routed(OpKind.CONV2D, _req(a), a)
     names = [p.name for p in plan.programs]
-    per_slice = ["PaddedSliceRMProgramFactory", "UntilizeWithHaloProgramFactory", "Conv2dShardedProgramFactory",
-                 "SliceWriteTiledShardedInputProgramFactory"]
+    # Conv2dSliceAttr::run_L1_op: the slice's input freed after the halo, the halo output moved up
+    per_slice = ["PaddedSliceRMProgramFactory", "UntilizeWithHaloProgramFactory", "MoveShardedProgramFactory",
+                 "Conv2dShardedProgramFactory", "SliceWriteTiledShardedInputProgramFactory"]
     assert names == per_slice * 2
     out = plan.buffers[0]
     # the DRAM output [1, 480, 640, 32] TILE: 9,600 x 1 tiles of 2,048 B over 12 banks, alive throughout
-    assert out.name == "output0" and out.buffer_type is BufferType.DRAM and out.live == (0, 7)
+    assert out.name == "output0" and out.buffer_type is BufferType.DRAM and out.live == (0, 9)
     assert out.pages == 9600 and out.page_bytes == 2048 and out.bytes_per_bank == 800 * 2048
     assert plan.outputs[0].memory.buffer_type is BufferType.DRAM
     # padded_slice: the output CB bound to the slice's shard, no scratch (64-B rows are aligned, C = 32)
     ps = plan.programs[0]
     assert [cb.name for cb in ps.circular_buffers] == ["output"] and ps.cb_bytes == 0
-    # slice_write: one CB bound to the conv's output shard
-    assert plan.programs[3].cb_bytes == 0
+    # the move and slice_write: CBs bound to the buffers only
+    assert plan.programs[2].cb_bytes == 0 and plan.programs[4].cb_bytes == 0
     slice0 = [b for b in plan.buffers if b.name.startswith("slice0_")]
-    assert [(b.name, b.live) for b in slice0] == [("slice0_input", (0, 1)), ("slice0_halo_output", (1, 2)),
-                                                  ("slice0_conv_output_sharded", (2, 3))]
+    assert [(b.name, b.live) for b in slice0] == [("slice0_input", (0, 1)), ("slice0_halo_output", (1, 1)),
+                                                  ("slice0_halo_output (moved)", (2, 3)),
+                                                  ("slice0_conv_output_sharded", (3, 4))]
     assert all(b.buffer_type is BufferType.L1 for b in slice0)
 
 
@@ -111,7 +113,8 @@ def test_one_slice_runs_the_l1_path_then_moves_to_dram() -> None:
     a = _conv(3, 64, 224, 224)
     plan = plan_conv2d_routed(OpKind.CONV2D, _req(a), a)
     assert [p.name for p in plan.programs] == ["InterleavedToShardedProgramFactory", "UntilizeWithHaloProgramFactory",
-                                               "Conv2dShardedProgramFactory", "ShardedToInterleavedProgramFactory"]
+                                               "MoveShardedProgramFactory", "Conv2dShardedProgramFactory",
+                                               "ShardedToInterleavedProgramFactory"]
     assert plan.outputs[0].memory.buffer_type is BufferType.DRAM
 
 

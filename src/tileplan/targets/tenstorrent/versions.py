@@ -188,6 +188,9 @@ class Software:
     conv1d_lowering: Conv1dLowering
     gather_lowering: GatherLowering
     argmax_lowering: ArgmaxLowering
+    #: what tt-mlir's Conv2dConfig says of reallocate_halo_output and config_tensors_in_dram
+    conv_reallocate_halo: bool
+    conv_config_tensors_in_dram: bool
     accumulation_cbs: Accumulation
     l1_small_size: int
     trace_region_size: int
@@ -211,7 +214,7 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize",
           "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
           "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
-          "gather_lowering", "argmax_lowering")
+          "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -260,6 +263,8 @@ def software_at(date: str, stack: Stack) -> Software:
         conv1d_lowering=Conv1dLowering(values["conv1d_lowering"]),
         gather_lowering=GatherLowering(values["gather_lowering"]),
         argmax_lowering=ArgmaxLowering(values["argmax_lowering"]),
+        conv_reallocate_halo=bool(values["conv_reallocate_halo"]),
+        conv_config_tensors_in_dram=bool(values["conv_config_tensors_in_dram"]),
         accumulation_cbs=Accumulation(values["accumulation_cbs"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

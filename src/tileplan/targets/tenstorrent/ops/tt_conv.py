@@ -77,6 +77,7 @@ CONV_DIR = "ttnn/cpp/ttnn/operations/conv/conv2d/"
 HALO_SOURCE = "ttnn/cpp/ttnn/operations/sliding_window/halo/device/untilize_with_halo_program_factory.cpp"
 I2S_SOURCE = "ttnn/cpp/ttnn/operations/data_movement/sharded/device/interleaved_to_sharded_program_factory.cpp"
 S2I_SOURCE = "ttnn/cpp/ttnn/operations/data_movement/sharded/device/sharded_to_interleaved_program_factory.cpp"
+MOVE_SOURCE = "ttnn/cpp/ttnn/operations/data_movement/move/device/move_sharded_program_factory.cpp"
 #: conv2d's default compute config (`init_device_compute_kernel_config(..., HiFi4, true, false, false)`)
 CONV_DEFAULT_COMPUTE = ComputeConfig(MathFidelity.HIFI4, True, False, False)
 
@@ -96,6 +97,9 @@ class Conv2dConfig:
     config_tensors_in_dram: bool = False
     transpose_shards: bool = False
     enable_channels_padding: bool = True
+    #: move the halo output after the op's own sharded input is freed (conv2d.cpp
+    #: `conv2d_L1`: `ttnn::move(halo_output)`); tt-metal's default true since PR #16185
+    reallocate_halo_output: bool = True
 
 
 class SliceType(Enum):
@@ -368,14 +372,22 @@ def plan_conv2d(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
     kh, kw = attrs.kernel
     require((kh, kw) != (1, 1) or attrs.stride != (1, 1) or attrs.pads != (0, 0, 0, 0), kind.value,
             "a 1x1 stride-1 unpadded conv runs as a matmul: plan it with tt_matmul")
-    return plan_sliding_conv(kind.value, req, attrs, attrs.batch * attrs.input_hw[0] * attrs.input_hw[1])
+    return plan_sliding_conv(kind.value, req, attrs, attrs.batch * attrs.input_hw[0] * attrs.input_hw[1],
+                             move_halo=attrs.config.reallocate_halo_output)
 
 
-def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: int) -> OpPlan:
+def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: int,
+                      move_halo: bool = False) -> OpPlan:
     """The programs of a conv2d whose halo reads `input_rows` sticks of input: conv2d's
     own (its input, N x H x W sticks) and conv_transpose2d's (tt_conv_transpose.py: its
     stride-1 unpadded conv over the zero-interleaved, padded input the halo builds from
-    the N x H x W sticks of the input it was given)."""
+    the N x H x W sticks of the input it was given).
+
+    `move_halo` (conv2d.cpp `conv2d_L1` with `reallocate_halo_output`): after the halo,
+    with the op's own sharded input freed, `ttnn::move` of the halo output, which frees
+    the buffer first and allocates it anew, top-down, so it rises into the input's space
+    (data_movement/move/move.cpp; `MoveShardedProgramFactory` copies it, both its CBs
+    bound to the buffers; it dispatches nothing when the address does not change)."""
     x, w = req.inputs[0], req.inputs[1]
     cfg, target = attrs.config, req.target
     kh, kw = attrs.kernel
@@ -418,7 +430,17 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
         cbuf(0, "src", in_shard.shape[0], stick_bytes, p.grid, globally_allocated=True),
         cbuf(1, "out", sticks, stick_bytes, p.grid, globally_allocated=True),
         cbuf(2, "pad0", 1, stick_bytes, p.grid), cbuf(3, "pad1", 1, stick_bytes, p.grid))))
-    buffers.append(tensor_buffer("halo_output", BufferRole.INTERMEDIATE, halo_out, target, (halo, halo + 1)))
+    if move_halo:
+        buffers.append(tensor_buffer("halo_output", BufferRole.INTERMEDIATE, halo_out, target, (halo, halo)))
+        halo_pages = halo_out.shard_pages()
+        programs.append(Program("MoveShardedProgramFactory", MOVE_SOURCE, p.grid, (
+            cbuf(0, "src", halo_pages, stick_bytes, p.grid, globally_allocated=True),
+            cbuf(1, "dst", halo_pages, stick_bytes, p.grid, globally_allocated=True))))
+        moved = len(programs) - 1
+        buffers.append(tensor_buffer("halo_output (moved)", BufferRole.INTERMEDIATE, halo_out, target,
+                                     (moved, moved + 1)))
+    else:
+        buffers.append(tensor_buffer("halo_output", BufferRole.INTERMEDIATE, halo_out, target, (halo, halo + 1)))
     oh, ow = attrs.output_hw
     out_c = round_up(attrs.out_channels, TILE * p.cores_c)
     out_shard = ShardSpec(p.grid, (p.per_core_h * TILE, p.per_core_w * TILE), orientation)

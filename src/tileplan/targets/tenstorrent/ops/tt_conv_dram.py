@@ -16,7 +16,10 @@ Sources (tenstorrent/tt-metal, 2026 versions near tt-mlir's pin):
   at most the allocator's free L1; if none, the other dimension; if none, TT_FATAL.
   Slices: ceil(dim / rounding) units split evenly, the first `rem` slices one unit more.
 - `run_sliced_op`, one slice: the output deallocated, conv2d_L1 on the whole DRAM input,
-  the result moved to DRAM interleaved (`to_memory_config`). Several: per slice
+  the result moved to DRAM interleaved (`to_memory_config`). Each slice's L1 op
+  (`Conv2dSliceAttr::run_L1_op`) forces `deallocate_activation` and
+  `reallocate_halo_output`: its sharded input is freed after the halo and the halo output
+  moved up into the space (tt_conv.py `plan_sliding_conv`, `move_halo`). Several: per slice
   `padded_slice` (DRAM rows to the slice's sharded L1 input), conv2d_L1 (halo, conv;
   the output TILE, sharded), `slice_write` into the DRAM output.
 - conv2d.cpp `Conv2dSliceAttr::get_input_slice_and_padding`: the input rows / columns a
@@ -171,6 +174,10 @@ class SlicedOp:
     slice_type: SliceType | None
     cut: Callable[[SliceType, int, int], ConvSlice]
     groups: int = 1
+    #: the L1 op moves its halo output up after freeing its input (conv2d's
+    #: `Conv2dSliceAttr::run_L1_op` forces `reallocate_halo_output`); conv_transpose2d's
+    #: slices are not established, so they keep the halo output where it was made
+    move_halo: bool = False
 
 
 def best_guess_slice_type(input_hw: tuple[int, int], output_layout: Layout) -> SliceType:
@@ -236,7 +243,7 @@ def conv_slice(attrs: Conv2dAttrs, slice_type: SliceType, start: int, end: int, 
 
 
 def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout],
-                single: bool) -> tuple[Conv2dAttrs, OpPlan]:
+                single: bool, move_halo: bool = False) -> tuple[Conv2dAttrs, OpPlan]:
     """The slice's conv2d_L1 programs: its shard layout chosen for the slice (unless set),
     its input already sharded in L1 by padded_slice (several slices) or read from the
     DRAM input (one slice), its output TILE and sharded (several) or DRAM (one)."""
@@ -247,7 +254,8 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
     conv = replace(conv, config=replace(conv.config, output_layout=Layout.TILE))
     rows = sl.rows
     if single:
-        return conv, plan_sliding_conv(op, replace(req, out=OutputRequest(dtype=req.out.dtype)), conv, rows)
+        return conv, plan_sliding_conv(op, replace(req, out=OutputRequest(dtype=req.out.dtype)), conv, rows,
+                                       move_halo=move_halo)
     layout = conv.config.shard_layout
     assert layout is not None
     p = parallel_config(conv, layout, req.target)
@@ -256,7 +264,8 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
     shard = ShardSpec(p.grid, (ceil_div(rows, p.cores_nhw), c_pad // p.cores_c))
     sliced = TensorSpec((1, 1, rows, c_pad), x.dtype, Layout.ROW_MAJOR, MemoryConfig(BufferType.L1, layout, shard))
     out = OutputRequest(BufferType.L1, layout, None, req.out.dtype)
-    return conv, plan_sliding_conv(op, replace(req, inputs=(sliced, *req.inputs[1:]), out=out), conv, rows)
+    return conv, plan_sliding_conv(op, replace(req, inputs=(sliced, *req.inputs[1:]), out=out), conv, rows,
+                                   move_halo=move_halo)
 
 
 def _program(plan: OpPlan, name: str) -> Program:
@@ -309,7 +318,8 @@ def determine_slices(op: str, req: OpRequest, sliced: SlicedOp,
         top = max_slices(sliced.output_hw, st, layout)
         for n in range(1, top + 1):
             slices = tuple(sliced.cut(st, a, b) for a, b in slice_ranges(dim, _rounding(st, layout), n))
-            usage = max(slice_l1_usage(_slice_conv(op, req, sl, layout_of, True)[1]) for sl in slices)
+            usage = max(slice_l1_usage(_slice_conv(op, req, sl, layout_of, True, sliced.move_halo)[1])
+                        for sl in slices)
             if usage <= free:
                 return SliceDecision(st if n > 1 else SliceType.L1_FULL, slices, usage)
         tried.append(f"{top} {st.value} slices")
@@ -331,7 +341,7 @@ def conv2d_sliced(attrs: Conv2dAttrs) -> SlicedOp:
     """conv2d.cpp `Conv2dSliceAttr`: its slices cut by `conv_slice`."""
     layout = attrs.config.output_layout
     return SlicedOp(attrs.batch, attrs.out_channels, attrs.input_hw, attrs.output_hw, layout, attrs.slice_type,
-                    lambda st, a, b: conv_slice(attrs, st, a, b, layout), attrs.groups)
+                    lambda st, a, b: conv_slice(attrs, st, a, b, layout), attrs.groups, move_halo=True)
 
 
 def plan_sliced(op: str, req: OpRequest, sliced: SlicedOp,
@@ -350,14 +360,14 @@ def plan_sliced(op: str, req: OpRequest, sliced: SlicedOp,
                      MemoryConfig(BufferType.DRAM, MemoryLayout.INTERLEAVED, None))
     if decision.slice_type is SliceType.L1_FULL:
         # one slice: the L1 op on the DRAM input, its result moved to DRAM interleaved
-        plan = _slice_conv(op, req, decision.slices[0], layout_of, True)[1]
+        plan = _slice_conv(op, req, decision.slices[0], layout_of, True, sliced.move_halo)[1]
         return replace(plan, outputs=(out,), buffers=tuple(
             replace(b, spec=out) if b.role is BufferRole.OUTPUT else b for b in plan.buffers))
     programs: list[Program] = []
     buffers: list[DeviceBuffer] = []
     elem = x.dtype.element_bytes
     for i, sl in enumerate(decision.slices):
-        conv, plan = _slice_conv(op, req, sl, layout_of, False)
+        conv, plan = _slice_conv(op, req, sl, layout_of, False, sliced.move_halo)
         base = len(programs)
         in_buf = next(b for b in plan.buffers if b.name == "halo_output")
         halo = _program(plan, "UntilizeWithHaloProgramFactory")

@@ -4,9 +4,13 @@ TTIRFlattenSlidingWindow; consecutive convolutions and the elementwise operation
 them stay flattened: context.py `flat_tensor`), its output [1, 1, N*OH*OW, O] in TILE.
 
 The `Conv2dConfig` (tt-mlir TTIRToTTNN.cpp `Conv2dOpConversionPattern`:
-`Conv2dConfigAttr::get().withConfigTensorsInDram(true)`, every other field unset): the
-config tensors in DRAM ("to prevent OOM"), the weights in the activation's dtype, a TILE
-output, and the shard layout tt-metal chooses when none is set
+`Conv2dConfigAttr::get().withConfigTensorsInDram(true)`, every other field unset, from
+2025-12-17; before, the config tensors in L1_SMALL, and to 2025-12-01 a config of every
+flag set, `reallocate_halo_output` false: devices/software.toml
+`conv_config_tensors_in_dram`, `conv_reallocate_halo`): the config tensors in DRAM ("to
+prevent OOM"), the weights in the activation's dtype, a TILE output, the halo output
+moved up after the input is freed (on the DRAM path always: tt_conv_dram.py), and the
+shard layout tt-metal chooses when none is set
 (ttnn/cpp/ttnn/operations/conv/conv2d/conv2d_utils.cpp
 `determine_conv_config_for_auto_shard`: the layout of least L1 estimate, ported in
 `auto_shard_layout`). tt-mlir's optimizer (levels 1 and 2) searches act_block_h and the
@@ -131,7 +135,10 @@ def convert_conv(lw: Lowering, op: Operation) -> None:
     attrs = Conv2dAttrs(in_channels=c, out_channels=o, batch=n, input_hw=(h, w), kernel=(kh, kw), stride=stride,
                         padding=padding, dilation=dilation, groups=groups, bias=bias is not None)
     layout = auto_shard_layout(attrs, lw.target)
-    config = Conv2dConfig(shard_layout=layout, weights_dtype=dtype, config_tensors_in_dram=True)
+    software = lw.device.software
+    config = Conv2dConfig(shard_layout=layout, weights_dtype=dtype,
+                          config_tensors_in_dram=software.conv_config_tensors_in_dram,
+                          reallocate_halo_output=software.conv_reallocate_halo)
     # level 0 passes no slice config (TTIRToTTNN.cpp), levels 1 and 2 L1_FULL (ConvRules.cpp
     # applyConvSliceConfig): tt-metal slices a DRAM input at level 0 (tt_conv_dram.py)
     slice_type = None if lw.options.opt_level == 0 else SliceType.L1_FULL
