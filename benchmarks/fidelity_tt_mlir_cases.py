@@ -61,6 +61,11 @@ Held out (not looked at while modelling; each published outcome quoted as publis
   hf-xlm-roberta-base-mlm-n150       roberta/masked_lm/pytorch-Xlm_Base pass; calibration from
                                      the start (2026-12-06): their cumsum and gather were
                                      modelled on the model zoo's 2-layer RoBERTa
+  hf-clip-base-patch32-n150          the same YAML: clip/pytorch-Base_Patch32 passes; calibration
+                                     (2026-12-06): its patch convolution's clash with its halo
+                                     output led to modelling conv2d's halo move
+  hf-clip-base-patch16-n150          clip/pytorch-Base_Patch16 and Large_Patch14 pass on n150;
+  hf-clip-large-patch14-n150         held out: recorded 2026-12-06 before either was planned
   vanilla-unet-480x640-n150          tt-mlir #5771: optimizer disabled, "Out of Memory:
                                      Not enough space to allocate 49971200 B L1 buffer
                                      across 64 banks, where each bank needs to store
@@ -265,6 +270,44 @@ def hf_text(kind: str, sequence: int = 128) -> Callable[[], Answer]:
     return build
 
 
+def hf_clip(patch: int, large: bool = False, image: int = 224) -> Callable[[], Answer]:
+    """transformers' CLIPModel from the published configuration (openai/clip-vit-base-patch32
+    is CLIPConfig()'s defaults; -patch16 its vision patch 16; clip-vit-large-patch14 a
+    768-wide, 12-layer text tower and a 1,024-wide, 24-layer vision tower of patch 14,
+    projection 768), in bfloat16 on the meta device, on the loader's inputs: two captions
+    ("a photo of a cat", "a photo of a dog": 7 ids each) and one image."""
+    def build() -> Answer:
+        import torch
+        import transformers as T
+
+        from tileplan.importers.torch_export import from_torch
+        from tileplan.model.precision import Precision
+
+        if large:
+            config = T.CLIPConfig(text_config=dict(hidden_size=768, intermediate_size=3072, num_attention_heads=12),
+                                  vision_config=dict(hidden_size=1024, intermediate_size=4096, num_attention_heads=16,
+                                                     num_hidden_layers=24, patch_size=patch, image_size=image),
+                                  projection_dim=768)
+        else:
+            config = T.CLIPConfig(vision_config=dict(patch_size=patch))
+
+        class Logits(torch.nn.Module):
+            def __init__(self, model: torch.nn.Module) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, input_ids: torch.Tensor, pixel_values: torch.Tensor) -> torch.Tensor:
+                return self.model(input_ids=input_ids, pixel_values=pixel_values).logits_per_image
+
+        with torch.device("meta"):
+            model = Logits(T.CLIPModel(config).to(torch.bfloat16).eval())
+            inputs = (torch.ones(2, 7, dtype=torch.long), torch.zeros(1, 3, image, image, dtype=torch.bfloat16))
+        bf16 = Precision("BF16")
+        program = from_torch(model, inputs, "clip").to_program(bf16, bf16, repeat=False)
+        return _answer(program, "n150", None, 0)
+    return build
+
+
 def unet() -> Answer:
     from tileplan.importers.torch_export import from_torch
     from tileplan.model.precision import Precision
@@ -421,25 +464,29 @@ CASES: tuple[Case, ...] = (
     Case("hf-xlm-roberta-base-mlm-n150", "calibration",
          "xlm-roberta-base (XLMRobertaForMaskedLM, 250,002 tokens, bf16), 1 x 128 ids, n150", VISION_YAML,
          "passes (roberta/masked_lm/pytorch-Xlm_Base: EXPECTED_PASSING)", True, hf_text("xlm-roberta")),
+    Case("hf-clip-base-patch32-n150", "calibration",
+         "openai/clip-vit-base-patch32 (CLIPModel, bf16), 2 captions x 7 ids and 1 x 3 x 224 x 224, n150", VISION_YAML,
+         "passes (clip/pytorch-Base_Patch32: EXPECTED_PASSING)", True, hf_clip(32)),
+    Case("hf-clip-base-patch16-n150", "held out",
+         "openai/clip-vit-base-patch16 (CLIPModel, bf16), 2 captions x 7 ids and 1 x 3 x 224 x 224, n150", VISION_YAML,
+         "passes (clip/pytorch-Base_Patch16: EXPECTED_PASSING)", True, hf_clip(16)),
+    Case("hf-clip-large-patch14-n150", "held out",
+         "openai/clip-vit-large-patch14 (CLIPModel, bf16), 2 captions x 7 ids and 1 x 3 x 224 x 224, n150",
+         VISION_YAML, "passes (clip/pytorch-Large_Patch14: EXPECTED_PASSING on n150)", True, hf_clip(14, True)),
     Case("vanilla-unet-480x640-n150", "held out",
          "Vanilla UNet (brain-segmentation-pytorch, 32 features), 1 x 3 x 480 x 640 bf16, optimizer disabled, n150",
          "tt-mlir #5771 (2025-11-10)",
          "Out of Memory: Not enough space to allocate 49971200 B L1 buffer across 64 banks, where each bank needs "
          "to store 780800 B, but bank size is only 1331936 B", False, unet, published_failed=("L1", 49971200),
-         miss="the verdict agrees, its cause does not: tileplan stops at encoder2's second convolution "
-              "(encoder2.3.conv, 64 -> 64 channels at 240 x 320) on conv2d's DRAM path (conv2d_utils.cpp "
-              "determine_conv2d_execution_path: a DRAM input, no slice config at level 0), where the conv program's "
-              "static circular buffers clash with its slice's halo output and sharded output in L1; tileplan "
-              "chooses the slices from each "
-              "slice's planned programs against the L1 above the reserved base, tt-metal from "
-              "calculate_L1_usage_for_conv_op against the allocator's free bytes, so tt-metal may take more "
-              "slices there; the published run passed the encoder and the four transposed convolutions, which "
-              "tileplan plans on their L1 path: the run's 2025-11 build predates tt-metal's conv_transpose2d DRAM "
-              "path (commit 078f0f7, in tt-mlir's pin from 2025-12-08), modelled for later builds; "
-              "the published 780,800 B a bank are, in "
-              "tileplan's halo rule, "
-              "the halo output of decoder1's first 3 x 3 conv (64 channels at 480 x 640) height sharded on 64 "
-              "cores (6,100 sticks x 128 B), where tileplan's n150 has 72"),
+         miss="the verdict agrees, its cause does not: tileplan passes the encoder (each DRAM-path slice moving its "
+              "halo output up once its input is freed, as Conv2dSliceAttr::run_L1_op forces) and stops at upconv2, "
+              "the second transposed convolution, on its L1 path (the run's 2025-11 build predates tt-metal's "
+              "conv_transpose2d DRAM path, commit 078f0f7, in tt-mlir's pin from 2025-12-08), where the conv "
+              "program's static circular buffers (to 1,254,880 B) clash with an L1 buffer at 862,976; the published "
+              "run passed the four transposed convolutions and failed allocating 780,800 B a bank, in tileplan's "
+              "halo rule the halo output of decoder1's first 3 x 3 conv (64 channels at 480 x 640) height sharded "
+              "on 64 cores (6,100 sticks x 128 B), where tileplan's n150 has 72; what a transposed conv's L1 path "
+              "frees or moves before its conv program (its input, its halo output) is not modelled"),
 )
 
 #: benchmarks/fidelity_tt.py's protocol: this section's heading and table columns
