@@ -58,13 +58,16 @@ def test_upconv4_runs_conv2ds_programs_on_the_full_input() -> None:
     scratch: 934,144 B; its output 3 x 8 tiles = 49,152 B a core, then sharded to
     interleaved into DRAM."""
     plan = _upconv4()
+    # tt-metal's default Conv2dConfig: the halo output moved (reallocate_halo_output), the
+    # op's own sharded input kept to the end (no deallocate_activation)
     assert [p.name for p in plan.programs] == ["InterleavedToShardedProgramFactory",
-                                               "UntilizeWithHaloProgramFactory", "Conv2dShardedProgramFactory",
-                                               "ShardedToInterleavedProgramFactory"]
+                                               "UntilizeWithHaloProgramFactory", "MoveShardedProgramFactory",
+                                               "Conv2dShardedProgramFactory", "ShardedToInterleavedProgramFactory"]
     sizes = {b.name: (b.bytes_per_bank, b.banks) for b in plan.buffers if b.name != "output0"}
     assert sizes == {"conv_input_sharded": (24_576, 50), "halo_output": (183_296, 50),
-                     "conv_output_sharded": (49_152, 50)}
-    conv = plan.programs[2]
+                     "halo_output (moved)": (183_296, 50), "conv_output_sharded": (49_152, 50)}
+    assert next(b for b in plan.buffers if b.name == "conv_input_sharded").live == (0, 4)
+    conv = plan.programs[3]
     unbound = [(cb.name, cb.total_bytes) for cb in conv.circular_buffers if not cb.globally_allocated]
     assert unbound == [("weights", 524_288), ("act", 196_608), ("act_tilized", 196_608), ("bias", 16_384),
                        ("reader_indices", 192), ("l1_array", 64)]
@@ -77,7 +80,7 @@ def test_a_stride_1_transposed_conv_is_the_conv2d_padded_by_the_kernels_reach() 
     the same programs, circular buffers and buffers as conv2d of that padding (conv2d's
     halo output kept where it was made: a transposed conv's move is not modelled)."""
     cfg = Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED, config_tensors_in_dram=True,
-                       reallocate_halo_output=False)
+                       reallocate_halo_output=False, deallocate_activation=True)
     x, w = row_major((1, 1, 32 * 48, 64), DRAM), row_major((64, 32, 3, 3), DRAM)
     req = OpRequest((x, w), OutputRequest.of(DRAM), MLIR)
     transposed = plan_op(OpKind.CONV_TRANSPOSE2D, req,

@@ -40,7 +40,7 @@ scratch: 77,888 B; the output 10 tiles = 20,480 B a core; the halo 424 sticks x 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from tileplan.targets.tenstorrent.memory import (
@@ -100,6 +100,9 @@ class Conv2dConfig:
     #: move the halo output after the op's own sharded input is freed (conv2d.cpp
     #: `conv2d_L1`: `ttnn::move(halo_output)`); tt-metal's default true since PR #16185
     reallocate_halo_output: bool = True
+    #: free the input after the halo (conv_transpose2d keeps its own sharded copy to the
+    #: end without it; conv2d drops its copy whatever this says); tt-metal's default false
+    deallocate_activation: bool = False
 
 
 class SliceType(Enum):
@@ -377,7 +380,7 @@ def plan_conv2d(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
 
 
 def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: int,
-                      move_halo: bool = False) -> OpPlan:
+                      move_halo: bool = False, keep_input: bool = False) -> OpPlan:
     """The programs of a conv2d whose halo reads `input_rows` sticks of input: conv2d's
     own (its input, N x H x W sticks) and conv_transpose2d's (tt_conv_transpose.py: its
     stride-1 unpadded conv over the zero-interleaved, padded input the halo builds from
@@ -387,7 +390,10 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     with the op's own sharded input freed, `ttnn::move` of the halo output, which frees
     the buffer first and allocates it anew, top-down, so it rises into the input's space
     (data_movement/move/move.cpp; `MoveShardedProgramFactory` copies it, both its CBs
-    bound to the buffers; it dispatches nothing when the address does not change)."""
+    bound to the buffers; it dispatches nothing when the address does not change).
+    `keep_input`: the op's own sharded input stays to the end (conv_transpose2d.cpp
+    `conv_transpose2d_L1` without `deallocate_activation`: `input_tensor_post_tm` is held
+    through the conv and the output's move to its memory config)."""
     x, w = req.inputs[0], req.inputs[1]
     cfg, target = attrs.config, req.target
     kh, kw = attrs.kernel
@@ -463,6 +469,8 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
         buffers.append(tensor_buffer("conv_output_sharded", BufferRole.INTERMEDIATE, conv_out, target,
                                      (conv, conv + 1)))
     last = len(programs) - 1
+    if keep_input:
+        buffers = [replace(b, live=(b.live[0], last)) if b.name == "conv_input_sharded" else b for b in buffers]
     buffers.append(tensor_buffer("output0", BufferRole.OUTPUT, out, target, (last, last)))
     require(w.layout in (Layout.TILE, Layout.ROW_MAJOR), op, "weights expected")
     return OpPlan(op, tuple(programs), (out,), tuple(buffers))

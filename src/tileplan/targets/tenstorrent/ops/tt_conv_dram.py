@@ -175,8 +175,8 @@ class SlicedOp:
     cut: Callable[[SliceType, int, int], ConvSlice]
     groups: int = 1
     #: the L1 op moves its halo output up after freeing its input (conv2d's
-    #: `Conv2dSliceAttr::run_L1_op` forces `reallocate_halo_output`); conv_transpose2d's
-    #: slices are not established, so they keep the halo output where it was made
+    #: `Conv2dSliceAttr::run_L1_op` and conv_transpose2d's `ConvT2DSliceAttr::run_L1_op`
+    #: force `deallocate_activation` and `reallocate_halo_output`)
     move_halo: bool = False
 
 

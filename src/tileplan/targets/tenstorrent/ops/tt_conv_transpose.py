@@ -15,7 +15,11 @@ Sources (tenstorrent/tt-metal, ttnn/cpp/ttnn/operations/conv/conv_transpose2d/):
   `SlidingWindowConfig` (`is_transpose = true`, `snap_to_tile`); then `ttnn::prim::conv2d`
   (Conv2dShardedProgramFactory) with the output's sharded memory config, the per-core
   block config of conv2d and the prepared weights; a `to_memory_config` when the caller
-  asked for another output memory config.
+  asked for another output memory config. Between the halo and the conv: the op's own
+  sharded input freed only with `deallocate_activation` (`input_tensor_post_tm` is not
+  reassigned, unlike conv2d's: without the flag it stays to the end), the halo output
+  moved with `reallocate_halo_output` (`ttnn::move`); `ConvT2DSliceAttr::run_L1_op` (the
+  DRAM path) forces both.
 - prepare_conv_transpose2d_weights.cpp `compute_conv_transpose2d_dimensions`: output =
   (in - 1) s - 2 p + d (k - 1) + output_padding + 1; full input = output + d (k - 1);
   strided input = (in - 1) s + 1 (the input with s - 1 zero rows and columns between its
@@ -225,7 +229,7 @@ def conv_transpose_slice(attrs: ConvTranspose2dAttrs, slice_type: SliceType, sta
 def conv_transpose2d_sliced(attrs: ConvTranspose2dAttrs) -> SlicedOp:
     """`ConvT2DSliceAttr` as op_slicing.cpp reads it."""
     return SlicedOp(attrs.batch, attrs.out_channels, attrs.input_hw, attrs.output_hw, attrs.config.output_layout,
-                    attrs.slice_type, lambda st, a, b: conv_transpose_slice(attrs, st, a, b))
+                    attrs.slice_type, lambda st, a, b: conv_transpose_slice(attrs, st, a, b), move_halo=True)
 
 
 def plan_conv_transpose2d(kind: OpKind, req: OpRequest, attrs: ConvTranspose2dAttrs) -> OpPlan:
@@ -248,5 +252,7 @@ def plan_conv_transpose2d(kind: OpKind, req: OpRequest, attrs: ConvTranspose2dAt
             "padded or not)")
     l1_input = x.memory.buffer_type is BufferType.L1
     if attrs.slice_type is SliceType.L1_FULL or (attrs.slice_type is None and l1_input):
-        return plan_sliding_conv(op, req, attrs.as_conv2d(), rows)
+        cfg = attrs.config
+        return plan_sliding_conv(op, req, attrs.as_conv2d(), rows, move_halo=cfg.reallocate_halo_output,
+                                 keep_input=not cfg.deallocate_activation)
     return plan_sliced(op, req, conv_transpose2d_sliced(attrs), auto_shard_layout)

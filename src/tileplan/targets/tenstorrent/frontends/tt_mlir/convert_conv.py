@@ -262,7 +262,8 @@ def convert_conv_transpose(lw: Lowering, op: Operation) -> None:
     attrs = ConvTranspose2dAttrs(c, o, n, (h, w), (kh, kw), stride, padding, (output_padding[0], output_padding[1]),
                                  dilation, groups, bias is not None)
     config = Conv2dConfig(shard_layout=auto_shard_layout(attrs.as_conv2d(), lw.target), weights_dtype=dtype,
-                          config_tensors_in_dram=True)
+                          config_tensors_in_dram=True,
+                          reallocate_halo_output=lw.device.software.conv_reallocate_halo)
     # tt-mlir passes no slice config at any level: tt-metal slices a DRAM input on builds
     # with conv_transpose2d_DRAM (software.toml), before them it always ran the L1 path
     dram_path = lw.device.software.conv_transpose2d_dram_path
