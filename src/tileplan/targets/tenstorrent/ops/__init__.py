@@ -41,6 +41,7 @@ from tileplan.targets.tenstorrent.ops.tt_matmul import plan_matmul
 from tileplan.targets.tenstorrent.ops.tt_norm import plan_norm
 from tileplan.targets.tenstorrent.ops.tt_norm_distributed import plan_rms_post, plan_rms_pre
 from tileplan.targets.tenstorrent.ops.tt_pool import plan_pool2d
+from tileplan.targets.tenstorrent.ops.tt_power import plan_pow_scalar
 from tileplan.targets.tenstorrent.ops.tt_rotary import plan_rotary
 from tileplan.targets.tenstorrent.ops.tt_sdpa import plan_sdpa, plan_sdpa_decode
 from tileplan.targets.tenstorrent.ops.tt_sdpa_paged import plan_sdpa_chunked
@@ -84,6 +85,7 @@ def _build() -> dict[OpKind, OpRule]:
     singles: dict[OpKind, tuple[str, Rule]] = {
         OpKind.MATMUL: ("tt_matmul", plan_matmul), OpKind.LINEAR: ("tt_matmul", plan_matmul),
         OpKind.WHERE: ("tt_ternary", plan_where), OpKind.ARGMAX: ("tt_argmax", plan_argmax),
+        OpKind.POW_SCALAR: ("tt_power", plan_pow_scalar),
         OpKind.CUMSUM: ("tt_accumulation", plan_cumsum), OpKind.MOREH_CUMSUM: ("tt_accumulation", plan_cumsum),
         OpKind.SOFTMAX: ("tt_softmax", plan_softmax),
         OpKind.LAYER_NORM: ("tt_norm", plan_norm), OpKind.RMS_NORM: ("tt_norm", plan_norm),

@@ -45,6 +45,8 @@ class OpKind(Enum):
     CBRT = "ttnn.cbrt"
     LOGIT = "ttnn.logit"
     TYPECAST = "ttnn.typecast"
+    LTZ = "ttnn.ltz"
+    POW_SCALAR = "ttnn.pow_scalar"
     # binary eltwise (binary_ng_program_factory.cpp)
     ADD = "ttnn.add"
     SUBTRACT = "ttnn.subtract"

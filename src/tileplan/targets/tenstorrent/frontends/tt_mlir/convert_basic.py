@@ -26,6 +26,7 @@ from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs, ReduceAttrs
 from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
 from tileplan.targets.tenstorrent.ops.tt_accumulation import CumsumAttrs
 from tileplan.targets.tenstorrent.ops.tt_argmax import ArgmaxAttrs
+from tileplan.targets.tenstorrent.ops.tt_power import PowScalarAttrs
 from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
 from tileplan.targets.tenstorrent.versions import ArgmaxLowering, CumsumLowering, WhereBroadcast
@@ -52,7 +53,7 @@ NO_RULE = {"leaky_relu": "ttnn.leaky_relu", "elu": "ttnn.elu", "mish": "ttnn.mis
            "topk": "ttnn.topk", "sort": "ttnn.sort",
            "gather_nd": "ttnn.gather", "resize": "ttnn.upsample",
            "log_softmax": "ttnn.log_softmax", "reduce_prod": "ttnn.prod", "reduce_l1": "ttnn.sum",
-           "reduce_l2": "ttnn.sum", "reduce_logsumexp": "ttnn.logsumexp", "reduce_sum_square": "ttnn.sum",
+           "reduce_logsumexp": "ttnn.logsumexp", "reduce_sum_square": "ttnn.sum",
            "reduce_var": "ttnn.var", "reduce_all": "ttnn.min", "reduce_any": "ttnn.max",
            "adaptive_avgpool": "ttnn.adaptive_avg_pool2d",
            "groupnorm": "ttnn.group_norm", "histogram": "ttnn.histogram", "grouped_matmul": "ttnn.sparse_matmul",
@@ -478,6 +479,30 @@ def convert_hardswish(lw: Lowering, op: Operation) -> None:
         lw.define(op, t)
 
 
+def convert_reduce_l2(lw: Lowering, op: Operation) -> None:
+    """`torch.linalg.vector_norm(x, 2, dim)` / `x.norm(p=2, dim)` (SigLIP's and CLIP's
+    embedding normalisation): tt-xla decomposes neither (core_aten_decompositions holds no
+    linalg_vector_norm), torch-xla lowers it as `Pow(Abs(x), 2)`, a reduce-add and
+    `Pow(., 0.5)` in the input's type (torch_xla/csrc/ops/ops.cpp `LinalgVectorNorm`), and
+    tt-mlir fuses none of it: `ttnn.abs`, `ttnn.pow_scalar` 2, `ttnn.sum` (keep_dim folded
+    in: TTIRFusing.cpp `ReductionWithReshapePattern`), `ttnn.pow_scalar` 0.5
+    (ops/tt_power.py: tt-metal's float-exponent composite)."""
+    x = lw.tensor(op.inputs[0], at=op)
+    value = lw.value(x)
+    rank = len(value.shape)
+    axes = op.attr("axes")
+    dims = tuple(int(a) for a in axes) if isinstance(axes, (tuple, list)) else tuple(range(rank))
+    where = lw.where(op)
+    b = lw.builder
+    t = b.one(OpKind.ABS, f"{op.name}.abs", (x,), value, **where)
+    t = b.one(OpKind.POW_SCALAR, f"{op.name}.square", (t,), value, attrs=PowScalarAttrs(2.0), **where)
+    reduced = Value(op.output_shape, value.dtype)
+    t = b.one(OpKind.SUM, f"{op.name}.sum", (t,), reduced, attrs=ReduceAttrs(dims, bool(op.attr("keepdims", False))),
+              compute=lw.options.compute(), **where)
+    t = b.one(OpKind.POW_SCALAR, op.name, (t,), reduced, attrs=PowScalarAttrs(0.5), **where)
+    lw.define(op, lw.convert(t, None, lw.dtype(op.output), op, op.name))
+
+
 def convert_unsupported(lw: Lowering, op: Operation) -> None:
     raise no_rule(op, NO_RULE[op.kind])
 
@@ -489,6 +514,6 @@ CONVERTERS: dict[str, Converter] = {
     "reshape": convert_reshape, "transpose": convert_permute, "concat": convert_concat, "slice": convert_slice,
     "expand": convert_expand, "repeat_interleave": convert_repeat_interleave, "clamp": convert_clamp,
     "where": convert_where, "cumsum": convert_cumsum, "pad": convert_pad,
-    "argmax": convert_argmax, "hardswish": convert_hardswish,
+    "argmax": convert_argmax, "hardswish": convert_hardswish, "reduce_l2": convert_reduce_l2,
 }
 
