@@ -6,7 +6,8 @@ Every architecture of `tests/model_zoo.py` (a small configuration of each: 2 lay
 hidden sizes of 32) is planned four ways: through torch.export on the meta device,
 through each ONNX exporter (the legacy one, opset 17, and the dynamo one, opset 18;
 each file saved graph-only: every tensor external, the data file deleted) and as a
-saved `.pt2` read by tileplan's own reader. A cell says `plans (N parameters)` when
+saved `.pt2` read by tileplan's own reader, and the torch.export graph on a Tenstorrent
+n150 (`--frontend tt-mlir`, the latest build, level 0). A cell says `plans (N parameters)` when
 the plan went to the end, its report passed `tileplan check` and it holds exactly the
 parameters the model (or the file) holds; otherwise why not. The suite's
 `tests/test_model_coverage.py` re-runs the torch.export column and a subset of the
@@ -25,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import model_zoo  # noqa: E402
-from model_zoo import CASES, COLUMNS, DOC, run_onnx, run_pt2, run_torch  # noqa: E402
+from model_zoo import CASES, COLUMNS, DOC, run_n150, run_onnx, run_pt2, run_torch  # noqa: E402
 
 HEAD = """# Model coverage
 
@@ -37,7 +38,11 @@ shape operands come from the file's `value_info` or its own arithmetic) and as a
 `.pt2` read by tileplan's own reader. `plans (N parameters)`: the plan went to the
 end, its report passed `tileplan check`, and it holds exactly the parameters the model
 holds (for ONNX: the floating initializers the file's outputs depend on, the
-exporter's constants included). Otherwise the cell says why not. Written by
+exporter's constants included). Otherwise the cell says why not. The last column plans
+the torch.export graph on a Tenstorrent n150 as tt-xla and tt-mlir compile it
+(`--frontend tt-mlir`, the latest build, optimization level 0): `fits` with the
+verdict's figures, `does not fit` in tt-metal's words, or the operation it cannot plan
+(docs/tenstorrent-tt-mlir.md). Written by
 `benchmarks/model_coverage.py`; `tests/test_model_coverage.py` re-runs the
 torch.export column and a subset of the others in the suite and checks them against
 this table.
@@ -47,7 +52,7 @@ this table.
 
 def row(case: model_zoo.Case, folder: Path) -> list[str]:
     cells = [run_torch(case), run_onnx(case, "legacy", folder), run_onnx(case, "dynamo", folder),
-             run_pt2(case, folder)]
+             run_pt2(case, folder), run_n150(case)]
     return [case.name, case.family, *cells]
 
 
@@ -61,7 +66,7 @@ def table(rows: list[list[str]]) -> str:
 def summary(rows: list[list[str]]) -> str:
     counts = []
     for k, column in enumerate(COLUMNS, start=2):
-        plans = sum(r[k].startswith("plans (") for r in rows)
+        plans = sum(r[k].startswith(("plans (", "fits (")) for r in rows)
         counts.append(f"{column} {plans} of {len(rows)}")
     return f"Planned: {', '.join(counts)}.\n\n"
 

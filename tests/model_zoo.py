@@ -184,7 +184,7 @@ BY_NAME = {c.name: c for c in CASES}
 ONNX_SUBSET = {"legacy": ("BERT", "ViT", "ResNet", "wav2vec2", "ConvNeXt-V2", "SigLIP"),
                "dynamo": ("LLaMA", "RoBERTa", "CLIP", "MobileNetV2")}
 PT2_SUBSET = ("Qwen2", "Swin", "Whisper")
-COLUMNS = ("torch.export", "ONNX legacy", "ONNX dynamo", ".pt2")
+COLUMNS = ("torch.export", "ONNX legacy", "ONNX dynamo", ".pt2", "n150 (tt-mlir)")
 
 
 def build(case: Case, device: str) -> tuple[Any, dict[str, torch.Tensor]]:
@@ -273,6 +273,27 @@ def run_torch(case: Case) -> str:
     except TileplanError as e:
         return f"does not plan: {one_line(e)}"
     return result(graph, expected)
+
+
+def run_n150(case: Case) -> str:
+    """The Tenstorrent cell: the torch.export graph (built on the meta device) planned on
+    n150 through the tt-mlir frontend at the latest build, level 0: `fits (...)` with the
+    verdict's figures, `does not fit: ...` in tt-metal's words, or why it cannot be
+    planned."""
+    import tileplan
+    from tileplan.importers.torch_export import from_exported
+
+    model, inputs = build(case, "meta")
+    try:
+        ep = export(model, inputs)
+    except Exception as e:  # torch's failure, not tileplan's
+        return f"export fails ({type(e).__name__})"
+    try:
+        result = tileplan.plan(from_exported(ep, case.name), machine="n150", what_if=False)
+    except TileplanError as e:
+        return f"does not plan: {one_line(e)}"
+    verdict = one_line(ValueError(result.verdict))
+    return f"fits ({verdict.removeprefix('fits on n150: ')})" if result.fits else f"does not fit: {verdict}"
 
 
 class Outputs(torch.nn.Module):

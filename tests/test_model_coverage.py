@@ -1,7 +1,7 @@
 """The coverage table over transformers' model families: every
 architecture of `tests/model_zoo.py` (a small configuration: 2 layers, hidden sizes of
 32) planned through torch.export on the meta device, a subset through each ONNX
-exporter (graph-only files) and as a saved `.pt2`, each cell checked against
+exporter (graph-only files), as a saved `.pt2` and on a Tenstorrent n150, each cell checked against
 `docs/model-coverage.md` (written by `benchmarks/model_coverage.py`)."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from model_zoo import BY_NAME, CASES, COLUMNS, DOC, ONNX_SUBSET, PT2_SUBSET, read_doc, run_onnx, run_pt2, run_torch
+from model_zoo import (BY_NAME, CASES, COLUMNS, DOC, ONNX_SUBSET, PT2_SUBSET, read_doc, run_n150, run_onnx, run_pt2,
+                        run_torch)
 
 
 @pytest.fixture(scope="module")
@@ -24,12 +25,18 @@ def test_the_table_holds_forty_architectures_of_the_families_asked_for(table):
                  "ResNet", "MobileNetV2", "EfficientNet", "SegFormer", "DETR", "wav2vec2", "HuBERT", "CLIP", "SigLIP"):
         assert name in table, name
     for row in table.values():  # every cell plans or says why not
-        assert all(row[c].startswith(("plans", "does not plan: ", "export fails")) for c in COLUMNS), row
+        assert all(row[c].startswith(("plans", "does not plan: ", "export fails", "fits (", "does not fit: "))
+                   for c in COLUMNS), row
 
 
 @pytest.mark.parametrize("name", [c.name for c in CASES])
 def test_torch_export(table, name):
     assert run_torch(BY_NAME[name]) == table[name]["torch.export"]
+
+
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_n150(table, name):
+    assert run_n150(BY_NAME[name]) == table[name]["n150 (tt-mlir)"]
 
 
 @pytest.mark.parametrize("exporter, name", [(e, n) for e, names in ONNX_SUBSET.items() for n in names])
