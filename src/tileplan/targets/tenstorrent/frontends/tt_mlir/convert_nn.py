@@ -266,13 +266,18 @@ def convert_gather(lw: Lowering, op: Operation) -> None:
         flat = (1, math.prod(ishape))
         indices = lw.builder.one(OpKind.RESHAPE, f"{op.name}.indices_reshape", (indices,),
                                  lw.value(indices).with_(shape=flat), attrs=ReshapeAttrs(flat), **lw.where(op))
-    weights = lw.constant_form(table, Layout.ROW_MAJOR, DataType.BFLOAT16)
-    bsz, seq = lw.value(indices).shape
-    d = tshape[1]
-    out4 = Value((bsz, 1, seq, d), DataType.BFLOAT16)
-    emb = lw.builder.one(OpKind.EMBEDDING, op.name, (indices, weights), out4,
-                         out=OutputRequest(dtype=DataType.BFLOAT16), attrs=EmbeddingAttrs(Layout.TILE),
-                         **lw.where(op))
+    embed(lw, op, indices, lw.constant_form(table, Layout.ROW_MAJOR, DataType.BFLOAT16))
+
+
+def embed(lw: Lowering, op: Operation, ids: int, table: int) -> None:
+    """`ttnn.embedding` of row-major uint32 `ids` [a, b] in the row-major bfloat16
+    `table` [rows, d] (the embedding workarounds' types: TTNNWorkaroundsPass.cpp
+    `createEmbeddingOpOperandsWorkarounds`), [a, 1, b, d] in TILE, reshaped to the model's
+    result and converted to its type."""
+    a, b = lw.value(ids).shape
+    out4 = Value((a, 1, b, lw.value(table).shape[1]), DataType.BFLOAT16)
+    emb = lw.builder.one(OpKind.EMBEDDING, op.name, (ids, table), out4, out=OutputRequest(dtype=DataType.BFLOAT16),
+                         attrs=EmbeddingAttrs(Layout.TILE), **lw.where(op))
     shaped = lw.builder.one(OpKind.RESHAPE, f"{op.name}.reshape", (emb,), out4.with_(shape=op.output_shape),
                             attrs=ReshapeAttrs(op.output_shape), **lw.where(op))
     lw.define(op, lw.convert(shaped, Layout.TILE, lw.dtype(op.output), op, op.output))
@@ -314,13 +319,7 @@ def convert_gather_elements(lw: Lowering, op: Operation) -> None:
     if lw.value(indices).shape != (1, count):
         indices = lw.builder.one(OpKind.RESHAPE, f"{op.name}.indices_reshape", (indices,),
                                  lw.value(indices).with_(shape=(1, count)), attrs=ReshapeAttrs((1, count)), **where)
-    table = lw.constant_form(x_name, Layout.ROW_MAJOR, DataType.BFLOAT16, shape=(xs[dim], 1))
-    out4 = Value((1, 1, count, 1), DataType.BFLOAT16)
-    emb = lw.builder.one(OpKind.EMBEDDING, op.name, (indices, table), out4, out=OutputRequest(dtype=DataType.BFLOAT16),
-                         attrs=EmbeddingAttrs(Layout.TILE), **where)
-    shaped = lw.builder.one(OpKind.RESHAPE, f"{op.name}.reshape", (emb,), out4.with_(shape=op.output_shape),
-                            attrs=ReshapeAttrs(op.output_shape), **where)
-    lw.define(op, lw.convert(shaped, Layout.TILE, lw.dtype(op.output), op, op.output))
+    embed(lw, op, indices, lw.constant_form(x_name, Layout.ROW_MAJOR, DataType.BFLOAT16, shape=(xs[dim], 1)))
 
 
 def convert_index(lw: Lowering, op: Operation) -> None:
@@ -380,13 +379,7 @@ def convert_index(lw: Lowering, op: Operation) -> None:
     table = b.one(OpKind.RESHAPE, f"{op.name}.table", (table,), lw.value(table).with_(shape=(rows, rest)),
                   attrs=ReshapeAttrs((rows, rest)), **where)
     table = lw.convert(table, Layout.ROW_MAJOR, DataType.BFLOAT16, op, x_name)
-    ids = lw.convert(ids, Layout.ROW_MAJOR, DataType.UINT32, op, f"{op.name}.indices")
-    out4 = Value((count, 1, 1, rest), DataType.BFLOAT16)
-    emb = b.one(OpKind.EMBEDDING, op.name, (ids, table), out4, out=OutputRequest(dtype=DataType.BFLOAT16),
-                attrs=EmbeddingAttrs(Layout.TILE), **where)
-    shaped = b.one(OpKind.RESHAPE, f"{op.name}.reshape", (emb,), out4.with_(shape=op.output_shape),
-                   attrs=ReshapeAttrs(op.output_shape), **where)
-    lw.define(op, lw.convert(shaped, Layout.TILE, lw.dtype(op.output), op, op.output))
+    embed(lw, op, lw.convert(ids, Layout.ROW_MAJOR, DataType.UINT32, op, f"{op.name}.indices"), table)
 
 
 def convert_batchnorm(lw: Lowering, op: Operation) -> None:
