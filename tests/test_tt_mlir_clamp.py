@@ -85,3 +85,27 @@ def test_hardswish_is_torchs_core_decomposition_and_keeps_a_conv_output_flattene
     conv = kinds.index("ttnn.conv2d")
     assert kinds[conv + 1:conv + 6] == chain and kinds[-5:] == chain
     assert report["verdict"]["fits"] is True
+
+
+class LeakyConv(torch.nn.Module):
+    """A YOLO-style convolution followed by a leaky ReLU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(16, 32, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.leaky_relu(self.conv(x), 0.1)
+
+
+@pytest.mark.parametrize("version", [None, "2025-12"])
+def test_a_leaky_relu_is_torch_xlas_select_of_a_compare_and_a_scaled_copy(version):
+    """BuildLeakyRelu: Select(Gt(x, 0), x, slope * x): gt, multiply, where on the conv's
+    flattened output, at either where regime (same shapes: nothing repeated)."""
+    x = torch.zeros(1, 16, 32, 32, dtype=torch.bfloat16)
+    options = {"tt_version": version} if version else {}
+    result = tileplan.plan(LeakyConv().to(torch.bfloat16), (x,), machine="n150", what_if=False, **options)
+    kinds = json.loads(result.to_json())["operations"]["kind"]
+    conv = kinds.index("ttnn.conv2d")
+    assert kinds[conv + 1:conv + 4] == ["ttnn.gt", "ttnn.multiply", "ttnn.where"]
+    assert "ttnn.repeat" not in kinds and result.fits

@@ -46,7 +46,7 @@ BINARY = {"add": OpKind.ADD, "sub": OpKind.SUBTRACT, "mul": OpKind.MULTIPLY, "di
 COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "and", "or", "xor"})
 REDUCE = {"reduce_sum": OpKind.SUM, "reduce_mean": OpKind.MEAN, "reduce_max": OpKind.MAX, "reduce_min": OpKind.MIN}
 #: model operators tt-mlir lowers to a TTNN operation tileplan has no rule for
-NO_RULE = {"leaky_relu": "ttnn.leaky_relu", "elu": "ttnn.elu", "mish": "ttnn.mish",
+NO_RULE = {"elu": "ttnn.elu", "mish": "ttnn.mish",
            "softplus": "ttnn.softplus", "isnan": "ttnn.isnan", "isinf": "ttnn.isinf",
            "round": "ttnn.round", "mod": "ttnn.remainder",
            "tile": "ttnn.repeat", "argmin": "ttnn.argmin",
@@ -503,6 +503,38 @@ def convert_reduce_l2(lw: Lowering, op: Operation) -> None:
     lw.define(op, lw.convert(t, None, lw.dtype(op.output), op, op.name))
 
 
+def convert_leaky_relu(lw: Lowering, op: Operation) -> None:
+    """`F.leaky_relu` as torch-xla lowers it (torch_xla/csrc/elementwise.cpp
+    `BuildLeakyRelu` -> `BuildLeakyReluBackward`: `Select(Gt(x, 0), x, slope * x)`; tt-xla
+    does not decompose it, and tt-mlir fuses no leaky ReLU): `ttnn.gt` by a scalar (its
+    truth values bfloat16, TTIR's boolean normalisation, cast to the values' type when
+    they are another), `ttnn.multiply` by the slope, `ttnn.where` of the three (same
+    shapes: no broadcast at any build; before 2025-08-01 tt-metal's composite where,
+    refused). The slope moves no memory. A convolution's flattened output stays flattened
+    through it."""
+    if lw.device.software.where_broadcast is WhereBroadcast.COMPOSITE:
+        raise ModelError(f"on the {lw.device.version} build ttnn.where (a leaky ReLU's select) is tt-metal's composite "
+                         "of five programs, which is not modelled; builds from 2025-08-01 run the ternary program "
+                         "(--tt-version)", f"operation {op.index} ({op.name})")
+    src = op.inputs[0]
+    flat = src in lw.flat
+    x = lw.flat_tensor(src, at=op) if flat else lw.tensor(src, at=op)
+    value = lw.value(x).with_(dtype=lw.dtype(op.output))
+    out = OutputRequest(dtype=value.dtype)
+    where = lw.where(op)
+    b = lw.builder
+    pred = b.one(OpKind.GT, f"{op.name}.gt", (x,), value.with_(dtype=DataType.BFLOAT16),
+                 out=OutputRequest(dtype=DataType.BFLOAT16), attrs=BinaryAttrs(True), **where)
+    if value.dtype is not DataType.BFLOAT16:
+        pred = lw.convert(pred, None, value.dtype, op, f"{op.name}.gt")
+    scaled = b.one(OpKind.MULTIPLY, f"{op.name}.mul", (x,), value, out=out, attrs=BinaryAttrs(True), **where)
+    t = b.one(OpKind.WHERE, op.name, (pred, x, scaled), value, out=out, **where)
+    if flat:
+        lw.define_flat(op, t, lw.flat[src])
+    else:
+        lw.define(op, t)
+
+
 def convert_unsupported(lw: Lowering, op: Operation) -> None:
     raise no_rule(op, NO_RULE[op.kind])
 
@@ -515,5 +547,6 @@ CONVERTERS: dict[str, Converter] = {
     "expand": convert_expand, "repeat_interleave": convert_repeat_interleave, "clamp": convert_clamp,
     "where": convert_where, "cumsum": convert_cumsum, "pad": convert_pad,
     "argmax": convert_argmax, "hardswish": convert_hardswish, "reduce_l2": convert_reduce_l2,
+    "leaky_relu": convert_leaky_relu,
 }
 
