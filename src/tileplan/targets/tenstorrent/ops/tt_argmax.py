@@ -37,6 +37,7 @@ from tileplan.targets.tenstorrent.ops.base import (
     cbuf,
     output_buffers,
     require,
+    split_work,
 )
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.tiles import DataType, Layout, round_up
@@ -53,12 +54,6 @@ class ArgmaxAttrs:
     dim: int
     keep_dim: bool = False
     multicore: bool = False
-
-
-def _split(units: int, cores: int) -> list[int]:
-    """tt-metal `split_work_to_cores`: units per core, the first `units % n` cores one more."""
-    n = min(units, cores)
-    return [units // n + (1 if i < units % n else 0) for i in range(n)]
 
 
 def _column_major(first: int, end: int, grid_y: int) -> CoreRangeSet:
@@ -95,14 +90,14 @@ def plan_argmax(kind: OpKind, req: OpRequest, attrs: ArgmaxAttrs) -> OpPlan:
     else:
         elem = x.dtype.element_bytes
         block = target.alignment(x.memory.buffer_type) // DataType.BFLOAT16.element_bytes
-        shares = _split(-(-x.shape[-1] // block), grid_x * grid_y)
-        n = len(shares)
+        blocks = -(-x.shape[-1] // block)
+        n, most = split_work(blocks, grid_x * grid_y)
+        more = blocks % n or n  # the cores holding `most` blocks; the rest hold one fewer
         everyone = CoreRangeSet.from_count(n, grid_x, grid_y, row_wise=False)
-        more = sum(1 for s in shares if s == shares[0])
-        cbs: list[CircularBuffer] = [cbuf(0, "src", 1, round_up(shares[0] * block * elem, 32),
+        cbs: list[CircularBuffer] = [cbuf(0, "src", 1, round_up(most * block * elem, 32),
                                           _column_major(0, more, grid_y))]
         if more < n:
-            cbs.append(cbuf(0, "src", 1, round_up(shares[-1] * block * elem, 32), _column_major(more, n, grid_y)))
+            cbs.append(cbuf(0, "src", 1, round_up((most - 1) * block * elem, 32), _column_major(more, n, grid_y)))
         cbs += [cbuf(1, "dst", 1, round_up(out_last * 4, 32), everyone),
                 cbuf(2, "red_idxs", 1, round_up(out_last * 4, 32) * n, everyone),
                 cbuf(3, "red_vals", 1, round_up(out_last * elem, 32) * n, everyone)]

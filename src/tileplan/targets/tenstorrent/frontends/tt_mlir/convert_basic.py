@@ -100,18 +100,36 @@ def convert_clamp(lw: Lowering, op: Operation) -> None:
     unary(lw, op, OpKind.CLAMP)
 
 
+def held_input(lw: Lowering, op: Operation) -> int:
+    """The elementwise operation's one input as it is held: a convolution's flattened
+    NHWC output stays flattened, anything else is read in TILE."""
+    src = op.inputs[0]
+    return lw.flat_tensor(src, at=op) if src in lw.flat else lw.tensor(src, at=op)
+
+
+def define_like_input(lw: Lowering, op: Operation, tid: int) -> None:
+    """The elementwise operation's result `tid`, held as its input was (`held_input`)."""
+    src = op.inputs[0]
+    if src in lw.flat:
+        lw.define_flat(op, tid, lw.flat[src])
+    else:
+        lw.define(op, tid)
+
+
+def require_ternary_where(lw: Lowering, op: Operation) -> None:
+    """Builds before 2025-08-01 run ttnn.where as tt-metal's composite: refused."""
+    if lw.device.software.where_broadcast is WhereBroadcast.COMPOSITE:
+        raise ModelError(f"on the {lw.device.version} build ttnn.where is tt-metal's composite of five programs (gtz, "
+                         "lez, two multiplies, an add), which is not modelled; builds from 2025-08-01 run the ternary "
+                         "program (--tt-version)", f"operation {op.index} ({op.name})")
+
+
 def unary(lw: Lowering, op: Operation, kind: OpKind) -> None:
     """A unary eltwise TTNN operation `kind` on the model operation's one input."""
-    src = op.inputs[0]
-    if src in lw.flat:  # a convolution's flattened NHWC output stays flattened
-        x = lw.flat_tensor(src, at=op)
-        out = lw.value(x).with_(dtype=lw.dtype(op.output))
-        tid = lw.builder.one(kind, op.name, (x,), out, out=OutputRequest(dtype=out.dtype), **lw.where(op))
-        lw.define_flat(op, tid, lw.flat[src])
-        return
-    x = lw.tensor(src, at=op)
-    out = _out(lw, op)
-    lw.define(op, lw.builder.one(kind, op.name, (x,), out, out=OutputRequest(dtype=out.dtype), **lw.where(op)))
+    x = held_input(lw, op)
+    out = lw.value(x).with_(dtype=lw.dtype(op.output))
+    define_like_input(lw, op, lw.builder.one(kind, op.name, (x,), out, out=OutputRequest(dtype=out.dtype),
+                                             **lw.where(op)))
 
 
 def _per_channel(shape: tuple[int, ...], channels: int) -> bool:
@@ -303,11 +321,8 @@ def convert_where(lw: Lowering, op: Operation) -> None:
     Data types (TTNNWorkaroundsPass.cpp `createWhereOpOperandsWorkarounds`): the
     predicate is cast to the values' type; integer values run in float32, the result
     cast back. The scalar of the importers' `where(c, x, scalar)` is the false value."""
+    require_ternary_where(lw, op)
     rule = lw.device.software.where_broadcast
-    if rule is WhereBroadcast.COMPOSITE:
-        raise ModelError(f"on the {lw.device.version} build ttnn.where is tt-metal's composite of five programs (gtz, "
-                         "lez, two multiplies, an add), which is not modelled; builds from 2025-08-01 run the ternary "
-                         "program (--tt-version)", f"operation {op.index} ({op.name})")
     out_shape = op.output_shape
     out_dtype = lw.dtype(op.output)
     work = out_dtype if out_dtype in (DataType.BFLOAT16, DataType.FLOAT32) or out_dtype.block_float \
@@ -461,9 +476,7 @@ def convert_hardswish(lw: Lowering, op: Operation) -> None:
     two one-sided clamps (`ttnn.clamp`, convert_clamp), a multiply and a scalar divide;
     tt-mlir fuses none of it back (TTIRFusing.cpp has no hardswish pattern). A
     convolution's flattened output stays flattened through it."""
-    src = op.inputs[0]
-    flat = src in lw.flat
-    x = lw.flat_tensor(src, at=op) if flat else lw.tensor(src, at=op)
+    x = held_input(lw, op)
     value = lw.value(x).with_(dtype=lw.dtype(op.output))
     out = OutputRequest(dtype=value.dtype)
     where = lw.where(op)
@@ -472,11 +485,7 @@ def convert_hardswish(lw: Lowering, op: Operation) -> None:
     t = b.one(OpKind.CLAMP, f"{op.name}.clamp_min", (t,), value, out=out, **where)
     t = b.one(OpKind.CLAMP, f"{op.name}.clamp_max", (t,), value, out=out, **where)
     t = b.one(OpKind.MULTIPLY, f"{op.name}.mul", (x, t), value, out=out, **where)
-    t = b.one(OpKind.DIVIDE, op.name, (t,), value, out=out, attrs=BinaryAttrs(True), **where)
-    if flat:
-        lw.define_flat(op, t, lw.flat[src])
-    else:
-        lw.define(op, t)
+    define_like_input(lw, op, b.one(OpKind.DIVIDE, op.name, (t,), value, out=out, attrs=BinaryAttrs(True), **where))
 
 
 def convert_reduce_l2(lw: Lowering, op: Operation) -> None:
@@ -512,13 +521,8 @@ def convert_leaky_relu(lw: Lowering, op: Operation) -> None:
     shapes: no broadcast at any build; before 2025-08-01 tt-metal's composite where,
     refused). The slope moves no memory. A convolution's flattened output stays flattened
     through it."""
-    if lw.device.software.where_broadcast is WhereBroadcast.COMPOSITE:
-        raise ModelError(f"on the {lw.device.version} build ttnn.where (a leaky ReLU's select) is tt-metal's composite "
-                         "of five programs, which is not modelled; builds from 2025-08-01 run the ternary program "
-                         "(--tt-version)", f"operation {op.index} ({op.name})")
-    src = op.inputs[0]
-    flat = src in lw.flat
-    x = lw.flat_tensor(src, at=op) if flat else lw.tensor(src, at=op)
+    require_ternary_where(lw, op)
+    x = held_input(lw, op)
     value = lw.value(x).with_(dtype=lw.dtype(op.output))
     out = OutputRequest(dtype=value.dtype)
     where = lw.where(op)
@@ -528,11 +532,7 @@ def convert_leaky_relu(lw: Lowering, op: Operation) -> None:
     if value.dtype is not DataType.BFLOAT16:
         pred = lw.convert(pred, None, value.dtype, op, f"{op.name}.gt")
     scaled = b.one(OpKind.MULTIPLY, f"{op.name}.mul", (x,), value, out=out, attrs=BinaryAttrs(True), **where)
-    t = b.one(OpKind.WHERE, op.name, (pred, x, scaled), value, out=out, **where)
-    if flat:
-        lw.define_flat(op, t, lw.flat[src])
-    else:
-        lw.define(op, t)
+    define_like_input(lw, op, b.one(OpKind.WHERE, op.name, (pred, x, scaled), value, out=out, **where))
 
 
 def convert_unsupported(lw: Lowering, op: Operation) -> None:
