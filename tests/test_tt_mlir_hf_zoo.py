@@ -3,7 +3,8 @@ sizes of 32) through the tt-mlir frontend on n150, one per operation the fronten
 lowers by build (devices/software.toml): DeBERTa-v2's masked fill (`ttnn.where`),
 RoBERTa's position ids and token types (`ttnn.cumsum`, `ttnn.gather`), Whisper's
 encoder (`ttnn.conv1d`), CLIP's pooled text output (`ttnn.argmax`, the embedding
-decomposition of indexing), MobileNetV1's TF padding (`ttnn.pad`), each at the latest
+decomposition of indexing), MobileNetV1's TF padding (`ttnn.pad`), ConvNeXt-V2's
+global response norm (a sum over H and W of NHWC: fast_reduce_nc), each at the latest
 build and at a 2025-12 one, where the same model takes the other lowering."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ CASES = {
     "Whisper": (["ttnn.conv2d"], ["ttnn.conv2d"]),
     "CLIP": (["ttnn.argmax", "ttnn.embedding"], ["ttnn.argmax", "ttnn.embedding"]),
     "MobileNetV1": (["ttnn.pad", "ttnn.conv2d"], ["ttnn.pad", "ttnn.conv2d"]),
+    "ConvNeXt-V2": (["ttnn.sum", "ttnn.pow_scalar"], ["ttnn.sum", "ttnn.pow_scalar"]),
 }
 
 

@@ -12,7 +12,7 @@ from tileplan.targets.tenstorrent.memory import CoreRange, MemoryConfig, MemoryL
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpRequest, OpTarget, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_eltwise import ReduceAttrs
+from tileplan.targets.tenstorrent.ops.tt_reduce import ReduceAttrs
 from tileplan.targets.tenstorrent.tiles import DataType
 
 #: H1's tensors (test_graph_query_op_constraints.cpp @027519b)

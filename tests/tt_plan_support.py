@@ -11,7 +11,7 @@ from tileplan.targets.tenstorrent.memory import (
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ReshapeAttrs
-from tileplan.targets.tenstorrent.ops.tt_eltwise import ReduceAttrs
+from tileplan.targets.tenstorrent.ops.tt_reduce import ReduceAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul_config import MatmulMultiCoreReuseMultiCast1DProgramConfig
 from tileplan.targets.tenstorrent.program import Frontend, Op, Tensor, TtProgram

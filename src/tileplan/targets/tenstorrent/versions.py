@@ -140,6 +140,56 @@ class ArgmaxLowering(Enum):
     MULTI = "multi"  # row-major, multi-core
 
 
+class SumPrecision(Enum):
+    """The data type tt-metal's generic sum writes between the stages of a bfloat16 sum
+    over several dimensions (devices/software.toml `sum_precision`; ops/tt_reduce.py)."""
+
+    STAGE_DTYPE = "stage_dtype"  # every stage writes the input's data type
+    FP32_CHAIN = "fp32_chain"  # PR #43367: float32 between stages, bfloat16 from the last
+
+
+class MeanScale(Enum):
+    """Where tt-metal's mean over several dimensions applies 1 / count (devices/
+    software.toml `mean_scale`; ops/tt_reduce.py)."""
+
+    RESCALE_AFTER = "rescale_after"  # a ttnn.mul_sfpu program after the last step
+    FIRST_STEP = "first_step"  # PR #28869: the first step's scaler
+
+
+class GroupNormLowering(Enum):
+    """What a torch GroupNorm becomes on the device by build (devices/software.toml
+    `group_norm_lowering`; the tt-mlir frontend's `convert_group_norm`)."""
+
+    UNKNOWN = "unknown"  # no tt-xla torch backend known this early
+    TORCH = "torch"  # tt-xla decomposes aten.native_group_norm (var_mean): not modelled
+    FUSED = "fused"  # tt-xla's tenstorrent.group_norm composite, ttnn.group_norm at every level
+    DECOMPOSED_RANK4 = "decomposed_rank4"  # level 0 decomposes ttnn.group_norm; rank 4 only
+    DECOMPOSED = "decomposed"  # and a rank below 4 is reshaped to rank 4
+    DECOMPOSED_ANY_C = "decomposed_any_c"  # and C need not be a multiple of 32
+    DECOMPOSED_UNALIGNED = "decomposed_unaligned"  # and H*W need not be: such a norm is decomposed at every level
+
+    @property
+    def decomposes(self) -> bool:
+        """Whether tt-mlir's TTNN decomposition pass splits ttnn.group_norm."""
+        return self not in (GroupNormLowering.UNKNOWN, GroupNormLowering.TORCH, GroupNormLowering.FUSED)
+
+    @property
+    def takes_rank3(self) -> bool:
+        """Whether a rank-3 [N, C, L] input is reshaped to rank 4 (tt-mlir d7345b6def)."""
+        return self in (GroupNormLowering.DECOMPOSED, GroupNormLowering.DECOMPOSED_ANY_C,
+                        GroupNormLowering.DECOMPOSED_UNALIGNED)
+
+    @property
+    def checks_channels(self) -> bool:
+        """Whether ttnn.group_norm's verifier wants C a multiple of 32 (to tt-mlir 67b4364aff)."""
+        return self in (GroupNormLowering.FUSED, GroupNormLowering.DECOMPOSED_RANK4, GroupNormLowering.DECOMPOSED)
+
+    @property
+    def checks_height(self) -> bool:
+        """Whether ttnn.group_norm's verifier wants N * H * W a multiple of 32 (to tt-mlir bb71bc74a0)."""
+        return self is not GroupNormLowering.DECOMPOSED_UNALIGNED
+
+
 class Conv3dRule(Enum):
     """The Conv3dConfig tt-mlir gives `ttnn.experimental.conv3d` (devices/software.toml
     `conv3d_config`; the tt-mlir frontend's convert_conv3d.py)."""
@@ -192,6 +242,9 @@ class Software:
     conv_reallocate_halo: bool
     conv_config_tensors_in_dram: bool
     accumulation_cbs: Accumulation
+    sum_precision: SumPrecision
+    mean_scale: MeanScale
+    group_norm_lowering: GroupNormLowering
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -214,7 +267,8 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize",
           "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
           "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
-          "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram")
+          "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram",
+          "sum_precision", "mean_scale", "group_norm_lowering")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -266,5 +320,7 @@ def software_at(date: str, stack: Stack) -> Software:
         conv_reallocate_halo=bool(values["conv_reallocate_halo"]),
         conv_config_tensors_in_dram=bool(values["conv_config_tensors_in_dram"]),
         accumulation_cbs=Accumulation(values["accumulation_cbs"]),
+        sum_precision=SumPrecision(values["sum_precision"]), mean_scale=MeanScale(values["mean_scale"]),
+        group_norm_lowering=GroupNormLowering(values["group_norm_lowering"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

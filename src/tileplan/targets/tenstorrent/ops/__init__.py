@@ -56,12 +56,11 @@ from tileplan.targets.tenstorrent.ops.tt_tm import plan_repeat, plan_repeat_inte
 from tileplan.targets.tenstorrent.ops.tt_transformer import plan_concat_heads, plan_split_qkv
 from tileplan.targets.tenstorrent.ops.tt_eltwise import (
     BINARY_KINDS,
-    REDUCE_KINDS,
     UNARY_KINDS,
     plan_binary,
-    plan_reduce,
     plan_unary,
 )
+from tileplan.targets.tenstorrent.ops.tt_reduce import REDUCE_KINDS, plan_reduce
 
 Rule = Callable[[OpKind, OpRequest, Any], OpPlan]
 
@@ -81,7 +80,7 @@ def _build() -> dict[OpKind, OpRule]:
     for kind in BINARY_KINDS:
         table[kind] = OpRule("tt_eltwise", plan_binary)
     for kind in REDUCE_KINDS:
-        table[kind] = OpRule("tt_eltwise", plan_reduce)
+        table[kind] = OpRule("tt_reduce", plan_reduce)
     singles: dict[OpKind, tuple[str, Rule]] = {
         OpKind.MATMUL: ("tt_matmul", plan_matmul), OpKind.LINEAR: ("tt_matmul", plan_matmul),
         OpKind.WHERE: ("tt_ternary", plan_where), OpKind.ARGMAX: ("tt_argmax", plan_argmax),

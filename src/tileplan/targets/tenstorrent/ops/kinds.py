@@ -18,6 +18,7 @@ class OpKind(Enum):
     GELU = "ttnn.gelu"
     SIGMOID = "ttnn.sigmoid"
     HARDSIGMOID = "ttnn.hardsigmoid"
+    MUL_SFPU = "ttnn.mul_sfpu"
     CLAMP = "ttnn.clamp"
     EXP = "ttnn.exp"
     EXPM1 = "ttnn.expm1"

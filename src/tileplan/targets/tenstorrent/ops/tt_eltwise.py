@@ -1,4 +1,4 @@
-"""Unary and binary eltwise operations and reductions: their circular buffers and
+"""Unary and binary eltwise operations: their circular buffers and
 outputs, as tt-metal's program factories create them (versions of late 2025, the
 tt-metal tt-mlir pinned at f4163c25 for its OpModel tests).
 
@@ -14,12 +14,7 @@ Binary (ttnn/cpp/ttnn/operations/eltwise/binary_ng/device/binary_ng_program_fact
 with native L1 sharding (b a tensor of a's shape and memory config, the output sharded,
 no DRAM operand, even shards) the three are bound to the shards. An operand with a
 pre-activation (`OpConfig::process_lhs` / `process_rhs`) adds a one-tile c_3 / c_4.
-
-Reductions (ttnn/cpp/ttnn/operations/reduction/generic/device/
-reduce_op_multi_core_w_program_factory.cpp and reduce_op_multi_core_h_program_factory.cpp):
-over W, input 2 tiles, scaler c_2 2 bf16 tiles, output c_3 2 tiles; over H, input 2,
-scaler 1, output 2 (a width-sharded input and output add the input shard bound to c_1 and
-bind the output); over H and W the two run one after the other.
+(Reductions: ops/tt_reduce.py.)
 """
 
 from __future__ import annotations
@@ -30,22 +25,17 @@ from tileplan.targets.tenstorrent.memory import (
     BufferType,
     CoreRange,
     CoreRangeSet,
-    MemoryConfig,
-    MemoryLayout,
     ShardSpec,
     TensorSpec,
 )
 from tileplan.targets.tenstorrent.ops.base import (
     cbuf,
-    BufferRole,
     CircularBuffer,
-    DeviceBuffer,
     OpPlan,
     OpRequest,
     Program,
     output_buffers,
     require,
-    tensor_buffer,
 )
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, padded_height_width
@@ -53,8 +43,6 @@ from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, padded_he
 UNARY_SOURCE = "ttnn/cpp/ttnn/operations/eltwise/unary/device/unary_program_factory.cpp"
 UNARY_SHARDED_SOURCE = "ttnn/cpp/ttnn/operations/eltwise/unary/device/unary_sharded_program_factory.cpp"
 BINARY_SOURCE = "ttnn/cpp/ttnn/operations/eltwise/binary_ng/device/binary_ng_program_factory.cpp"
-REDUCE_W_SOURCE = "ttnn/cpp/ttnn/operations/reduction/generic/device/reduce_op_multi_core_w_program_factory.cpp"
-REDUCE_H_SOURCE = "ttnn/cpp/ttnn/operations/reduction/generic/device/reduce_op_multi_core_h_program_factory.cpp"
 
 #: unary ops whose factory creates the temporary c_1 (`HARDSHRINK || CBRT || LOGIT`)
 UNARY_WITH_TMP = frozenset({OpKind.HARDSHRINK, OpKind.CBRT, OpKind.LOGIT})
@@ -64,7 +52,7 @@ UNARY_KINDS = frozenset({
     OpKind.EXPM1, OpKind.LOG, OpKind.LOG1P, OpKind.SQRT, OpKind.RSQRT, OpKind.RECIPROCAL, OpKind.TANH, OpKind.SIN,
     OpKind.COS, OpKind.TAN, OpKind.ATAN, OpKind.ABS, OpKind.NEG, OpKind.SIGN, OpKind.CEIL, OpKind.FLOOR, OpKind.ERF,
     OpKind.ERFC, OpKind.ISFINITE, OpKind.LOGICAL_NOT, OpKind.BITWISE_NOT, OpKind.HARDSHRINK, OpKind.CBRT,
-    OpKind.LOGIT, OpKind.TYPECAST, OpKind.LTZ})
+    OpKind.LOGIT, OpKind.TYPECAST, OpKind.LTZ, OpKind.MUL_SFPU})
 
 #: binary ops whose `OpConfig` pre-activates (lhs, rhs) (binary_ng_utils.cpp `OpConfig`;
 #: the logical ops test their operands with NEZ first, LDEXP raises 2 to b, LOGADDEXP(2)
@@ -82,7 +70,6 @@ BINARY_KINDS = frozenset({
     OpKind.LOGICAL_XOR, OpKind.BITWISE_AND, OpKind.BITWISE_OR, OpKind.BITWISE_XOR, OpKind.SQUARED_DIFFERENCE,
     OpKind.LDEXP, OpKind.LOGADDEXP, OpKind.LOGADDEXP2, OpKind.BIAS_GELU, OpKind.POW})
 
-REDUCE_KINDS = frozenset({OpKind.SUM, OpKind.MEAN, OpKind.MAX, OpKind.MIN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +80,6 @@ class BinaryAttrs:
 
     scalar: bool = False
     lhs_activation: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ReduceAttrs:
-    """The dimensions reduced (negative from the end) and keepdim."""
-
-    dims: tuple[int, ...]
-    keepdim: bool = True
 
 
 def shard_tiles(shard: ShardSpec) -> int:
@@ -233,65 +212,3 @@ def plan_binary(kind: OpKind, req: OpRequest, attrs: BinaryAttrs | None = None) 
     program = Program("BinaryNgProgramFactory", BINARY_SOURCE, grid, tuple(cbs))
     return OpPlan(op, (program,), (out,), output_buffers((out,), req.target, 0))
 
-
-def _reduce_w(x: TensorSpec, out_dtype: DataType, grid: CoreRange) -> Program:
-    """reduce_op_multi_core_w_program_factory.cpp: input 2, scaler (bf16) 2, output 2."""
-    return Program("ReduceMultiCoreWProgramFactory", REDUCE_W_SOURCE, grid, (
-        cbuf(0, "src0", 2, x.dtype.tile_bytes, grid),
-        cbuf(2, "scaler", 2, DataType.BFLOAT16.tile_bytes, grid),
-        cbuf(3, "output", 2, out_dtype.tile_bytes, grid)))
-
-
-def _reduce_h(x: TensorSpec, out: TensorSpec, grid: CoreRange) -> Program:
-    """reduce_op_multi_core_h_program_factory.cpp: input 2, scaler (bf16) 1, output 2;
-    width-sharded input and output: the input shard bound to c_1 and the output bound."""
-    ws = x.memory.layout is MemoryLayout.WIDTH_SHARDED and out.memory.layout is MemoryLayout.WIDTH_SHARDED
-    cores: CoreRange | CoreRangeSet = grid
-    cbs = [cbuf(0, "src0", 2, x.dtype.tile_bytes, grid)]
-    if ws:
-        assert x.memory.shard is not None and out.memory.shard is not None
-        cores = x.memory.shard.grid
-        cbs = [cbuf(0, "src0", 2, x.dtype.tile_bytes, cores),
-               cbuf(1, "src1", x.shard_pages(), x.dtype.tile_bytes, cores, globally_allocated=True)]
-    cbs.append(cbuf(2, "scaler", 1, DataType.BFLOAT16.tile_bytes, cores))
-    cbs.append(cbuf(3, "output", out.shard_pages() if ws else 2, out.dtype.tile_bytes, cores,
-                    globally_allocated=ws))
-    return Program("ReduceMultiCoreHProgramFactory", REDUCE_H_SOURCE, cores, tuple(cbs))
-
-
-def plan_reduce(kind: OpKind, req: OpRequest, attrs: ReduceAttrs) -> OpPlan:
-    """ttnn's generic reductions over the last two dimensions (W: the last, H: the one
-    before it; both: W then H). Reducing an outer dimension is out of this rule."""
-    (x,) = req.inputs
-    op = kind.value
-    rank = len(x.shape)
-    bad = [d for d in attrs.dims if not -rank <= d < rank]
-    require(not bad, op, f"dimension(s) {bad} out of range for rank {rank}")
-    dims = {d % rank for d in attrs.dims} if attrs.dims else set(range(rank))
-    require(x.layout is Layout.TILE, op, "reductions run on TILE tensors")
-    outer = {d for d in dims if d < rank - 2 and x.shape[d] != 1}
-    require(not outer, op, f"reducing dimension(s) {sorted(outer)} (outside the last two) is not modelled")
-    reduce_w, reduce_h = rank - 1 in dims, rank >= 2 and rank - 2 in dims
-    out_dtype = req.out.dtype or x.dtype
-    shape = list(x.shape)
-    for d in sorted(dims, reverse=True):
-        if attrs.keepdim:
-            shape[d] = 1
-        else:
-            del shape[d]
-    out = TensorSpec(tuple(shape) or (1,), out_dtype, Layout.TILE, req.out.memory())
-    grid = req.target.grid_range()
-    programs: list[Program] = []
-    buffers: list[DeviceBuffer] = []
-    if reduce_w:
-        programs.append(_reduce_w(x, out_dtype, grid))
-    if reduce_h:
-        mid = x
-        if reduce_w:
-            # W first into an interleaved tensor of the output's buffer type, then H
-            mid = TensorSpec(x.shape[:-1] + (1,), out_dtype, Layout.TILE, MemoryConfig(out.memory.buffer_type))
-            buffers.append(tensor_buffer("reduced_w", BufferRole.INTERMEDIATE, mid, req.target, (0, 1)))
-        programs.append(_reduce_h(mid, out, grid))
-    require(bool(programs), op, "no dimension to reduce")
-    buffers.extend(output_buffers((out,), req.target, len(programs) - 1))
-    return OpPlan(op, tuple(programs), (out,), tuple(buffers))

@@ -22,7 +22,8 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, PadAttrs, PermuteAttrs, ReshapeAttrs
-from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs, ReduceAttrs
+from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs
+from tileplan.targets.tenstorrent.ops.tt_reduce import ReduceAttrs
 from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
 from tileplan.targets.tenstorrent.ops.tt_accumulation import CumsumAttrs
 from tileplan.targets.tenstorrent.ops.tt_argmax import ArgmaxAttrs
@@ -56,7 +57,7 @@ NO_RULE = {"elu": "ttnn.elu", "mish": "ttnn.mish",
            "reduce_logsumexp": "ttnn.logsumexp", "reduce_sum_square": "ttnn.sum",
            "reduce_var": "ttnn.var", "reduce_all": "ttnn.min", "reduce_any": "ttnn.max",
            "adaptive_avgpool": "ttnn.adaptive_avg_pool2d",
-           "groupnorm": "ttnn.group_norm", "histogram": "ttnn.histogram", "grouped_matmul": "ttnn.sparse_matmul",
+           "histogram": "ttnn.histogram", "grouped_matmul": "ttnn.sparse_matmul",
            "attention": "ttnn.transformer.scaled_dot_product_attention"}
 
 
@@ -189,12 +190,18 @@ def convert_binary(lw: Lowering, op: Operation) -> None:
     lw.define(op, tid)
 
 
+def reduce_attrs(lw: Lowering, dims: tuple[int, ...], keepdim: bool) -> ReduceAttrs:
+    """A reduction's attributes with the build's behaviour over several dimensions."""
+    software = lw.device.software
+    return ReduceAttrs(dims, keepdim, software.sum_precision, software.mean_scale)
+
+
 def convert_reduce(lw: Lowering, op: Operation) -> None:
     x = lw.tensor(op.inputs[0], at=op)
     rank = len(lw.shapes[op.inputs[0]])
     axes = op.attr("axes")
     dims = tuple(axes) if isinstance(axes, (tuple, list)) else tuple(range(rank))
-    attrs = ReduceAttrs(dims, bool(op.attr("keepdims", False)))
+    attrs = reduce_attrs(lw, dims, bool(op.attr("keepdims", False)))
     out = _out(lw, op)
     lw.define(op, lw.builder.one(REDUCE[op.kind], op.name, (x,), out, out=OutputRequest(dtype=out.dtype),
                                  attrs=attrs, compute=lw.options.compute(), **lw.where(op)))
@@ -506,8 +513,8 @@ def convert_reduce_l2(lw: Lowering, op: Operation) -> None:
     t = b.one(OpKind.ABS, f"{op.name}.abs", (x,), value, **where)
     t = b.one(OpKind.POW_SCALAR, f"{op.name}.square", (t,), value, attrs=PowScalarAttrs(2.0), **where)
     reduced = Value(op.output_shape, value.dtype)
-    t = b.one(OpKind.SUM, f"{op.name}.sum", (t,), reduced, attrs=ReduceAttrs(dims, bool(op.attr("keepdims", False))),
-              compute=lw.options.compute(), **where)
+    attrs = reduce_attrs(lw, dims, bool(op.attr("keepdims", False)))
+    t = b.one(OpKind.SUM, f"{op.name}.sum", (t,), reduced, attrs=attrs, compute=lw.options.compute(), **where)
     t = b.one(OpKind.POW_SCALAR, op.name, (t,), reduced, attrs=PowScalarAttrs(0.5), **where)
     lw.define(op, lw.convert(t, None, lw.dtype(op.output), op, op.name))
 
