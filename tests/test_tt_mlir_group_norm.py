@@ -68,6 +68,24 @@ def test_a_group_norm_of_a_model_input_permutes_its_channels_last_and_back():
     assert kinds[0] == "ttnn.permute" and kinds[1:12] == DECOMPOSED and kinds[-1] == "ttnn.permute"
 
 
+@pytest.mark.parametrize("version", ["2025-12", "2026-04-21"])
+def test_builds_without_the_composite_take_torch_s_decomposition_in_float32(version):
+    """torch/_refs native_group_norm: the bf16 input cast to float32 (with its tilize), viewed as [N, G,
+    C/G, H*W] (C/G = 4 padded to a tile: 8x the bytes), var_mean, normalised, viewed back,
+    the affine, cast back; even a length that is no whole tiles plans."""
+    model = Norm(16, 64).to(torch.bfloat16)
+    result = _plan(model, torch.randn(1, 64, 319, dtype=torch.bfloat16), tt_version=version)
+    kinds = _group_norm_ops(result)
+    assert kinds == ["ttnn.reshape", "ttnn.mean", "ttnn.subtract", "ttnn.multiply", "ttnn.mean",
+                     "ttnn.add", "ttnn.rsqrt", "ttnn.multiply", "ttnn.reshape", "ttnn.multiply", "ttnn.add",
+                     "ttnn.typecast"]
+    report = json.loads(result.to_json())
+    buffers = report["buffers"]
+    names = buffers["name"]
+    (center,) = [i for i, name in enumerate(names) if name == "norm.groupnorm.center"]
+    assert buffers["bytes"][center] == 16 * 32 * 320 * 4  # [1, 16, 4 -> 32, 319 -> 320] float32
+
+
 def test_a_rank_3_group_norm_is_reshaped_to_rank_4():
     """wav2vec2's GroupNorm(512, 512) on [N, C, L], L whole tiles: [N, C, L, 1] first."""
     kinds = _group_norm_ops(_plan(Norm(16, 16), torch.randn(1, 16, 64)))
@@ -76,12 +94,9 @@ def test_a_rank_3_group_norm_is_reshaped_to_rank_4():
 
 @pytest.mark.parametrize(("version", "options", "x", "message"), [
     (None, {}, torch.randn(1, 16, 319), "'ttnn.group_norm' op flattened height must be tile-aligned, got 319"),
-    (None, {"opt_level": 1}, torch.randn(1, 64, 16, 16), "--opt-level 0 on builds from 2026-05-21"),
-    ("2026-04-21", {}, torch.randn(1, 64, 16, 16), "keeps ttnn.group_norm fused on this build"),
-    ("2026-04-21", {}, torch.randn(1, 64, 64), "'ttir.group_norm' op input must be a 4D tensor, got rank 3"),
-    ("2025-12", {}, torch.randn(1, 64, 16, 16), "var_mean"),
+    (None, {"opt_level": 1}, torch.randn(1, 64, 16, 16), "--opt-level 0 on builds from 2026-05-26"),
     ("2025-04", {}, torch.randn(1, 64, 16, 16), "no tt-xla lowering of GroupNorm"),
-], ids=["unaligned height", "level 1", "fused build", "rank 3 fused build", "torch decomposition", "too early"])
+], ids=["unaligned height", "level 1", "too early"])
 def test_each_build_s_refusal_says_what_tt_mlir_does(version, options, x, message):
     groups = 16 if x.shape[1] == 16 else 8
     if version:

@@ -161,10 +161,9 @@ class GroupNormLowering(Enum):
     `group_norm_lowering`; the tt-mlir frontend's `convert_group_norm`)."""
 
     UNKNOWN = "unknown"  # no tt-xla torch backend known this early
-    TORCH = "torch"  # tt-xla decomposes aten.native_group_norm (var_mean): not modelled
+    TORCH = "torch"  # tt-xla decomposes aten.native_group_norm (var_mean in float32)
     FUSED = "fused"  # tt-xla's tenstorrent.group_norm composite, ttnn.group_norm at every level
-    DECOMPOSED_RANK4 = "decomposed_rank4"  # level 0 decomposes ttnn.group_norm; rank 4 only
-    DECOMPOSED = "decomposed"  # and a rank below 4 is reshaped to rank 4
+    DECOMPOSED = "decomposed"  # the composite; level 0 decomposes ttnn.group_norm
     DECOMPOSED_ANY_C = "decomposed_any_c"  # and C need not be a multiple of 32
     DECOMPOSED_UNALIGNED = "decomposed_unaligned"  # and H*W need not be: such a norm is decomposed at every level
 
@@ -176,13 +175,12 @@ class GroupNormLowering(Enum):
     @property
     def takes_rank3(self) -> bool:
         """Whether a rank-3 [N, C, L] input is reshaped to rank 4 (tt-mlir d7345b6def)."""
-        return self in (GroupNormLowering.DECOMPOSED, GroupNormLowering.DECOMPOSED_ANY_C,
-                        GroupNormLowering.DECOMPOSED_UNALIGNED)
+        return self.decomposes
 
     @property
     def checks_channels(self) -> bool:
         """Whether ttnn.group_norm's verifier wants C a multiple of 32 (to tt-mlir 67b4364aff)."""
-        return self in (GroupNormLowering.FUSED, GroupNormLowering.DECOMPOSED_RANK4, GroupNormLowering.DECOMPOSED)
+        return self in (GroupNormLowering.FUSED, GroupNormLowering.DECOMPOSED)
 
     @property
     def checks_height(self) -> bool:

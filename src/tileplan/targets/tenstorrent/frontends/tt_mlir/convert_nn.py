@@ -439,13 +439,9 @@ def _group_norm_refusal(lw: Lowering, op: Operation, rank: int, n: int, c: int, 
     if rule is GroupNormLowering.UNKNOWN:
         return (f"tileplan knows no tt-xla lowering of GroupNorm on the {version} build (tt-xla's torch backend "
                 "is from 2025-09-02)")
-    if rule is GroupNormLowering.TORCH:
-        return (f"on the {version} build tt-xla decomposes GroupNorm with torch's var_mean, whose torch-xla lowering "
-                "tileplan does not model; builds from 2026-05-21 decompose ttnn.group_norm at --opt-level 0 "
-                "(--tt-version)")
     if rank == 3 and not rule.takes_rank3:
         return (f"tt-mlir on the {version} build rejects it: 'ttir.group_norm' op input must be a 4D tensor, got "
-                "rank 3 (rank-3 inputs are reshaped from tt-mlir d7345b6def, builds from 2026-05-24)")
+                "rank 3 (rank-3 inputs are reshaped from tt-mlir d7345b6def, builds from 2026-05-26)")
     if rule.checks_height and (n * s) % TILE_SIDE:
         return (f"tt-mlir on the {version} build rejects it: 'ttnn.group_norm' op flattened height must be "
                 f"tile-aligned, got {n * s} (TTNNOps.cpp GroupNormOp::verify; dropped by tt-mlir bb71bc74a0, in "
@@ -457,16 +453,62 @@ def _group_norm_refusal(lw: Lowering, op: Operation, rank: int, n: int, c: int, 
         when = ("on this build" if rule is GroupNormLowering.FUSED
                 else "at --opt-level 1 and 2 when H*W is a multiple of 32 and its op model validates it")
         return (f"tt-mlir keeps ttnn.group_norm fused {when}, and tileplan has no rule for ttnn.group_norm; "
-                "--opt-level 0 on builds from 2026-05-21 decomposes it")
+                "--opt-level 0 on builds from 2026-05-26 decomposes it")
     return None
+
+
+def _group_norm_by_torch(lw: Lowering, op: Operation, groups: int) -> None:
+    """tt-xla's decomposition of `aten.native_group_norm` (builds from 2025-09-02, and
+    from 2026-03-30 to 05-25 while the composite was off): torch/_refs/__init__.py
+    `native_group_norm` off the CPU computes in float32 (`_maybe_convert_to_dtype` of
+    the input), views it as [N, G, C/G, H*W] (a ttnn.reshape: the last two dimensions
+    change), takes `var_mean` over [2, 3] (torch-xla's `BuildVar` / `BuildMean`: a
+    scaled reduce-add each, `ttnn.mean`, the duplicate mean and centring merged by tt-mlir's
+    CSE), subtracts, squares, means, adds epsilon (a const-evaluated scalar), `ttnn.rsqrt`,
+    multiplies, views back, times the weight and plus the bias ([1, C, 1, 1] float32
+    constants) and casts to the model's type. The centred [N, G, C/G, H*W] tensors pad C/G
+    to a tile: tt-xla #4755's 3,774,873,600 B float32 subtract of a Z-Image VAE norm over
+    1280 x 720 is [1, 32, 4 -> 32, 921,600]."""
+    src = op.inputs[0]
+    shape = lw.shapes[src]
+    n, c = shape[0], shape[1]
+    spatial = math.prod(shape[2:])
+    where = lw.where(op)
+    b = lw.builder
+    x = lw.tensor(src, dtype=DataType.FLOAT32, at=op)
+    grouped = Value((n, groups, c // groups, spatial), DataType.FLOAT32)
+    stats = Value((n, groups, 1, 1), DataType.FLOAT32)
+    mean_attrs = reduce_attrs(lw, (2, 3), True)
+    compute = lw.options.compute()
+    t = b.one(OpKind.RESHAPE, f"{op.name}.group_view", (x,), grouped, attrs=ReshapeAttrs(grouped.shape), **where)
+    mean = b.one(OpKind.MEAN, f"{op.name}.mean", (t,), stats, attrs=mean_attrs, compute=compute, **where)
+    centered = b.one(OpKind.SUBTRACT, f"{op.name}.center", (t, mean), grouped, **where)
+    squared = b.one(OpKind.MULTIPLY, f"{op.name}.square", (centered, centered), grouped, **where)
+    var = b.one(OpKind.MEAN, f"{op.name}.variance", (squared,), stats, attrs=mean_attrs, compute=compute, **where)
+    epsilon = op.attr("eps", 1e-5)
+    assert isinstance(epsilon, float), epsilon
+    eps = lw.constant_form(f"group_norm.eps={epsilon:g}", Layout.TILE, DataType.FLOAT32, shape=(1, 1, 1, 1))
+    t = b.one(OpKind.ADD, f"{op.name}.add_eps", (var, eps), stats, **where)
+    t = b.one(OpKind.RSQRT, f"{op.name}.rsqrt", (t,), stats, **where)
+    t = b.one(OpKind.MULTIPLY, f"{op.name}.normalize", (centered, t), grouped, **where)
+    result = Value(shape, DataType.FLOAT32)
+    t = b.one(OpKind.RESHAPE, f"{op.name}.view", (t,), result, attrs=ReshapeAttrs(shape), **where)
+    per_channel = (1, c) + (1,) * (len(shape) - 2)
+    for param, kind in zip(op.inputs[1:], (OpKind.MULTIPLY, OpKind.ADD)):
+        affine = lw.constant_form(param, Layout.TILE, DataType.FLOAT32, shape=per_channel)
+        t = b.one(kind, f"{op.name}.{'weight_mul' if kind is OpKind.MULTIPLY else 'bias_add'}", (t, affine),
+                  result, **where)
+    lw.define(op, lw.convert(t, None, lw.dtype(op.output), op, op.name))
 
 
 def convert_group_norm(lw: Lowering, op: Operation) -> None:
     """`torch.nn.GroupNorm` on [N, C, *spatial] as tt-xla and tt-mlir run it, by build
-    (`group_norm_lowering`, devices/software.toml). From 2026-03-26 tt-xla wraps it as
-    the composite `tenstorrent.group_norm` (python_package/tt_torch/composite_ops.py);
-    tt-mlir's TTIRToTTNN.cpp `GroupNormOpConversionPattern` permutes the channels last
-    and reshapes to [N, 1, H*W, C] for `ttnn.group_norm`, and from 2026-05-21 its TTNN
+    (`group_norm_lowering`, devices/software.toml): torch's decomposition
+    (`_group_norm_by_torch`, from 2025-09-02 and again from 2026-03-30 to 05-25), or
+    tt-xla's composite `tenstorrent.group_norm` (python_package/tt_torch/composite_ops.py;
+    2026-03-26 to 03-29, and from 2026-05-26). For the composite tt-mlir's TTIRToTTNN.cpp
+    `GroupNormOpConversionPattern` permutes the channels last and reshapes to [N, 1,
+    H*W, C] for `ttnn.group_norm`, and from 2026-05-26 (tt-mlir 20bb3e3cfe) its TTNN
     decomposition pass (lib/Dialect/TTNN/Transforms/Decomposition/
     GroupNormDecompositionRewritePattern.cpp) splits that at level 0, and at every level
     when H*W is not whole tiles (from 2026-07-23): a reshape to [N, S, G, C/G] (folded
@@ -477,7 +519,7 @@ def convert_group_norm(lw: Lowering, op: Operation) -> None:
     and back to the model's shape. A rank-3 [N, C, L] input is first reshaped to [N, C,
     L, 1] (tt-mlir d7345b6def). A convolution's flattened NHWC output is read as it is
     and the result stays flattened. The fused `ttnn.group_norm` (levels 1 and 2 on
-    whole tiles, builds from 2026-03-26 to 2026-05-20) has no rule, and the verifier's
+    whole tiles; every level from 2026-03-26 to 03-29) has no rule, and the verifier's
     refusals of a build are its errors (`_group_norm_refusal`)."""
     src = op.inputs[0]
     shape = lw.shapes[src]
@@ -490,13 +532,16 @@ def convert_group_norm(lw: Lowering, op: Operation) -> None:
     groups = op.int_attr("groups")
     if groups < 1 or c % groups:
         raise ModelError(f"GroupNorm of {c} channels in {groups} groups: the groups must divide the channels", at)
-    refusal = _group_norm_refusal(lw, op, rank, n, c, spatial)
-    if refusal is not None:
-        raise ModelError(refusal, at)
     params = op.inputs[1:]
     if any(lw.shapes[p] != (c,) for p in params):
         raise ModelError(f"GroupNorm parameters of shapes {[list(lw.shapes[p]) for p in params]}: tt-mlir takes "
                          f"one weight and one bias of [{c}]", at)
+    if lw.device.software.group_norm_lowering is GroupNormLowering.TORCH:
+        _group_norm_by_torch(lw, op, groups)
+        return
+    refusal = _group_norm_refusal(lw, op, rank, n, c, spatial)
+    if refusal is not None:
+        raise ModelError(refusal, at)
     where = lw.where(op)
     b = lw.builder
     flat = lw.flat.get(src)
