@@ -84,6 +84,30 @@ def test_two_width_slices_when_one_does_not_fit() -> None:
     assert slice_l1_usage(_slice_conv("c", _req(a), one, auto_shard_layout, True)[1]) > N150.max_l1_space
 
 
+def test_the_slices_fit_the_allocator_s_free_l1_not_the_space_above_the_base() -> None:
+    """op_slicing.cpp compares each slice count's estimate with `L1_stats.total_free_bytes`
+    (BEVDepth's refusal: "Available L1: 1329888 bytes", n150's bank beside 64 KiB of
+    L1_SMALL), not with L1 above the allocator's base: a VAE decoder's 512-channel 3x3
+    conv over 640 x 360 (bf16, DRAM) needs more slices when the free L1 is the bank."""
+    from dataclasses import replace
+
+    a = Conv2dAttrs(512, 512, 1, (640, 360), (3, 3), padding=(1, 1), config=CFG)
+    base = 103712
+    wide = replace(N150, l1_unreserved_base=base)
+    bank = replace(wide, l1_free=1499136 - base - 65536)
+
+    def decide(target: OpTarget):
+        req = OpRequest((TensorSpec((1, 1, 640 * 360, 512), DataType.BFLOAT16, Layout.ROW_MAJOR, DRAM),
+                         TensorSpec((1, 1, 9 * 512, 512), DataType.BFLOAT16, Layout.TILE, DRAM)),
+                        OutputRequest(dtype=DataType.BFLOAT16), target)
+        return determine_slices("ttnn.conv2d", req, conv2d_sliced(a), auto_shard_layout)
+
+    loose, tight = decide(wide), decide(bank)
+    assert loose.l1_usage <= wide.max_l1_space and loose.l1_usage > bank.free_l1
+    assert tight.l1_usage <= bank.free_l1 == 1329888
+    assert len(tight.slices) > len(loose.slices)
+
+
 def test_sliced_plan_programs_and_buffers() -> None:
     a = _conv(32, 32, 480, 640)
     plan = plan_conv2d_routed(OpKind.CONV2D, _req(a), a)

@@ -65,7 +65,7 @@ def op_target(device: Device) -> OpTarget:
     `compute_with_storage_grid_size`), bank counts, L1 size and the allocator's base."""
     return OpTarget(arch=device.arch, grid=(device.worker_grid.columns, device.worker_grid.rows),
                     l1_banks=device.l1_banks, dram_banks=device.dram_banks, l1_size=device.l1_size,
-                    l1_unreserved_base=device.l1_base, l1_alignment=device.l1_alignment,
+                    l1_unreserved_base=device.l1_base, l1_free=device.l1_bank_size, l1_alignment=device.l1_alignment,
                     dram_alignment=device.dram_alignment)
 
 
@@ -216,7 +216,8 @@ class _Walk:
         self.allocate(request, BufferUse.TRACE, op.index, None, op.module)
 
     def plan(self, op: Op) -> OpPlan:
-        target = replace(self.target, lowest_occupied_l1=self.allocator.lowest_occupied_l1())
+        target = replace(self.target, lowest_occupied_l1=self.allocator.lowest_occupied_l1(),
+                         l1_free=self.allocator.manager(BufferType.L1).statistics().free)
         request = OpRequest(tuple(self.specs[t] for t in op.inputs), op.out, target, op.compute)
         try:
             plan = plan_op(op.kind, request, op.attrs)

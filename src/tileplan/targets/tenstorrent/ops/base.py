@@ -72,7 +72,10 @@ class OpTarget:
 
     `lowest_occupied_l1` is the lowest L1 address a buffer holds when the operation is
     planned (`IDevice::lowest_occupied_compute_l1_address`; None when L1 holds no
-    buffer, as under graph capture's NO_DISPATCH mode, which allocates nothing)."""
+    buffer, as under graph capture's NO_DISPATCH mode, which allocates nothing).
+    `l1_free` is the L1 allocator's free bytes per bank then (`get_statistics(L1)
+    .total_free_bytes`: the bank, L1_SMALL excluded, less its buffers; None when the
+    device's bank is not known, as for tt-mlir's op-model target)."""
 
     arch: Arch
     grid: tuple[int, int]
@@ -81,6 +84,7 @@ class OpTarget:
     l1_size: int
     l1_unreserved_base: int
     lowest_occupied_l1: int | None = None
+    l1_free: int | None = None
     l1_alignment: int = 16
     dram_alignment: int = 32
 
@@ -101,6 +105,12 @@ class OpTarget:
         the L1 size when none) minus the allocator's base address."""
         top = self.lowest_occupied_l1 if self.lowest_occupied_l1 is not None else self.l1_size
         return top - self.l1_unreserved_base
+
+    @property
+    def free_l1(self) -> int:
+        """The L1 allocator's free bytes per bank (`l1_free`), or `max_l1_space` when
+        that is not known."""
+        return self.l1_free if self.l1_free is not None else self.max_l1_space
 
     def banks(self, buffer_type: BufferType) -> int:
         return self.dram_banks if buffer_type is BufferType.DRAM else self.l1_banks

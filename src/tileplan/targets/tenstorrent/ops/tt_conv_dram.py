@@ -301,11 +301,14 @@ class SliceDecision:
 
 def determine_slices(op: str, req: OpRequest, sliced: SlicedOp,
                      layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout]) -> SliceDecision:
-    """The fewest slices whose largest L1 estimate fits the free L1 (`max_l1_space`:
-    the allocator's free bytes when L1 holds no buffer), along the slice config's
-    dimension, or (none given) first along the guessed dimension, then the other."""
+    """The fewest slices whose largest L1 estimate fits the free L1 (op_slicing.cpp
+    `determine_slice_config_internal`: `L1_stats.total_free_bytes`, the L1 allocator's
+    free bytes, L1_SMALL excluded: `OpTarget.free_l1`; BEVDepth's published refusal
+    prints "Available L1: 1329888 bytes", n150's bank beside a 64 KiB L1_SMALL), along
+    the slice config's dimension, or (none given) first along the guessed dimension,
+    then the other."""
     layout = sliced.output_layout
-    free = req.target.max_l1_space
+    free = req.target.free_l1
     order: list[SliceType]
     if sliced.slice_type is SliceType.DRAM_HEIGHT or sliced.slice_type is SliceType.DRAM_WIDTH:
         order = [sliced.slice_type]
