@@ -58,10 +58,14 @@ function at levels 1 and 2 (TTNNPrepareConv2dWeightsAndBias.cpp): [1, 1, kh x kw
 Worked example: a 3 x 3, padding-1 conv of [1, 64, 480, 640] bf16 to 32 channels on n150
 (8 x 9 grid): height sharded over the cores `determine_parallel_config` gives (9,600
 output tiles over 64 cores), its halo and conv programs as tt_conv.py prices them.
+
+Upsampling (`convert_resize`) is no `ttnn.upsample` under tt-xla: its decomposition
+table turns it into a matmul per spatial dimension.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from tileplan.errors import ModelError
@@ -316,5 +320,63 @@ def convert_pool(lw: Lowering, op: Operation) -> None:
     lw.define_flat(op, tid, (n, oh, ow, c))
 
 
-CONVERTERS = {"conv": convert_conv, "maxpool": convert_pool, "avgpool": convert_pool,
+def convert_resize(lw: Lowering, op: Operation) -> None:
+    """`F.interpolate` / `nn.Upsample`, nearest or (bi)linear, as tt-xla runs it: its
+    decomposition table maps every `aten.upsample_nearest*` and `upsample_*linear*` to
+    python_package/tt_torch/backend/decompositions.py `upsample_nearest` /
+    `upsample_linear` (since d444f5770, 2025-09-02, from tt-torch #112 / #137; under
+    AOTAutograd, from 2026-07-12, `passes.py::rewrite_interpolate_to_matmul` routes
+    `F.interpolate` there too): for each spatial dimension in turn, the dimension swapped
+    last, a matmul by a constant [in, out] one-hot (nearest) or interpolation matrix,
+    and swapped back; tt-mlir fuses none of it into `ttnn.upsample` (tt-mlir #5246, open:
+    YOLO's upsample arrives as "two matmuls, three permutes and four reshapes"). So:
+    `ttnn.permute` of the dimension to the last (not for the last), a reshape to [1,
+    rows, in], `ttnn.matmul` by the matrix (a const-eval result of the input's type,
+    shared by every resize of the same sizes), the reshape back and the permute back.
+    Bicubic and antialiased modes (torch's gather-based decompositions) are refused."""
+    src = op.inputs[0]
+    shape = lw.shapes[src]
+    mode = str(op.attr("mode", "nearest"))
+    at = f"operation {op.index} ({op.name})"
+    if mode not in ("nearest", "linear"):
+        raise ModelError(f"a {mode} resize: tt-xla decomposes only nearest and (bi/tri)linear upsampling into "
+                         "matmuls (decompositions.py); torch's own decomposition gathers, which tt-mlir does not "
+                         "lower", at)
+    size = tuple(int(v) for v in op.ints_attr("size"))
+    spatial = len(size)
+    if len(shape) != spatial + 2:
+        raise ModelError(f"a resize of {list(shape)} to spatial size {list(size)}: expected [N, C, *spatial]", at)
+    where = lw.where(op)
+    b = lw.builder
+    t = lw.tensor(src, at=op)
+    dtype = lw.value(t).dtype
+    rank = len(shape)
+    for i in range(spatial):
+        cur = lw.value(t).shape
+        axis = rank - spatial + i
+        size_in, size_out = cur[axis], size[i]
+        perm = list(range(rank))
+        perm[axis], perm[-1] = perm[-1], perm[axis]
+        swapped = axis != rank - 1
+        if swapped:
+            t = b.one(OpKind.PERMUTE, f"{op.name}.swap{i}", (t,), Value(tuple(cur[d] for d in perm), dtype),
+                      attrs=PermuteAttrs(tuple(perm)), **where)
+        moved = lw.value(t).shape
+        rows = math.prod(moved[:-1])
+        t = b.one(OpKind.RESHAPE, f"{op.name}.rows{i}", (t,), Value((1, rows, size_in), dtype),
+                  attrs=ReshapeAttrs((1, rows, size_in)), **where)
+        weight = lw.constant_form(f"upsample.{mode}.{size_in}x{size_out}", Layout.TILE, dtype,
+                                  shape=(size_in, size_out))
+        t = b.one(OpKind.MATMUL, f"{op.name}.matmul{i}", (t, weight), Value((1, rows, size_out), dtype),
+                  attrs=MatmulAttrs(), compute=lw.options.compute(), **where)
+        back = moved[:-1] + (size_out,)
+        t = b.one(OpKind.RESHAPE, f"{op.name}.unrows{i}", (t,), Value(back, dtype), attrs=ReshapeAttrs(back),
+                  **where)
+        if swapped:
+            t = b.one(OpKind.PERMUTE, f"{op.name}.unswap{i}", (t,), Value(tuple(back[d] for d in perm), dtype),
+                      attrs=PermuteAttrs(tuple(perm)), **where)
+    lw.define(op, lw.convert(t, None, lw.dtype(op.output), op, op.name))
+
+
+CONVERTERS = {"conv": convert_conv, "resize": convert_resize, "maxpool": convert_pool, "avgpool": convert_pool,
               CONV_GRAD_INPUT: convert_conv_transpose, CONV_TRANSPOSE: convert_conv_transpose}

@@ -40,6 +40,7 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering, mod
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import CONVERTERS as BASIC
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_cache import CONVERTERS as CACHE
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_conv import CONVERTERS as CONV
+from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_group_norm import CONVERTERS as GROUP_NORM
 from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_nn import CONVERTERS as NN
 from tileplan.targets.tenstorrent.frontends.tt_mlir.fusion import fuse
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import GraphBuilder, TtnnGraph, Value, to_program
@@ -50,7 +51,7 @@ from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
 from tileplan.targets.tenstorrent.program import Tensor, TtProgram
 from tileplan.targets.tenstorrent.tiles import Layout
 
-CONVERTERS = {**BASIC, **NN, **CONV, **CACHE}
+CONVERTERS = {**BASIC, **NN, **CONV, **GROUP_NORM, **CACHE}
 
 
 def convert(lw: Lowering) -> TtnnGraph:
