@@ -66,6 +66,14 @@ Held out (not looked at while modelling; each published outcome quoted as publis
                                      output led to modelling conv2d's halo move
   hf-clip-base-patch16-n150          clip/pytorch-Base_Patch16 and Large_Patch14 pass on n150;
   hf-clip-large-patch14-n150         held out: recorded 2026-12-06 before either was planned
+  playground-v2.5-vae-decoder-n150   tt-xla #4710 (2026-05-14): float32 VAE decoder at 1024 px,
+                                     "Out of Memory: ... 4294967296 B DRAM buffer ..."
+  z-image-vae-decoder-n150           tt-xla #4755 (2026-05-18): bfloat16 VAE decoder at 1280 x 720,
+                                     "Out of Memory: ... 3774873600 B DRAM buffer ... (allocated:
+                                     692396736 B, ...)"; both calibration from the start
+                                     (2026-12-07): they were read while GroupNorm was modelled (the
+                                     second's allocation state fixed the order of torch's
+                                     decomposition, convert_group_norm.py)
   vanilla-unet-480x640-n150          tt-mlir #5771: optimizer disabled, "Out of Memory:
                                      Not enough space to allocate 49971200 B L1 buffer
                                      across 64 banks, where each bank needs to store
@@ -320,6 +328,24 @@ def unet() -> Answer:
     return _answer(program, "n150", "2025-11", 0)
 
 
+def vae_decoder(latent: int, hw: tuple[int, int], precision: str) -> Callable[[], Answer]:
+    """diffusers' AutoencoderKL decoder (tests/tt_models.py `VaeDecoder`, no weights) on a
+    latent of `latent` channels over `hw`, in `precision`, n150, the 2026-04-21 build (the
+    last modelled before the runs, whose bank size, 1,071,821,792 B, the messages print)."""
+    def build() -> Answer:
+        from tileplan.importers.torch_export import from_torch
+        from tileplan.model.precision import Precision
+        import torch
+        from tt_models import VaeDecoder
+
+        p = Precision(precision)
+        dtype = torch.float32 if precision == "F32" else torch.bfloat16
+        program = from_torch(VaeDecoder(latent).to(dtype), (torch.zeros(1, latent, *hw, dtype=dtype),),
+                             "vae-decoder").to_program(p, p, repeat=False)
+        return _answer(program, "n150", "2026-04-21", 0)
+    return build
+
+
 def patch_embed() -> Answer:
     """transformers' own Qwen2.5-VL patch embedding (in_channels 3, embed_dim 1280, kernel =
     stride = [2, 14, 14], no bias) in bfloat16 on 64 patches (the circular buffers do not
@@ -473,6 +499,23 @@ CASES: tuple[Case, ...] = (
     Case("hf-clip-large-patch14-n150", "held out",
          "openai/clip-vit-large-patch14 (CLIPModel, bf16), 2 captions x 7 ids and 1 x 3 x 224 x 224, n150",
          VISION_YAML, "passes (clip/pytorch-Large_Patch14: EXPECTED_PASSING on n150)", True, hf_clip(14, True)),
+    Case("playground-v2.5-vae-decoder-n150", "calibration",
+         "playground-v2.5-1024px-aesthetic's VAE decoder (diffusers AutoencoderKL, SDXL's: 4 latent channels), "
+         "float32, latent 1 x 4 x 128 x 128 (1024 px), optimization_level 0, n150, build 2026-04-21",
+         "tt-xla #4710 (2026-05-14)",
+         "Out of Memory: Not enough space to allocate 4294967296 B DRAM buffer across 12 banks, where each bank needs "
+         "to store 357916672 B, but bank size is 1071821792 B (up_blocks[3].resnets[0].norm1, by the issue's "
+         "bisection)", False, vae_decoder(4, (128, 128), "F32"), published_failed=("DRAM", 4294967296)),
+    Case("z-image-vae-decoder-n150", "calibration",
+         "Tongyi-MAI/Z-Image's VAE decoder (diffusers AutoencoderKL, 16 latent channels), bfloat16, latent 1 x 16 x "
+         "160 x 90 (1280 x 720), optimization_level 0, n150, build 2026-04-21", "tt-xla #4755 (2026-05-18)",
+         "Out of Memory: Not enough space to allocate 3774873600 B DRAM buffer across 12 banks, where each bank needs "
+         "to store 314572800 B, but bank size is 1071821792 B (allocated: 692396736 B, free: 379425056 B, largest "
+         "free block: 167335424 B) (a GroupNorm's float32 subtract)", False, vae_decoder(16, (160, 90), "BF16"),
+         published_failed=("DRAM", 3774873600),
+         miss="the verdict and the failing buffer agree; the statistics differ: tileplan's bank holds 685,138,048 "
+              "B before the subtract (the published 692,396,736: 7,258,688 B more) and its largest free block is "
+              "225,909,600 B (published 167,335,424): what else the run held is not identified"),
     Case("vanilla-unet-480x640-n150", "held out",
          "Vanilla UNet (brain-segmentation-pytorch, 32 features), 1 x 3 x 480 x 640 bf16, optimizer disabled, n150",
          "tt-mlir #5771 (2025-11-10)",

@@ -45,3 +45,99 @@ class VanillaUNet(nn.Module):
         dec2 = self.decoder2(torch.cat((self.upconv2(dec3), enc2), dim=1))
         dec1 = self.decoder1(torch.cat((self.upconv1(dec2), enc1), dim=1))
         return torch.sigmoid(self.conv(dec1))
+
+
+class _Resnet(nn.Module):
+    """diffusers models/resnet.py `ResnetBlock2D` as a VAE decoder builds it (no time
+    embedding, output scale 1): GroupNorm(32), SiLU, 3x3 conv, twice; a 1x1 shortcut when
+    the channels change."""
+
+    def __init__(self, channels_in: int, channels_out: int) -> None:
+        super().__init__()
+        self.norm1 = nn.GroupNorm(32, channels_in, eps=1e-6)
+        self.conv1 = nn.Conv2d(channels_in, channels_out, 3, 1, 1)
+        self.norm2 = nn.GroupNorm(32, channels_out, eps=1e-6)
+        self.conv2 = nn.Conv2d(channels_out, channels_out, 3, 1, 1)
+        self.conv_shortcut = nn.Conv2d(channels_in, channels_out, 1) if channels_in != channels_out else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.conv2(nn.functional.silu(self.norm2(self.conv1(nn.functional.silu(self.norm1(x))))))
+        return (x if self.conv_shortcut is None else self.conv_shortcut(x)) + h
+
+
+class _Attention(nn.Module):
+    """diffusers' VAE mid-block attention (attention_processor.py `Attention` with
+    `AttnProcessor2_0`, one head of all the channels): GroupNorm(32), q / k / v / out
+    projections over the H*W positions, scaled_dot_product_attention, the residual."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.group_norm = nn.GroupNorm(32, channels, eps=1e-6)
+        self.to_q, self.to_k = nn.Linear(channels, channels), nn.Linear(channels, channels)
+        self.to_v, self.to_out = nn.Linear(channels, channels), nn.Linear(channels, channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, c, h, w = x.shape
+        y = self.group_norm(x).view(b, c, h * w).transpose(1, 2)
+        q, k, v = (t.view(b, -1, 1, c).transpose(1, 2) for t in (self.to_q(y), self.to_k(y), self.to_v(y)))
+        o = nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, -1, c)
+        return self.to_out(o).transpose(-1, -2).reshape(b, c, h, w) + x
+
+
+class _MidBlock(nn.Module):
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.resnets = nn.ModuleList([_Resnet(channels, channels), _Resnet(channels, channels)])
+        self.attentions = nn.ModuleList([_Attention(channels)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.resnets[1](self.attentions[0](self.resnets[0](x)))
+
+
+class _Upsample(nn.Module):
+    """diffusers models/upsampling.py `Upsample2D`: nearest x2, then a 3x3 conv."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(nn.functional.interpolate(x, scale_factor=2.0, mode="nearest"))
+
+
+class _UpBlock(nn.Module):
+    def __init__(self, channels_in: int, channels: int, layers: int, upsample: bool) -> None:
+        super().__init__()
+        self.resnets = nn.ModuleList([_Resnet(channels_in if j == 0 else channels, channels)
+                                      for j in range(layers + 1)])
+        self.upsamplers = nn.ModuleList([_Upsample(channels)] if upsample else [])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for m in (*self.resnets, *self.upsamplers):
+            x = m(x)
+        return x
+
+
+class VaeDecoder(nn.Module):
+    """diffusers models/autoencoders/vae.py `Decoder` of an `AutoencoderKL` (SDXL's and
+    Flux's: block_out_channels (128, 256, 512, 512), layers_per_block 2, GroupNorm(32)),
+    with diffusers' module names: conv_in; mid_block (resnet, attention, resnet);
+    up_blocks, four of three resnets, the first three followed by an `Upsample2D`;
+    conv_norm_out, SiLU, conv_out to RGB. The latent channels: 4 (SDXL), 16 (Flux, Z-Image)."""
+
+    def __init__(self, latent_channels: int = 4, channels: tuple[int, ...] = (128, 256, 512, 512),
+                 layers: int = 2) -> None:
+        super().__init__()
+        rev = list(reversed(channels))
+        self.conv_in = nn.Conv2d(latent_channels, rev[0], 3, 1, 1)
+        self.mid_block = _MidBlock(rev[0])
+        self.up_blocks = nn.ModuleList([_UpBlock(rev[max(i - 1, 0)], c, layers, i < len(rev) - 1)
+                                        for i, c in enumerate(rev)])
+        self.conv_norm_out = nn.GroupNorm(32, channels[0], eps=1e-6)
+        self.conv_out = nn.Conv2d(channels[0], 3, 3, 1, 1)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        h = self.mid_block(self.conv_in(z))
+        for block in self.up_blocks:
+            h = block(h)
+        return self.conv_out(nn.functional.silu(self.conv_norm_out(h)))

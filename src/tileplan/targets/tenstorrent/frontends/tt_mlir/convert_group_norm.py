@@ -52,12 +52,15 @@ def _group_norm_by_torch(lw: Lowering, op: Operation, groups: int) -> None:
     `native_group_norm` off the CPU computes in float32 (`_maybe_convert_to_dtype` of
     the input), views it as [N, G, C/G, H*W] (a ttnn.reshape: the last two dimensions
     change), takes `var_mean` over [2, 3] (torch-xla's `BuildVar` / `BuildMean`: a
-    scaled reduce-add each, `ttnn.mean`, the duplicate mean and centring merged by tt-mlir's
-    CSE), subtracts, squares, means, adds epsilon (a const-evaluated scalar), `ttnn.rsqrt`,
-    multiplies, views back, times the weight and plus the bias ([1, C, 1, 1] float32
-    constants) and casts to the model's type. The centred [N, G, C/G, H*W] tensors pad C/G
-    to a tile: tt-xla #4755's 3,774,873,600 B float32 subtract of a Z-Image VAE norm over
-    1280 x 720 is [1, 32, 4 -> 32, 921,600]."""
+    scaled reduce-add each, `ttnn.mean`, the two means one after tt-mlir's CSE), and
+    returns (x - mean) * rsqrt(var + eps), viewed back, times the weight and plus the
+    bias ([1, C, 1, 1] float32 constants), cast to the model's type. The output's
+    centring comes first and the variance's own centring after it, two subtracts: the
+    lazy tensor graph is lowered from the output down, its multiply's first operand
+    first. That order is read off tt-xla #4755's published failure (a Z-Image VAE norm
+    over 1280 x 720 in bfloat16): a 3,774,873,600 B float32 subtract ([1, 32, 4 -> 32,
+    921,600], C/G padded to a tile) refused with 692,396,736 B a bank allocated, two
+    such tensors (314,572,800 B each) and 63 MB besides; no IR was generated here."""
     src = op.inputs[0]
     shape = lw.shapes[src]
     n, c = shape[0], shape[1]
@@ -72,7 +75,8 @@ def _group_norm_by_torch(lw: Lowering, op: Operation, groups: int) -> None:
     t = b.one(OpKind.RESHAPE, f"{op.name}.group_view", (x,), grouped, attrs=ReshapeAttrs(grouped.shape), **where)
     mean = b.one(OpKind.MEAN, f"{op.name}.mean", (t,), stats, attrs=mean_attrs, compute=compute, **where)
     centered = b.one(OpKind.SUBTRACT, f"{op.name}.center", (t, mean), grouped, **where)
-    squared = b.one(OpKind.MULTIPLY, f"{op.name}.square", (centered, centered), grouped, **where)
+    diff = b.one(OpKind.SUBTRACT, f"{op.name}.var_center", (t, mean), grouped, **where)  # BuildVar's own
+    squared = b.one(OpKind.MULTIPLY, f"{op.name}.square", (diff, diff), grouped, **where)
     var = b.one(OpKind.MEAN, f"{op.name}.variance", (squared,), stats, attrs=mean_attrs, compute=compute, **where)
     epsilon = op.attr("eps", 1e-5)
     assert isinstance(epsilon, float), epsilon
