@@ -218,12 +218,11 @@ def _loop(kind: OpKind, x: TensorSpec, dims: set[int], out: TensorSpec, attrs: R
     for i, d in enumerate(order):
         last = i == len(order) - 1 and not rescale
         dtype = out.dtype if last else x.dtype
-        if d == rank - 1:
+        if d >= rank - 2:
             step = out if last else _with(_one(cur.shape, d), dtype, memory)
-            stages.append(_Stage((_reduce_w(cur, dtype, grid),), step, "reduced_w"))
-        elif d == rank - 2:
-            step = out if last else _with(_one(cur.shape, d), dtype, memory)
-            stages.append(_Stage((_reduce_h(cur, step, grid),), step, "reduced_h"))
+            w = d == rank - 1
+            program = _reduce_w(cur, dtype, grid) if w else _reduce_h(cur, step, grid)
+            stages.append(_Stage((program,), step, "reduced_w" if w else "reduced_h"))
         else:
             there = _transposed(cur, d, req, memory, f"transposed_{d}")
             assert there.out is not None

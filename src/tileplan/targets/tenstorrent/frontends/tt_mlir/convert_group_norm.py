@@ -46,6 +46,45 @@ def _group_norm_refusal(lw: Lowering, op: Operation, rank: int, n: int, c: int, 
     return None
 
 
+def _normalized(lw: Lowering, op: Operation, t: int, grouped: Value, stats: Value, dims: tuple[int, int],
+                eps_name: str, eps_shape: tuple[int, ...], own_centring: bool) -> int:
+    """The grouped tensor `t` normalised: `ttnn.mean` over `dims` (keepdim), the
+    centring, (`own_centring`: the variance's own centring, a second subtract), the
+    square, its mean, plus epsilon (const-evaluated constant `eps_name`), `ttnn.rsqrt`,
+    times the centred tensor."""
+    where = lw.where(op)
+    b = lw.builder
+    mean_attrs = reduce_attrs(lw, dims, True)
+    compute = lw.options.compute()
+    mean = b.one(OpKind.MEAN, f"{op.name}.mean", (t,), stats, attrs=mean_attrs, compute=compute, **where)
+    centered = b.one(OpKind.SUBTRACT, f"{op.name}.center", (t, mean), grouped, **where)
+    diff = (b.one(OpKind.SUBTRACT, f"{op.name}.var_center", (t, mean), grouped, **where) if own_centring
+            else centered)
+    squared = b.one(OpKind.MULTIPLY, f"{op.name}.square", (diff, diff), grouped, **where)
+    var = b.one(OpKind.MEAN, f"{op.name}.variance", (squared,), stats, attrs=mean_attrs, compute=compute, **where)
+    eps = lw.constant_form(eps_name, Layout.TILE, stats.dtype, shape=eps_shape)
+    t = b.one(OpKind.ADD, f"{op.name}.add_eps", (var, eps), stats, **where)
+    t = b.one(OpKind.RSQRT, f"{op.name}.rsqrt", (t,), stats, **where)
+    return b.one(OpKind.MULTIPLY, f"{op.name}.normalize", (centered, t), grouped, **where)
+
+
+def _epsilon(op: Operation) -> float:
+    epsilon = op.attr("eps", 1e-5)
+    assert isinstance(epsilon, float), epsilon
+    return epsilon
+
+
+def _affine(lw: Lowering, op: Operation, t: int, result: Value, shape: tuple[int, ...],
+            dtype: DataType | None) -> int:
+    """`t` times the weight and plus the bias (those present), each the const-evaluated
+    constant in `shape` and `dtype` (None: its own)."""
+    for param, kind in zip(op.inputs[1:], (OpKind.MULTIPLY, OpKind.ADD)):
+        affine = lw.constant_form(param, Layout.TILE, dtype, shape=shape)
+        t = lw.builder.one(kind, f"{op.name}.{'weight_mul' if kind is OpKind.MULTIPLY else 'bias_add'}",
+                           (t, affine), result, **lw.where(op))
+    return t
+
+
 def _group_norm_by_torch(lw: Lowering, op: Operation, groups: int) -> None:
     """tt-xla's decomposition of `aten.native_group_norm` (builds from 2025-09-02, and
     from 2026-03-30 to 05-25 while the composite was off): torch/_refs/__init__.py
@@ -70,27 +109,11 @@ def _group_norm_by_torch(lw: Lowering, op: Operation, groups: int) -> None:
     x = lw.tensor(src, dtype=DataType.FLOAT32, at=op)
     grouped = Value((n, groups, c // groups, spatial), DataType.FLOAT32)
     stats = Value((n, groups, 1, 1), DataType.FLOAT32)
-    mean_attrs = reduce_attrs(lw, (2, 3), True)
-    compute = lw.options.compute()
     t = b.one(OpKind.RESHAPE, f"{op.name}.group_view", (x,), grouped, attrs=ReshapeAttrs(grouped.shape), **where)
-    mean = b.one(OpKind.MEAN, f"{op.name}.mean", (t,), stats, attrs=mean_attrs, compute=compute, **where)
-    centered = b.one(OpKind.SUBTRACT, f"{op.name}.center", (t, mean), grouped, **where)
-    diff = b.one(OpKind.SUBTRACT, f"{op.name}.var_center", (t, mean), grouped, **where)  # BuildVar's own
-    squared = b.one(OpKind.MULTIPLY, f"{op.name}.square", (diff, diff), grouped, **where)
-    var = b.one(OpKind.MEAN, f"{op.name}.variance", (squared,), stats, attrs=mean_attrs, compute=compute, **where)
-    epsilon = op.attr("eps", 1e-5)
-    assert isinstance(epsilon, float), epsilon
-    eps = lw.constant_form(f"group_norm.eps={epsilon:g}", Layout.TILE, DataType.FLOAT32, shape=(1, 1, 1, 1))
-    t = b.one(OpKind.ADD, f"{op.name}.add_eps", (var, eps), stats, **where)
-    t = b.one(OpKind.RSQRT, f"{op.name}.rsqrt", (t,), stats, **where)
-    t = b.one(OpKind.MULTIPLY, f"{op.name}.normalize", (centered, t), grouped, **where)
+    t = _normalized(lw, op, t, grouped, stats, (2, 3), f"group_norm.eps={_epsilon(op):g}", (1, 1, 1, 1), True)
     result = Value(shape, DataType.FLOAT32)
     t = b.one(OpKind.RESHAPE, f"{op.name}.view", (t,), result, attrs=ReshapeAttrs(shape), **where)
-    per_channel = (1, c) + (1,) * (len(shape) - 2)
-    for param, kind in zip(op.inputs[1:], (OpKind.MULTIPLY, OpKind.ADD)):
-        affine = lw.constant_form(param, Layout.TILE, DataType.FLOAT32, shape=per_channel)
-        t = b.one(kind, f"{op.name}.{'weight_mul' if kind is OpKind.MULTIPLY else 'bias_add'}", (t, affine),
-                  result, **where)
+    t = _affine(lw, op, t, result, (1, c) + (1,) * (len(shape) - 2), DataType.FLOAT32)
     lw.define(op, lw.convert(t, None, lw.dtype(op.output), op, op.name))
 
 
@@ -151,26 +174,12 @@ def convert_group_norm(lw: Lowering, op: Operation) -> None:
     cpg = c // groups
     grouped = Value((n, spatial, groups, cpg), dtype)
     stats = Value((n, 1, groups, 1), dtype)
-    mean_attrs = reduce_attrs(lw, (1, 3), True)
-    compute = lw.options.compute()
     t = b.one(OpKind.RESHAPE, f"{op.name}.group_reshape", (x,), grouped, attrs=ReshapeAttrs(grouped.shape), **where)
-    mean = b.one(OpKind.MEAN, f"{op.name}.mean", (t,), stats, attrs=mean_attrs, compute=compute, **where)
-    centered = b.one(OpKind.SUBTRACT, f"{op.name}.center", (t, mean), grouped, **where)
-    squared = b.one(OpKind.MULTIPLY, f"{op.name}.square", (centered, centered), grouped, **where)
-    var = b.one(OpKind.MEAN, f"{op.name}.variance", (squared,), stats, attrs=mean_attrs, compute=compute, **where)
-    epsilon = op.attr("eps", 1e-5)
-    assert isinstance(epsilon, float), epsilon
-    eps = lw.constant_form(f"group_norm.eps={epsilon:g}.{n}x{groups}", Layout.TILE, dtype,
-                           shape=stats.shape)
-    t = b.one(OpKind.ADD, f"{op.name}.add_eps", (var, eps), stats, **where)
-    t = b.one(OpKind.RSQRT, f"{op.name}.rsqrt", (t,), stats, **where)
-    t = b.one(OpKind.MULTIPLY, f"{op.name}.normalize", (centered, t), grouped, **where)
+    t = _normalized(lw, op, t, grouped, stats, (1, 3), f"group_norm.eps={_epsilon(op):g}.{n}x{groups}", stats.shape,
+                    False)
     result = Value((n, 1, spatial, c), dtype)
     t = b.one(OpKind.RESHAPE, f"{op.name}.unreshape", (t,), result, attrs=ReshapeAttrs(result.shape), **where)
-    for param, kind in zip(params, (OpKind.MULTIPLY, OpKind.ADD)):
-        affine = lw.constant_form(param, Layout.TILE, None, shape=(1, 1, 1, c))
-        t = b.one(kind, f"{op.name}.{'weight_mul' if kind is OpKind.MULTIPLY else 'bias_add'}", (t, affine),
-                  result, **where)
+    t = _affine(lw, op, t, result, (1, 1, 1, c), None)
     if flat is not None:
         if n > 1:
             t = b.one(OpKind.RESHAPE, f"{op.name}.flatten", (t,), result.with_(shape=(1, 1, n * spatial, c)),
