@@ -377,14 +377,13 @@ PROMPT_TOKENS = {"falcon3-7b-base": 18, "gemma-1.1-2b-it": 17}
 BENCH_RUN = ("tt-xla LLM benchmark as it runs: a bf16 StaticCache of 128 positions a layer, the prefill of the "
              "benchmark's prompt ({prompt}) then one decode step, batch 32, optimization_level 2, bfp_bf8 weights, "
              "n150")
-DRAM_UNKNOWN = ("the source says only \"DRAM OOM\": the DRAM the run needed beyond tileplan's plan (its decomposed "
-                "attention, the mask repeated over the heads, the logits) is not identified; a lead, not modelled: "
-                "tt-xla's SDPA composite (python_package/tt_torch/composite_ops.py, from 45c00581f, 2026-04-15) "
-                "takes only bf16 q, k, v and mask (`_check_sdpa_constraints`), so with transformers' boolean mask "
-                "the attention reaches tt-mlir as torch's own decomposition, which upcasts q, k and v to float32 "
-                "and adds `_safe_softmax`'s full-size masks (traced here with torch 2.13), where tileplan plans "
-                "tt-mlir's bf16 SDPA decomposition; whether tt-mlir's TTIR SDPA fusing (a42f5bfe01, 2026-07-17) "
-                "folds it back is not established")
+DRAM_UNKNOWN = ("the source says only \"DRAM OOM\": the DRAM the run needed beyond tileplan's plan is not "
+                "identified. A lead, measured and not adopted (docs/notes/TORCH-SDPA.md): with transformers' "
+                "boolean mask tt-xla's SDPA composite does not apply (composite_ops.py `_check_sdpa_constraints`; "
+                "no composite before 45c00581f, 2026-04-15), so the attention reaches tt-mlir as torch's math "
+                "decomposition in float32 with `_safe_softmax`, where tileplan plans tt-mlir's bf16 SDPA "
+                "decomposition; a prototype of it on the 2026-03-20 n150 build peaks at 92 % (2048 x 4) and 91 % "
+                "(4096 x 1) of a DRAM bank, still fitting")
 YAML = "tt-xla tests/runner/test_config/torch_llm/test_config_inference_single_device.yaml @95c1c1c"
 LLAMA_1B = "Llama-3.2-1B (bf16, tt-xla's test runner: optimization_level 0)"
 

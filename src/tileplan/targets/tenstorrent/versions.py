@@ -97,6 +97,32 @@ class WhereBroadcast(Enum):
     IMPLICIT = "implicit"  # the ternary program broadcasts; a splat operand is a volume-1 tensor
 
 
+class SdpaLowering(Enum):
+    """What a torch `F.scaled_dot_product_attention` reaches tt-mlir as, by build
+    (devices/software.toml `sdpa_lowering`; the tt-mlir frontend's torch_sdpa.py)."""
+
+    UNKNOWN = "unknown"  # no tt-xla torch backend known this early: refused
+    TORCH = "torch"  # torch.export's decomposition: aten's math kernel, float32 for bf16 / f16
+    COMPOSITE = "composite"  # tt-xla's composite for bf16 q, k, v and mask; else torch's decomposition
+    COMPOSITE_BOOL = "composite_bool"  # the composite also for a boolean mask (made additive)
+
+    def composite(self, q_k_v_bf16: bool, mask: str | None) -> bool:
+        """Whether tt-xla's composite takes an attention whose query, key and value are
+        bfloat16 (or not) and whose mask is of precision `mask` (None: no mask)."""
+        if self in (SdpaLowering.UNKNOWN, SdpaLowering.TORCH) or not q_k_v_bf16:
+            return False
+        allowed = {None, "BF16"} | ({"Bool"} if self is SdpaLowering.COMPOSITE_BOOL else set())
+        return mask in allowed
+
+
+class SdpaFusing(Enum):
+    """Whether tt-mlir fuses torch's decomposed attention back into one SDPA
+    (devices/software.toml `sdpa_fusing`; the tt-mlir frontend's `convert_sdpa`)."""
+
+    NONE = "none"  # the decomposition runs as it is
+    OPTIMIZER = "optimizer"  # at levels 1 and 2, where the op model validates the fused SDPA
+
+
 class CumsumLowering(Enum):
     """How tt-mlir lowers a cumulative sum (devices/software.toml `cumsum_lowering`; the
     tt-mlir frontend's `convert_cumsum`)."""
@@ -243,6 +269,8 @@ class Software:
     sum_precision: SumPrecision
     mean_scale: MeanScale
     group_norm_lowering: GroupNormLowering
+    sdpa_lowering: SdpaLowering
+    sdpa_fusing: SdpaFusing
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -266,7 +294,8 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
           "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
           "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram",
-          "sum_precision", "mean_scale", "group_norm_lowering")
+          "sum_precision", "mean_scale", "group_norm_lowering", "sdpa_lowering",
+          "sdpa_fusing")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -320,5 +349,6 @@ def software_at(date: str, stack: Stack) -> Software:
         accumulation_cbs=Accumulation(values["accumulation_cbs"]),
         sum_precision=SumPrecision(values["sum_precision"]), mean_scale=MeanScale(values["mean_scale"]),
         group_norm_lowering=GroupNormLowering(values["group_norm_lowering"]),
+        sdpa_lowering=SdpaLowering(values["sdpa_lowering"]), sdpa_fusing=SdpaFusing(values["sdpa_fusing"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

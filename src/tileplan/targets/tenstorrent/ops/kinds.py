@@ -47,6 +47,8 @@ class OpKind(Enum):
     LOGIT = "ttnn.logit"
     TYPECAST = "ttnn.typecast"
     LTZ = "ttnn.ltz"
+    GTZ = "ttnn.gtz"
+    LEZ = "ttnn.lez"
     POW_SCALAR = "ttnn.pow_scalar"
     # binary eltwise (binary_ng_program_factory.cpp)
     ADD = "ttnn.add"

@@ -52,7 +52,7 @@ UNARY_KINDS = frozenset({
     OpKind.EXPM1, OpKind.LOG, OpKind.LOG1P, OpKind.SQRT, OpKind.RSQRT, OpKind.RECIPROCAL, OpKind.TANH, OpKind.SIN,
     OpKind.COS, OpKind.TAN, OpKind.ATAN, OpKind.ABS, OpKind.NEG, OpKind.SIGN, OpKind.CEIL, OpKind.FLOOR, OpKind.ERF,
     OpKind.ERFC, OpKind.ISFINITE, OpKind.LOGICAL_NOT, OpKind.BITWISE_NOT, OpKind.HARDSHRINK, OpKind.CBRT,
-    OpKind.LOGIT, OpKind.TYPECAST, OpKind.LTZ, OpKind.MUL_SFPU})
+    OpKind.LOGIT, OpKind.TYPECAST, OpKind.LTZ, OpKind.GTZ, OpKind.LEZ, OpKind.MUL_SFPU})
 
 #: binary ops whose `OpConfig` pre-activates (lhs, rhs) (binary_ng_utils.cpp `OpConfig`;
 #: the logical ops test their operands with NEZ first, LDEXP raises 2 to b, LOGADDEXP(2)

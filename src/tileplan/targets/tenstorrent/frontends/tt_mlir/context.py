@@ -29,6 +29,7 @@ an operation needing TILE gets a `ttnn.to_layout` first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tileplan.errors import ModelError
@@ -124,6 +125,8 @@ class Lowering:
     forms: dict[tuple[str, Layout, DataType, tuple[int, ...]], int] = field(default_factory=dict)
     flat: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     nchw_of: dict[str, int] = field(default_factory=dict)
+    #: converts one model operation by the frontend's converter table (lower.py sets it)
+    dispatch: Callable[[Lowering, Operation], None] | None = None
     #: the names of the model's declared tensors (its inputs, parameters and buffers)
     declared: frozenset[str] = field(init=False)
     #: the framework's shape of each declared tensor the importer declared permuted
@@ -144,16 +147,31 @@ class Lowering:
             self.roles[name] = self.roles.get(parts[0], Role.WEIGHT)
             self.constant.add(name)
         for op in self.operations:
-            self.shapes[op.output] = op.output_shape
-            self.precisions[op.output] = op.output_precision
-            self.producers[op.output] = op
-            for i in op.inputs:
-                self.readers.setdefault(i, []).append(op)
-            if all(i in self.constant for i in op.inputs):
-                self.constant.add(op.output)
-                # a const-eval result of a weight is a weight (its transpose, its typecast)
-                weighty = any(self.roles.get(i) is Role.WEIGHT for i in op.inputs)
-                self.roles[op.output] = Role.WEIGHT if weighty else Role.BUFFER
+            self._know(op)
+
+    def _know(self, op: Operation) -> None:
+        """Operation `op`'s output: its shape, precision, producer, readers, and whether
+        it is a constant (every input is)."""
+        self.shapes[op.output] = op.output_shape
+        self.precisions[op.output] = op.output_precision
+        self.producers[op.output] = op
+        for i in op.inputs:
+            self.readers.setdefault(i, []).append(op)
+        if all(i in self.constant for i in op.inputs):
+            self.constant.add(op.output)
+            # a const-eval result of a weight is a weight (its transpose, its typecast)
+            weighty = any(self.roles.get(i) is Role.WEIGHT for i in op.inputs)
+            self.roles[op.output] = Role.WEIGHT if weighty else Role.BUFFER
+
+    def lower_too(self, ops: tuple[Operation, ...]) -> None:
+        """Model operations a converter wrote in the model's vocabulary for one of the
+        program's (torch_sdpa.py): each known as the program's are, and converted by
+        `dispatch` unless it is a constant (made where it is read)."""
+        assert self.dispatch is not None, "lower.py sets the dispatch before converting"
+        for op in ops:
+            self._know(op)
+            if op.output not in self.constant:
+                self.dispatch(self, op)
 
     # -- data types ----------------------------------------------------------------------
     def dtype(self, name: str) -> DataType:

@@ -16,19 +16,18 @@ from collections.abc import Callable
 
 from tileplan.errors import ModelError
 from tileplan.model.ir import Operation
-from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, PadAttrs, PermuteAttrs, ReshapeAttrs
-from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs
+from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs, broadcast_shape
 from tileplan.targets.tenstorrent.ops.tt_reduce import ReduceAttrs
+from tileplan.targets.tenstorrent.ops.tt_ternary import TernaryBroadcast, broadcast_type
 from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
 from tileplan.targets.tenstorrent.ops.tt_accumulation import CumsumAttrs
 from tileplan.targets.tenstorrent.ops.tt_argmax import ArgmaxAttrs
 from tileplan.targets.tenstorrent.ops.tt_power import PowScalarAttrs
-from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
 from tileplan.targets.tenstorrent.versions import ArgmaxLowering, CumsumLowering, WhereBroadcast
 
@@ -45,7 +44,10 @@ BINARY = {"add": OpKind.ADD, "sub": OpKind.SUBTRACT, "mul": OpKind.MULTIPLY, "di
           "xor": OpKind.LOGICAL_XOR, "pow": OpKind.POW}
 #: binary operators whose result is a truth value (their operands keep their own type)
 COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "and", "or", "xor"})
-REDUCE = {"reduce_sum": OpKind.SUM, "reduce_mean": OpKind.MEAN, "reduce_max": OpKind.MAX, "reduce_min": OpKind.MIN}
+#: `any` is tt-mlir's reduce_or, a `ttnn.sum` (TTIRToTTIRDecomposition.cpp
+#: `ReductionOrTTNNPattern`; `ReductionOrPattern` before 2ef91760c8, 2025-12-19, the same sum)
+REDUCE = {"reduce_sum": OpKind.SUM, "reduce_mean": OpKind.MEAN, "reduce_max": OpKind.MAX, "reduce_min": OpKind.MIN,
+          "reduce_any": OpKind.SUM}
 #: model operators tt-mlir lowers to a TTNN operation tileplan has no rule for
 NO_RULE = {"elu": "ttnn.elu", "mish": "ttnn.mish",
            "softplus": "ttnn.softplus", "isnan": "ttnn.isnan", "isinf": "ttnn.isinf",
@@ -55,7 +57,7 @@ NO_RULE = {"elu": "ttnn.elu", "mish": "ttnn.mish",
            "gather_nd": "ttnn.gather",
            "log_softmax": "ttnn.log_softmax", "reduce_prod": "ttnn.prod", "reduce_l1": "ttnn.sum",
            "reduce_logsumexp": "ttnn.logsumexp", "reduce_sum_square": "ttnn.sum",
-           "reduce_var": "ttnn.var", "reduce_all": "ttnn.min", "reduce_any": "ttnn.max",
+           "reduce_var": "ttnn.var", "reduce_all": "ttnn.min",
            "adaptive_avgpool": "ttnn.adaptive_avg_pool2d",
            "histogram": "ttnn.histogram", "grouped_matmul": "ttnn.sparse_matmul",
            "attention": "ttnn.transformer.scaled_dot_product_attention"}
@@ -321,6 +323,8 @@ def convert_where(lw: Lowering, op: Operation) -> None:
       shape to the result's (`ExplicateOperandBroadcastsRewritePattern`); a scalar is a
       `ttnn.full` of the result's shape, and a constant operand's reshape and repeat are
       const-eval (hoisted: `ConstEvalHoistTransform`), so it is uploaded at full size;
+      equal fulls (one value, shape and type) are one, read by every where that needs it
+      (MLIR's CSE, TTNNPipelines.cpp `createCSEPass`: a full is pure);
     * `implicit` (2026-03-23 on): the operands keep their shapes and tt-metal
       broadcasts; a scalar is a volume-1 `ttnn.full` (TTIRFoldFullToScalar);
     * `composite` (before): tt-metal's five-program composite, refused here.
@@ -334,7 +338,8 @@ def convert_where(lw: Lowering, op: Operation) -> None:
     out_dtype = lw.dtype(op.output)
     work = out_dtype if out_dtype in (DataType.BFLOAT16, DataType.FLOAT32) or out_dtype.block_float \
         else DataType.FLOAT32
-    scalar = op.attr("scalar")
+    value = op.attr("scalar")
+    scalar = float(value) if isinstance(value, (int, float)) else None
     names = list(op.inputs)
     operands: list[int] = []
     for name in names:
@@ -349,11 +354,37 @@ def convert_where(lw: Lowering, op: Operation) -> None:
         operands.append(_shaped(lw, name, tid, target, op))
     if scalar is not None:
         shape = out_shape if rule is WhereBroadcast.EXPLICIT else (1,) * len(out_shape)
-        spec = TensorSpec(shape, work, Layout.TILE, DRAM_INTERLEAVED)
-        operands.append(lw.builder.upload(f"{op.name}.full", Role.BUFFER, spec, op.module))
+        operands.append(lw.constant_form(f"full={scalar:g}", Layout.TILE, work, shape=shape))
     out = Value(out_shape, work)
-    tid = lw.builder.one(OpKind.WHERE, op.name, tuple(operands), out, out=OutputRequest(dtype=work), **lw.where(op))
+    shapes = [lw.value(t).shape for t in operands]
+    if rule is WhereBroadcast.IMPLICIT and broadcast_type(*shapes) is TernaryBroadcast.INVALID:
+        tid = _where_composite(lw, op, operands, out)
+    else:
+        tid = lw.builder.one(OpKind.WHERE, op.name, tuple(operands), out, out=OutputRequest(dtype=work),
+                             **lw.where(op))
     lw.define(op, lw.convert(tid, None, out_dtype, op, op.name) if work is not out_dtype else tid)
+
+
+def _where_composite(lw: Lowering, op: Operation, operands: list[int], out: Value) -> int:
+    """tt-metal's `where` of three tensors whose shapes make an INVALID_BCAST
+    (ternary.cpp `invoke_impl` TTT: `ternary_utils::where_impl`, "Where Legacy"):
+    `add(multiply(gtz(p), t), multiply(lez(p), f))`, each a broadcasting binary_ng or
+    unary program, evaluated left to right. Its temporaries live to the end of the C++
+    expression; here each is freed after its last reader (the two products, the large
+    ones, are read by the add)."""
+    b = lw.builder
+    where = lw.where(op)
+    pred, true, false = operands
+    req = OutputRequest(dtype=out.dtype)
+
+    def product(tag: str, test: OpKind, value: int) -> int:
+        mask = b.one(test, f"{op.name}.{tag}", (pred,), lw.value(pred), **where)
+        shape = broadcast_shape(lw.value(mask).shape, lw.value(value).shape, op.name)
+        return b.one(OpKind.MULTIPLY, f"{op.name}.{tag}_mul", (mask, value), out.with_(shape=shape), out=req, **where)
+
+    kept = product("gtz", OpKind.GTZ, true)
+    dropped = product("lez", OpKind.LEZ, false)
+    return b.one(OpKind.ADD, op.name, (kept, dropped), out, out=req, **where)
 
 
 def convert_cumsum(lw: Lowering, op: Operation) -> None:

@@ -37,6 +37,7 @@ from tileplan.errors import InputError, ModelError
 from tileplan.model.ir import Operation
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
+from tileplan.targets.tenstorrent.frontends.tt_mlir.torch_sdpa import lower_torch_sdpa, takes_composite
 from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, TensorSpec
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import ComputeConfig, MathFidelity, OpRequest, OutputRequest
@@ -52,7 +53,7 @@ from tileplan.targets.tenstorrent.ops.tt_softmax import SoftmaxAttrs
 from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
 from tileplan.targets.tenstorrent.frontends.tt_mlir.budget import usable_l1
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
-from tileplan.targets.tenstorrent.versions import GatherLowering
+from tileplan.targets.tenstorrent.versions import GatherLowering, SdpaFusing
 
 #: TTNNSetComputeKernelConfig.cpp `kLargeInnerDimThreshold`
 LARGE_INNER_DIM = 50000
@@ -139,19 +140,33 @@ def _valid(lw: Lowering, kind: OpKind, inputs: tuple[int, ...], attrs: object) -
 
 
 def convert_sdpa(lw: Lowering, op: Operation) -> None:
+    """An attention as the build hands it to tt-mlir (torch_sdpa.py): tt-xla's composite,
+    fused where the op model validates it at levels 1 and 2 and else decomposed by
+    tt-mlir (`decompose_sdpa`); or torch's decomposition, fused back at levels 1 and 2
+    on the builds whose TTNN fusing does (`sdpa_fusing`) where the op model validates it,
+    else run as it is (`lower_torch_sdpa`)."""
+    software = lw.device.software
+    composite = takes_composite(software.sdpa_lowering, op, lw.precisions, lw.device.version)
+    fuses = lw.options.optimizer and (composite or software.sdpa_fusing is SdpaFusing.OPTIMIZER)
+    if not (fuses or composite):
+        lower_torch_sdpa(lw, op)
+        return
     q = lw.tensor(op.inputs[0], at=op)
     dtype = lw.value(q).dtype
     k = lw.tensor(op.inputs[1], dtype=dtype, at=op)
     v = lw.tensor(op.inputs[2], dtype=dtype, at=op)
     causal = bool(op.attr("causal", False))
     qv = lw.value(q)
-    if lw.options.optimizer and len(qv.shape) == 4:
+    if fuses and len(qv.shape) == 4:
         mask = _mask(lw, op, dtype)
         if qv.shape[2] > 1 and _fused_prefill(lw, op, q, k, v, mask, causal):
             return
         if qv.shape[2] == 1 and _fused_decode(lw, op, q, k, v, mask, causal):
             return
-    decompose_sdpa(lw, op, q, k, v, causal)
+    if composite:
+        decompose_sdpa(lw, op, q, k, v, causal)
+    else:
+        lower_torch_sdpa(lw, op)
 
 
 def _fused_prefill(lw: Lowering, op: Operation, q: int, k: int, v: int, mask: int | None, causal: bool) -> bool:

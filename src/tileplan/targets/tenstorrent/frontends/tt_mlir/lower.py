@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tileplan.errors import ModelError
-from tileplan.model.ir import Program
+from tileplan.model.ir import Operation, Program
 from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.device import Device
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering, module_of, unroll
@@ -54,16 +54,21 @@ from tileplan.targets.tenstorrent.tiles import Layout
 CONVERTERS = {**BASIC, **NN, **CONV, **GROUP_NORM, **CACHE}
 
 
+def convert_one(lw: Lowering, op: Operation) -> None:
+    """One computed operation by its converter."""
+    rule = CONVERTERS.get(op.kind)
+    if rule is None:
+        raise ModelError(f"the tt-mlir frontend has no lowering for the model's {op.kind} operation; it lowers "
+                         f"{', '.join(sorted(CONVERTERS))}", f"operation {op.index} ({op.name})")
+    rule(lw, op)
+
+
 def convert(lw: Lowering) -> TtnnGraph:
     """Every computed operation converted (constants are uploaded where read)."""
+    lw.dispatch = convert_one
     for op in lw.operations:
-        if op.output in lw.constant:
-            continue
-        rule = CONVERTERS.get(op.kind)
-        if rule is None:
-            raise ModelError(f"the tt-mlir frontend has no lowering for the model's {op.kind} operation; it lowers "
-                             f"{', '.join(sorted(CONVERTERS))}", f"operation {op.index} ({op.name})")
-        rule(lw, op)
+        if op.output not in lw.constant:
+            convert_one(lw, op)
     outputs = []
     for name in lw.program.outputs:
         if name in lw.tensor_of:
