@@ -11,7 +11,9 @@ and workarounds named per function).
   (TTNNSetComputeKernelConfig.cpp `applyLargeInnerDimBf16MatmulConfig`).
 - rmsnorm / layernorm -> `ttnn.rms_norm` / `ttnn.layer_norm`, gamma and beta as
   uploaded constants; softmax -> `ttnn.softmax`.
-- sdpa: `ttnn.transformer.scaled_dot_product_attention` (S_q > 1) or its `_decode` form
+- sdpa where tt-xla's composite takes it (torch_sdpa.py; otherwise torch's own
+  decomposition, in float32 for a bf16 model, `lower_torch_sdpa`):
+  `ttnn.transformer.scaled_dot_product_attention` (S_q > 1) or its `_decode` form
   (S_q = 1: q permuted [B, H, 1, D] -> [1, B, H, D], the mask's heads materialised,
   TTIRToTTNN.cpp `ScaledDotProductAttentionOpConversionPattern::lowerToDecodeOp`).
   tt-mlir's TTNN decomposition pass (lib/Dialect/TTNN/Transforms/Decomposition/
