@@ -30,6 +30,11 @@ Calibration (looked at while modelling; the notes derive their arithmetic):
                          on core range [(x=0,y=0) - (x=7,y=7)] grow to 1738528 B which is
                          beyond max L1 size of 1499136 B"; read while conv3d was modelled
                          (frontends/tt_mlir/convert_conv3d.py), calibration from the start
+  llama-3.2-1b-prefill-*  the eight Llama-3.2-1B prefill rows, held out until 2026-12-07:
+                         their "DRAM OOM" misses led to modelling the attention tt-xla's
+                         SDPA composite does not take as torch's float32 decomposition
+                         (frontends/tt_mlir/torch_sdpa.py; docs/notes/TORCH-SDPA.md), so
+                         they are calibration now; no verdict turned with it
 
 Held out (not looked at while modelling; each published outcome quoted as published):
   llama-3.2-1b-prefill-128x4-n150    tt-xla torch_llm single-device YAML: passes (L1)
@@ -39,7 +44,8 @@ Held out (not looked at while modelling; each published outcome quoted as publis
   llama-3.2-1b-prefill-8192x1-n150   "DRAM OOM" on n150 (L4)
   llama-3.2-1b-prefill-2048x4-p150   passes on p150 (L2)
   llama-3.2-1b-prefill-8192x1-p150   passes on p150 (L4)
-  llama-3.2-1b-prefill-4096x4-p150   "DRAM OOM" on both (L5)
+  llama-3.2-1b-prefill-4096x4-p150   "DRAM OOM" on both (L5); these eight calibration since
+                                     2026-12-07 (above)
   llama-3.2-3b-decode-n150           decode 1 x 1 passes (L6)
   qwen2.5-0.5b-decode-n150           decode 1 x 1 passes (L6)
   qwen2.5-7b-decode-n150             p150 only, "Runs as tensor_parallel for wormhole" (L7)
@@ -378,12 +384,11 @@ BENCH_RUN = ("tt-xla LLM benchmark as it runs: a bf16 StaticCache of 128 positio
              "benchmark's prompt ({prompt}) then one decode step, batch 32, optimization_level 2, bfp_bf8 weights, "
              "n150")
 DRAM_UNKNOWN = ("the source says only \"DRAM OOM\": the DRAM the run needed beyond tileplan's plan is not "
-                "identified. A lead, measured and not adopted (docs/notes/TORCH-SDPA.md): with transformers' "
-                "boolean mask tt-xla's SDPA composite does not apply (composite_ops.py `_check_sdpa_constraints`; "
-                "no composite before 45c00581f, 2026-04-15), so the attention reaches tt-mlir as torch's math "
-                "decomposition in float32 with `_safe_softmax`, where tileplan plans tt-mlir's bf16 SDPA "
-                "decomposition; a prototype of it on the 2026-03-20 n150 build peaks at 92 % (2048 x 4) and 91 % "
-                "(4096 x 1) of a DRAM bank, still fitting")
+                "identified. tileplan plans the attention as the run had it (docs/notes/TORCH-SDPA.md): with "
+                "transformers' boolean mask tt-xla's SDPA composite does not apply, so torch's math decomposition "
+                "in float32 with `_safe_softmax`; the scores and softmax in float32 take the plan closer to the "
+                "line (on the 2026-03-20 n150 build 92 % of a DRAM bank at 2048 x 4, 91 % at 4096 x 1) but not "
+                "over it")
 YAML = "tt-xla tests/runner/test_config/torch_llm/test_config_inference_single_device.yaml @95c1c1c"
 LLAMA_1B = "Llama-3.2-1B (bf16, tt-xla's test runner: optimization_level 0)"
 
@@ -413,21 +418,21 @@ CASES: tuple[Case, ...] = (
               "circular buffers end at 890,144 B, above an L1 buffer at 665,600 B; no program of tileplan's plan "
               "reaches an L1 buffer (the highest CB region, the decode's update_cache on one core, ends at "
               "857,376 B, its lowest L1 buffer at 1,130,496 B), so the operation that clashed is not identified"),
-    Case("llama-3.2-1b-prefill-128x4-n150", "held out", f"{LLAMA_1B}, prefill 128 tokens x batch 4, n150", YAML,
+    Case("llama-3.2-1b-prefill-128x4-n150", "calibration", f"{LLAMA_1B}, prefill 128 tokens x batch 4, n150", YAML,
          "passes (EXPECTED_PASSING)", True, prefill("llama-3.2-1b", 128, 4, "n150")),
-    Case("llama-3.2-1b-prefill-2048x1-n150", "held out", f"{LLAMA_1B}, prefill 2048 x 1, n150", YAML,
+    Case("llama-3.2-1b-prefill-2048x1-n150", "calibration", f"{LLAMA_1B}, prefill 2048 x 1, n150", YAML,
          "passes (EXPECTED_PASSING)", True, prefill("llama-3.2-1b", 2048, 1, "n150")),
-    Case("llama-3.2-1b-prefill-2048x4-n150", "held out", f"{LLAMA_1B}, prefill 2048 x 4, n150", YAML,
+    Case("llama-3.2-1b-prefill-2048x4-n150", "calibration", f"{LLAMA_1B}, prefill 2048 x 4, n150", YAML,
          "\"DRAM OOM\" (arch_overrides n150)", False, prefill("llama-3.2-1b", 2048, 4, "n150"), miss=DRAM_UNKNOWN),
-    Case("llama-3.2-1b-prefill-4096x1-n150", "held out", f"{LLAMA_1B}, prefill 4096 x 1, n150", YAML,
+    Case("llama-3.2-1b-prefill-4096x1-n150", "calibration", f"{LLAMA_1B}, prefill 4096 x 1, n150", YAML,
          "\"DRAM OOM\" (arch_overrides n150)", False, prefill("llama-3.2-1b", 4096, 1, "n150"), miss=DRAM_UNKNOWN),
-    Case("llama-3.2-1b-prefill-8192x1-n150", "held out", f"{LLAMA_1B}, prefill 8192 x 1, n150", YAML,
+    Case("llama-3.2-1b-prefill-8192x1-n150", "calibration", f"{LLAMA_1B}, prefill 8192 x 1, n150", YAML,
          "\"DRAM OOM\" (arch_overrides n150)", False, prefill("llama-3.2-1b", 8192, 1, "n150")),
-    Case("llama-3.2-1b-prefill-2048x4-p150", "held out", f"{LLAMA_1B}, prefill 2048 x 4, p150", YAML,
+    Case("llama-3.2-1b-prefill-2048x4-p150", "calibration", f"{LLAMA_1B}, prefill 2048 x 4, p150", YAML,
          "passes", True, prefill("llama-3.2-1b", 2048, 4, "p150")),
-    Case("llama-3.2-1b-prefill-8192x1-p150", "held out", f"{LLAMA_1B}, prefill 8192 x 1, p150", YAML,
+    Case("llama-3.2-1b-prefill-8192x1-p150", "calibration", f"{LLAMA_1B}, prefill 8192 x 1, p150", YAML,
          "passes", True, prefill("llama-3.2-1b", 8192, 1, "p150")),
-    Case("llama-3.2-1b-prefill-4096x4-p150", "held out", f"{LLAMA_1B}, prefill 4096 x 4, p150", YAML,
+    Case("llama-3.2-1b-prefill-4096x4-p150", "calibration", f"{LLAMA_1B}, prefill 4096 x 4, p150", YAML,
          "\"DRAM OOM\" (NOT_SUPPORTED_SKIP on every arch)", False, prefill("llama-3.2-1b", 4096, 4, "p150"),
          miss=DRAM_UNKNOWN),
     Case("llama-3.2-3b-decode-n150", "held out", "Llama-3.2-3B-Instruct (bf16), decode 1 x 1, n150", YAML,
