@@ -16,12 +16,14 @@ from tileplan.model.ir import Program
 from tileplan.model.precision import Precision
 from tileplan.targets.tenstorrent.device import load_device
 from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions, lower
-from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Node, TtnnGraph
+from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering, unroll
+from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import GraphBuilder, Node, TtnnGraph
 from tileplan.targets.tenstorrent.frontends.tt_mlir.lower import lower_graph
 from tileplan.targets.tenstorrent.frontends.tt_mlir.torch_sdpa import takes_composite, torch_decomposition
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.tiles import DataType
-from tileplan.targets.tenstorrent.versions import SdpaFusing, SdpaLowering, Stack, software_at
+from tileplan.targets.tenstorrent.plan import op_target
+from tileplan.targets.tenstorrent.versions import AttentionMask, SdpaFusing, SdpaLowering, Stack, software_at
 
 from tt_mlir_support import LLAMA, attention, config_program
 
@@ -43,6 +45,12 @@ def _out(g: TtnnGraph, node: Node) -> tuple[tuple[int, ...], DataType]:
     return value.shape, value.dtype
 
 
+def _lowering(program: Program, version: str, **options: object) -> Lowering:
+    device = load_device("n150", version=version)
+    return Lowering(program, TtMlirOptions(opt_level=0, **options), device, op_target(device),  # type: ignore[arg-type]
+                    GraphBuilder(program.name), unroll(program))
+
+
 def _sdpa(program: Program):
     return next(op for op in program.operations() if op.kind == "sdpa")
 
@@ -59,21 +67,27 @@ def test_the_rules_follow_the_builds(date, rule, fusing):
 
 
 def test_the_composite_takes_bf16_inputs_and_a_bf16_or_no_mask():
-    rule = SdpaLowering.COMPOSITE
-    assert rule.composite(True, None) and rule.composite(True, "BF16")
-    assert not rule.composite(True, "Bool") and not rule.composite(False, None) and not rule.composite(True, "F32")
-    assert SdpaLowering.COMPOSITE_BOOL.composite(True, "Bool")
-    assert not SdpaLowering.TORCH.composite(True, None)
+    rule, mask = SdpaLowering.COMPOSITE, AttentionMask
+    assert rule.composite(True, mask.NONE) and rule.composite(True, mask.BFLOAT16)
+    assert not rule.composite(True, mask.BOOLEAN) and not rule.composite(False, mask.NONE)
+    assert not rule.composite(True, mask.OTHER)
+    assert SdpaLowering.COMPOSITE_BOOL.composite(True, mask.BOOLEAN)
+    assert not SdpaLowering.TORCH.composite(True, mask.NONE)
 
 
 def test_a_hugging_face_decoders_boolean_mask_keeps_torchs_decomposition(llama):
     op = _sdpa(llama)
-    precisions = {t.name: t.precision for t in llama.tensors} | {o.output: o.output_precision
-                                                                  for o in llama.operations()}
+    precisions = {o.output: o.output_precision for o in llama.operations()}
     assert precisions[op.inputs[3]] == BOOL
-    assert not takes_composite(SdpaLowering.COMPOSITE, op, precisions, "2026-07-15")
-    with pytest.raises(ModelError, match="knows no tt-xla torch backend"):
-        takes_composite(SdpaLowering.UNKNOWN, op, precisions, "2025-04-25")
+    for version, composite in (("2026-07-15", False), ("2026-03-20", False)):
+        lw = _lowering(llama, version)
+        assert takes_composite(lw, op) is composite
+
+
+def test_float32_activations_keep_torchs_decomposition():
+    program = attention((1, 4, 64, 64), (1, 4, 64, 64), None)
+    assert takes_composite(_lowering(program, "2026-07-15"), _sdpa(program))
+    assert not takes_composite(_lowering(program, "2026-07-15", activations=DataType.FLOAT32), _sdpa(program))
 
 
 def test_the_decomposition_is_aten_math_in_float32(llama):

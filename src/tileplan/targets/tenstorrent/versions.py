@@ -97,6 +97,15 @@ class WhereBroadcast(Enum):
     IMPLICIT = "implicit"  # the ternary program broadcasts; a splat operand is a volume-1 tensor
 
 
+class AttentionMask(Enum):
+    """An attention's mask as `_check_sdpa_constraints` sees it (composite_ops.py)."""
+
+    NONE = "none"
+    BFLOAT16 = "bfloat16"  # an additive mask in bfloat16
+    BOOLEAN = "boolean"  # transformers' `sdpa_mask`
+    OTHER = "other"  # an additive mask of another type (float32, ...)
+
+
 class SdpaLowering(Enum):
     """What a torch `F.scaled_dot_product_attention` reaches tt-mlir as, by build
     (devices/software.toml `sdpa_lowering`; the tt-mlir frontend's torch_sdpa.py)."""
@@ -106,12 +115,14 @@ class SdpaLowering(Enum):
     COMPOSITE = "composite"  # tt-xla's composite for bf16 q, k, v and mask; else torch's decomposition
     COMPOSITE_BOOL = "composite_bool"  # the composite also for a boolean mask (made additive)
 
-    def composite(self, q_k_v_bf16: bool, mask: str | None) -> bool:
+    def composite(self, qkv_bf16: bool, mask: AttentionMask) -> bool:
         """Whether tt-xla's composite takes an attention whose query, key and value are
-        bfloat16 (or not) and whose mask is of precision `mask` (None: no mask)."""
-        if self in (SdpaLowering.UNKNOWN, SdpaLowering.TORCH) or not q_k_v_bf16:
+        bfloat16 (or not) with `mask`."""
+        if self in (SdpaLowering.UNKNOWN, SdpaLowering.TORCH) or not qkv_bf16:
             return False
-        allowed = {None, "BF16"} | ({"Bool"} if self is SdpaLowering.COMPOSITE_BOOL else set())
+        allowed = {AttentionMask.NONE, AttentionMask.BFLOAT16}
+        if self is SdpaLowering.COMPOSITE_BOOL:
+            allowed.add(AttentionMask.BOOLEAN)
         return mask in allowed
 
 

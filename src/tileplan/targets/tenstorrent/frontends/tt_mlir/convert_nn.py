@@ -148,7 +148,7 @@ def convert_sdpa(lw: Lowering, op: Operation) -> None:
     on the builds whose TTNN fusing does (`sdpa_fusing`) where the op model validates it,
     else run as it is (`lower_torch_sdpa`)."""
     software = lw.device.software
-    composite = takes_composite(software.sdpa_lowering, op, lw.precisions, lw.device.version)
+    composite = takes_composite(lw, op)
     fuses = lw.options.optimizer and (composite or software.sdpa_fusing is SdpaFusing.OPTIMIZER)
     if not (fuses or composite):
         lower_torch_sdpa(lw, op)

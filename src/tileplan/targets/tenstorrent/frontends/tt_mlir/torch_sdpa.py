@@ -60,7 +60,8 @@ from tileplan.errors import ModelError
 from tileplan.model.ir import Operation
 from tileplan.model.precision import Precision
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
-from tileplan.targets.tenstorrent.versions import SdpaLowering
+from tileplan.targets.tenstorrent.tiles import DataType
+from tileplan.targets.tenstorrent.versions import AttentionMask, SdpaLowering
 
 F32 = Precision("F32")
 BOOL = Precision("Bool")
@@ -148,15 +149,23 @@ def torch_decomposition(op: Operation, shapes: Mapping[str, tuple[int, ...]], pr
     return tuple(e.made)
 
 
-def takes_composite(rule: SdpaLowering, op: Operation, precisions: Mapping[str, Precision], version: str) -> bool:
-    """Whether tt-xla's composite takes attention `op` on a build of `rule` (see the
-    module docstring); an unknown rule is refused."""
+def takes_composite(lw: Lowering, op: Operation) -> bool:
+    """Whether tt-xla's composite takes attention `op` on the build (see the module
+    docstring): its query, key and value bfloat16 as the model runs (`--activations`
+    included), its mask none, bfloat16 or, on the builds that catch it, boolean. An
+    unknown build is refused."""
+    rule = lw.device.software.sdpa_lowering
     if rule is SdpaLowering.UNKNOWN:
-        raise ModelError(f"on the {version} build tileplan knows no tt-xla torch backend (it arrived on "
+        raise ModelError(f"on the {lw.device.version} build tileplan knows no tt-xla torch backend (it arrived on "
                          "2025-09-02, tt-xla d444f5770), so how attention reaches tt-mlir is not known; pick a "
                          "later --tt-version", f"operation {op.index} ({op.name})")
-    bf16 = all(precisions[i].name == "BF16" for i in op.inputs[:3])
-    return rule.composite(bf16, precisions[op.inputs[3]].name if len(op.inputs) > 3 else None)
+    qkv_bf16 = all(lw.dtype(i) is DataType.BFLOAT16 for i in op.inputs[:3])
+    mask = AttentionMask.NONE
+    if len(op.inputs) > 3:
+        name = op.inputs[3]
+        mask = (AttentionMask.BOOLEAN if lw.precisions[name].name == "Bool" else
+                AttentionMask.BFLOAT16 if lw.dtype(name) is DataType.BFLOAT16 else AttentionMask.OTHER)
+    return rule.composite(qkv_bf16, mask)
 
 
 def lower_torch_sdpa(lw: Lowering, op: Operation) -> None:
