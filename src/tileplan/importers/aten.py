@@ -496,11 +496,17 @@ def _fill(im: AtenImporter, node: Any) -> str:
     target = str(node.target)
     if target in ("aten.tril.default", "aten.triu.default"):  # a mask made from a tensor: same shape, new data
         return im.op("identity", [im.arg(0)], what=target.split(".")[1], dtype=im.out_dtype())
-    value = 0.0
+    # the one value every element takes; None where the elements differ (an arange, a
+    # random draw) or are undefined (empty)
+    value: float | None = None
     if "full" in target:
         value = float(im.kwarg("fill_value", 1 if "like" in target or target.startswith("aten.full.") else 2, 0.0))
+    elif target.startswith("aten.scalar_tensor"):
+        value = float(im.arg(0))
     elif "ones" in target:
         value = 1.0
+    elif "zeros" in target:
+        value = 0.0
     return im.op("fill", [], {"shape": im.out_shape(), "value": value}, target.split(".")[1], dtype=im.out_dtype())
 
 

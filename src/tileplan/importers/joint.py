@@ -412,7 +412,10 @@ def _select_backward(im: Any, node: Any) -> str:
 
 @joint("aten.fill.Tensor", "aten.fill.Scalar")
 def _fill_like(im: Any, node: Any) -> str:
-    return im.op("fill", [], {"shape": im.out_shape(), "value": 0.0}, what="fill", dtype=im.out_dtype())
+    """A tensor's shape filled with one value: the scalar's, or (from a tensor) not known here."""
+    value = im.arg(1)
+    known = float(value) if isinstance(value, (int, float)) else None
+    return im.op("fill", [], {"shape": im.out_shape(), "value": known}, what="fill", dtype=im.out_dtype())
 
 
 @joint("aten.masked_fill.Scalar")

@@ -435,7 +435,7 @@ def _map_random(imp: OnnxImporter, node: Any, ins: list[str], attrs: dict[str, A
     dtype = elem_class(int(attrs["dtype"]), node.name or node.output[0]) if "dtype" in attrs else (
         imp.b.dtypes[imp.read(ins[0], module)] if ins else "float")
     imp.set_shape(node.output[0], shape)
-    return [imp.emit("fill", [], {"shape": tuple(shape) or (1,), "value": 0.0}, module, fallback(node), dtype=dtype)]
+    return [imp.emit("fill", [], {"shape": tuple(shape) or (1,), "value": None}, module, fallback(node), dtype=dtype)]
 
 
 MAPPERS: dict[str, Mapper] = {

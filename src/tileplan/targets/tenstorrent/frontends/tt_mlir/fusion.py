@@ -10,7 +10,10 @@ the model's operations (each takes operations and returns operations).
   `LinearOpConversionPattern`; a bias with a non-unit dimension besides the features keeps
   matmul + add, LinearOpRewritePattern.cpp).
 - `cse_views`: reshapes of one value to one shape are one (MLIR's CSE), so the Q, K and V
-  projections of a layer read the same tensor.
+  projections of a layer read the same tensor; so are constants made from nothing of one
+  value, shape and type (the importers' `fill` of a known value: every layer's
+  `masked_fill` scalar, torch's `scalar_tensor`, is one constant in tt-mlir, as its
+  `stablehlo.constant`s are after CSE).
 - `fuse_repeat_interleave`: reshape (a unit dimension inserted) -> expand (that dimension)
   -> reshape (merged into the dimension before) is one `ttnn.repeat_interleave`, as
   Hugging Face's `repeat_kv` of grouped-query attention becomes in tt-mlir
@@ -211,15 +214,24 @@ def fuse_activations(ops: tuple[Operation, ...], outputs: tuple[str, ...]) -> tu
     return tuple(op for k, op in enumerate(work) if k not in drop)
 
 
-def cse_views(ops: tuple[Operation, ...]) -> tuple[Operation, ...]:
-    """See the module docstring."""
-    seen: dict[tuple[str, tuple[int, ...]], str] = {}
+def _cse_key(op: Operation) -> tuple[object, ...] | None:
+    """What makes two operations one under MLIR's CSE, for the kinds merged here."""
+    if op.kind == "reshape" and len(op.inputs) == 1:
+        return ("reshape", op.inputs[0], op.output_shape)
+    if op.kind == "fill" and not op.inputs and op.attr("value") is not None:
+        return ("fill", op.output_shape, op.attr("value"), op.output_precision)
+    return None
+
+
+def cse_views(ops: tuple[Operation, ...], outputs: tuple[str, ...] = ()) -> tuple[Operation, ...]:
+    """See the module docstring (a program output keeps its own name)."""
+    seen: dict[tuple[object, ...], str] = {}
     renamed: dict[str, str] = {}
     out: list[Operation] = []
     for original in ops:
         op = replace(original, inputs=tuple(renamed.get(i, i) for i in original.inputs)) if renamed else original
-        if op.kind == "reshape" and len(op.inputs) == 1:
-            key = (op.inputs[0], op.output_shape)
+        key = _cse_key(op) if op.output not in outputs else None
+        if key is not None:
             if key in seen:
                 renamed[op.output] = seen[key]
                 continue
@@ -422,7 +434,7 @@ def fuse(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant: set[str
     the fusions made (concatenated weights, folded batch norms). `optimizer`: levels 1
     and 2; `matmul_fusion`: the build's (`fuse_shared_lhs`)."""
     ops = fuse_rms_norm(ops, outputs, constant, shapes)
-    ops = cse_views(ops)
+    ops = cse_views(ops, outputs)
     ops = fuse_linear(ops, outputs, constant, shapes)
     ops = fuse_conv_transpose_bias(ops, outputs, constant, shapes)
     ops = fuse_silu(ops, outputs)
