@@ -154,3 +154,15 @@ def test_an_unknown_build_refuses_attention_in_one_line(llama):
                                                                       sdpa_lowering=SdpaLowering.UNKNOWN))
     with pytest.raises(ModelError, match="pick a later --tt-version"):
         lower(llama, TtMlirOptions(opt_level=0), early)
+
+
+def test_is_causal_without_a_mask_adds_the_lower_triangle_and_gqa_repeats_in_float32():
+    """Before the composite (2026-03-20), `is_causal` with 2 key / value heads for 4 query
+    heads: the math kernel's tril of ones made additive (a constant [Sq, Sk]) and K and V
+    repeated after their float32 cast (`enable_gqa`)."""
+    g = _lowered(attention((1, 4, 64, 64), (1, 2, 64, 64), None, causal=True), "2026-03-20")
+    add = next(n for n in g.nodes if n.name == "attention.mask_add")
+    assert [(g.tensors[t].name, g.values[t].shape) for t in add.inputs][1] == \
+        ("sdpa.causal_mask.64x64.additive", (64, 64))
+    repeats = [_out(g, n) for n in g.nodes if n.kind is OpKind.REPEAT_INTERLEAVE]
+    assert repeats == [((1, 4, 64, 64), DataType.FLOAT32)] * 2
