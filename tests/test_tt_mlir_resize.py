@@ -47,3 +47,27 @@ def test_an_upsample_is_two_matmuls_by_constant_matrices(mode):
     assert buffers["bytes"][out] == 64 * 64 * 96 * 4  # [1, 4096, 96] float32
     assert result.fits
 
+
+
+
+def _resize(**attrs: object):
+    """One resize of [1, 8, 32, 48] to [1, 8, 64, 96] as an importer hands it over."""
+    from tileplan.importers.graph import GraphBuilder
+
+    b = GraphBuilder("resize")
+    x = b.input("x", (1, 8, 32, 48), "float")
+    b.output(b.op("resize", [x], {"size": (64, 96), **attrs}, name="resize"))
+    return b.build()
+
+
+@pytest.mark.parametrize("attrs, words", [
+    ({"mode": "nearest", "exact": True}, "a nearest-exact resize"),
+    ({"mode": "linear", "antialias": True}, "an antialiased resize"),
+    ({"mode": "cubic"}, "a cubic resize")], ids=["nearest-exact", "antialias", "bicubic"])
+def test_resizes_outside_tt_xlas_table_are_refused_in_one_line(attrs, words):
+    """tt-xla decomposes only `upsample_nearest*` and `upsample_*linear*` into matmuls;
+    a nearest-exact (`_upsample_nearest_exact*`, kept by an exporter that does not
+    decompose it) or antialiased resize is torch's gather; the IPU plans all three."""
+    with pytest.raises(tileplan.errors.ModelError, match=f"{words}: tt-xla decomposes only nearest"):
+        tileplan.plan(_resize(**attrs), machine="n150", what_if=False)
+    assert tileplan.plan(_resize(**attrs), machine="ipu21", what_if=False).fits

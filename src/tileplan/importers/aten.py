@@ -474,7 +474,12 @@ def _pool(im: AtenImporter, node: Any) -> Any:
 def _upsample(im: AtenImporter, node: Any) -> str:
     target = str(node.target)
     mode = "nearest" if "nearest" in target else "cubic" if "bicubic" in target else "linear"
-    return im.op("resize", [im.arg(0)], {"size": im.out_shape()[2:], "mode": mode}, "resize")
+    attrs: dict[str, Any] = {"size": im.out_shape()[2:], "mode": mode}
+    if "nearest_exact" in target:  # F.interpolate(mode="nearest-exact"): pixel centres
+        attrs["exact"] = True
+    if target.endswith("_aa.vec"):  # antialias=True
+        attrs["antialias"] = True
+    return im.op("resize", [im.arg(0)], attrs, "resize")
 
 
 @aten("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool1d.default",

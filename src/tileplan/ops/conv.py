@@ -307,5 +307,6 @@ register("maxpool", inputs=(1, 1), attrs=POOL_ATTRS, shape=pool_shape, plan=plan
 register("avgpool", inputs=(1, 1), attrs=POOL_ATTRS, shape=pool_shape, plan=plan_spread, lower=lower_pool)
 register("adaptive_avgpool", inputs=(1, 1), attrs={"output_size": REQUIRED}, shape=adaptive_shape,
          plan=plan_spread, lower=lower_pool)
-register("resize", inputs=(1, 1), attrs={"size": REQUIRED, "mode": "nearest"}, shape=resize_shape, plan=plan_spread,
+register("resize", inputs=(1, 1), attrs={"size": REQUIRED, "mode": "nearest", "exact": False, "antialias": False},
+         shape=resize_shape, plan=plan_spread,
          lower=lower_resize)

@@ -333,15 +333,20 @@ def convert_resize(lw: Lowering, op: Operation) -> None:
     `ttnn.permute` of the dimension to the last (not for the last), a reshape to [1,
     rows, in], `ttnn.matmul` by the matrix (a const-eval result of the input's type,
     shared by every resize of the same sizes), the reshape back and the permute back.
-    Bicubic and antialiased modes (torch's gather-based decompositions) are refused."""
+    Bicubic, nearest-exact and antialiased resizes are not in tt-xla's table (its entries
+    are `upsample_nearest{1,2,3}d` and `upsample_{linear1d,bilinear2d,trilinear3d}`, not
+    `_upsample_nearest_exact*` or `_upsample_bilinear2d_aa`): torch's own decompositions
+    gather (torch/_decomp/decompositions.py `_upsample_nearest(..., exact=True)` indexes
+    with `aten._unsafe_index`), which tt-xla's comment says tt-mlir cannot lower; refused."""
     src = op.inputs[0]
     shape = lw.shapes[src]
     mode = str(op.attr("mode", "nearest"))
     at = f"operation {op.index} ({op.name})"
-    if mode not in ("nearest", "linear"):
-        raise ModelError(f"a {mode} resize: tt-xla decomposes only nearest and (bi/tri)linear upsampling into "
-                         "matmuls (decompositions.py); torch's own decomposition gathers, which tt-mlir does not "
-                         "lower", at)
+    variant = "a nearest-exact" if op.attr("exact", False) else "an antialiased" if op.attr("antialias", False) else ""
+    if mode not in ("nearest", "linear") or variant:
+        raise ModelError(f"{variant or 'a ' + mode} resize: tt-xla decomposes only nearest and (bi/tri)linear "
+                         "upsampling into matmuls (decompositions.py); torch's own decomposition gathers, which "
+                         "tt-mlir does not lower", at)
     size = tuple(int(v) for v in op.ints_attr("size"))
     spatial = len(size)
     if len(shape) != spatial + 2:
