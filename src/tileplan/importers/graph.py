@@ -29,7 +29,7 @@ from tileplan.importers.graph_nodes import GraphOp, GraphTensor
 from tileplan.importers.repeats import Block, Repeat, find_repeats, layer_key
 from tileplan.model.info import ProgramInfo
 from tileplan.model.ir import MAX_ELEMENTS, Operation, Program, RepeatBlock, Tensor, family_member
-from tileplan.model.precision import F16, F32, Precision
+from tileplan.model.precision import BOOL, F16, F32, Precision
 from tileplan.model.role import Role
 from tileplan.ops import REGISTRY, infer_dtype, infer_shape
 from tileplan.ops.base import broadcast_shapes
@@ -37,7 +37,6 @@ from tileplan.ops.elementwise import BINARY
 
 DTYPES = ("float", "int", "bool")
 INT = Precision("I32")  # Poplar indexes with 32-bit integers
-BOOL = Precision("Bool")
 #: operators that broadcast their operands without materialising them
 BROADCASTING = frozenset({*BINARY, "where"})
 

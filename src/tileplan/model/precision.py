@@ -84,6 +84,7 @@ class Precision:
 
 F32 = Precision("F32")
 F16 = Precision("F16")
+BOOL = Precision("Bool")
 
 
 def from_option(text: str) -> Precision:

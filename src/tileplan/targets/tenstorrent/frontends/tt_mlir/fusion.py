@@ -223,7 +223,7 @@ def _cse_key(op: Operation) -> tuple[object, ...] | None:
     return None
 
 
-def cse_views(ops: tuple[Operation, ...], outputs: tuple[str, ...] = ()) -> tuple[Operation, ...]:
+def cse_views(ops: tuple[Operation, ...], outputs: tuple[str, ...]) -> tuple[Operation, ...]:
     """See the module docstring (a program output keeps its own name)."""
     seen: dict[tuple[object, ...], str] = {}
     renamed: dict[str, str] = {}

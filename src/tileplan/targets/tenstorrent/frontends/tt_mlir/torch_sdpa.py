@@ -58,13 +58,11 @@ from dataclasses import dataclass, field, replace
 
 from tileplan.errors import ModelError
 from tileplan.model.ir import Operation
-from tileplan.model.precision import Precision
+from tileplan.model.precision import BOOL, F32, Precision
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
 from tileplan.targets.tenstorrent.tiles import DataType
 from tileplan.targets.tenstorrent.versions import AttentionMask, SdpaLowering
 
-F32 = Precision("F32")
-BOOL = Precision("Bool")
 #: the precisions aten's math kernel computes in float32
 _UPCAST = frozenset({"BF16", "F16"})
 
@@ -115,7 +113,7 @@ def torch_decomposition(op: Operation, shapes: Mapping[str, tuple[int, ...]], pr
     mask = op.inputs[3] if len(op.inputs) > 3 else None
     additive = None
     if mask is not None:
-        additive = _additive(e, mask, shapes[mask], origin, shapes) if precisions[mask].name == "Bool" else mask
+        additive = _additive(e, mask, shapes[mask], origin, shapes) if precisions[mask] == BOOL else mask
     elif op.attr("causal", False):
         additive = _additive(e, None, (qs[-2], ks[-2]), origin, shapes)
     if work is not origin:
@@ -163,7 +161,7 @@ def takes_composite(lw: Lowering, op: Operation) -> bool:
     mask = AttentionMask.NONE
     if len(op.inputs) > 3:
         name = op.inputs[3]
-        mask = (AttentionMask.BOOLEAN if lw.precisions[name].name == "Bool" else
+        mask = (AttentionMask.BOOLEAN if lw.precisions[name] == BOOL else
                 AttentionMask.BFLOAT16 if lw.dtype(name) is DataType.BFLOAT16 else AttentionMask.OTHER)
     return rule.composite(qkv_bf16, mask)
 
