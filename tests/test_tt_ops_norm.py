@@ -9,11 +9,12 @@ from tt_ops_support import DRAM, E150, L1, MLIR, N300, footprint, height_sharded
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.memory import CoreRange, MemoryConfig, MemoryLayout, TensorSpec
 from tileplan.targets.tenstorrent.ops import plan_op
-from tileplan.targets.tenstorrent.ops.base import OpRequest, OpTarget, OutputRequest
+from tileplan.targets.tenstorrent.ops.base import ComputeConfig, MathFidelity, OpRequest, OpTarget, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_norm import LayerNormShardedProgramConfig, NormAttrs
 from tileplan.targets.tenstorrent.ops.tt_softmax import SoftmaxAttrs, SoftmaxShardedProgramConfig
-from tileplan.targets.tenstorrent.tiles import DataType
+from tileplan.targets.tenstorrent.tiles import DataType, Layout
+from tileplan.targets.tenstorrent.versions import NormLargeTensor
 
 HS16 = tile((3, 1, 1024, 1024), sharded(MemoryLayout.HEIGHT_SHARDED, CoreRange((0, 0), (3, 3)), (192, 1024)))
 I4X2 = tile((4, 2, 160, 224))
@@ -108,3 +109,65 @@ def test_sharded_layer_norm_binds_input_and_output() -> None:
     cbs = {cb.name: cb for cb in plan.programs[0].circular_buffers}
     assert cbs["in0"].globally_allocated and cbs["out"].globally_allocated
     assert plan.output_bytes_per_core(0) == 4 * 2048
+
+
+#: tt-mlir #6754 (2026-01-27), Qwen3-Embedding-8B on an N150: ttnn.rms_norm of a [32, 4096]
+#: float32 DRAM tensor with a bf16 TILE gamma, HiFi4 with fp32 accumulation
+QWEN3_EMBEDDING_NORM = tile((32, 4096), DRAM, DataType.FLOAT32)
+FP32_ACC = ComputeConfig(MathFidelity.HIFI4, False, True, True)
+
+
+def _rms_cbs(rule: NormLargeTensor) -> dict[str, int]:
+    attrs = NormAttrs(gamma=_gamma(4096, DRAM), large_tensor=rule)
+    plan = plan_op(OpKind.RMS_NORM, OpRequest((QWEN3_EMBEDDING_NORM,), OutputRequest.of(DRAM), MLIR, FP32_ACC),
+                   attrs)
+    return {cb.name: cb.total_bytes for cb in plan.programs[0].circular_buffers}
+
+
+def test_a_wide_rms_norm_keeps_whole_rows_before_pr_38006() -> None:
+    """Before tt-metal PR #38006 the large-tensor path is LayerNorm's only: Qwen3-
+    Embedding-8B's row of Wt = 128 float32 tiles keeps in0 and x^2 whole (128 x 4,096 B
+    each), with gamma's 128 bf16 tiles: 1,425,408 B of CBs on one core, beyond the
+    1,499,136-B L1 once the unreserved base (about 100 KB) is below them. tt-mlir #6754
+    printed 'grow to 1528960 B which is beyond max L1 size of 1499136 B' (1,528,960 -
+    1,425,408 = 103,552 B of base on its build, between the 102,208 of 2025-12-18 and
+    the 103,712 of 2026-03-20)."""
+    cbs = _rms_cbs(NormLargeTensor.LAYER_NORM)
+    assert cbs["in0"] == cbs["xmm2"] == 128 * 4096 and cbs["gamma"] == 128 * 2048
+    assert "xmm" not in cbs and "accumulate" not in cbs
+    assert sum(cbs.values()) == 1_425_408
+
+
+def test_a_wide_rms_norm_streams_its_row_from_pr_38006() -> None:
+    """From PR #38006 RMSNorm takes the large-tensor path: with gamma (and a float32
+    input) the row is cut to 56 tiles for in0, c_24, x^2 and gamma; c_24 exists, and the
+    one-tile Float32 accumulator c_26 joins: 921,600 B."""
+    cbs = _rms_cbs(NormLargeTensor.WITH_RMS)
+    assert cbs["in0"] == cbs["xmm"] == cbs["xmm2"] == 56 * 4096 and cbs["gamma"] == 56 * 2048
+    assert cbs["accumulate"] == 4096
+    assert sum(cbs.values()) == 921_600
+
+
+def test_row_major_gamma_keeps_whole_rows_on_every_build() -> None:
+    """tt-transformers' norms read a row-major gamma: the reader for it has no
+    large-tensor variant, so the row stays whole on both rules."""
+    gamma = TensorSpec((1, 1, 128, 32), DataType.BFLOAT16, Layout.ROW_MAJOR, DRAM)
+    sizes = {rule: footprint(plan_op(OpKind.RMS_NORM, OpRequest((QWEN3_EMBEDDING_NORM,), OutputRequest.of(DRAM),
+                                                                 MLIR, FP32_ACC), NormAttrs(gamma=gamma,
+                                                                                            large_tensor=rule)))
+             for rule in NormLargeTensor}
+    assert sizes[NormLargeTensor.LAYER_NORM] == sizes[NormLargeTensor.WITH_RMS]
+    assert sizes[NormLargeTensor.LAYER_NORM][0] > 1_400_000
+
+
+def test_the_large_layer_norm_row_by_build() -> None:
+    """LayerNorm of a 8,192-wide bf16 row with gamma and beta (tt-metal #16721's shape):
+    the large path on both rules, 60 tiles a row before PR #38006 and 56 after, with
+    c_26 after."""
+    x = tile((32, 8192), DRAM)
+    attrs = {rule: NormAttrs(_gamma(8192, DRAM), _gamma(8192, DRAM), large_tensor=rule) for rule in NormLargeTensor}
+    cbs = {rule: {cb.name: cb.total_bytes for cb in plan_op(OpKind.LAYER_NORM, OpRequest((x,), OutputRequest.of(DRAM),
+                                                                                         MLIR), a).programs[0]
+                  .circular_buffers} for rule, a in attrs.items()}
+    assert cbs[NormLargeTensor.LAYER_NORM]["in0"] == 60 * 2048 and "accumulate" not in cbs[NormLargeTensor.LAYER_NORM]
+    assert cbs[NormLargeTensor.WITH_RMS]["in0"] == 56 * 2048 and cbs[NormLargeTensor.WITH_RMS]["accumulate"] == 2048

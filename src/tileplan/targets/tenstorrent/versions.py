@@ -193,6 +193,15 @@ class MeanScale(Enum):
     FIRST_STEP = "first_step"  # PR #28869: the first step's scaler
 
 
+class NormLargeTensor(Enum):
+    """Which norms tt-metal's interleaved LayerNorm factory moves to its large-tensor
+    kernels when their circular buffers would pass 95 % of L1 (devices/software.toml
+    `norm_large_tensor`; ops/tt_norm.py `interleaved_program`)."""
+
+    LAYER_NORM = "layer_norm"  # LayerNorm only; a row of 60 tiles (weights or float32), else 120
+    WITH_RMS = "with_rms"  # RMSNorm too; 56 / 112 tiles, c_26's one-tile accumulator, c_24 kept
+
+
 class GroupNormLowering(Enum):
     """What a torch GroupNorm becomes on the device by build (devices/software.toml
     `group_norm_lowering`; the tt-mlir frontend's `convert_group_norm`)."""
@@ -280,6 +289,7 @@ class Software:
     sum_precision: SumPrecision
     mean_scale: MeanScale
     group_norm_lowering: GroupNormLowering
+    norm_large_tensor: NormLargeTensor
     sdpa_lowering: SdpaLowering
     sdpa_fusing: SdpaFusing
     l1_small_size: int
@@ -305,7 +315,7 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
           "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
           "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram",
-          "sum_precision", "mean_scale", "group_norm_lowering", "sdpa_lowering",
+          "sum_precision", "mean_scale", "group_norm_lowering", "norm_large_tensor", "sdpa_lowering",
           "sdpa_fusing")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
@@ -360,6 +370,7 @@ def software_at(date: str, stack: Stack) -> Software:
         accumulation_cbs=Accumulation(values["accumulation_cbs"]),
         sum_precision=SumPrecision(values["sum_precision"]), mean_scale=MeanScale(values["mean_scale"]),
         group_norm_lowering=GroupNormLowering(values["group_norm_lowering"]),
+        norm_large_tensor=NormLargeTensor(values["norm_large_tensor"]),
         sdpa_lowering=SdpaLowering(values["sdpa_lowering"]), sdpa_fusing=SdpaFusing(values["sdpa_fusing"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

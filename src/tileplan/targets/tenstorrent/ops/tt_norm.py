@@ -9,8 +9,16 @@ tiles each, c_19 two intermediate tiles, x^2 c_20 of WtB, c_21 of 8, LayerNorm's
 c_18 (2) and x - E[x] c_24 (WtB; RMSNorm keeps it only with a residual), gamma and beta
 c_5 / c_6 of WtB and their buffer c_22 of 2 blocks, a residual's c_1 (2 blocks) and
 LayerNorm's a + b c_23. Intermediates are Float16_b, Float32 with fp32 accumulation.
-LayerNorm buffers that would pass 95 % of L1 switch to the large-tensor kernels with
-WtB = 60 (weights or fp32) or 120.
+Buffers that would pass 95 % of L1 (`CB_can_fit_in_L1`, which counts c_24, gamma and beta
+whether or not they exist) switch to the large-tensor kernels, by build
+(`NormLargeTensor`, devices/software.toml `norm_large_tensor`): LayerNorm only, with
+WtB = 60 (weights or fp32) or 120 (at 00eaa3b4); from tt-metal PR #38006 (2026-02)
+RMSNorm too, with WtB = 56 or 112, c_24 kept whenever the large path runs and a
+one-tile accumulator c_26 (Float32 with fp32 accumulation, tt-metal's default
+non-legacy reduction). Row-major gamma or beta (tt-transformers' norms) keep whole rows
+on every build. Not modelled: the later scaling of 56 / 112 by the bf16 tile over the
+intermediate tile (halved with fp32 accumulation) and the row-major input path of the
+Metal 2.0 factory, whose dates tileplan does not know.
 Check (tt-mlir OpModel rows): RMSNorm, Wt = 2, no weights: in0 2 + out 4 + scaler 2 + eps 2 +
 c_19 2 + x^2 2 + c_21 8 = 22 tiles = 45,056 B.
 
@@ -42,10 +50,11 @@ from tileplan.targets.tenstorrent.ops.base import (
 )
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout
+from tileplan.targets.tenstorrent.versions import NormLargeTensor
 
 SOURCE = "ttnn/cpp/ttnn/operations/normalization/layernorm/device/multi_core/layernorm_op_multi_core.cpp"
-#: `no_weights_max_size`, `with_weights_max_size` (the large-tensor LayerNorm's WtB)
-NO_WEIGHTS_MAX, WITH_WEIGHTS_MAX = 120, 60
+#: `without_weights_max_size`, `with_weights_max_size` (the large-tensor path's WtB) by build
+LARGE_ROW_TILES = {NormLargeTensor.LAYER_NORM: (120, 60), NormLargeTensor.WITH_RMS: (112, 56)}
 #: the norms' default compute config (HiFi4, approximate, no fp32 accumulation)
 NORM_DEFAULT_COMPUTE = ComputeConfig(MathFidelity.HIFI4, True, False, False)
 
@@ -63,13 +72,15 @@ class LayerNormShardedProgramConfig:
 
 @dataclass(frozen=True, slots=True)
 class NormAttrs:
-    """The optional inputs present (gamma, beta, residual b, each a spec) and a sharded
-    program config."""
+    """The optional inputs present (gamma, beta, residual b, each a spec), a sharded
+    program config, and which norms the build's interleaved factory gives its
+    large-tensor path (the frontend's device says; the old rule by default)."""
 
     gamma: TensorSpec | None = None
     beta: TensorSpec | None = None
     residual: TensorSpec | None = None
     program_config: LayerNormShardedProgramConfig | None = None
+    large_tensor: NormLargeTensor = NormLargeTensor.LAYER_NORM
 
 
 def interleaved_program(x: TensorSpec, out_dtype: DataType, attrs: NormAttrs, rms: bool, compute: ComputeConfig,
@@ -91,8 +102,12 @@ def interleaved_program(x: TensorSpec, out_dtype: DataType, attrs: NormAttrs, rm
     fits = sizes < l1_size * 0.95
     row_major_weights = any(t is not None and t.layout is Layout.ROW_MAJOR for t in (g, be))
     im0 = im3 = in5 = in6 = wtb
-    if not rms and not row_major_weights and not fits:
-        big = WITH_WEIGHTS_MAX if (g is not None or be is not None or x.dtype is DataType.FLOAT32) else NO_WEIGHTS_MAX
+    rule = attrs.large_tensor
+    large = (not fits and not row_major_weights
+             and (not rms or rule is NormLargeTensor.WITH_RMS))
+    if large:
+        without_weights, with_weights = LARGE_ROW_TILES[rule]
+        big = with_weights if (g is not None or be is not None or x.dtype is DataType.FLOAT32) else without_weights
         in0 = im0 = im3 = in5 = in6 = big
         if b is not None:
             im6, in0 = big, 2 * bs
@@ -102,9 +117,12 @@ def interleaved_program(x: TensorSpec, out_dtype: DataType, attrs: NormAttrs, rm
         cbs.append(cbuf(18, "ex", 2, cb.tile_bytes, grid))
     cbs += [cbuf(2, "scaler", 2, bf.tile_bytes, grid), cbuf(3, "eps", 2, bf.tile_bytes, grid),
             cbuf(19, "im2", 2, cb.tile_bytes, grid)]
-    if not (rms and b is None):
+    if not rms or b is not None or (large and rule is NormLargeTensor.WITH_RMS):
         cbs.append(cbuf(24, "xmm", im0, cb.tile_bytes, grid))
     cbs += [cbuf(20, "xmm2", im3, cb.tile_bytes, grid), cbuf(21, "im4", 8, cb.tile_bytes, grid)]
+    if large and rule is NormLargeTensor.WITH_RMS:
+        acc = DataType.FLOAT32 if compute.fp32_dest_acc_en else cb
+        cbs.append(cbuf(26, "accumulate", 1, acc.tile_bytes, grid))
     if g is not None or be is not None:
         cbs.append(cbuf(22, "gamma_beta_out", 2 * bs, cb.tile_bytes, grid))
     if g is not None:

@@ -113,7 +113,9 @@ def convert_norm(lw: Lowering, op: Operation) -> None:
     out = Value(op.output_shape, lw.dtype(op.output))
     compute = lw.options.compute() if kind is OpKind.RMS_NORM else None
     lw.define(op, lw.builder.one(kind, op.name, (x,), out, out=OutputRequest(dtype=out.dtype),
-                                 attrs=NormAttrs(gamma=gamma, beta=beta), compute=compute, **lw.where(op)))
+                                 attrs=NormAttrs(gamma=gamma, beta=beta,
+                                                 large_tensor=lw.device.software.norm_large_tensor),
+                                 compute=compute, **lw.where(op)))
 
 
 def convert_softmax(lw: Lowering, op: Operation) -> None:
