@@ -193,6 +193,25 @@ class MeanScale(Enum):
     FIRST_STEP = "first_step"  # PR #28869: the first step's scaler
 
 
+class RmsNormFusion(Enum):
+    """Which RMS norms tt-xla's FX fusion hands tt-mlir as one `ttnn.rms_norm`, by build
+    (devices/software.toml `rms_norm_fusion`; the tt-mlir frontend's fusion.py
+    `fuse_rms_norm`). A norm not fused stays torch's decomposition, in float32."""
+
+    NONE = "none"  # no FX fusion pass yet
+    ALL = "all"  # every norm with a weight
+    NARROW = "narrow"  # only weights up to 3,968 wide (tt-xla's match filter)
+
+    def fuses(self, width: int) -> bool:
+        """Whether a norm with a weight of `width` features is fused."""
+        return self is RmsNormFusion.ALL or (self is RmsNormFusion.NARROW and width <= RMS_NORM_FILTER_WIDTH)
+
+
+#: tt-xla fusion_providers.py `RMSNormFusionProvider.match_filter` UPPER_BOUND ("the last
+#: multiple of 32 that worked"; 347fe104d, 2026-01-26, to dede8c41f, 2026-03-26)
+RMS_NORM_FILTER_WIDTH = 3968
+
+
 class NormLargeTensor(Enum):
     """Which norms tt-metal's interleaved LayerNorm factory moves to its large-tensor
     kernels when their circular buffers would pass 95 % of L1 (devices/software.toml
@@ -290,6 +309,7 @@ class Software:
     mean_scale: MeanScale
     group_norm_lowering: GroupNormLowering
     norm_large_tensor: NormLargeTensor
+    rms_norm_fusion: RmsNormFusion
     sdpa_lowering: SdpaLowering
     sdpa_fusing: SdpaFusing
     l1_small_size: int
@@ -315,7 +335,8 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
           "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
           "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram",
-          "sum_precision", "mean_scale", "group_norm_lowering", "norm_large_tensor", "sdpa_lowering",
+          "sum_precision", "mean_scale", "group_norm_lowering", "norm_large_tensor", "rms_norm_fusion",
+          "sdpa_lowering",
           "sdpa_fusing")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
@@ -371,6 +392,7 @@ def software_at(date: str, stack: Stack) -> Software:
         sum_precision=SumPrecision(values["sum_precision"]), mean_scale=MeanScale(values["mean_scale"]),
         group_norm_lowering=GroupNormLowering(values["group_norm_lowering"]),
         norm_large_tensor=NormLargeTensor(values["norm_large_tensor"]),
+        rms_norm_fusion=RmsNormFusion(values["rms_norm_fusion"]),
         sdpa_lowering=SdpaLowering(values["sdpa_lowering"]), sdpa_fusing=SdpaFusing(values["sdpa_fusing"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

@@ -4,7 +4,13 @@ the model's operations (each takes operations and returns operations).
 - `fuse_rms_norm`: tt-xla's FX fusion (python_package/tt_torch/fusion_providers.py
   `RMSNormFusionProvider`) rewrites the decomposed RMSNorm of Hugging Face models
   (`x * rsqrt(mean(x^2, -1) + eps)`, then the weight) into `torch.nn.functional.rms_norm`,
-  which tt-xla's composite lowers to `ttnn.rms_norm`: here one `rmsnorm` operation.
+  which tt-xla's composite lowers to `ttnn.rms_norm`: here one `rmsnorm` operation. By
+  build (devices/software.toml `rms_norm_fusion`): no such pass before 2026-01-15, and
+  from 2026-01-26 to 03-25 weights wider than 3,968 are skipped. A norm not fused is
+  torch's decomposition as the model computes it, in float32 (Hugging Face's
+  `hidden_states.to(torch.float32)`; aten's rms_norm likewise): the input cast to
+  float32, the square, mean, epsilon, rsqrt and product in float32, cast back, then the
+  weight (the importers drop the casts; this puts them back).
 - `fuse_linear`: a matmul by a constant 2-D weight whose only reader adds a constant bias
   of one row is one `ttnn.linear` with its bias (tt-mlir TTIRToTTNN.cpp
   `LinearOpConversionPattern`; a bias with a non-unit dimension besides the features keeps
@@ -57,7 +63,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tileplan.model.ir import Operation
-from tileplan.targets.tenstorrent.versions import MatmulFusion
+from tileplan.model.precision import F32
+from tileplan.targets.tenstorrent.versions import MatmulFusion, RmsNormFusion
 
 #: the activations a matmul or linear fuses (TTNNFusing.cpp)
 MATMUL_ACTIVATIONS = frozenset({"sigmoid", "silu", "gelu"})
@@ -91,12 +98,16 @@ def _scalar(op: Operation) -> float | None:
 
 
 def fuse_rms_norm(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant: set[str],
-                  shapes: dict[str, tuple[int, ...]]) -> tuple[Operation, ...]:
+                  shapes: dict[str, tuple[int, ...]], rule: RmsNormFusion = RmsNormFusion.ALL
+                  ) -> tuple[Operation, ...]:
     """See the module docstring: pow(x, 2) | mul(x, x) -> reduce_mean(-1, keepdims) ->
-    add(eps) -> rsqrt -> mul(x, r) -> mul(weight, .) becomes rmsnorm(x, weight)."""
+    add(eps) -> rsqrt -> mul(x, r) -> mul(weight, .) becomes rmsnorm(x, weight) where
+    the build's `rule` fuses a weight of that width, else the same chain in float32
+    between two casts (`_in_float32`)."""
     work = list(ops)
     readers = _readers(work, outputs)
     drop: set[int] = set()
+    decomposed: dict[int, tuple[int, ...]] = {}
     for k, sq in enumerate(work):
         if not ((sq.kind == "pow" and _scalar(sq) == 2.0 and len(sq.inputs) == 1)
                 or (sq.kind == "mul" and len(sq.inputs) == 2 and sq.inputs[0] == sq.inputs[1])):
@@ -130,6 +141,9 @@ def fuse_rms_norm(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant
             if len(other) == 1 and other[0] in constant and len(shapes.get(other[0], ())) <= 1:
                 weight = other[0]
                 last = scale
+        if not rule.fuses(shapes.get(x, (0,))[-1]):
+            decomposed[k] = tuple(chain)
+            continue
         eps = _scalar(work[add]) or 0.0
         inputs = (x,) if weight is None else (x, weight)
         fused = Operation(work[last].origin, work[last].index, "rmsnorm", work[last].name.rsplit(".", 1)[0]
@@ -138,7 +152,49 @@ def fuse_rms_norm(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant
                           work[last].role)
         work[last] = fused
         drop.update(c for c in chain if c != last)
-    return tuple(op for k, op in enumerate(work) if k not in drop)
+    kept = tuple(op for k, op in enumerate(work) if k not in drop)
+    if not decomposed:
+        return kept
+    return _in_float32(kept, {work[c].output: work[first].output for first, chain in decomposed.items()
+                              for c in chain})
+
+
+def _in_float32(ops: tuple[Operation, ...], chain_of: dict[str, str]) -> tuple[Operation, ...]:
+    """The unfused norms in float32. `chain_of` maps each output of a norm's chain (the
+    square, mean, add, rsqrt and the product by x) to its square's output, which names
+    the chain. Before a square whose x is not float32, x cast to float32 (`NAME.float32`);
+    the chain's operations read that cast and make float32; the product makes
+    `NAME.float32` and a cast back to x's type takes the product's own name, so its
+    readers (the weight's product) read what they read before."""
+    made = {op.output: op for op in ops}
+    squares = {op.output: op for op in ops if op.output in chain_of and chain_of[op.output] == op.output}
+    source: dict[str, tuple[str, str]] = {}  # a chain's name -> (x, x as the chain reads it)
+    for name, square in squares.items():
+        x = square.inputs[0]
+        have = made[x].output_precision if x in made else square.output_precision
+        source[name] = (x, x if have == F32 else f"{x}.float32")
+    last = {chain: out for out, chain in chain_of.items()}  # in chain order: the product is last
+    out: list[Operation] = []
+    for op in ops:
+        chain = chain_of.get(op.output)
+        if chain is None:
+            out.append(op)
+            continue
+        x, x32 = source[chain]
+        prefix = squares[chain].name.rsplit(".", 1)[0]
+        if op.output == chain and x32 != x:
+            out.append(replace(op, kind="cast", name=prefix + ".to_float32", inputs=(x,), output=x32,
+                               output_shape=made[x].output_shape if x in made else op.output_shape,
+                               output_precision=F32, attrs=()))
+        wide = replace(op, inputs=tuple(x32 if i == x else i for i in op.inputs), output_precision=F32)
+        if last[chain] != op.output or x32 == x:
+            out.append(wide)
+            continue
+        have = made[x].output_precision if x in made else op.output_precision
+        out.append(replace(wide, output=op.output + ".float32"))
+        out.append(replace(op, kind="cast", name=prefix + ".to_" + have.name.lower(), inputs=(op.output + ".float32",),
+                           output_precision=have, attrs=()))
+    return tuple(out)
 
 
 def _through_view(work: list[Operation], readers: dict[str, list[int]], name: str) -> tuple[int | None, int | None]:
@@ -428,12 +484,13 @@ def fold_batch_norms(ops: tuple[Operation, ...], outputs: tuple[str, ...], shape
 
 def fuse(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant: set[str],
          shapes: dict[str, tuple[int, ...]], optimizer: bool = False,
-         matmul_fusion: MatmulFusion = MatmulFusion.SHARED_LHS
+         matmul_fusion: MatmulFusion = MatmulFusion.SHARED_LHS, rms_norm_fusion: RmsNormFusion = RmsNormFusion.ALL
          ) -> tuple[tuple[Operation, ...], dict[str, FusedWeight]]:
     """Every fusion, in the order tt-xla then tt-mlir applies them; also the constants
     the fusions made (concatenated weights, folded batch norms). `optimizer`: levels 1
-    and 2; `matmul_fusion`: the build's (`fuse_shared_lhs`)."""
-    ops = fuse_rms_norm(ops, outputs, constant, shapes)
+    and 2; `matmul_fusion` and `rms_norm_fusion`: the build's (`fuse_shared_lhs`,
+    `fuse_rms_norm`)."""
+    ops = fuse_rms_norm(ops, outputs, constant, shapes, rms_norm_fusion)
     ops = cse_views(ops, outputs)
     ops = fuse_linear(ops, outputs, constant, shapes)
     ops = fuse_conv_transpose_bias(ops, outputs, constant, shapes)
