@@ -46,6 +46,10 @@ Held out (not looked at while modelling; each published outcome quoted as publis
   F7  long context 32k: Phi-3-mini-128k on N300
   F8  batch 32 (prefill 128): Llama-3.2-1B, 3B, 8B and Phi-3-mini-128k on N150 and N300
   F9  Qwen3-8B, 32,768-token context, batch 1, 2, 4 decode on N300
+  F10 models/tt_transformers/README.md: every model and device prefills a 128k context
+      but Llama3.1-8B (and 3.2-11B) on N150, "a max of 64k (due to a lack of memory)"
+      (added 2026-12-07, held out: nothing was modelled or tuned with it in view; its
+      64k half is F6)
 
 Not used (why): T1, T2 (a 2025 RMSNorm factory tileplan does not model: tt-frontends C2;
 T2 on a P100), T6, T10, T11, P15 (off-machine: T3K, P100), T7 and T9 (the server's cache
@@ -144,7 +148,8 @@ _CACHE = ("a 128k-position cache does not fit beside the weights ({}); the table
 _MLLAMA = ("Mllama (the vision tower and cross-attention layers) is not implemented; and the entry is no prefill "
            "limit of Mllama's: tt-transformers prefills Llama-3.2-Vision's whole prompt at once (generator.py "
            "prefill_forward_llama_vision), the table capping only the text-only path and the warm-up lengths "
-           "(docs/notes/MLLAMA.md)")
+           "(docs/notes/MLLAMA.md); tt-transformers' README: 'Llama3.2-11B multimodal is currently only supported "
+           "on N300 and T3000. On N300, a max prefill context length of 8k'")
 #: why a case misses, written after the run (the cases and their checks were fixed before)
 MISSES: dict[str, str] = {
     "P6-n150": _MLLAMA,
@@ -307,6 +312,7 @@ TABLE = "model_config.py MAX_PREFILL_CHUNK_SIZES_DIV1024 @17a8a99d"
 OLDER = "model_config.py MAX_PREFILL_CHUNK_SIZES_DIV1024, older table (index id 3627508590)"
 QWEN3_NOTES = "tenstorrent/tt-metal QWEN3_8B_LONG_CONTEXT_ENGINEERING_NOTES.md @e5a802b3"
 PERF = "tenstorrent/tt-metal models/tt_transformers/PERF.md @040a27c1 (simple_text_demo.py)"
+README = "tenstorrent/tt-metal models/tt_transformers/README.md @6bf5c317 (Implementation notes, chunked prefill)"
 
 
 def _runs(models: tuple[str, ...], machines: tuple[str, ...], *options: TtTransformersOptions) -> list[Setup]:
@@ -396,7 +402,22 @@ def cases() -> list[Case]:
         out.append(Case(key, HELD_OUT, f"{names} on {' / '.join(machines)}: {what}", "runs",
                         QWEN3_NOTES if key == "F9" else PERF,
                         check_fits(setups)))
+    context = _runs(llamas, both, _opts(kv_cache=FULL))
+    fits_128k = [c for c in context if not (c.model == "Llama-3.1-8B-Instruct" and c.machine == "n150")]
+    out.append(Case("F10", HELD_OUT, "Llama-3.2-1B, 3B, 3.1-8B on N150 / N300: a 128k context (KV 131,072, the "
+                    "default chunk), but Llama-3.1-8B on N150", "a 128k prefill context on every model and device "
+                    "but Llama-3.1-8B (and 3.2-11B) on N150: 'a max of 64k (due to a lack of memory)'", README,
+                    check_both(check_fits(fits_128k), check_fits([c for c in context if c not in fits_128k],
+                                                                  fits=False))))
     return out
+
+
+def check_both(*checks: Callable[[], Result]) -> Callable[[], Result]:
+    """Every check agrees; their words joined."""
+    def run() -> Result:
+        results = [check() for check in checks]
+        return Result("; ".join(r.tileplan for r in results), all(r.agrees for r in results))
+    return run
 
 
 def evaluate(case: Case) -> tuple[tuple[str, ...], bool, float]:
