@@ -74,11 +74,22 @@ def test_family_features() -> None:
 
 
 def test_an_architecture_it_does_not_implement_is_one_line_naming_the_supported() -> None:
+    cfg = dict(config("Llama-3.2-1B-Instruct"), architectures=["GPTNeoXForCausalLM"])
+    with pytest.raises(InputError) as e:
+        model_args(cfg, device("n150"))
+    text = str(e.value)
+    assert "GPTNeoXForCausalLM is not one tt-transformers implements" in text and "\n" not in text
+    assert all(arch in text for arch in ARCHITECTURES)
+
+
+def test_one_tt_transformers_implements_but_tileplan_does_not_plan_says_so() -> None:
+    """Llama-3.2-Vision runs in tt-transformers (tt/multimodal/): the refusal is
+    tileplan's, not a claim that tt-transformers lacks it."""
     with pytest.raises(InputError) as e:
         model_args(config("Llama-3.2-11B-Vision-Instruct"), device("n150"))
     text = str(e.value)
-    assert "MllamaForConditionalGeneration is not one tt-transformers implements" in text and "\n" not in text
-    assert all(arch in text for arch in ARCHITECTURES)
+    assert "tt-transformers implements MllamaForConditionalGeneration, but tileplan does not plan it yet" in text
+    assert "docs/notes/MLLAMA.md" in text and "\n" not in text
 
 
 def test_a_config_without_a_name_needs_one() -> None:

@@ -51,6 +51,14 @@ ARCHITECTURES: dict[str, str] = {
     "Mistral3ForConditionalGeneration": "mistral",
 }
 
+#: architectures tt-transformers implements whose model tileplan does not plan yet, and what is missing
+NOT_MODELLED: dict[str, str] = {
+    "MllamaForConditionalGeneration": "Llama-3.2-Vision's vision tower and cross-attention layers (tt-transformers "
+                                      "tt/multimodal/llama_vision_model.py) are not modelled yet; "
+                                      "docs/notes/MLLAMA.md has what they allocate",
+    "MixtralForCausalLM": "Mixtral's mixture-of-experts MLP (tt-transformers' Mixtral path) is not modelled",
+}
+
 #: model_config.py `MAX_PREFILL_CHUNK_SIZES_DIV1024` (@0039cbf0 = @17a8a99d); None: unsupported
 MAX_PREFILL_CHUNK_SIZES_DIV1024: dict[str, dict[str, int | None]] = {
     "Llama-3.2-1B": {"N150": 128, "N300": 128, "T3K": 128, "TG": 128, "P150x4": 128},
@@ -223,6 +231,9 @@ def model_args(config: Mapping[str, Any], device: Device, name: str | None = Non
     arch_name = archs[0] if isinstance(archs, list) and archs else None
     raw_name = cfg.get("_name_or_path") or name
     label = str(raw_name) if raw_name else "the model"
+    if arch_name in NOT_MODELLED:
+        raise InputError(f"{label}: tt-transformers implements {arch_name}, but tileplan does not plan it yet: "
+                         f"{NOT_MODELLED[arch_name]}; planned: {', '.join(sorted(ARCHITECTURES))}")
     if arch_name not in ARCHITECTURES:
         raise InputError(f"{label}: architecture {arch_name or '(none)'} is not one tt-transformers implements; "
                          f"supported: {', '.join(sorted(ARCHITECTURES))}")
