@@ -10,7 +10,10 @@ the model's operations (each takes operations and returns operations).
   torch's decomposition as the model computes it, in float32 (Hugging Face's
   `hidden_states.to(torch.float32)`; aten's rms_norm likewise): the input cast to
   float32, the square, mean, epsilon, rsqrt and product in float32, cast back, then the
-  weight (the importers drop the casts; this puts them back).
+  weight (the importers drop the casts; this puts them back). A norm with no weight, which
+  tt-xla's pattern does not match, follows the same rule (a weightless torch `nn.RMSNorm`
+  reaches tt-mlir through the `F.rms_norm` composite instead; the importers cannot tell
+  the two apart).
 - `fuse_linear`: a matmul by a constant 2-D weight whose only reader adds a constant bias
   of one row is one `ttnn.linear` with its bias (tt-mlir TTIRToTTNN.cpp
   `LinearOpConversionPattern`; a bias with a non-unit dimension besides the features keeps
@@ -63,7 +66,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tileplan.model.ir import Operation
-from tileplan.model.precision import F32
+from tileplan.model.precision import F32, Precision
 from tileplan.targets.tenstorrent.versions import MatmulFusion, RmsNormFusion
 
 #: the activations a matmul or linear fuses (TTNNFusing.cpp)
@@ -168,11 +171,12 @@ def _in_float32(ops: tuple[Operation, ...], chain_of: dict[str, str]) -> tuple[O
     readers (the weight's product) read what they read before."""
     made = {op.output: op for op in ops}
     squares = {op.output: op for op in ops if op.output in chain_of and chain_of[op.output] == op.output}
-    source: dict[str, tuple[str, str]] = {}  # a chain's name -> (x, x as the chain reads it)
+    # a chain's name -> (x, x's type, x as the chain reads it); a program input has the chain's type
+    source: dict[str, tuple[str, Precision, str]] = {}
     for name, square in squares.items():
         x = square.inputs[0]
         have = made[x].output_precision if x in made else square.output_precision
-        source[name] = (x, x if have == F32 else f"{x}.float32")
+        source[name] = (x, have, x if have == F32 else f"{x}.float32")
     last = {chain: out for out, chain in chain_of.items()}  # in chain order: the product is last
     out: list[Operation] = []
     for op in ops:
@@ -180,7 +184,7 @@ def _in_float32(ops: tuple[Operation, ...], chain_of: dict[str, str]) -> tuple[O
         if chain is None:
             out.append(op)
             continue
-        x, x32 = source[chain]
+        x, have, x32 = source[chain]
         prefix = squares[chain].name.rsplit(".", 1)[0]
         if op.output == chain and x32 != x:
             out.append(replace(op, kind="cast", name=prefix + ".to_float32", inputs=(x,), output=x32,
@@ -190,7 +194,6 @@ def _in_float32(ops: tuple[Operation, ...], chain_of: dict[str, str]) -> tuple[O
         if last[chain] != op.output or x32 == x:
             out.append(wide)
             continue
-        have = made[x].output_precision if x in made else op.output_precision
         out.append(replace(wide, output=op.output + ".float32"))
         out.append(replace(op, kind="cast", name=prefix + ".to_" + have.name.lower(), inputs=(op.output + ".float32",),
                            output_precision=have, attrs=()))
