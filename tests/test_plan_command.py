@@ -104,3 +104,28 @@ def test_the_python_api_reads_weights_by_the_same_grammar(given):
 
     with pytest.raises(InputError, match=rf"weights={given!r}: expected f16, f32, bf16, f8f143:SCALE or f8f152"):
         tileplan.plan(torch.nn.Linear(4, 4), example_inputs=(torch.zeros(2, 4),), weights=given)
+
+
+def test_a_folder_holding_a_config_json_is_that_config_json(tmp_path, capsys):
+    """A downloaded model's folder (or a hub snapshot) names the config.json in it, for
+    every frontend, as tt-transformers' HF_MODEL does; a folder without one is one line."""
+    from tileplan.app.sources import kind_of, locate
+    from tileplan.cli.main import main
+    from tileplan.errors import InputError
+
+    folder = tmp_path / "Llama-3.2-1B-Instruct"
+    folder.mkdir()
+    source = Path(__file__).parent / "data" / "tt_transformers" / "Llama-3.2-1B-Instruct" / "config.json"
+    shutil.copy(source, folder / "config.json")
+    assert locate(str(folder)) == str(folder / "config.json")
+    assert kind_of(str(folder)) == "hf-config"
+    out = tmp_path / "r.json"
+    assert main(["plan", str(folder), "--machine", "n150", "--sequence-length", "32", "-o", str(out)]) == 0
+    assert out.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="a directory without a config.json"):
+        locate(str(empty))
+    assert main(["plan", str(empty), "--machine", "n150", "-o", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "a directory without a config.json" in err and "\n" not in err

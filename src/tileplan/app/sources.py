@@ -47,7 +47,14 @@ def locate(model: str) -> str:
     """The file a MODEL argument names: itself, or for a hub id its `config.json` from
     the local Hugging Face cache (`HF_HOME`, `HF_HUB_CACHE`), else downloaded from the
     hub when the machine is online (not with `HF_HUB_OFFLINE=1`). Only the
-    configuration is fetched, never weights."""
+    configuration is fetched, never weights. A directory names the config.json in it
+    (a downloaded model's folder, a hub snapshot)."""
+    if os.path.isdir(model):
+        inside = os.path.join(model, "config.json")
+        if not os.path.isfile(inside):
+            raise InputError("a directory without a config.json: expected a model file (config.json, .onnx, .pt2), "
+                             "a folder holding a config.json, a hub id or a built-in model", model)
+        return inside
     if not is_hub_id(model):
         return model
     try:
@@ -124,7 +131,7 @@ def _kind_of(model: str, key: tuple[str, int]) -> str:
         return "onnx"
     if lower.endswith(".pt2"):
         return "exported"
-    if is_hub_id(model):
+    if is_hub_id(model) or os.path.isdir(model):
         return kind_of(locate(model))
     if lower.endswith(".json"):
         doc = read_json(model, MAX_CONFIG_BYTES)

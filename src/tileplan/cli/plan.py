@@ -53,9 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help=f"a built-in tower ({', '.join(sorted(siglip.CONFIGS))}; default "
                             f"{siglip.DEFAULT_MODEL}); synthetic:N (a chain of about N timeline values, to measure "
                             "the planner at scale); a file: an ONNX graph (.onnx), a saved torch.export program "
-                            "(.pt2) or a Hugging Face config.json (any architecture transformers builds); or a "
-                            "Hugging Face hub id (org/name: its config.json from the local cache, else downloaded; "
-                            "never weights)")
+                            "(.pt2) or a Hugging Face config.json (any architecture transformers builds), or a folder "
+                            "holding one; or a Hugging Face hub id (org/name: its config.json from the local cache, "
+                            "else downloaded; never weights)")
     model.add_argument("--layers", type=int, help="encoder layers (default: the configuration's)")
     model.add_argument("--batch", type=int, help="batch size of an imported model's inputs (default 1; "
                                                   "tt-transformers: max_batch_size)")
