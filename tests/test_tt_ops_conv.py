@@ -195,3 +195,18 @@ def test_vit_b16s_patch_embedding_pads_its_three_channels_to_eight_and_fits() ->
     conv = next(p for p in plan.programs if p.name.startswith("Conv2d"))
     weights = next(cb for cb in conv.circular_buffers if cb.name == "weights")
     assert weights.total_bytes == 24 * 4 * 2048
+
+
+def test_only_tt_metals_1d_depthwise_conv_is_refused() -> None:
+    """conv2d_utils.cpp `is_1d_deptwise_conv`: depthwise, a kernel and an image one wide,
+    no bias. A depthwise 3 x 3 conv on a 1 x 1 image (EfficientNet's last stage on a small
+    input) is not that case: it takes the regular path."""
+    x = row_major((1, 1, 1, 64), DRAM)
+    w = row_major((64, 1, 3, 3), DRAM)
+    plan = plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest.of(DRAM), MLIR),
+                   Conv2dAttrs(64, 64, 1, (1, 1), (3, 3), padding=(1, 1), groups=64, config=HS))
+    assert plan.programs
+    column = row_major((1, 1, 16, 64), DRAM)
+    with pytest.raises(InputError, match="1-D depthwise"):
+        plan_op(OpKind.CONV2D, OpRequest((column, row_major((64, 1, 3, 1), DRAM)), OutputRequest.of(DRAM), MLIR),
+                Conv2dAttrs(64, 64, 1, (16, 1), (3, 1), padding=(1, 0), groups=64, config=HS))

@@ -146,6 +146,15 @@ class Conv2dAttrs:
         return (h + pt + pb - dh * (kh - 1) - 1) // sh + 1, (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
 
 
+def is_1d_depthwise(attrs: Conv2dAttrs) -> bool:
+    """conv2d_utils.cpp `is_1d_deptwise_conv`: groups equal to both channel counts, a
+    kernel and an image one wide (`is_1d_conv`), no bias. tt-metal gives it its own
+    depthwise kernels and circular buffers (the weights' CB by `act_block_h_ntiles`),
+    which this rule does not model; any other grouped conv takes the regular path."""
+    depthwise = attrs.groups == attrs.in_channels == attrs.out_channels
+    return depthwise and attrs.kernel[1] == 1 and attrs.input_hw[1] == 1 and not attrs.bias
+
+
 def padding_n4(padding: tuple[int, int], padding_end: tuple[int, int] | None) -> tuple[int, int, int, int]:
     """(top, bottom, left, right), tt-metal's `padding_n4`, from a convolution's (top,
     left) `padding` and its (bottom, right) `padding_end` where that differs."""
@@ -400,7 +409,7 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     require(cfg.shard_layout is not None, op, "the automatic shard layout choice is not modelled; set "
             "Conv2dConfig.shard_layout")
     assert cfg.shard_layout is not None
-    require(attrs.groups == 1 or attrs.input_hw[0] != 1, op, "1-D depthwise convs are not modelled")
+    require(not is_1d_depthwise(attrs), op, "1-D depthwise convs are not modelled")
     require(x.layout is Layout.ROW_MAJOR, op, "a TILE conv input (the halo's untilize path) is not modelled")
     compute = req.compute or CONV_DEFAULT_COMPUTE
     out_dtype = req.out.dtype or x.dtype
