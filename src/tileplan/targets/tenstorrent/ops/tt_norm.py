@@ -102,11 +102,10 @@ def interleaved_program(x: TensorSpec, out_dtype: DataType, attrs: NormAttrs, rm
     fits = sizes < l1_size * 0.95
     row_major_weights = any(t is not None and t.layout is Layout.ROW_MAJOR for t in (g, be))
     im0 = im3 = in5 = in6 = wtb
-    rule = attrs.large_tensor
-    large = (not fits and not row_major_weights
-             and (not rms or rule is NormLargeTensor.WITH_RMS))
+    with_rms = attrs.large_tensor is NormLargeTensor.WITH_RMS  # the factory from PR #38006
+    large = not fits and not row_major_weights and (not rms or with_rms)
     if large:
-        without_weights, with_weights = LARGE_ROW_TILES[rule]
+        without_weights, with_weights = LARGE_ROW_TILES[attrs.large_tensor]
         big = with_weights if (g is not None or be is not None or x.dtype is DataType.FLOAT32) else without_weights
         in0 = im0 = im3 = in5 = in6 = big
         if b is not None:
@@ -117,10 +116,10 @@ def interleaved_program(x: TensorSpec, out_dtype: DataType, attrs: NormAttrs, rm
         cbs.append(cbuf(18, "ex", 2, cb.tile_bytes, grid))
     cbs += [cbuf(2, "scaler", 2, bf.tile_bytes, grid), cbuf(3, "eps", 2, bf.tile_bytes, grid),
             cbuf(19, "im2", 2, cb.tile_bytes, grid)]
-    if not rms or b is not None or (large and rule is NormLargeTensor.WITH_RMS):
+    if not rms or b is not None or (large and with_rms):
         cbs.append(cbuf(24, "xmm", im0, cb.tile_bytes, grid))
     cbs += [cbuf(20, "xmm2", im3, cb.tile_bytes, grid), cbuf(21, "im4", 8, cb.tile_bytes, grid)]
-    if large and rule is NormLargeTensor.WITH_RMS:
+    if large and with_rms:
         acc = DataType.FLOAT32 if compute.fp32_dest_acc_en else cb
         cbs.append(cbuf(26, "accumulate", 1, acc.tile_bytes, grid))
     if g is not None or be is not None:

@@ -66,7 +66,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tileplan.model.ir import Operation
-from tileplan.model.precision import F32, Precision
+from tileplan.model.precision import F32
 from tileplan.targets.tenstorrent.versions import MatmulFusion, RmsNormFusion
 
 #: the activations a matmul or linear fuses (TTNNFusing.cpp)
@@ -158,40 +158,33 @@ def fuse_rms_norm(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant
     kept = tuple(op for k, op in enumerate(work) if k not in drop)
     if not decomposed:
         return kept
-    return _in_float32(kept, {work[c].output: work[first].output for first, chain in decomposed.items()
-                              for c in chain})
+    return _in_float32(kept, tuple(tuple(work[c].output for c in chain) for chain in decomposed.values()))
 
 
-def _in_float32(ops: tuple[Operation, ...], chain_of: dict[str, str]) -> tuple[Operation, ...]:
-    """The unfused norms in float32. `chain_of` maps each output of a norm's chain (the
-    square, mean, add, rsqrt and the product by x) to its square's output, which names
-    the chain. Before a square whose x is not float32, x cast to float32 (`NAME.float32`);
-    the chain's operations read that cast and make float32; the product makes
-    `NAME.float32` and a cast back to x's type takes the product's own name, so its
-    readers (the weight's product) read what they read before."""
+def _in_float32(ops: tuple[Operation, ...], chains: tuple[tuple[str, ...], ...]) -> tuple[Operation, ...]:
+    """The unfused norms in float32. Each chain names its operations' outputs in order:
+    the square, mean, add, rsqrt and the product by x. Before the square, where x is not
+    float32, x cast to float32 (`NAME.float32`); the chain's operations read that cast and
+    make float32; the product makes `NAME.float32` and a cast back to x's type takes the
+    product's own name, so its readers (the weight's product) read what they read before."""
     made = {op.output: op for op in ops}
-    squares = {op.output: op for op in ops if op.output in chain_of and chain_of[op.output] == op.output}
-    # a chain's name -> (x, x's type, x as the chain reads it); a program input has the chain's type
-    source: dict[str, tuple[str, Precision, str]] = {}
-    for name, square in squares.items():
-        x = square.inputs[0]
-        have = made[x].output_precision if x in made else square.output_precision
-        source[name] = (x, have, x if have == F32 else f"{x}.float32")
-    last = {chain: out for out, chain in chain_of.items()}  # in chain order: the product is last
+    chain_of = {out: chain for chain in chains for out in chain}
     out: list[Operation] = []
     for op in ops:
         chain = chain_of.get(op.output)
         if chain is None:
             out.append(op)
             continue
-        x, have, x32 = source[chain]
-        prefix = squares[chain].name.rsplit(".", 1)[0]
-        if op.output == chain and x32 != x:
+        square = made[chain[0]]
+        x = square.inputs[0]
+        have = made[x].output_precision if x in made else square.output_precision  # a program input: the chain's
+        x32 = x if have == F32 else f"{x}.float32"
+        prefix = square.name.rsplit(".", 1)[0]
+        if op is square and x32 != x:  # the square is elementwise: x's shape is its own
             out.append(replace(op, kind="cast", name=prefix + ".to_float32", inputs=(x,), output=x32,
-                               output_shape=made[x].output_shape if x in made else op.output_shape,
                                output_precision=F32, attrs=()))
         wide = replace(op, inputs=tuple(x32 if i == x else i for i in op.inputs), output_precision=F32)
-        if last[chain] != op.output or x32 == x:
+        if op.output != chain[-1] or x32 == x:
             out.append(wide)
             continue
         out.append(replace(wide, output=op.output + ".float32"))

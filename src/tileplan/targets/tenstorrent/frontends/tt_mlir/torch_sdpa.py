@@ -58,13 +58,13 @@ from dataclasses import dataclass, field, replace
 
 from tileplan.errors import ModelError
 from tileplan.model.ir import Operation
-from tileplan.model.precision import BOOL, F32, Precision
+from tileplan.model.precision import BOOL, F16, F32, Precision
 from tileplan.targets.tenstorrent.frontends.tt_mlir.context import Lowering
 from tileplan.targets.tenstorrent.tiles import DataType
 from tileplan.targets.tenstorrent.versions import AttentionMask, SdpaLowering
 
 #: the precisions aten's math kernel computes in float32
-_UPCAST = frozenset({"BF16", "F16"})
+_UPCAST = frozenset({Precision("BF16"), F16})
 
 
 @dataclass
@@ -109,7 +109,7 @@ def torch_decomposition(op: Operation, shapes: Mapping[str, tuple[int, ...]], pr
     q, k, v = op.inputs[:3]
     qs, ks, vs = shapes[q], shapes[k], shapes[v]
     origin = precisions[q]
-    work = F32 if origin.name in _UPCAST else origin
+    work = F32 if origin in _UPCAST else origin
     mask = op.inputs[3] if len(op.inputs) > 3 else None
     additive = None
     if mask is not None:
