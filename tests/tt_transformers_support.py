@@ -1,6 +1,6 @@
 """The models and devices the tt-transformers frontend tests plan on: the config.json
 files of tests/data/tt_transformers/ (configurations only) and the devices as
-tt-transformers opens them (tt-metal's defaults; ETH dispatch on n300)."""
+tt-transformers opens them (tt-metal's defaults; ETH dispatch on n300 and t3k)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def config(model: str) -> dict[str, Any]:
 
 
 def device(machine: str, **params: Any) -> Device:
-    if machine == "n300":
+    if machine in ("n300", "t3k"):
         params.setdefault("dispatch_core_type", DispatchCoreType.ETH)
     return load_device(machine, stack=Stack.TT_METAL, **params)
 

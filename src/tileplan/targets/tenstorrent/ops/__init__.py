@@ -17,6 +17,7 @@ from tileplan.targets.tenstorrent.ops.tt_accumulation import plan_cumsum
 from tileplan.targets.tenstorrent.ops.tt_argmax import plan_argmax
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_batch_norm import plan_batch_norm
+from tileplan.targets.tenstorrent.ops.tt_all_gather_matmul import plan_all_gather_matmul
 from tileplan.targets.tenstorrent.ops.tt_ccl import plan_all_gather, plan_reduce_scatter
 from tileplan.targets.tenstorrent.ops.tt_conv import plan_conv3d, plan_halo
 from tileplan.targets.tenstorrent.ops.tt_conv_dram import plan_conv2d_routed
@@ -120,6 +121,7 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.RMS_NORM_POST_ALL_GATHER: ("tt_norm_distributed", plan_rms_post),
         OpKind.ALL_GATHER_ASYNC: ("tt_ccl", plan_all_gather),
         OpKind.REDUCE_SCATTER_ASYNC: ("tt_ccl", plan_reduce_scatter),
+        OpKind.ALL_GATHER_MATMUL_ASYNC: ("tt_all_gather_matmul", plan_all_gather_matmul),
     }
     for kind, (family, rule) in singles.items():
         table[kind] = OpRule(family, rule)

@@ -138,6 +138,7 @@ class OpKind(Enum):
     PAGED_UPDATE_CACHE = "ttnn.experimental.paged_update_cache"
     RMS_NORM_PRE_ALL_GATHER = "ttnn.rms_norm_pre_all_gather"
     RMS_NORM_POST_ALL_GATHER = "ttnn.rms_norm_post_all_gather"
-    # collectives between the chips of a mesh (n300: two)
+    # collectives between the chips of a mesh (n300: two, t3k: eight)
     ALL_GATHER_ASYNC = "ttnn.experimental.all_gather_async"
     REDUCE_SCATTER_ASYNC = "ttnn.experimental.reduce_scatter_minimal_async"
+    ALL_GATHER_MATMUL_ASYNC = "ttnn.experimental.all_gather_matmul_async"

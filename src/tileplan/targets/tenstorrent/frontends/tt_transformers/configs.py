@@ -34,15 +34,22 @@ from tileplan.targets.tenstorrent.memory import (
     ShardSpec,
 )
 from tileplan.targets.tenstorrent.ops.tt_matmul_config import (
+    MatmulMultiCoreReuseMultiCast1DProgramConfig,
     MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig,
     MatmulMultiCoreReuseMultiCastProgramConfig,
 )
+from tileplan.targets.tenstorrent.ops.tt_ccl import Topology
 from tileplan.targets.tenstorrent.ops.tt_norm import LayerNormShardedProgramConfig
 from tileplan.targets.tenstorrent.ops.tt_sdpa import SDPAProgramConfig
 from tileplan.targets.tenstorrent.tiles import TILE
 
 #: the grids tt-transformers hard-codes (SDPA_PROGCFG, XQKV_PREFILL_PROGCFG, KV_PREFILL_MEM_CFG)
 GRID_8X8 = (8, 8)
+#: the fused all-gather matmul's core grid (8, 1) ("only supports a core grid of size
+#: num_devices x 1")
+AG_MATMUL_CORES = 8
+#: WO_PREFILL_PROGCFG's n on a T3K's ring when dim / 8 divides it
+RING_WO_N = 1024
 #: `find_grid` / `find_grid_k_n` search at most 8 rows x 8 columns; find_grid aims at 32 cores
 MAX_ROWS = MAX_COLS = 8
 FIND_GRID_TARGET = 32
@@ -164,11 +171,17 @@ class Configs:
             fuse_batch=seq <= MAX_QKV_MM_SEQ_LEN)
 
     def wo_prefill(self, seq: int) -> MatmulMultiCoreReuseMultiCastProgramConfig:
-        """WO_PREFILL_PROGCFG."""
+        """WO_PREFILL_PROGCFG: k is one chip's heads x D (also under the fused all-gather,
+        whose matmul then reads all the heads); n is 1,024 on a T3K's ring when dim / 8
+        divides it, else dim; per_core_N over the DRAM banks unless wo is the fused
+        path's interleaved weight (`dram_sharded_wo`)."""
         a = self.args
         k = a.n_heads * a.head_dim // a.num_devices
-        return matmul_config(min(seq, 1024), k, a.dim, find_prefill_grid(8, k // TILE), fuse_batch=seq <= 1024,
-                             per_core_n=math.ceil(a.dim / (TILE * self.w)))
+        share = a.dim // a.num_devices
+        n = RING_WO_N if a.ccl_topology is Topology.RING and RING_WO_N % share == 0 else a.dim
+        per_core_n = None if a.fused_all_gather_matmul else math.ceil(n / (TILE * self.w))
+        return matmul_config(min(seq, 1024), k, n, find_prefill_grid(8, k // TILE), fuse_batch=seq <= 1024,
+                             per_core_n=per_core_n)
 
     def w1_w3_prefill(self, seq: int) -> MatmulMultiCoreReuseMultiCastProgramConfig:
         """PREFILL_MLP_W1_W3_PRG_CONFIG."""
@@ -250,6 +263,23 @@ class Configs:
     def w2_decode(self) -> MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig:
         a = self.args
         return dram_matmul_config(self.rows, a.hidden_dim // a.num_devices, a.dim, self.mlp2_grid.cores)
+
+    def all_gather_matmul_memory(self) -> MemoryConfig:
+        """ATTN_ALL_GATHER_MATMUL_OUTPUT_MEMCFG: width-sharded (rows, dim / devices) on the
+        first 8 cores of row 0 (`num_to_core_range_set(8)`)."""
+        a = self.args
+        return sharded(MemoryLayout.WIDTH_SHARDED, (self.rows, a.dim // a.num_devices),
+                       num_to_corerange(AG_MATMUL_CORES))
+
+    def all_gather_matmul(self) -> MatmulMultiCoreReuseMultiCast1DProgramConfig:
+        """ATTN_ALL_GATHER_MATMUL_PROGCFG: 1-D, in0 multicast over (8, 1), in0_block_w
+        dim / 32 / 8, per_core_N dim / devices / 32 / 8."""
+        a = self.args
+        pcn = a.dim // a.num_devices // TILE // AG_MATMUL_CORES
+        return MatmulMultiCoreReuseMultiCast1DProgramConfig(
+            grid=(AG_MATMUL_CORES, 1), in0_block_w=a.dim // TILE // AG_MATMUL_CORES, out_subblock_h=1,
+            out_subblock_w=get_out_subblock_w(pcn, 1), per_core_M=self.rows // TILE, per_core_N=pcn,
+            fuse_batch=True, mcast_in0=True)
 
     def sdpa_decode(self) -> SDPAProgramConfig:
         """SDPA_DECODE_PROGCFG: grid 8 x 8, chunk sizes 0 (the factory picks)."""

@@ -31,6 +31,8 @@ logits' untilize and move to DRAM, and on-device sampling.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.frontends.tt_transformers.configs import Configs
 from tileplan.targets.tenstorrent.frontends.tt_transformers.emit import Emit
@@ -40,12 +42,13 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.precision import (
     LM_HEAD_COMPUTE,
     NORM_COMPUTE,
     DecodersPrecision,
+    Fidelity,
 )
 from tileplan.targets.tenstorrent.frontends.tt_transformers.weights import Layer, Weights, row_major
 from tileplan.targets.tenstorrent.memory import L1_INTERLEAVED, BufferType, MemoryConfig, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
+from tileplan.targets.tenstorrent.ops.tt_all_gather_matmul import AllGatherMatmulAttrs
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, TransposeAttrs
 from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs
 from tileplan.targets.tenstorrent.ops.tt_embedding import EmbeddingAttrs
@@ -61,6 +64,8 @@ from tileplan.targets.tenstorrent.tiles import TILE, DataType
 DRAM = OutputRequest(BufferType.DRAM)
 L1 = OutputRequest.of(L1_INTERLEAVED)
 WIDTH = OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED)
+#: attention.py `all_gather_core_grid_offset`: the fused all-gather's workers from (0, 4)
+AG_MATMUL_OFFSET = (0, 4)
 
 
 class Decode:
@@ -88,7 +93,8 @@ class Decode:
         e = self.e
         assert grid_memory.shard is not None
         if self.multichip:
-            src = e.one(OpKind.ALL_GATHER_ASYNC, name + ".all_gather", (x,), OutputRequest.of(grid_memory), CclAttrs(3))
+            src = e.one(OpKind.ALL_GATHER_ASYNC, name + ".all_gather", (x,), OutputRequest.of(grid_memory),
+                        self.a.ccl())
         else:
             src = self.to(x, grid_memory, name + ".input")
         box = grid_memory.shard.bounding_box()
@@ -218,18 +224,39 @@ class Decode:
         cat = e.one(OpKind.NLP_CONCAT_HEADS_DECODE, pre + "concat_heads", (scores,), WIDTH,
                     ConcatHeadsDecodeAttrs(a.n_local_heads))
         e.free(scores, attn)
+        if a.fused_all_gather_matmul:
+            return self.all_gather_matmul(cat, layer.wo, pre)
         out = e.one(OpKind.MATMUL, pre + "wo", (cat, layer.wo), WIDTH, MatmulAttrs(c.wo_decode()),
                     prec.li_o_decode.compute)
         e.free(cat)
         if self.multichip:
             reduced = e.one(OpKind.REDUCE_SCATTER_ASYNC, pre + "reduce_scatter", (out,),
-                            OutputRequest.of(self.residual), CclAttrs(3))
+                            OutputRequest.of(self.residual), self.a.ccl())
             e.free(out)
             return reduced
         moved = self.to(out, self.residual, pre + "to_residual")
         if moved != out:
             e.free(out)
         return moved
+
+    def all_gather_matmul(self, cat: int, wo: int, pre: str) -> int:
+        """attention.py under USE_FUSED_ALL_GATHER_MATMUL (a T3K's ring): the heads into
+        ATTN_ALL_GATHER_MATMUL_OUTPUT_MEMCFG, all_gather_matmul_async (workers from (0, 4),
+        `compute_kernel_config_hifi2`), the gathered tensor kept to the function's end, the
+        product resharded into DECODE_RESIDUAL_MEMCFG; no reduce-scatter."""
+        e, c = self.e, self.c
+        memory = c.all_gather_matmul_memory()
+        src = self.to(cat, memory, pre + "all_gather_matmul_input")
+        if src != cat:
+            e.free(cat)
+        attrs = AllGatherMatmulAttrs(replace(self.a.ccl(), core_offset=AG_MATMUL_OFFSET), c.all_gather_matmul(),
+                                     memory)
+        full, dense = e.op(OpKind.ALL_GATHER_MATMUL_ASYNC, pre + "wo", (src, wo), WIDTH, attrs,
+                           Fidelity.HIFI2.compute, outputs=2)
+        e.free(src)
+        out = self.to(dense, self.residual, pre + "to_residual")
+        e.free(full, *((dense,) if out != dense else ()))
+        return out
 
     def head_norm(self, x: int, weight: int, name: str) -> int:
         """attention.py: Q / K to L1 interleaved for the norm and back ("Hack until RMSNorm
@@ -279,7 +306,7 @@ class Decode:
         e.free(w2_sharded)
         if self.multichip:
             reduced = e.one(OpKind.REDUCE_SCATTER_ASYNC, pre + "reduce_scatter", (w2,), OutputRequest.of(self.residual),
-                            CclAttrs(3))
+                            self.a.ccl())
             e.free(w2)
             return reduced
         moved = self.to(w2, self.residual, pre + "to_residual")
@@ -307,7 +334,7 @@ class Decode:
             logits = e.one(OpKind.CONCAT, "lm_head.concat", tuple(parts), L1, ConcatAttrs(-1))
             e.free(*parts)
         if self.multichip:
-            gathered = e.one(OpKind.ALL_GATHER_ASYNC, "lm_head.all_gather", (logits,), DRAM, CclAttrs(3))
+            gathered = e.one(OpKind.ALL_GATHER_ASYNC, "lm_head.all_gather", (logits,), DRAM, self.a.ccl())
             e.free(logits)
             logits = gathered
         return (logits,)

@@ -12,7 +12,7 @@ contract of targets/tenstorrent/frontend.py).
   model and device on its default 128k-position cache, batch 1, performance.
 - Device defaults: the demo's `trace_region_size` for the model and device
   (models/tt_transformers/demo/trace_region_config.py @075e2b4e, else
-  simple_text_demo.py's 23,887,872) and, on n300, ETH dispatch (tt-transformers'
+  simple_text_demo.py's 23,887,872) and, on n300 and t3k, ETH dispatch (tt-transformers'
   grids are 8 x 8: tt-metal's N300 runs set WH_ARCH_YAML=wormhole_b0_80_arch_eth_dispatch.yaml,
   "prefill required 8x8 core grids").
 - Knobs: a prefill's chunk (largest), the cache (largest), a decode's batch (largest),
@@ -58,11 +58,18 @@ DEMO_TRACE_REGION = 23_887_872
 TRACE_REGIONS: dict[tuple[str, str], int] = {
     ("Llama-3.1-8B", "N150"): 25_000_000,
     ("Llama-3.1-8B", "N300"): 38_000_000,
+    ("Llama-3.1-8B", "T3K"): 50_000_000,
+    ("Llama-3.3-70B", "T3K"): 90_000_000,
+    ("Llama-3.1-70B", "T3K"): 90_000_000,
+    ("Llama-3.2-90B", "T3K"): 20_000_000,
+    ("Qwen3-32B", "T3K"): 90_000_000,
+    ("Qwen2.5-72B", "T3K"): 70_000_000,
+    ("gemma-3-27b", "T3K"): 70_000_000,
     ("Llama-3.2-3B", "N150"): 10_000_000,
     ("Qwen2.5-VL-7B", "N300"): 10_000_000,
 }
 #: machine -> tt-transformers' device name (model_config.py determine_device_name)
-DEVICE_NAMES = {"n150": "N150", "n300": "N300", "p100": "P100", "p150": "P150"}
+DEVICE_NAMES = {"n150": "N150", "n300": "N300", "t3k": "T3K", "p100": "P100", "p150": "P150"}
 #: the smallest chunk a knob tries (generator.py pads shorter prompts to 128)
 SMALLEST_CHUNK = 128
 
@@ -119,7 +126,7 @@ class TtTransformersFrontend:
         dname = DEVICE_NAMES.get(machine, machine.upper())
         base = base_model_name(_name(config, fallback))
         out: dict[str, Any] = {"trace_region_size": TRACE_REGIONS.get((base, dname), DEMO_TRACE_REGION)}
-        if machine == "n300":
+        if machine in ("n300", "t3k"):
             out["dispatch_core_type"] = DispatchCoreType.ETH
         return out
 

@@ -1,6 +1,8 @@
 """`build(config, options, device) -> TtProgram`: a decoder as tt-metal's tt-transformers
 runs it on one chip of `device` (n300: each chip's half of the 2-way tensor-parallel
-model; tt-frontends A12), one prefill or one decode step (options.py).
+model, t3k: each chip's eighth; tt-frontends A12), one prefill or one decode step
+(options.py). On a mesh, builds before tt-metal PR #25222 (2025-07-17: the collectives'
+fabric mux and workers) are refused: their collectives are not modelled (ops/tt_ccl.py).
 
 The steps: ModelArgs from the config.json (model_args.py; an architecture tt-transformers
 does not implement is refused in one line naming it and the supported ones), the
@@ -30,6 +32,10 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.weights import uploa
 from tileplan.targets.tenstorrent.program import TtProgram
 
 
+#: tt-metal PR #25222 merged: all-gather and reduce-scatter with the fabric mux
+FABRIC_MUX_SINCE = "2025-07-17"
+
+
 def prefill_length(args: ModelArgs, options: TtTransformersOptions) -> int:
     """The tokens of the planned prefill: the chunk asked for (tt-transformers' own
     largest chunk by default), padded as generator.py pads a prompt
@@ -44,6 +50,9 @@ def build(config: Mapping[str, Any], options: TtTransformersOptions, device: Dev
     """The program one chip of `device` runs (see the module docstring). `name`: the
     model's name when config.json has no `_name_or_path`."""
     args = model_args(config, device, name)
+    if device.chips > 1 and device.version < FABRIC_MUX_SINCE:
+        raise InputError(f"tt-metal build {device.version} on {device.machine}: the collectives before PR #25222 "
+                         f"({FABRIC_MUX_SINCE}) are not modelled; hint: a later --tt-version")
     precision = decoders_precision(args.name, args.base_name, args.n_layers, options.preset)
     grid = (device.worker_grid.columns, device.worker_grid.rows)
     if options.mode is Mode.PREFILL:

@@ -35,6 +35,7 @@ from typing import Any
 
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.device import Arch, Device
+from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs, Topology
 from tileplan.targets.tenstorrent.tiles import TILE
 
 #: the architectures (config.json `architectures[0]`) whose decoder tt-transformers builds,
@@ -88,6 +89,8 @@ PAD_MLP_CORES: dict[str, int] = {"Qwen2.5-VL-72B": 32, "Qwen2.5-VL-32B": 16, "Qw
                                  "QwQ-32B": 16}
 #: ModelArgs `MAX_QKV_MM_SEQ_LEN`: longer prefills run the QKV matmul in 2,048-row batches
 MAX_QKV_MM_SEQ_LEN = 2048
+#: a T3K's chips (simple_text_demo.py MESH_DEVICE T3K = (1, 8))
+T3K_CHIPS = 8
 #: `max_columns_per_device_lm_head` on Wormhole: 668 columns a core ("128256 / 4 / 48 = 668
 #: columns per core is close to the L1 limit"); Blackhole: 128256 // 8 a device
 LM_HEAD_COLUMNS_PER_CORE = 668
@@ -101,10 +104,10 @@ def base_model_name(name: str) -> str:
 
 
 def device_name(device: Device) -> str:
-    """model_config.py `determine_device_name`: N150 / N300 on Wormhole, P100 (7 DRAM
+    """model_config.py `determine_device_name`: N150 / N300 / T3K on Wormhole, P100 (7 DRAM
     banks) / P150 / P300 on Blackhole."""
     if device.arch is Arch.WORMHOLE_B0:
-        return {1: "N150", 2: "N300"}[device.chips]
+        return {1: "N150", 2: "N300", 8: "T3K"}[device.chips]
     if device.chips == 2:
         return "P300"
     return "P100" if device.dram_banks == 7 else "P150"
@@ -179,6 +182,21 @@ class ModelArgs:
     @property
     def n_local_kv_heads(self) -> int:
         return self.n_kv_heads // self.num_devices
+
+    @property
+    def ccl_topology(self) -> Topology:
+        """model_config.py `ccl_topology`: Ring on a T3K's eight chips, else Linear."""
+        return Topology.RING if self.num_devices == T3K_CHIPS else Topology.LINEAR
+
+    @property
+    def fused_all_gather_matmul(self) -> bool:
+        """model_config.py USE_FUSED_ALL_GATHER_MATMUL: eight chips and (dim / 32 / 8) a
+        multiple of 8 (dim a multiple of 2,048): wo split by columns, its input gathered."""
+        return self.num_devices == T3K_CHIPS and (self.dim // TILE // self.num_devices) % self.num_devices == 0
+
+    def ccl(self, dim: int = 3) -> CclAttrs:
+        """A collective over the mesh as tt-transformers calls it (one link, two workers)."""
+        return CclAttrs(dim, self.num_devices, self.ccl_topology)
 
     @property
     def min_kv_prefill_shard_seqlen(self) -> float:

@@ -16,7 +16,10 @@ to [1, 1, S, D]; then per layer:
 - Q typecast to the activation dtype or bfp8; SDPA (causal, SDPA_PROGCFG, the prefill
   SDPA fidelity), then Q, K, V freed; nlp_concat_heads; reshaped to 1,024-row batches
   past 1,024; `linear(., wo)` WO_PREFILL_PROGCFG, output bfp8 (or the activation dtype);
-- n300: reduce_scatter_minimal_async on dim 3 (intermediate DRAM); the residual add (the
+  on a T3K with USE_FUSED_ALL_GATHER_MATMUL the concatenated heads are first
+  all-gathered on dim 3 into DRAM (the ungathered tensor dropped), wo gives this chip's
+  dim / 8 columns and no reduce-scatter follows;
+- n300, t3k: reduce_scatter_minimal_async on dim 3 (intermediate DRAM); the residual add (the
   layer input freed); the MLP norm (n300: all-gathered first); Gemma-3's extra norms;
 - MLP: reshaped to `prefill_len_cutoff`-row batches from the cutoff on; w1 and w3
   (PREFILL_MLP_W1_W3_PRG_CONFIG), the norm output freed; mul(silu(w1_out), w3_out) in
@@ -47,7 +50,6 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.weights import Layer
 from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, L1_INTERLEAVED, BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs
 from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs
 from tileplan.targets.tenstorrent.ops.tt_embedding import EmbeddingAttrs
@@ -90,11 +92,11 @@ class Prefill:
 
     def gather(self, x: int, name: str) -> int:
         """distributed_norm.py: all_gather_async(x, dim=3, DRAM, num_workers_per_link=2)."""
-        return self.e.one(OpKind.ALL_GATHER_ASYNC, name, (x,), DRAM, CclAttrs(3))
+        return self.e.one(OpKind.ALL_GATHER_ASYNC, name, (x,), DRAM, self.a.ccl())
 
     def reduce_scatter(self, x: int, name: str) -> int:
         """ccl.py tt_all_reduce on n300: reduce_scatter_minimal_async(dim=3), input freed."""
-        out = self.e.one(OpKind.REDUCE_SCATTER_ASYNC, name, (x,), DRAM, CclAttrs(3))
+        out = self.e.one(OpKind.REDUCE_SCATTER_ASYNC, name, (x,), DRAM, self.a.ccl())
         self.e.free(x)
         return out
 
@@ -265,12 +267,19 @@ class Prefill:
         e.free(attn)
         heads = a.n_heads * a.head_dim // a.num_devices
         cat_in = e.view(cat, (1, s // 1024, 1024, heads), pre + "concat_reshaped") if s > 1024 else cat
-        out = e.one(OpKind.LINEAR, pre + "wo", (cat_in, layer.wo), self.dram(act or DataType.BFLOAT8_B),
+        fused = a.fused_all_gather_matmul
+        if fused:
+            wo_in = e.one(OpKind.ALL_GATHER_ASYNC, pre + "all_gather", (cat_in,), DRAM, a.ccl())
+            e.free(cat)
+        else:
+            wo_in = cat_in
+        width = a.dim // a.num_devices if fused else a.dim
+        out = e.one(OpKind.LINEAR, pre + "wo", (wo_in, layer.wo), self.dram(act or DataType.BFLOAT8_B),
                     MatmulAttrs(self.c.wo_prefill(s)), prec.li_o_prefill.compute)
         if s > 1024:
-            out = e.view(out, (1, 1, s, a.dim), pre + "wo_reshaped")
-        e.free(cat)
-        if self.multichip:
+            out = e.view(out, (1, 1, s, width), pre + "wo_reshaped")
+        e.free(wo_in if fused else cat)
+        if self.multichip and not fused:
             out = self.reduce_scatter(out, pre + "reduce_scatter")
         return out
 

@@ -4,7 +4,9 @@ operation): the weights, the KV caches, the rotary tables, the CCL semaphores.
 Sources (tt-metal models/tt_transformers/tt/): model_config.py
 `create_dram_sharded_mem_config(k, n)` (n padded to 32 x DRAM banks, WIDTH_SHARDED over
 the DRAM banks, shards (k, padded / banks)); attention.py (wqkv [1, 1, dim, qkv / devices]
-its columns split per device, wo [1, 1, heads x D / devices, dim] its rows split; Qwen's
+its columns split per device, wo [1, 1, heads x D / devices, dim] its rows split, or
+under USE_FUSED_ALL_GATHER_MATMUL (a T3K, dim a multiple of 2,048) [1, 1, heads x D,
+dim / devices] its columns split, DRAM interleaved (`ShardTensor2dMesh` dims (2, 3)); Qwen's
 QKV bias [1, 1, 1, qkv / devices] for prefill and [32, qkv / devices] per 32 users for
 decode, bf16; q / k norm weights; `init_kv_cache`: paged [blocks, kv / devices, block, D]
 or [batch, kv / devices, max_seq_len, D], K and V per layer, the KV_CACHE dtype, TILE,
@@ -166,8 +168,13 @@ def _layer(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision
         bias_decode = e.upload(pre + "attention.wqkv_bias_decode.0", tile((TILE, qkv_local), DataType.BFLOAT16))
     wqkv = e.upload(pre + "attention.wqkv", tile((1, 1, a.dim, qkv_local), prec.dtype("wqkv"),
                                                  dram_sharded(a.dim, qkv_local, banks)))
-    o_in = a.n_heads * a.head_dim // ndev
-    wo = e.upload(pre + "attention.wo", tile((1, 1, o_in, a.dim), prec.dtype("wo"), dram_sharded(o_in, a.dim, banks)))
+    if a.fused_all_gather_matmul:
+        wo_shape = (1, 1, a.n_heads * a.head_dim, a.dim // ndev)
+        wo = e.upload(pre + "attention.wo", tile(wo_shape, prec.dtype("wo")))
+    else:
+        o_in = a.n_heads * a.head_dim // ndev
+        wo = e.upload(pre + "attention.wo", tile((1, 1, o_in, a.dim), prec.dtype("wo"),
+                                                 dram_sharded(o_in, a.dim, banks)))
     q_norm = k_norm = None
     if a.qk_norm:
         q_norm = e.upload(pre + "attention.q_norm.weight", norm_weight(a.head_dim))
