@@ -50,9 +50,16 @@ Held out (not looked at while modelling; each published outcome quoted as publis
       but Llama3.1-8B (and 3.2-11B) on N150, "a max of 64k (due to a lack of memory)"
       (added 2026-12-07, held out: nothing was modelled or tuned with it in view; its
       64k half is F6)
+  P1-P3, P9-P12 on T3K, and P15-P19 (added 2026-12-07 with the T3K, recorded before any
+      was planned): the table's T3K column, 128k for Llama-3.2-1B, 3B, 3.1-8B,
+      DeepSeek-R1-Distill-Qwen-14B, Phi-3.5-mini, Phi-3-mini-128k, Mistral-Small-3.1-24B;
+      P15 Llama-3.1-70B 32k, P16 DeepSeek-R1-Distill-Llama-70B 32k, P17 Qwen2.5-72B 16k,
+      P18 QwQ-32B 64k, P19 Qwen3-32B 64k
 
 Not used (why): T1, T2 (a 2025 RMSNorm factory tileplan does not model: tt-frontends C2;
-T2 on a P100), T6, T10, T11, P15 (off-machine: T3K, P100), T7 and T9 (the server's cache
+T2 on a P100), T6, T10, T11 (a T3K's or P100's runs, noted before tileplan planned a T3K;
+the notes that held them are not kept), the table's T3K rows for Mllama, Qwen2.5-VL and
+Qwen2.5-7B (refused by tt-transformers' own code on eight chips, which tileplan follows), T7 and T9 (the server's cache
 size and batch are not published), T12-T14 (code comments whose arithmetic the unit
 tests check: tests/test_tt_transformers_configs.py).
 
@@ -360,6 +367,7 @@ def cases() -> list[Case]:
         _largest("P13-n150", HELD_OUT, "gemma-3-4b-it", "n150", 8 * K, OLDER, "2025-10-10"),
         _largest("P13-n300", HELD_OUT, "gemma-3-4b-it", "n300", 128 * K, OLDER, "2025-10-10"),
     ]
+    out += _t3k_cases()
     p14 = _runs(("Mistral-7B-Instruct-v0.3", "Qwen3-8B"), ("n150", "n300"), _opts(prefill_chunk=4 * K, kv_cache=FULL))
     out.append(Case("P14", HELD_OUT, "Mistral-7B, Qwen3-8B on N150 / N300: prefill 4k, KV 128k",
                     "no table row: the default 4k runs", TABLE, check_fits(p14)))
@@ -410,6 +418,17 @@ def cases() -> list[Case]:
                     check_both(check_fits(fits_128k), check_fits([c for c in context if c not in fits_128k],
                                                                   fits=False))))
     return out
+
+
+def _t3k_cases() -> list[Case]:
+    """The table's T3K column (recorded before tileplan planned a T3K: held out)."""
+    rows = (("P1-t3k", "Llama-3.2-1B-Instruct", 128), ("P2-t3k", "Llama-3.2-3B-Instruct", 128),
+            ("P3-t3k", "Llama-3.1-8B-Instruct", 128), ("P9-t3k", "DeepSeek-R1-Distill-Qwen-14B", 128),
+            ("P10-t3k", "Phi-3.5-mini-instruct", 128), ("P11-t3k", "Phi-3-mini-128k-instruct", 128),
+            ("P12-t3k", "Mistral-Small-3.1-24B-Instruct-2503", 128), ("P15-t3k", "Llama-3.1-70B-Instruct", 32),
+            ("P16-t3k", "DeepSeek-R1-Distill-Llama-70B", 32), ("P17-t3k", "Qwen2.5-72B-Instruct", 16),
+            ("P18-t3k", "QwQ-32B", 64), ("P19-t3k", "Qwen3-32B", 64))
+    return [_largest(key, HELD_OUT, model, "t3k", chunk * K, TABLE) for key, model, chunk in rows]
 
 
 def check_both(*checks: Callable[[], Result]) -> Callable[[], Result]:
