@@ -66,7 +66,7 @@ tests check: tests/test_tt_transformers_configs.py).
 How each is rebuilt: the model's config.json (tests/data/tt_transformers/), tileplan's
 frontend with tt-transformers' defaults (performance preset, batch 1, paged 32-token
 blocks, the demo's trace region for the model and device: trace_region_config.py,
-else 23,887,872 B; ETH dispatch on N300), the latest tt-metal build unless the source
+else 23,887,872 B; ETH dispatch on N300 and T3K), the latest tt-metal build unless the source
 is dated (older tables: 2025-10-10; #21904: 2025-04-25). A largest chunk is searched
 over 128 .. the cache (powers of two), every value planned (fitting is not assumed
 monotone), on a cache of 131,072 positions (64k for Llama-3.1-8B on N150, its context
@@ -110,9 +110,10 @@ CALIBRATION, HELD_OUT = "calibration", "held out"
 
 @dataclass(frozen=True)
 class Setup:
-    """One configuration: the model (a folder of tests/data/tt_transformers), the
-    machine, the frontend's options, the tt-metal build, the trace region (None: the
-    demo's for the model and device)."""
+    """One configuration: the model (a folder of tests/data/tt_transformers, named as
+    the model is: its name when config.json has no `_name_or_path`), the machine, the
+    frontend's options, the tt-metal build, the trace region (None: the demo's for the
+    model and device)."""
 
     model: str
     machine: str
@@ -128,11 +129,11 @@ class Setup:
     def plan(self, options: TtTransformersOptions | None = None) -> TtPlan:
         opts = options or self.options
         config = self.config()
-        defaults = dict(FRONTEND.device_defaults(config, opts, self.machine))
+        defaults = dict(FRONTEND.device_defaults(str(CONFIGS / self.model), opts, self.machine))
         if self.trace_region_size is not None:
             defaults["trace_region_size"] = self.trace_region_size
         device = load_device(self.machine, stack=Stack.TT_METAL, version=self.version, **_device_keys(defaults))
-        return plan_tt(build(config, opts, device), device)
+        return plan_tt(build(config, opts, device, self.model), device)
 
     def describe(self, options: TtTransformersOptions | None = None) -> str:
         o = options or self.options
