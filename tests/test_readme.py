@@ -1,6 +1,6 @@
 """The README's examples are true: each command it shows, run, prints what it shows (an
 IPU plan that does not fit with its what-if rows, the notebook snippets, a Tenstorrent
-decoder's summary), its picture is the default plan's, and it stays short enough to
+decoder's summary on an n150 and a T3K), its picture is the default plan's, and it stays short enough to
 read in five minutes (the rest lives in docs/)."""
 
 from __future__ import annotations
@@ -89,6 +89,19 @@ def test_the_tenstorrent_decoder_prints_what_the_readme_shows(tmp_path, monkeypa
     printed = [line.replace(str(ROOT / config), config) for line in printed]
     assert_shown(shown, printed)
     assert shown[1].startswith("does not fit: Out of Memory: Not enough space to allocate")
+
+
+def test_the_t3k_example_prints_what_the_readme_shows(tmp_path, monkeypatch):
+    """The T3K's 70B prefill: the verdict, why and where (the command's lines 2-4)."""
+    config = "tests/data/tt_transformers/Llama-3.1-70B-Instruct"
+    argv = ["plan", config, "--machine", "t3k", "--frontend", "tt-transformers", "--prefill-chunk", "65536",
+            "-o", "llama70b.json"]
+    shown = session(".venv/bin/tileplan " + " ".join(argv) + " | sed -n 2,4p")
+    monkeypatch.chdir(tmp_path)
+    code, printed = run([argv[0], str(ROOT / config), *argv[2:]])
+    assert code == 0
+    assert_shown(shown, printed[1:4])
+    assert shown[0].startswith("does not fit: Out of Memory: Not enough space to allocate")
 
 
 def test_the_picture_is_the_default_plans_chart():
