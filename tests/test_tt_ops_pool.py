@@ -93,6 +93,18 @@ def test_an_average_pool_not_counting_padding_adds_the_second_scalar_and_its_con
     assert avg_cbs[2] - max_cbs[2] == 2 * 2048 + 6 * 18
 
 
+def test_an_average_pool_that_ceil_mode_pads_has_a_scalar_per_output() -> None:
+    """pool_utils.cpp `is_pool_op_one_scalar_per_core`: ceil mode on a 65 x 65 input
+    (2 x 2 / 2: 33 x 33 outputs, one row and column of ceil padding) needs a scalar per
+    output, as uncounted padding does (1,089 rows on 61 cores, 18 a core); on 64 x 64 it
+    pads nothing and keeps one scalar a core, as the max pool."""
+    max_cbs, _ = _pool(32, 65, 65, OpKind.MAX_POOL2D, ceil_mode=True)
+    avg_cbs, _ = _pool(32, 65, 65, OpKind.AVG_POOL2D, ceil_mode=True)
+    assert Pool2dAttrs(1, (65, 65), 32, (2, 2), (2, 2), ceil_mode=True).ceil_pads == (1, 1)
+    assert avg_cbs[2] - max_cbs[2] == 2 * 2048 + 6 * 18
+    assert _pool(32, 64, 64, OpKind.AVG_POOL2D, ceil_mode=True)[0] == _pool(32, 64, 64, ceil_mode=True)[0]
+
+
 def test_pool_refuses_what_it_does_not_model() -> None:
     with pytest.raises(InputError, match="L1_SMALL"):
         _pool(32, 64, 64, config_tensors_in_dram=False)

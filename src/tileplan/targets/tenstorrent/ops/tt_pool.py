@@ -38,12 +38,14 @@ Sources (tenstorrent/tt-metal):
 Ceil mode (sliding_window.cpp `get_output_shape`, `get_ceil_pad_h` / `get_ceil_pad_w`):
 the output size by ceil, a last window starting in the padding dropped, and the input
 padded at the bottom and right by stride x (out - 1) + kernel - input - 2 x padding,
-which the halo reads as padding.
+which the halo reads as padding; an average pool so padded, like one with padding not
+counted, has a scalar per output row, not one per core (pool_utils.cpp
+`is_pool_op_one_scalar_per_core`): a second scalar CB and the scalars' config rows.
 
 Not modelled (the rule refuses them by name): config tensors in L1_SMALL
 (`config_tensors_in_dram` false: their size needs sliding_window.cpp's config
-generation), a sharded or TILE input (the halo's untilize path), `return_indices`, an
-average pool that ceil mode pads, dilation, and the DRAM slicing the 2026 op adds for
+generation), a sharded or TILE input (the halo's untilize path), `return_indices`,
+dilation, and the DRAM slicing the 2026 op adds for
 inputs that do not fit L1 (tileplan plans the L1-resident pool, as for conv2d).
 
 Worked example: max pool 2 x 2 / 2 of a [1, 1, 480 x 640, 32] bf16 input on an 8 x 8
@@ -215,8 +217,10 @@ def pool_cbs(kind: PoolType, attrs: Pool2dAttrs, cores_c: int, out_shard: tuple[
     wide = in_ntiles_c > max_tiles
     in_cb = (max_tiles if wide else in_ntiles_c) * TILE * tilized_rows
     in_page = nbytes * round_up(in_cb, TILE_HW)
-    (ph, pw) = attrs.padding
-    one_scalar = not avg or attrs.count_include_pad or (ph == 0 and pw == 0)
+    (ph, pw), (ch, cw) = attrs.padding, attrs.ceil_pads
+    # pool_utils.cpp `is_pool_op_one_scalar_per_core` (no divisor override from tt-mlir)
+    one_scalar = not avg or ((not attrs.ceil_mode or (ch == 0 and cw == 0))
+                             and (attrs.count_include_pad or (ph == 0 and pw == 0)))
     cbs = [("in_scalar_0", BUFFERING, TILE_HW * nbytes)]
     if avg and not one_scalar:
         cbs.append(("in_scalar_1", BUFFERING, TILE_HW * nbytes))
@@ -273,9 +277,6 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
             f"input {x.shape} is not [1, 1, {rows_in}, {attrs.channels}]")
     require(all(2 * p <= k for p, k in zip(attrs.padding, attrs.kernel)), op,
             f"padding {attrs.padding} over half the kernel {attrs.kernel} (validate_input_params)")
-    require(pool is PoolType.MAX or attrs.ceil_pads == (0, 0), op,
-            "an average pool whose ceil mode pads the input: its scalar configuration (one_scalar_per_core with "
-            "the ceil pads) is not modelled")
     out_dtype = req.out.dtype or DataType.BFLOAT16
     p = auto_shard(pool, attrs, x.dtype, out_dtype, target)
     halo_dtype = DataType.FLOAT32 if x.dtype is DataType.FLOAT32 else DataType.BFLOAT16
