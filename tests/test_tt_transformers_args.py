@@ -83,13 +83,15 @@ def test_an_architecture_it_does_not_implement_is_one_line_naming_the_supported(
 
 
 def test_one_tt_transformers_implements_but_tileplan_does_not_plan_says_so() -> None:
-    """Llama-3.2-Vision runs in tt-transformers (tt/multimodal/): the refusal is
+    """Mixtral runs in tt-transformers (its mixture-of-experts MLP): the refusal is
     tileplan's, not a claim that tt-transformers lacks it."""
+    cfg = dict(config("Mistral-7B-Instruct-v0.3"), architectures=["MixtralForCausalLM"],
+               _name_or_path="mistralai/Mixtral-8x7B-Instruct-v0.1")
     with pytest.raises(InputError) as e:
-        model_args(config("Llama-3.2-11B-Vision-Instruct"), device("n150"))
+        model_args(cfg, device("n150"))
     text = str(e.value)
-    assert "tt-transformers implements MllamaForConditionalGeneration, but tileplan does not plan it yet" in text
-    assert "docs/notes/MLLAMA.md" in text and "\n" not in text
+    assert "tt-transformers implements MixtralForCausalLM, but tileplan does not plan it yet" in text
+    assert "mixture-of-experts" in text and "\n" not in text
 
 
 def test_a_config_without_a_name_needs_one() -> None:

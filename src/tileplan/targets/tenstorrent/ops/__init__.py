@@ -17,6 +17,7 @@ from tileplan.targets.tenstorrent.ops.tt_accumulation import plan_cumsum
 from tileplan.targets.tenstorrent.ops.tt_argmax import plan_argmax
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_batch_norm import plan_batch_norm
+from tileplan.targets.tenstorrent.ops.tt_all_gather import plan_ttnn_all_gather
 from tileplan.targets.tenstorrent.ops.tt_all_gather_matmul import plan_all_gather_matmul
 from tileplan.targets.tenstorrent.ops.tt_ccl import plan_all_gather, plan_reduce_scatter
 from tileplan.targets.tenstorrent.ops.tt_conv import plan_conv3d, plan_halo
@@ -30,7 +31,9 @@ from tileplan.targets.tenstorrent.ops.tt_data_movement import (
     plan_transpose,
 )
 from tileplan.targets.tenstorrent.ops.tt_embedding import plan_embedding
+from tileplan.targets.tenstorrent.ops.tt_fast_reduce_nc import plan_fast_reduce_nc
 from tileplan.targets.tenstorrent.ops.tt_gather import plan_gather
+from tileplan.targets.tenstorrent.ops.tt_host import plan_from_torch
 from tileplan.targets.tenstorrent.ops.tt_heads import (
     plan_concat_heads_decode,
     plan_create_heads,
@@ -122,6 +125,9 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.ALL_GATHER_ASYNC: ("tt_ccl", plan_all_gather),
         OpKind.REDUCE_SCATTER_ASYNC: ("tt_ccl", plan_reduce_scatter),
         OpKind.ALL_GATHER_MATMUL_ASYNC: ("tt_all_gather_matmul", plan_all_gather_matmul),
+        OpKind.FROM_TORCH: ("tt_host", plan_from_torch),
+        OpKind.FAST_REDUCE_NC: ("tt_fast_reduce_nc", plan_fast_reduce_nc),
+        OpKind.ALL_GATHER: ("tt_all_gather", plan_ttnn_all_gather),
     }
     for kind, (family, rule) in singles.items():
         table[kind] = OpRule(family, rule)

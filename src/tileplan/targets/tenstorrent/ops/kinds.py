@@ -142,3 +142,7 @@ class OpKind(Enum):
     ALL_GATHER_ASYNC = "ttnn.experimental.all_gather_async"
     REDUCE_SCATTER_ASYNC = "ttnn.experimental.reduce_scatter_minimal_async"
     ALL_GATHER_MATMUL_ASYNC = "ttnn.experimental.all_gather_matmul_async"
+    ALL_GATHER = "ttnn.all_gather"
+    FAST_REDUCE_NC = "ttnn.experimental.fast_reduce_nc"
+    # a host tensor written to the device between operations (ttnn.from_torch / as_tensor)
+    FROM_TORCH = "ttnn.from_torch"

@@ -70,16 +70,27 @@ class ConcatHeadsDecodeAttrs:
 
 
 def plan_create_heads(kind: OpKind, req: OpRequest, attrs: CreateHeadsAttrs) -> OpPlan:
-    """nlp_create_qkv_heads on an interleaved fused input (see the module docstring)."""
-    (x,) = req.inputs
+    """nlp_create_qkv_heads on an interleaved fused input, or Q from the first input and
+    K, V from a second (`input_tensor_kv`: the factory's READ_FROM_INPUT_TENSOR_KV, the
+    same circular buffers; see the module docstring)."""
+    x = req.inputs[0]
     op = kind.value
-    require(len(x.shape) == 4 and x.layout is Layout.TILE and not x.memory.layout.sharded, op,
-            "the input is an interleaved [B, 1, S, hidden] TILE tensor")
+    require(len(req.inputs) in (1, 2), op, "one fused input, or Q's input and a KV input")
+    for t in req.inputs:
+        require(len(t.shape) == 4 and t.layout is Layout.TILE and not t.memory.layout.sharded, op,
+                "the input is an interleaved [B, 1, S, hidden] TILE tensor")
     b, one, s, hidden = x.shape
     require(one == 1, op, f"the input's second dimension is 1, found {one}")
-    heads = attrs.num_heads + 2 * attrs.num_kv_heads
-    require(hidden % heads == 0, op, f"hidden {hidden} is not {heads} heads of a whole size")
-    d = hidden // heads
+    if len(req.inputs) == 2:
+        kv = req.inputs[1]
+        require(hidden % attrs.num_heads == 0, op, f"hidden {hidden} is not {attrs.num_heads} heads of a whole size")
+        d = hidden // attrs.num_heads
+        require(kv.shape[:3] == x.shape[:3] and kv.shape[3] == 2 * attrs.num_kv_heads * d, op,
+                f"the KV input {list(kv.shape)} is {2 * attrs.num_kv_heads} heads of {d} beside Q's rows")
+    else:
+        heads = attrs.num_heads + 2 * attrs.num_kv_heads
+        require(hidden % heads == 0, op, f"hidden {hidden} is not {heads} heads of a whole size")
+        d = hidden // heads
     require(d % TILE == 0, op, f"the head size {d} must be a multiple of 32")
     memory = req.out.memory()
     q = TensorSpec((b, attrs.num_heads, s, d), x.dtype, Layout.TILE, memory)

@@ -55,9 +55,9 @@ class Emit:
         return t
 
     def op(self, kind: OpKind, name: str, inputs: tuple[int, ...], out: OutputRequest, attrs: object = None,
-           compute: ComputeConfig | None = None, outputs: int = 1) -> tuple[int, ...]:
+           compute: ComputeConfig | None = None, outputs: int = 1, role: Role = Role.ACTIVATION) -> tuple[int, ...]:
         """One operation; its `outputs` new tensors (none: it writes in place)."""
-        made = tuple(self._new(name if outputs == 1 else f"{name}.{i}", Role.ACTIVATION, None)
+        made = tuple(self._new(name if outputs == 1 else f"{name}.{i}", role, None)
                      for i in range(outputs))
         for t in made:
             self.memory[t] = _open(out) if out.sharded and out.shard is None else out.memory()

@@ -10,6 +10,9 @@ contract of targets/tenstorrent/frontend.py).
   chunk: plan one decode step), `batch` (`max_batch_size`), `precision` (the
   DecodersPrecision preset). Absent: a prefill of tt-transformers' own chunk for the
   model and device on its default 128k-position cache, batch 1, performance.
+  Llama-3.2-Vision (Mllama): the vision demo's way, accuracy (ModelArgs' default: no
+  optimizations are passed) and unpaged caches; its chunk is the whole prompt (its
+  prefill is not chunked), one image of 4 tiles; no other preset is tried.
 - Device defaults: the demo's `trace_region_size` for the model and device
   (models/tt_transformers/demo/trace_region_config.py @075e2b4e, else
   simple_text_demo.py's 23,887,872) and, on n300 and t3k, ETH dispatch (tt-transformers'
@@ -135,7 +138,8 @@ class TtTransformersFrontend:
         args = model_args(config, device, fallback)
         chunk = given.get("prefill_chunk")
         kv = given.get("kv_cache")
-        preset = given.get("precision", Preset.PERFORMANCE)
+        vision = args.vision is not None
+        preset = given.get("precision", Preset.ACCURACY if vision else Preset.PERFORMANCE)
         preset = preset if isinstance(preset, Preset) else Preset.parse(str(preset))
         batch = given.get("batch", 1)
         mode = Mode.DECODE if kv is not None and chunk is None else Mode.PREFILL
@@ -143,7 +147,8 @@ class TtTransformersFrontend:
             kv = max(MAX_CONTEXT, -(-(chunk or 0) // TILE) * TILE)
         if mode is Mode.PREFILL and chunk is None:
             chunk = min(args.max_prefill_chunk_size, kv)
-        return TtTransformersOptions(mode=mode, prefill_chunk=chunk, kv_cache=kv, batch=batch, preset=preset)
+        return TtTransformersOptions(mode=mode, prefill_chunk=chunk, kv_cache=kv, batch=batch, preset=preset,
+                                     paged=not vision, vision=vision)
 
     def lower(self, model: Any, options: TtTransformersOptions, device: Device) -> TtProgram:
         config, fallback = read_config(model)
@@ -167,7 +172,8 @@ class TtTransformersFrontend:
             knobs.append(Knob("kv_cache", Search.LARGEST, _powers(1024, MAX_CONTEXT, options.kv_cache),
                               options.kv_cache))
             knobs.append(Knob("batch", Search.LARGEST, SUPPORTED_BATCHES, options.batch))
-        knobs.append(Knob("precision", Search.EACH, other, options.preset.value))
+        if not options.vision:  # Llama-3.2-Vision runs one preset (lower.py)
+            knobs.append(Knob("precision", Search.EACH, other, options.preset.value))
         return tuple(knobs)
 
     def turn(self, options: TtTransformersOptions, key: str, value: Any) -> TtTransformersOptions:
@@ -181,6 +187,14 @@ class TtTransformersFrontend:
                   ) -> Reproduction:
         lines = []
         chunk = options.prefill_chunk
+        if options.vision:
+            lines.append(f"create_multimodal_model(mesh_device, max_batch_size={options.batch}, "
+                         f"max_seq_len={options.kv_cache})")
+            if chunk is not None:
+                lines.append(f"a prompt of {chunk} tokens with one image (prefilled whole: "
+                             "generator.py prefill_forward_llama_vision)")
+            lines += [f"{name}: memory_config=ttnn.DRAM_MEMORY_CONFIG" for name in moved]
+            return Reproduction(tuple(lines))
         if options.mode is Mode.PREFILL and chunk is not None:
             if chunk % 1024 == 0:
                 lines.append(f"MAX_PREFILL_CHUNK_SIZE={chunk // 1024} (environment, in units of 1024 tokens)")

@@ -24,16 +24,21 @@ from typing import Any
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.device import Device
 from tileplan.targets.tenstorrent.frontends.tt_transformers.emit import Emit
+from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_prefill import MllamaPrefill
+from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_weights import upload_mllama_weights
 from tileplan.targets.tenstorrent.frontends.tt_transformers.model_args import ModelArgs, model_args
-from tileplan.targets.tenstorrent.frontends.tt_transformers.options import Mode, TtTransformersOptions
-from tileplan.targets.tenstorrent.frontends.tt_transformers.precision import decoders_precision
+from tileplan.targets.tenstorrent.frontends.tt_transformers.options import Mode, Preset, TtTransformersOptions
+from tileplan.targets.tenstorrent.frontends.tt_transformers.precision import DecodersPrecision, decoders_precision
 from tileplan.targets.tenstorrent.frontends.tt_transformers.prefill import Prefill, padded_prefill_len
 from tileplan.targets.tenstorrent.frontends.tt_transformers.weights import upload_weights
+from tileplan.targets.tenstorrent.ops.tt_all_gather import ASYNC_MINIMAL_SINCE, factory_for
 from tileplan.targets.tenstorrent.program import TtProgram
 
 
 #: tt-metal PR #25222 merged: all-gather and reduce-scatter with the fabric mux
 FABRIC_MUX_SINCE = "2025-07-17"
+#: generator_vllm.py: the longest prompt vLLM takes for Llama-3.2-11B-Vision on an N300
+VLLM_N300_MAX_PROMPT = 8192
 
 
 def prefill_length(args: ModelArgs, options: TtTransformersOptions) -> int:
@@ -55,6 +60,8 @@ def build(config: Mapping[str, Any], options: TtTransformersOptions, device: Dev
                          f"({FABRIC_MUX_SINCE}) are not modelled; hint: a later --tt-version")
     precision = decoders_precision(args.name, args.base_name, args.n_layers, options.preset)
     grid = (device.worker_grid.columns, device.worker_grid.rows)
+    if args.vision is not None:
+        return _mllama(args, options, device, precision, grid)
     if options.mode is Mode.PREFILL:
         seq = prefill_length(args, options)
         if seq > options.kv_cache:
@@ -68,4 +75,43 @@ def build(config: Mapping[str, Any], options: TtTransformersOptions, device: Dev
     e = Emit(f"{args.name} decode batch {options.batch} kv {options.kv_cache} on {args.device_name}")
     weights = upload_weights(e, args, options, precision, grid, device.dram_banks)
     outputs = Decode(e, args, options, precision, weights, grid).run()
+    return e.build(outputs)
+
+
+def _mllama(args: ModelArgs, options: TtTransformersOptions, device: Device, precision: DecodersPrecision,
+            grid: tuple[int, int]) -> TtProgram:
+    """Llama-3.2-Vision: its weights (mllama_weights.py) and one prefill of the whole
+    padded prompt with one image (mllama_prefill.py). Refused in one line: another
+    precision preset than tt-transformers' (ModelArgs' default, accuracy: the vision demo
+    passes no optimizations and vLLM asserts 'Custom optimizations are not supported for
+    this model'); paged caches without vLLM (the text model's paged caches come from
+    vLLM); a decode step (not modelled yet); on a mesh, a build without ttnn.all_gather
+    (before tt-metal PR #30414); on an N300 under vLLM, a prompt over 8,192 tokens
+    (generator_vllm.py MllamaMultiModalProcessor: 'TT-LLama11B-Vision does not support
+    prompts longer than 8192 tokens on N300')."""
+    if options.preset is not Preset.ACCURACY:
+        raise InputError(f"{args.name}: tt-transformers runs Llama-3.2-Vision with ModelArgs' default precisions "
+                         "(DecodersPrecision.accuracy): create_multimodal_model passes no optimizations and vLLM "
+                         "asserts 'Custom optimizations are not supported for this model'; hint: precision accuracy")
+    if options.paged and not options.vllm:
+        raise InputError(f"{args.name}: the vision demo's caches are not paged (create_multimodal_model "
+                         "use_paged_kv_cache=False); paged caches come from vLLM; hint: vllm, or paged off")
+    if options.mode is not Mode.PREFILL:
+        raise InputError(f"{args.name}: a decode step of Llama-3.2-Vision (llama_cross_attention.py forward_decode "
+                         "over the cross-attention caches) is not modelled yet; hint: plan its prefill "
+                         "(--prefill-chunk N: the whole prompt, Mllama's prefill is not chunked)")
+    factory = factory_for(device.version)
+    if device.chips > 1 and factory is None:
+        raise InputError(f"tt-metal build {device.version} on {device.machine}: Llama-3.2-Vision's ttnn.all_gather "
+                         f"before PR #30414 ({ASYNC_MINIMAL_SINCE}) is not modelled; hint: a later --tt-version")
+    seq = prefill_length(args, options)
+    if options.vllm and args.device_name == "N300" and seq > VLLM_N300_MAX_PROMPT:
+        raise InputError(f"TT-LLama11B-Vision does not support prompts longer than {VLLM_N300_MAX_PROMPT} tokens on "
+                         f"N300 (a {seq}-token prompt; tt-transformers generator_vllm.py MAX_PROMPT_LEN)")
+    if seq > options.kv_cache:
+        raise InputError(f"a {seq}-token prefill (padded) does not fit a {options.kv_cache}-position KV cache; "
+                         f"hint: kv_cache >= {seq}")
+    e = Emit(f"{args.name} prefill {seq} on {args.device_name}")
+    weights = upload_mllama_weights(e, args, options, precision, grid, device.dram_banks)
+    outputs = MllamaPrefill(e, args, options, precision, weights, seq, factory).run()
     return e.build(outputs)

@@ -23,7 +23,9 @@ model_config.py, read at 0039cbf0 whose `MAX_PREFILL_CHUNK_SIZES_DIV1024` equals
 The families tileplan plans (the decoder stack tt-transformers builds for them):
 Llama 3.x, Mistral, Qwen2 / Qwen2.5 (QKV bias), Qwen3 (q / k norms), Phi-3 / Phi-4,
 Gemma-3 (q / k norms, pre / post feed-forward norms, scaled embedding, sliding-window
-layers with a local rotary table); the text decoder of Qwen2.5-VL and Mistral-Small-3.1.
+layers with a local rotary table); the text decoder of Qwen2.5-VL and Mistral-Small-3.1;
+Llama-3.2-Vision (Mllama: its vision tower and cross-attention blocks, mllama_args.py;
+HF's 40 text layers less the 8 cross-attention ones are the 32 decoder layers).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.device import Arch, Device
+from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_args import VisionArgs, fusion_schedule
 from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs, Topology
 from tileplan.targets.tenstorrent.tiles import TILE
 
@@ -50,13 +53,11 @@ ARCHITECTURES: dict[str, str] = {
     "Gemma3ForConditionalGeneration": "gemma3",
     "Qwen2_5_VLForConditionalGeneration": "qwen2",
     "Mistral3ForConditionalGeneration": "mistral",
+    "MllamaForConditionalGeneration": "mllama",
 }
 
 #: architectures tt-transformers implements whose model tileplan does not plan yet, and what is missing
 NOT_MODELLED: dict[str, str] = {
-    "MllamaForConditionalGeneration": "Llama-3.2-Vision's vision tower and cross-attention layers (tt-transformers "
-                                      "tt/multimodal/llama_vision_model.py) are not modelled yet; "
-                                      "docs/notes/MLLAMA.md has what they allocate",
     "MixtralForCausalLM": "Mixtral's mixture-of-experts MLP (tt-transformers' Mixtral path) is not modelled",
 }
 
@@ -170,6 +171,16 @@ class ModelArgs:
     max_prefill_chunk_size: int
     chunk_from_table: bool
     prefill_len_cutoff: int
+    #: Llama-3.2-Vision's vision tower (None: a text decoder)
+    vision: VisionArgs | None = None
+
+    @property
+    def cross_schedule(self) -> tuple[int, ...]:
+        """The text layers a cross-attention block runs before (none without a vision
+        tower; mllama_args.fusion_schedule)."""
+        if self.vision is None:
+            return ()
+        return fusion_schedule(self.n_layers, self.vision.global_layers)
 
     @property
     def qkv_size(self) -> int:
@@ -307,4 +318,5 @@ def model_args(config: Mapping[str, Any], device: Device, name: str | None = Non
         ff_norms=family == "gemma3", scaled_embedding=family == "gemma3", sliding_layers=sliding,
         sliding_window=cfg.get("sliding_window") if any(sliding) else None,
         local_rope=cfg.get("rope_local_base_freq") is not None, max_prefill_chunk_size=div1024 * 1024,
-        chunk_from_table=from_table, prefill_len_cutoff=cutoff)
+        chunk_from_table=from_table, prefill_len_cutoff=cutoff,
+        vision=VisionArgs.from_config(config.get("vision_config")) if family == "mllama" else None)

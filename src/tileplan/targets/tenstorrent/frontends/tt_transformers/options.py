@@ -15,7 +15,9 @@ What tt-transformers takes at run time and tileplan plans:
 - `paged`: paged attention (the demo's and vLLM's) or one cache per user;
 - `vllm`: the KV caches allocated after the whole model, layer by layer (vLLM's
   `allocate_kv_cache`, generator_vllm.py), not with each layer's weights (the demo's
-  attention.py `init_kv_cache`): which allocation runs out of DRAM first.
+  attention.py `init_kv_cache`): which allocation runs out of DRAM first;
+- `vision`: the model is Llama-3.2-Vision (set from its config.json): the prefill is
+  its whole prompt with one image (simple_vision_demo.py's `create_multimodal_model`).
 
 Worked example: `TtTransformersOptions(Mode.PREFILL, prefill_chunk=4096,
 kv_cache=65536)` plans the first 4,096-token chunk of a prompt on a 64k-position paged
@@ -77,6 +79,7 @@ class TtTransformersOptions:
     paged: bool = True
     page_block_size: int = DEFAULT_PAGE_BLOCK
     vllm: bool = False
+    vision: bool = False
 
     def __post_init__(self) -> None:
         for name in ("kv_cache", "batch", "page_block_size"):

@@ -46,6 +46,7 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.precision import (
     NORM_COMPUTE,
     DecodersPrecision,
 )
+from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_weights import MllamaWeights
 from tileplan.targets.tenstorrent.frontends.tt_transformers.weights import Layer, Weights, row_major
 from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, L1_INTERLEAVED, BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
@@ -79,8 +80,8 @@ def padded_prefill_len(n: int) -> int:
 class Prefill:
     """The lowering of one prefill (see the module docstring)."""
 
-    def __init__(self, e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision, w: Weights,
-                 seq: int) -> None:
+    def __init__(self, e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision,
+                 w: Weights | MllamaWeights, seq: int) -> None:
         self.e, self.a, self.o, self.p, self.w, self.seq = e, a, o, p, w, seq
         self.c = Configs(a, 1)
         self.multichip = a.num_devices > 1
@@ -114,6 +115,7 @@ class Prefill:
     # -- the program ----------------------------------------------------------------------
     def run(self) -> tuple[int, ...]:
         e, a, s = self.e, self.a, self.seq
+        assert isinstance(self.w, Weights)
         e.module, e.layer = "inputs", None
         tokens = e.upload("tokens", row_major((1, s), DataType.UINT32), Role.INPUT)
         if self.o.paged:
@@ -301,25 +303,26 @@ class Prefill:
             if shard:
                 e.free(fill_in)
 
-    def mlp(self, x: int, i: int) -> int:
-        """mlp.py prefill."""
+    def mlp(self, x: int, i: int, weights: tuple[int, int, int] | None = None, prefix: str | None = None) -> int:
+        """mlp.py prefill (decoder i's precisions; `weights`: w1, w2, w3 other than layer
+        i's, a Llama-3.2-Vision cross-attention block's, named by `prefix`)."""
         e, a, s, prec = self.e, self.a, self.seq, self.p.layer(i)
-        pre = f"layers.{i}.feed_forward."
+        pre = prefix or f"layers.{i}.feed_forward."
         e.module = pre[:-1]
         cutoff = a.prefill_len_cutoff
-        layer = self.w.layers[i]
+        w1_w, w2_w, w3_w = weights or (self.w.layers[i].w1, self.w.layers[i].w2, self.w.layers[i].w3)
         act = prec.activation
         x_in = e.view(x, (1, s // cutoff, cutoff, a.dim), pre + "x_reshaped") if s >= cutoff else x
         compute13 = prec.li_ff1_ff3.compute
-        w1 = e.one(OpKind.LINEAR, pre + "w1", (x_in, layer.w1), self.dram(act or DataType.BFLOAT16),
+        w1 = e.one(OpKind.LINEAR, pre + "w1", (x_in, w1_w), self.dram(act or DataType.BFLOAT16),
                    MatmulAttrs(self.c.w1_w3_prefill(s)), compute13)
-        w3 = e.one(OpKind.LINEAR, pre + "w3", (x_in, layer.w3), self.dram(act or DataType.BFLOAT16),
+        w3 = e.one(OpKind.LINEAR, pre + "w3", (x_in, w3_w), self.dram(act or DataType.BFLOAT16),
                    MatmulAttrs(self.c.w1_w3_prefill(s)), compute13)
         e.free(x)
         w2_in = e.one(OpKind.MULTIPLY, pre + "mul", (w1, w3), self.dram(act or DataType.BFLOAT8_B),
                       BinaryAttrs(lhs_activation=True))
         e.free(w1, w3)
-        w2 = e.one(OpKind.LINEAR, pre + "w2", (w2_in, layer.w2), self.dram(act or DataType.BFLOAT16),
+        w2 = e.one(OpKind.LINEAR, pre + "w2", (w2_in, w2_w), self.dram(act or DataType.BFLOAT16),
                    MatmulAttrs(self.c.w2_prefill(s)), prec.li_ff2.compute)
         e.free(w2_in)
         if s >= cutoff:
@@ -331,6 +334,7 @@ class Prefill:
     def lm_head(self, x: int) -> tuple[int, ...]:
         """model.py: the last token's 32 rows, the final norm, lm_head.py."""
         e, a, s = self.e, self.a, self.seq
+        assert isinstance(self.w, Weights)
         e.module = "norm"
         last = e.one(OpKind.SLICE, "last_token_rows", (x,),
                      DRAM, SliceAttrs((0, 0, s - TILE, 0), (1, 1, s, a.dim // a.num_devices)))

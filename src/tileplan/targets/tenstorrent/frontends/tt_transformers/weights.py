@@ -119,24 +119,15 @@ def upload_weights(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersP
     """The persistent tensors, in the order tt-transformers creates them (TT_CCL, the
     embedding, the rotary setup, each layer's attention, MLP and norms, the final norm,
     the LM head)."""
-    cores = grid[0] * grid[1]
-    sem_memory = MemoryConfig(BufferType.L1, MemoryLayout.HEIGHT_SHARDED, ShardSpec(CoreRange.grid(*grid), (1, 1)))
-    e.module = "tt_ccl"
-    sems = [e.upload(f"tt_ccl.semaphore{i}", row_major((cores, 1), DataType.UINT32, sem_memory), Role.BUFFER)
-            for i in range(CCL_SEMAPHORES)]
+    sems = ccl_semaphores(e, grid)
     ndev = a.num_devices
     e.module = "embedding"
     emb = e.upload("tok_embeddings.weight", row_major((a.vocab_size, a.dim // ndev), DataType.BFLOAT16))
-    e.module = "rope"
-    table = tile((1, 1, o.kv_cache, a.head_dim), DataType.BFLOAT16)
-    cos, sin = e.upload("rope.cos_matrix", table), e.upload("rope.sin_matrix", table)
-    batch_grid = CoreRangeSet.from_count(o.batch, *grid, row_wise=True)
-    trans_memory = MemoryConfig(BufferType.L1, MemoryLayout.HEIGHT_SHARDED, ShardSpec(batch_grid, (TILE, TILE)))
-    trans_decode = e.upload("rope.transformation_mat", tile((1, 1, TILE * o.batch, TILE), DataType.BFLOAT16,
-                                                              trans_memory))
-    trans_prefill = e.upload("rope.transformation_mat_prefill", tile((1, 1, TILE, TILE), DataType.BFLOAT16))
+    cos, sin, trans_decode, trans_prefill = rotary_setup(e, a, o, grid)
     cos_local = sin_local = None
     if a.local_rope:
+        e.module = "rope"
+        table = tile((1, 1, o.kv_cache, a.head_dim), DataType.BFLOAT16)
         cos_local = e.upload("rope_local.cos_matrix", table)
         sin_local = e.upload("rope_local.sin_matrix", table)
     layers = [_layer(e, a, o, p, i, banks) for i in range(a.n_layers)]
@@ -153,6 +144,52 @@ def upload_weights(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersP
             layer.keys, layer.values = _caches(e, a, o, p, i)
         e.layer = None
     return Weights(emb, cos, sin, cos_local, sin_local, trans_decode, trans_prefill, layers, norm, lm, sems)
+
+
+def ccl_semaphores(e: Emit, grid: tuple[int, int]) -> list[int]:
+    """TT_CCL's global semaphores (see the module docstring)."""
+    cores = grid[0] * grid[1]
+    sem_memory = MemoryConfig(BufferType.L1, MemoryLayout.HEIGHT_SHARDED, ShardSpec(CoreRange.grid(*grid), (1, 1)))
+    e.module = "tt_ccl"
+    return [e.upload(f"tt_ccl.semaphore{i}", row_major((cores, 1), DataType.UINT32, sem_memory), Role.BUFFER)
+            for i in range(CCL_SEMAPHORES)]
+
+
+def rotary_setup(e: Emit, a: ModelArgs, o: TtTransformersOptions, grid: tuple[int, int]) -> tuple[int, int, int, int]:
+    """rope.py `RotarySetup`: cos, sin, the decode and the prefill transformation matrices."""
+    e.module = "rope"
+    table = tile((1, 1, o.kv_cache, a.head_dim), DataType.BFLOAT16)
+    cos, sin = e.upload("rope.cos_matrix", table), e.upload("rope.sin_matrix", table)
+    batch_grid = CoreRangeSet.from_count(o.batch, *grid, row_wise=True)
+    trans_memory = MemoryConfig(BufferType.L1, MemoryLayout.HEIGHT_SHARDED, ShardSpec(batch_grid, (TILE, TILE)))
+    trans_decode = e.upload("rope.transformation_mat", tile((1, 1, TILE * o.batch, TILE), DataType.BFLOAT16,
+                                                              trans_memory))
+    trans_prefill = e.upload("rope.transformation_mat_prefill", tile((1, 1, TILE, TILE), DataType.BFLOAT16))
+    return cos, sin, trans_decode, trans_prefill
+
+
+def decoder_layer(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision, i: int,
+                  banks: int) -> Layer:
+    """Layer i's weights (and, unless vLLM allocates them later, its caches)."""
+    return _layer(e, a, o, p, i, banks)
+
+
+def mlp_weights(e: Emit, a: ModelArgs, p: DecodersPrecision, i: int, pre: str, banks: int) -> tuple[int, int, int]:
+    """mlp.py: w1, w2, w3 DRAM-sharded, decoder i's precisions (prefix `pre`)."""
+    ndev = a.num_devices
+    prec = p.layer(i)
+    e.module = pre + "feed_forward"
+    hid = a.hidden_dim // ndev
+    ff13 = prec.dtype("ff1_ff3")
+    w1 = e.upload(pre + "feed_forward.w1", tile((1, 1, a.dim, hid), ff13, dram_sharded(a.dim, hid, banks)))
+    w2 = e.upload(pre + "feed_forward.w2", tile((1, 1, hid, a.dim), prec.dtype("ff2"), dram_sharded(hid, a.dim, banks)))
+    w3 = e.upload(pre + "feed_forward.w3", tile((1, 1, a.dim, hid), ff13, dram_sharded(a.dim, hid, banks)))
+    return w1, w2, w3
+
+
+def norm(e: Emit, a: ModelArgs, name: str) -> int:
+    """An RMSNorm's weight (and its distributed slice on a mesh)."""
+    return _norm(e, a, name)
 
 
 def _layer(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision, i: int, banks: int) -> Layer:
@@ -182,12 +219,7 @@ def _layer(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision
     keys = values = -1
     if not o.vllm:
         keys, values = _caches(e, a, o, p, i)
-    e.module = pre + "feed_forward"
-    hid = a.hidden_dim // ndev
-    ff13 = prec.dtype("ff1_ff3")
-    w1 = e.upload(pre + "feed_forward.w1", tile((1, 1, a.dim, hid), ff13, dram_sharded(a.dim, hid, banks)))
-    w2 = e.upload(pre + "feed_forward.w2", tile((1, 1, hid, a.dim), prec.dtype("ff2"), dram_sharded(hid, a.dim, banks)))
-    w3 = e.upload(pre + "feed_forward.w3", tile((1, 1, a.dim, hid), ff13, dram_sharded(a.dim, hid, banks)))
+    w1, w2, w3 = mlp_weights(e, a, p, i, pre, banks)
     e.module = pre[:-1]
     attention_norm = _norm(e, a, pre + "attention_norm")
     ffn_norm = _norm(e, a, pre + "ffn_norm")
