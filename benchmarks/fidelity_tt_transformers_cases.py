@@ -35,6 +35,16 @@ Held out (not looked at while modelling; each published outcome quoted as publis
       serves the model on N300 and T3K only) prefilling the whole 8,192-token padded prompt
       (Mllama's prefill is not chunked), vLLM's default 131,072 tokens of cache
       (docs/notes/MLLAMA.md). Corrected from the source, not tuned: it misses either way.
+      Planned since 2026-12-07 (Mllama implemented, the lowering not changed for it), with
+      the serving configuration the sources give, read after the lowering was written:
+      tt-inference-server model_spec.py @92d627b (2025-10-22: N300, no override_tt_config,
+      block_size 64, max_num_seqs 16, max_model_len 131,072), tenstorrent/vllm tt_worker.py
+      @5cbc982 (trace_region_size 25,000,000 by default; ETH dispatch), vLLM's block count
+      int(ceil((131,072 + 64 x 16) / 64) x 1.01) = 2,084 blocks of 64, a build of
+      2025-10-10 (the last tileplan knows before the issue: the trace region taken from every
+      bank). The published bank size is 2,560,000 B smaller than that build's: tt-metal's
+      profiler region of a Tracy build (wh_hal.cpp), an inference, not modelled. Under the
+      earlier setup (4,096 blocks of 32, today's build) the verdict is the same.
   T8  tenstorrent/vllm PR #302: Qwen3-8B N150, vLLM, 131,072 tokens of KV cache: DRAM
       out of memory; 32,768 fits
   F1  tenstorrent/tt-metal models/tt_transformers/PERF.md: Llama-3.2-1B, 3B, Llama-3.1-8B
@@ -153,15 +163,18 @@ def _device_keys(defaults: dict[str, Any]) -> dict[str, Any]:
 
 _CACHE = ("a 128k-position cache does not fit beside the weights ({}); the table's chunk is a cap the "
           "demo never reaches at that context (each chunk on its own cache: the bracketed figure)")
-_MLLAMA = ("Mllama (the vision tower and cross-attention layers) is not implemented; and the entry is no prefill "
-           "limit of Mllama's: tt-transformers prefills Llama-3.2-Vision's whole prompt at once (generator.py "
-           "prefill_forward_llama_vision), the table capping only the text-only path and the warm-up lengths "
-           "(docs/notes/MLLAMA.md); tt-transformers' README: 'Llama3.2-11B multimodal is currently only supported "
-           "on N300 and T3000. On N300, a max prefill context length of 8k'")
+_MLLAMA = ("the entry is no prefill limit of Mllama's: tt-transformers prefills Llama-3.2-Vision's whole prompt at "
+           "once (generator.py prefill_forward_llama_vision), the table capping only the text-only path and the "
+           "warm-up lengths (docs/notes/MLLAMA.md); tt-transformers' README: 'Llama3.2-11B multimodal is currently "
+           "only supported on N300 and T3000. On N300, a max prefill context length of 8k'")
 #: why a case misses, written after the run (the cases and their checks were fixed before)
 MISSES: dict[str, str] = {
-    "P6-n150": _MLLAMA,
-    "P6-n300": _MLLAMA,
+    "P6-n150": "the weights (1.9 GB of bf16 vision tower, 10 GB of bfp8 text decoder) and a 128k-position "
+               "unpaged cache do not fit an N150: a decoder layer's w1 (63,504,384 B) is refused before the first "
+               "operation, as the README's 'only supported on N300 and T3000' says; " + _MLLAMA,
+    "P6-n300": "largest 16k: at 32k one chip's w1 / w3 output for the whole prompt ([1, 1, 32768, 7168] bf16, "
+               "469,762,048 B) does not fit beside 6 GB of weights and the 128k-position caches; two powers of two "
+               "below the table's 64k, one above the README's 8k; " + _MLLAMA,
     "P9-n150": "the weights alone (13.1 GB in the performance preset) exceed the N150's 12.8 GB of DRAM: the "
                "table's 4k is the default entry, not a run",
     "P9-n300": _CACHE.format("6.6 GB of weights and 6.9 GB of cache a chip"),
@@ -179,9 +192,6 @@ MISSES: dict[str, str] = {
                 "of two above the older table's 8k",
     "P14": "a 128k-position cache does not fit on an N150 beside Mistral-7B's or Qwen3-8B's weights (9.1 and 10.3 "
            "GB of cache); the published runs were at 32k (Qwen3-8B: T8, its engineering notes)",
-    "T4": "Mllama (Llama-3.2-11B-Vision) is not implemented; the failing buffer is w3's bf16 output for the whole "
-          "8,192-token prompt on one chip of an N300 ([1, 8, 1024, 7168]: tt-transformers does not chunk Mllama's "
-          "prefill, generator.py prefill_forward_llama_vision; docs/notes/MLLAMA.md)",
 }
 
 
@@ -299,7 +309,24 @@ def check_fits(setups: list[Setup], fits: bool = True) -> Callable[[], Result]:
     return run
 
 
+#: vLLM's blocks for Llama-3.2-11B-Vision on N300 (tt_worker.py `determine_num_available_blocks`:
+#: int(ceil((max_model_len + block_size x max_num_seqs) / block_size) x 1.01)) and its default
+#: trace region in October 2025 (tt_worker.py @5cbc982)
+VLLM_11B_BLOCKS = int(-(-(128 * 1024 + 64 * 16) // 64) * 1.01)
+VLLM_TRACE_REGION_2025 = 25_000_000
+#: the models whose config.json has a vision tower tt-transformers runs its own way (lower.py)
+MLLAMA_MODELS = ("Llama-3.2-11B-Vision-Instruct",)
+
+
 def _opts(**kw: Any) -> TtTransformersOptions:
+    return TtTransformersOptions(**kw)
+
+
+def _opts_for(model: str, **kw: Any) -> TtTransformersOptions:
+    """The options the CLI gives the model (frontend.py `options`): Llama-3.2-Vision runs
+    accuracy on unpaged caches."""
+    if model in MLLAMA_MODELS:
+        kw = {"preset": Preset.ACCURACY, "paged": False, "vision": True, **kw}
     return TtTransformersOptions(**kw)
 
 
@@ -310,7 +337,7 @@ def _cache_for(model: str, machine: str) -> int:
 
 def _largest(key: str, set_: str, model: str, machine: str, published: int, source: str,
              version: str | None = None) -> Case:
-    setup = Setup(model, machine, _opts(kv_cache=_cache_for(model, machine)), version)
+    setup = Setup(model, machine, _opts_for(model, kv_cache=_cache_for(model, machine)), version)
     what = setup.describe().replace("prefill (the default chunk)", "the largest prefill chunk")
     return Case(key, set_, what, f"largest chunk {_tokens(published)}", source,
                 check_largest(setup, published))
@@ -379,7 +406,9 @@ def cases() -> list[Case]:
                     "bank needs to store 6000320 B (layer 22 of 32, allocating KV caches)", "tt-metal #21904",
                     check_message(t3, "allocate 71999488 B DRAM buffer across 12 banks, where each bank needs to "
                                       "store 6000320 B", "layers.22.")))
-    t4 = Setup("Llama-3.2-11B-Vision-Instruct", "n300", _opts(prefill_chunk=8 * K, kv_cache=FULL, vllm=True))
+    t4 = Setup("Llama-3.2-11B-Vision-Instruct", "n300",
+               _opts(prefill_chunk=8 * K, kv_cache=VLLM_11B_BLOCKS * 64, page_block_size=64, vllm=True,
+                     preset=Preset.ACCURACY, vision=True), "2025-10-10", VLLM_TRACE_REGION_2025)
     out.append(Case("T4", HELD_OUT, t4.describe(),
                     "Out of Memory: Not enough space to allocate 117440512 B DRAM buffer across 12 banks, where each "
                     "bank needs to store 9787392 B, but bank size is only 1046181792 B (mlp.py w3 linear)",
