@@ -43,8 +43,11 @@ Held out (not looked at while modelling; each published outcome quoted as publis
       int(ceil((131,072 + 64 x 16) / 64) x 1.01) = 2,084 blocks of 64, a build of
       2025-10-10 (the last tileplan knows before the issue: the trace region taken from every
       bank). The published bank size is 2,560,000 B smaller than that build's: tt-metal's
-      profiler region of a Tracy build (wh_hal.cpp), an inference, not modelled. Under the
-      earlier setup (4,096 blocks of 32, today's build) the verdict is the same.
+      profiler region of a Tracy build (wh_hal.cpp), an inference, not modelled. It agreed
+      for an hour: the first lowering kept each cross-attention block's input alive (8
+      leaked tensors, 235 MB a chip); an independent review against the sources found it,
+      and with the leak fixed the case misses (below). Under the earlier setup (4,096
+      blocks of 32, today's build) it misses too.
   T8  tenstorrent/vllm PR #302: Qwen3-8B N150, vLLM, 131,072 tokens of KV cache: DRAM
       out of memory; 32,768 fits
   F1  tenstorrent/tt-metal models/tt_transformers/PERF.md: Llama-3.2-1B, 3B, Llama-3.1-8B
@@ -190,6 +193,12 @@ MISSES: dict[str, str] = {
                 "powers of two below the table's 64k",
     "P13-n150": _CACHE.format("4.8 GB of weights and 9.7 GB of cache") + "; on its own cache 32k, two powers "
                 "of two above the older table's 8k",
+    "T4": "fits by 1.2 %: tileplan's plan of this configuration peaks at 1,036,436,704 B of DRAM a bank of "
+          "1,048,741,792 (of the published 1,046,181,792: 0.9 %); the run needed about 10 MB a bank that tileplan "
+          "does not allocate, not identified (vLLM's lookahead slots under num_scheduler_steps 10 would add 3 blocks, "
+          "0.7 MB a bank); the buffer that failed, w3's bf16 "
+          "output of the whole 8,192-token prompt, is the one tileplan plans there (117,440,512 B in 12 banks of "
+          "9,787,392 B)",
     "P14": "a 128k-position cache does not fit on an N150 beside Mistral-7B's or Qwen3-8B's weights (9.1 and 10.3 "
            "GB of cache); the published runs were at 32k (Qwen3-8B: T8, its engineering notes)",
 }

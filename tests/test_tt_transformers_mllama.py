@@ -52,7 +52,7 @@ def test_model_args_read_the_vision_tower_and_the_fusion_schedule() -> None:
     cross-attention ones; the blocks before layers 3, 7, ..., 31."""
     a = model_args(config(MLLAMA), device("n300"))
     v = a.vision
-    assert v is not None and a.family == "mllama" and a.n_layers == 32
+    assert v is not None and a.family == "mllama" and a.n_layers == 32 and a.cross_attention_layers == 8
     assert (v.chunk_tokens, v.max_mm_seq, v.vision_tokens, v.padded_head_dim, v.aspect_ratios, v.patch_features) == \
         (1601, 1632, 6528, 96, 8, 608)
     assert a.cross_schedule == (3, 7, 11, 15, 19, 23, 27, 31) == fusion_schedule(32, 8)
@@ -107,6 +107,25 @@ def test_the_published_buffer_of_tt_metal_31076_is_w3s_output() -> None:
     p = planned("n300", o)
     sizes = {b.bytes for b in p.buffers if b.name.endswith("feed_forward.w3") and b.use.name == "ACTIVATION"}
     assert sizes == {117_440_512}
+
+
+def test_lifetimes_follow_pythons_references() -> None:
+    """Each cross-attention block's input goes when the text model rebinds `h` (no
+    decoder output outlives the next layer); the encoder's x (block 0's input) lives until
+    the local transformer returns; forward_prefill's Q, its discarded `_` half, K and V
+    live until it returns (after wo)."""
+    p = planned("n300")
+    names = [o.name for o in p.program.ops]
+    by_name = {b.name: b for b in p.buffers}
+    for j, i in enumerate((2, 6, 10, 14, 18, 22, 26, 30)):
+        out = by_name[f"layers.{i}.add_mlp"]
+        assert out.last_op == names.index(f"text_model.cross_attention_layers.{j}.add_mlp")
+    block0_in = by_name["vision_model.vision_encoder.pad.tilize"]
+    assert block0_in.last_op == names.index("vision_model.vision_encoder.transformer.resblocks.31.add_mlp")
+    att = "text_model.cross_attention_layers.0.attention."
+    wo = names.index(att + "wo")
+    for name in (att + "q_norm", att + "k_norm", att + "q_heads.2"):
+        assert by_name[name].last_op is not None and by_name[name].last_op > wo, name
 
 
 def test_refusals_are_one_line() -> None:

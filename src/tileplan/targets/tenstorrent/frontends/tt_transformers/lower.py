@@ -113,5 +113,5 @@ def _mllama(args: ModelArgs, options: TtTransformersOptions, device: Device, pre
                          f"hint: kv_cache >= {seq}")
     e = Emit(f"{args.name} prefill {seq} on {args.device_name}")
     weights = upload_mllama_weights(e, args, options, precision, grid, device.dram_banks)
-    outputs = MllamaPrefill(e, args, options, precision, weights, seq, factory).run()
+    outputs = MllamaPrefill(e, args, options, precision, weights, seq, factory, grid).run()
     return e.build(outputs)

@@ -15,7 +15,8 @@ docs/notes/MLLAMA.md and MLLAMA-VISION.md).
   (`num_vision_tokens`), the cross-attention keys of every text layer.
 - The aspect ratios an image of `max_num_tiles` tiles may take (h x w <= 4: 8 of them),
   one gated positional embedding and two tile embeddings each.
-- The fusion schedule: the 8 cross-attention blocks run before text layers
+- The fusion schedule: the cross-attention blocks (text_config's `cross_attention_layers`,
+  8 in the 11B: ModelArgs' `vision_num_cross_attention_layers`) run before text layers
   [3, 7, ..., 31] (`llama_layers[::-1][::k][:8][::-1]`, k = ceil(32 / 8)), HF's layers
   3, 8, ..., 38.
 

@@ -84,6 +84,7 @@ from tileplan.targets.tenstorrent.memory import (
 from tileplan.targets.tenstorrent.ops.base import ComputeConfig, MathFidelity, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_all_gather import AllGatherAttrs, AllGatherFactory
+from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs, Topology
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, PadAttrs, ReshapeAttrs
 from tileplan.targets.tenstorrent.ops.tt_fast_reduce_nc import ReduceNcAttrs
 from tileplan.targets.tenstorrent.ops.tt_heads import CreateHeadsAttrs
@@ -115,8 +116,9 @@ class MllamaPrefill(Prefill):
     """The lowering of one Llama-3.2-Vision prefill (see the module docstring)."""
 
     def __init__(self, e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision, w: MllamaWeights,
-                 seq: int, all_gather: AllGatherFactory | None) -> None:
+                 seq: int, all_gather: AllGatherFactory | None, grid: tuple[int, int]) -> None:
         super().__init__(e, a, o, p, w, seq)
+        self.grid = grid  # compute_with_storage_grid_size (the cross attention's SDPA grid)
         assert a.vision is not None
         self.v: VisionArgs = a.vision
         self.mw = w
@@ -150,18 +152,23 @@ class MllamaPrefill(Prefill):
         """ttnn.all_gather(x, dim=3, num_links=1, topology=Linear) on a mesh."""
         assert self.factory is not None
         return self.e.one(OpKind.ALL_GATHER, name, (x,), DRAM,
-                          AllGatherAttrs(self.a.ccl(3), self.factory, self.a.arch))
+                          AllGatherAttrs(self.linear_ccl(3), self.factory, self.a.arch))
 
-    def all_reduce_vision(self, x: int, name: str) -> int:
-        """llama_image_attention.py / llama_image_mlp.py on a mesh: all_gather_async on dim 1,
-        then fast_reduce_nc over it (the full-width sum on every chip); one chip: x."""
+    def linear_ccl(self, dim: int) -> CclAttrs:
+        """The vision tower's and the LM head's collectives pass topology=Linear (on a T3K too)."""
+        return CclAttrs(dim, self.a.num_devices, Topology.LINEAR)
+
+    def all_reduce_vision(self, x: int, name: str) -> tuple[int, tuple[int, ...]]:
+        """llama_image_attention.py / llama_image_mlp.py on a mesh: all_gather_async on dim 1
+        (topology Linear), then fast_reduce_nc over it (the full-width sum on every chip);
+        one chip: x. Returns the sum and the tensors the caller's locals still hold (x
+        and the gathered tensor), for the caller to free when its function returns."""
         if not self.multichip:
-            return x
+            return x, ()
         e = self.e
-        gathered = e.one(OpKind.ALL_GATHER_ASYNC, name + ".all_gather", (x,), DRAM, self.a.ccl(1))
+        gathered = e.one(OpKind.ALL_GATHER_ASYNC, name + ".all_gather", (x,), DRAM, self.linear_ccl(1))
         reduced = e.one(OpKind.FAST_REDUCE_NC, name + ".fast_reduce_nc", (gathered,), DRAM, ReduceNcAttrs(1))
-        e.free(x, gathered)
-        return reduced
+        return reduced, (x, gathered)
 
     # -- the program ----------------------------------------------------------------------
     def run(self) -> tuple[int, ...]:
@@ -174,7 +181,9 @@ class MllamaPrefill(Prefill):
         for i, layer in enumerate(w.layers):
             e.layer = i
             if i in w.cross:
-                x = self.cross_block(x, w.cross[i], i, vision_tokens, masks, cross_table)
+                h = self.cross_block(x, w.cross[i], i, vision_tokens, masks, cross_table)
+                e.free(x)  # `h = xattn_layer(h, ...)`: the block's input goes
+                x = h
             x = self.decoder(x, layer, i, rot)
         e.layer = None
         logits = self.lm_head_mllama(x)
@@ -182,8 +191,10 @@ class MllamaPrefill(Prefill):
         return (logits,)
 
     def inputs(self) -> tuple[tuple[int, int, int], int, tuple[int, int], tuple[int, ...]]:
-        """prepare_inputs_prefill's uploads in its order: (xattn mask, 1NSH mask, 11SD
-        mask), the embedded prompt, (cos, sin), the page tables (vLLM)."""
+        """prepare_inputs_prefill's uploads in its order (@051626f): the xattn mask, the 1NSH
+        mask, the 11SD mask, the cross page table (vLLM), the embedded prompt, cos, sin, the
+        page table (vLLM). Returns the masks, the prompt, (cos, sin) and (page table,
+        cross page table)."""
         e, a, s, v = self.e, self.a, self.seq, self.v
         ndev = a.num_devices
 
@@ -197,15 +208,16 @@ class MllamaPrefill(Prefill):
 
         xattn = tilized_bfp4("xattn_mask", (1, 1, s, v.vision_tokens))
         mask_1nsh = tilized_bfp4("full_text_mask_expand_1NSH", (1, a.n_heads // ndev, s, a.head_dim))
+        mask_11sd = self.host("full_text_mask_expand_11SD", tile((1, 1, s, a.dim // ndev), BFP4))
+        block = self.o.page_block_size
+        cross_table = self.host("cross_page_table", row_major((1, -(-v.vision_tokens // block)), DataType.INT32)) \
+            if self.o.vllm else None
         h = self.host("h", tile((1, 1, s, a.dim // ndev), BF16))
         cos = self.host("rot_mats.cos", tile((1, 1, s, a.head_dim), BF16))
         sin = self.host("rot_mats.sin", tile((1, 1, s, a.head_dim), BF16))
-        mask_11sd = self.host("full_text_mask_expand_11SD", tile((1, 1, s, a.dim // ndev), BFP4))
         tables: tuple[int, ...] = ()
-        if self.o.vllm:
-            block = self.o.page_block_size
-            tables = (self.host("page_table", row_major((1, -(-s // block)), DataType.INT32)),
-                      self.host("cross_page_table", row_major((1, -(-v.vision_tokens // block)), DataType.INT32)))
+        if cross_table is not None:
+            tables = (self.host("page_table", row_major((1, -(-s // block)), DataType.INT32)), cross_table)
         return (xattn, mask_1nsh, mask_11sd), h, (cos, sin), tables
 
     # -- the vision encoder ---------------------------------------------------------------
@@ -230,23 +242,29 @@ class MllamaPrefill(Prefill):
         mask = self.host(pre + "attn_mask", tile((1, 1, v.vision_tokens, v.vision_tokens), BF16))
         x = e.view(x, (1, 1, v.vision_tokens, v.dim), pre + "x_flat")
         kept: list[int] = []
+        first = x  # the encoder's own x: alive until the transformer returns
         for i, block in enumerate(w.local):
             if i in RETURN_INTERMEDIATE:
                 kept.append(x)
             out = self.image_block(x, block, mask, f"{pre}transformer.resblocks.{i}.")
-            if i not in RETURN_INTERMEDIATE:
+            if i not in RETURN_INTERMEDIATE and x != first:
                 e.free(x)
             x = out
+        if first not in kept:
+            e.free(first)
         e.module = pre + "ln_post"
         normed = self.layer_norm(x, w.ln_post, pre + "ln_post")
         e.free(x)
         x = e.view(normed, (1, tiles, mm, v.dim), pre + "ln_post_tiles")
         x = self.tile_embedding(x, w.post_tile, mm, pre + "post_tile_pos_embed")
         x = e.view(x, (1, 1, v.vision_tokens, v.dim), pre + "global_in")
+        first = x
         for i, block in enumerate(w.global_):
             out = self.image_block(x, block, mask, f"{pre}global_transformer.resblocks.{i}.")
-            e.free(x)
+            if x != first:
+                e.free(x)
             x = out
+        e.free(first)
         e.module = pre[:-1]
         final = (1, tiles, v.chunk_tokens, v.dim)
         sl = SliceAttrs((0, 0, 0, 0), final)
@@ -285,11 +303,10 @@ class MllamaPrefill(Prefill):
         cls4 = e.one(OpKind.CONCAT, name + ".repeat", (self.mw.vision.class_embedding,) * v.max_num_tiles,
                      DRAM, ConcatAttrs(1))
         x_rm = e.one(OpKind.TO_LAYOUT, name + ".untilize", (x,), DRAM)
-        e.free(x)
         cat = e.one(OpKind.CONCAT, name + ".concat", (cls4, x_rm), DRAM, ConcatAttrs(2))
         e.free(cls4, x_rm)
         out = e.one(OpKind.TILIZE, name + ".tilize", (cat,), DRAM)
-        e.free(cat)
+        e.free(cat, x)
         return out
 
     def positional_embedding(self, x: int, name: str) -> int:
@@ -302,13 +319,12 @@ class MllamaPrefill(Prefill):
         repeated = e.one(OpKind.CONCAT, name + ".repeat", (gated,) * v.max_num_tiles, DRAM, ConcatAttrs(0))
         e.free(gated)
         added = self.binary(OpKind.ADD, name + ".add", flat, repeated)
-        e.free(repeated, flat)
         added4 = e.view(added, (1, v.max_num_tiles, v.chunk_tokens, v.dim), name + ".added")
         ar = e.one(OpKind.SLICE, name + ".gated_embedding", (w.gated_positional_embedding,), DRAM,
                    SliceAttrs((ASPECT_RATIO_INDEX, 0, 0, 0),
                               (ASPECT_RATIO_INDEX + 1, v.max_num_tiles, v.chunk_tokens, v.dim)))
         out = self.binary(OpKind.ADD, name + ".add_gated", added4, ar)
-        e.free(added4, ar)
+        e.free(added4, ar, repeated, flat)  # the function's locals and the caller's x
         return out
 
     def pad_tiles(self, x: int, name: str) -> int:
@@ -349,7 +365,9 @@ class MllamaPrefill(Prefill):
         out = self.linear(pre + "attn.wo", cat_tiles, b.wo, mm, 3 * width // ndev, v.dim, False)
         out = e.view(out, (1, 1, s, v.dim), pre + "attn.out")
         e.free(cat)
-        attn_out = self.all_reduce_vision(out, pre + "attn")
+        attn_out, held = self.all_reduce_vision(out, pre + "attn")
+        if held:  # the attention returns: its locals go
+            e.free(*held)
         e.free(h1)
         e.module = pre[:-1]
         if b.gate_attn is not None:
@@ -361,9 +379,9 @@ class MllamaPrefill(Prefill):
         fc = self.linear(pre + "mlp.c_fc", h2_tiles, b.c_fc, mm, v.dim, v.hidden_dim // ndev, False, b.c_fc_bias)
         proj = self.linear(pre + "mlp.c_proj", fc, b.c_proj, mm, v.hidden_dim // ndev, v.dim, False)
         proj = e.view(proj, (1, 1, s, v.dim), pre + "mlp.c_proj_flat")
-        reduced = self.all_reduce_vision(proj, pre + "mlp")
+        reduced, held = self.all_reduce_vision(proj, pre + "mlp")
         mlp_out = self.binary(OpKind.ADD, pre + "mlp.bias", reduced, b.c_proj_bias)
-        e.free(fc, reduced)
+        e.free(fc, reduced, *held)
         e.free(h2)
         e.module = pre[:-1]
         if b.gate_ffn is not None:
@@ -442,12 +460,12 @@ class MllamaPrefill(Prefill):
         if s > MAX_MM_SEQ_LEN:
             xq = e.view(xq, (1, 1, s, heads_w), att + "xq")
         e.free(x)
-        q = self.heads_of(xq, a.n_local_heads, att + "q_heads")
+        q, underscore = self.heads_of(xq, a.n_local_heads, att + "q_heads")
         qn = self.norm(q, b.q_norm, att + "q_norm", a.head_dim)
         e.free(q)
         attn = e.one(OpKind.SDPA, att + "sdpa", (qn, xk, xv, masks[0]), DRAM,
                      SdpaAttrs(is_causal=False, mask=tile((1, 1, s, v.vision_tokens), BFP4),
-                               program_config=SDPAProgramConfig(GRID, CHUNK, CHUNK)), SDPA_COMPUTE)
+                               program_config=SDPAProgramConfig(self.grid, CHUNK, CHUNK)), SDPA_COMPUTE)
         masked = self.binary(OpKind.MULTIPLY, att + "mask_1NSH", attn, masks[1])
         e.free(attn)
         cat = e.one(OpKind.NLP_CONCAT_HEADS, att + "concat_heads", (masked,), DRAM)
@@ -460,17 +478,18 @@ class MllamaPrefill(Prefill):
         e.free(cat)
         if self.multichip:
             out = self.reduce_scatter(out, att + "reduce_scatter")
-        e.free(qn, xk, xv)
+        e.free(qn, xk, xv, underscore)
         return out
 
-    def heads_of(self, x: int, heads: int, name: str) -> int:
-        """nlp_create_qkv_heads(x, x, num_heads=heads, num_kv_heads=heads // 2): Q's heads
-        kept, the K / V halves and x dropped."""
+    def heads_of(self, x: int, heads: int, name: str) -> tuple[int, int]:
+        """`q, _, _ = nlp_create_qkv_heads(x, x, num_heads=heads, num_kv_heads=heads // 2)`:
+        Q's heads and the V half `_` still names (the caller frees it when `_` goes); the
+        K half (`_` rebound) and x (rebound) dropped."""
         e = self.e
         q, k, v = e.op(OpKind.NLP_CREATE_QKV_HEADS, name, (x, x), DRAM, CreateHeadsAttrs(heads, heads // 2),
                        outputs=3)
-        e.free(k, v, x)
-        return q
+        e.free(k, x)
+        return q, v
 
     def xattn_kv(self, b: CrossBlock, att: str, vision_tokens: int, cross_table: int | None) -> tuple[int, int]:
         """compute_xattn_kv_cache: K and V of the vision tokens, written to the cache;
@@ -485,9 +504,12 @@ class MllamaPrefill(Prefill):
         xk = e.view(xk, (1, 1, s, kv_w), att + "xk")
         xv = e.view(xv, (1, 1, s, kv_w), att + "xv")
         nkv = a.n_local_kv_heads
+        underscore: tuple[int, ...] = ()
         if nkv > 1:  # one head: already [1, 1, S, D] (the code's reshape)
-            xk = self.heads_of(xk, nkv, att + "xk_heads")
-            xv = self.heads_of(xv, nkv, att + "xv_heads")
+            xk, v_of_k = self.heads_of(xk, nkv, att + "xk_heads")
+            xv, v_of_v = self.heads_of(xv, nkv, att + "xv_heads")
+            e.free(v_of_k)  # `_` rebound by the second call
+            underscore = (v_of_v,)
         kn = self.norm(xk, b.k_norm, att + "k_norm", a.head_dim)
         e.free(xk)
         xk = kn
@@ -508,6 +530,8 @@ class MllamaPrefill(Prefill):
             for cache, fill, n in fills:
                 e.op(OpKind.FILL_CACHE, att + f"fill_cache_{n}", (cache, fill), DRAM, CacheAttrs(), outputs=0)
             e.free(*(fill for _, fill, _ in fills))
+        if underscore:
+            e.free(*underscore)
         return xk, xv
 
     def xattn_kv_memory(self, seq: int) -> MemoryConfig:
@@ -543,11 +567,11 @@ class MllamaPrefill(Prefill):
                 e.free(out)
                 out = gathered
             parts.append(out)
-        e.free(normed)
         logits = e.one(OpKind.CONCAT, "text_model.concat", tuple(parts), self.dram(), ConcatAttrs(-1)) \
             if len(parts) > 1 else parts[0]
         if len(parts) > 1:
             e.free(*parts)
+        e.free(normed)  # the text model's `h` goes when it returns
         return logits
 
 

@@ -171,8 +171,10 @@ class ModelArgs:
     max_prefill_chunk_size: int
     chunk_from_table: bool
     prefill_len_cutoff: int
-    #: Llama-3.2-Vision's vision tower (None: a text decoder)
+    #: Llama-3.2-Vision's vision tower (None: a text decoder) and its cross-attention
+    #: layers (text_config `cross_attention_layers`: 8 in the 11B)
     vision: VisionArgs | None = None
+    cross_attention_layers: int = 0
 
     @property
     def cross_schedule(self) -> tuple[int, ...]:
@@ -180,7 +182,7 @@ class ModelArgs:
         tower; mllama_args.fusion_schedule)."""
         if self.vision is None:
             return ()
-        return fusion_schedule(self.n_layers, self.vision.global_layers)
+        return fusion_schedule(self.n_layers, self.cross_attention_layers)
 
     @property
     def qkv_size(self) -> int:
@@ -276,7 +278,8 @@ def model_args(config: Mapping[str, Any], device: Device, name: str | None = Non
     dim = _int(cfg, "dim", "hidden_size")
     n_heads = _int(cfg, "n_heads", "num_attention_heads")
     n_kv = _int(cfg, "n_kv_heads", "num_key_value_heads", default=n_heads)
-    n_layers = _int(cfg, "n_layers", "num_hidden_layers") - len(cfg.get("cross_attention_layers") or ())
+    cross_layers = len(cfg.get("cross_attention_layers") or ())
+    n_layers = _int(cfg, "n_layers", "num_hidden_layers") - cross_layers
     vocab = _int(cfg, "vocab_size")
     head_dim = _int(cfg, "head_dim", default=dim // n_heads)
     hidden = _int(cfg, "intermediate_size")
@@ -319,4 +322,5 @@ def model_args(config: Mapping[str, Any], device: Device, name: str | None = Non
         sliding_window=cfg.get("sliding_window") if any(sliding) else None,
         local_rope=cfg.get("rope_local_base_freq") is not None, max_prefill_chunk_size=div1024 * 1024,
         chunk_from_table=from_table, prefill_len_cutoff=cutoff,
-        vision=VisionArgs.from_config(config.get("vision_config")) if family == "mllama" else None)
+        vision=VisionArgs.from_config(config.get("vision_config")) if family == "mllama" else None,
+        cross_attention_layers=cross_layers if family == "mllama" else 0)
