@@ -12,6 +12,7 @@ from tileplan.targets.tenstorrent.memory import (
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import BufferRole, OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_data_movement import PermuteAttrs, TransposeAttrs
 from tileplan.targets.tenstorrent.ops.tt_tm import RepeatAttrs, RepeatInterleaveAttrs, SliceAttrs
 from tileplan.targets.tenstorrent.plan import op_target
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
@@ -39,9 +40,27 @@ def test_slice_of_a_rotary_half_splits_its_tiles_and_holds_two_input_tiles():
     assert p.output_bytes_per_core() == 0  # a DRAM output
 
 
-def test_a_row_major_slice_is_refused_by_name():
-    with pytest.raises(InputError, match="row-major slice is not modelled"):
-        plan(OpKind.SLICE, (spec((1, 64), Layout.ROW_MAJOR),), SliceAttrs((0, 0), (1, 32)))
+def test_a_row_major_slice_sizes_its_cb_by_merged_reads():
+    """slice_program_factory_rm.cpp: [1, 8, 4, 128] bf16 rows of 256 B (32-B aligned), 32
+    rows over 32 cores (1 each, padded to 32: one 4,096-B read of 16 rows, so 2 reads and
+    16 rows a barrier): c_0 = 16 x 2 x 256 = 8,192 B; a strided one is refused by name."""
+    p = plan(OpKind.SLICE, (spec((1, 8, 32, 128), Layout.ROW_MAJOR),), SliceAttrs((0, 0, 0, 0), (1, 8, 4, 128)))
+    assert p.outputs[0].shape == (1, 8, 4, 128) and p.outputs[0].layout is Layout.ROW_MAJOR
+    (program,) = p.programs
+    assert program.cores.cores == 32 and program.cb_bytes == 16 * 2 * 256
+    with pytest.raises(InputError, match="strided row-major slice is not modelled"):
+        plan(OpKind.SLICE, (spec((1, 64), Layout.ROW_MAJOR),), SliceAttrs((0, 0), (1, 32), (1, 2)))
+
+
+def test_a_row_major_hc_transpose_is_a_row_invariant_permute():
+    """transpose.cpp: an interleaved row-major (C, H) transpose is prim::permute {0, 2, 1,
+    3}; permute_rm_program_factory.cpp MultiCoreRowInvariant: c_0 of 2 rows (256 B)."""
+    p = plan(OpKind.TRANSPOSE, (spec((1, 8, 4, 128), Layout.ROW_MAJOR),), TransposeAttrs(1, 2))
+    assert p.outputs[0].shape == (1, 4, 8, 128)
+    (program,) = p.programs
+    assert program.name == "PermuteDeviceOperation::MultiCoreRowInvariant" and program.cb_bytes == 2 * 256
+    with pytest.raises(InputError, match="moves the last dimension"):
+        plan(OpKind.PERMUTE, (spec((1, 8, 4, 128), Layout.ROW_MAJOR),), PermuteAttrs((0, 1, 3, 2)))
 
 
 def test_tile_repeat_runs_one_codegen_program_per_repeated_dim_with_eight_pages():

@@ -134,8 +134,6 @@ def test_refusals_are_one_line() -> None:
     for options, words in (
             (TtTransformersOptions(prefill_chunk=1024, kv_cache=8192, paged=False, vision=True),
              "DecodersPrecision.accuracy"),
-            (TtTransformersOptions(Mode.DECODE, kv_cache=8192, preset=Preset.ACCURACY, paged=False, vision=True),
-             "a decode step of Llama-3.2-Vision"),
             (TtTransformersOptions(prefill_chunk=16384, kv_cache=16384, preset=Preset.ACCURACY, vllm=True,
                                    vision=True), "does not support prompts longer than 8192 tokens on N300"),
             (TtTransformersOptions(prefill_chunk=1024, kv_cache=8192, preset=Preset.ACCURACY, vision=True),
@@ -147,6 +145,30 @@ def test_refusals_are_one_line() -> None:
         build(cfg, DEMO, device("n300", version="2025-10-08"), MLLAMA)
     assert factory_for("2025-10-10") is AllGatherFactory.ASYNC_MINIMAL
     assert factory_for("2026-06-26") is AllGatherFactory.MULTICAST and factory_for("2025-10-09") is None
+
+
+@pytest.mark.parametrize("vllm", [False, True])
+def test_a_decode_step(vllm: bool) -> None:
+    """One decode step for 4 users (llama_vision_model.py prepare_inputs_decode,
+    llama_cross_attention.py forward_decode): the inputs written first, the tilized
+    cross-attention mask [1, 4, 16 -> 32, 6528] bf16 (1,671,168 B), the residual held for
+    the step, 8 cross-attention SDPA decodes over the cross caches (vLLM: through the
+    cross page table) before layers 3, 7, ..., 31 and 32 self-attention ones."""
+    o = TtTransformersOptions(Mode.DECODE, kv_cache=8192, batch=4, preset=Preset.ACCURACY, paged=vllm, vllm=vllm,
+                              vision=True)
+    p = planned("n300", o)
+    assert p.fits
+    names = [op.name for op in p.program.ops]
+    by_name = {b.name: b for b in p.buffers}
+    assert names[:4] == ["h", "xattn_mask.host", "full_text_mask_expand_1NSH.host", "full_text_mask_expand_11SD.host"]
+    assert by_name["xattn_mask"].bytes == 1_671_168
+    sdpa = [n for n, op in zip(names, p.program.ops) if op.kind is OpKind.SDPA_DECODE]
+    assert len(sdpa) == 40 and sum(n.startswith("text_model.cross_attention_layers.") for n in sdpa) == 8
+    assert names.index("text_model.cross_attention_layers.0.attention.sdpa_decode") < names.index(
+        "layers.3.attention.sdpa_decode")
+    cross = next(op for op in p.program.ops if op.name == "text_model.cross_attention_layers.0.attention.sdpa_decode")
+    assert len(cross.inputs) == (5 if vllm else 4)  # q, k, v, the mask (and the cross page table)
+    assert by_name["h.to_residual"].last_op == len(names) - 1  # held by the generator for the whole step
 
 
 def test_the_frontend_runs_the_vision_demos_way() -> None:

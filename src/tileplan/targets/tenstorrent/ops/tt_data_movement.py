@@ -14,7 +14,13 @@ versions, the factories' CBs unchanged since the November 2025 uplift tt-mlir pi
   transpose_wh_program_factory.cpp (TILE: c_0 and c_16 of 2 tiles; ROW_MAJOR: c_0 2 Wt,
   c_16 2 Ht, c_24 Ht x Wt, c_25 Ht tiles), (C, H) transpose_hc_tiled_interleaved (c_0 2
   tiles, a 16 x 16-element padding page when C is not whole tiles), (N, C)
-  transpose_cn_program_factory.cpp (c_0 2 pages); any other pair is a permute.
+  transpose_cn_program_factory.cpp (c_0 2 pages); any other pair is a permute, and so
+  is (C, H) of an interleaved row-major tensor (transpose.cpp `transpose_`:
+  `prim_permute(a, {0, 2, 1, 3})` when `interleaved_rm`).
+- permute of a row-major tensor keeping its last dimension (permute/device/
+  permute_rm_program_factory.cpp `MultiCoreRowInvariant::create`): the rows split over the
+  grid (`split_work_to_cores`), c_0 of 2 pages of one row rounded up to the buffer's
+  alignment (`detail::page_size`); other row-major permutes are not modelled.
 - permute (permute/device/permute_tiled_program_factory.cpp, selected by
   `PermuteDeviceOperation::select_program_factory`): both tile dimensions kept (or
   swapped) `MultiCoreTileInvariant` c_0 2 tiles (+ c_16 2 when swapped); one kept
@@ -45,7 +51,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tileplan.targets.tenstorrent.memory import TensorSpec
+from tileplan.targets.tenstorrent.memory import CoreRangeSet, TensorSpec
 from tileplan.targets.tenstorrent.ops.base import (
     OpPlan,
     OpRequest,
@@ -54,6 +60,7 @@ from tileplan.targets.tenstorrent.ops.base import (
     cbuf,
     output_buffers,
     require,
+    split_work,
 )
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.tiles import TILE, Layout, padded_height_width, round_up
@@ -264,6 +271,8 @@ def plan_transpose(kind: OpKind, req: OpRequest, attrs: TransposeAttrs) -> OpPla
     if a == b:
         return OpPlan(op, (), (out,), ())
     pair = (a + 4 - rank, b + 4 - rank)
+    if pair == (1, 2) and x.layout is Layout.ROW_MAJOR and rank == 4:
+        return plan_permute(OpKind.PERMUTE, req, PermuteAttrs((0, 2, 1, 3)))
     if rank > 4 or pair not in ((2, 3), (1, 2), (0, 1)):
         perm = list(range(rank))
         perm[a], perm[b] = perm[b], perm[a]
@@ -280,8 +289,18 @@ def plan_permute(kind: OpKind, req: OpRequest, attrs: PermuteAttrs) -> OpPlan:
     dims = tuple(_normalise(d, rank, op) for d in attrs.dims)
     require(sorted(dims) == list(range(rank)), op, f"{attrs.dims} is not a permutation")
     _interleaved(op, x)
-    require(x.layout is Layout.TILE, op, "a row-major permute is not modelled")
     out = TensorSpec(tuple(x.shape[d] for d in dims), x.dtype, x.layout, req.out.memory())
+    if x.layout is Layout.ROW_MAJOR:
+        require(dims[-1] == rank - 1, op, "a row-major permute that moves the last dimension is not modelled "
+                "(permute_rm_program_factory.cpp MultiCoreBlockedGeneric)")
+        rows = math.prod(x.shape[:-1])
+        used, _ = split_work(rows, req.target.num_cores)
+        cores = CoreRangeSet.from_count(max(used, 1), *req.target.grid)
+        page = round_up(x.shape[-1] * x.dtype.element_bytes, req.target.alignment(x.memory.buffer_type))
+        program = Program("PermuteDeviceOperation::MultiCoreRowInvariant",
+                          SOURCE_DIR + "permute/device/permute_rm_program_factory.cpp", cores,
+                          (cbuf(0, "src0", 2, page, cores),))
+        return OpPlan(op, (program,), (out,), output_buffers((out,), req.target, 0))
     grid = req.target.grid_range()
     t = x.dtype.tile_bytes
     face_row = FACE * x.dtype.element_bytes

@@ -4,8 +4,15 @@ ttnn.repeat and ttnn.to_memory_config (the optimizer's reshards and L1 spills).
 - slice, TILE (ttnn/cpp/ttnn/operations/data_movement/slice/device/
   slice_program_factory_tile.cpp `SliceTileProgramFactory::create_descriptor`): the
   output's tiles split over the grid (`split_work_to_cores`), one CB c_0 of two input
-  tiles on the cores that work. A row-major slice (slice_program_factory_rm.cpp, its CB
-  sized by `merge_num_sticks_to_read`) is not modelled: the rule refuses it by name.
+  tiles on the cores that work.
+- slice, row-major, contiguous (slice_program_factory_rm.cpp @04d7c1a5
+  `SliceRmProgramFactory::create_descriptor`, `compute_cb_size`): the output's rows
+  ("sticks") split over the grid; one CB c_0 of `num_read_per_barrier x 2` pages on the
+  cores that work, a page one output row rounded up to the larger of the input's and
+  the output's alignments (doubled when the first column read is not aligned);
+  `num_read_per_barrier` = the busiest core's rows rounded up to 32, divided by
+  `merge_num_sticks_to_read`'s reads (tt_metal/common/work_split.cpp: the fewest reads of
+  at most 4,096 B dividing the rows' bytes).
 - repeat, TILE with whole-tile heights and widths (ttnn/cpp/ttnn/operations/
   data_movement/repeat/repeat.cpp `ttnn::repeat`, `repeat_dim_tile`; codegen/
   repeat_codegen_program_factory.cpp): one program per repeated dimension, innermost
@@ -99,8 +106,11 @@ def plan_slice(kind: OpKind, req: OpRequest, attrs: SliceAttrs) -> OpPlan:
     require(len(attrs.begins) == rank == len(attrs.ends), op, f"begins and ends for each of {rank} dimensions")
     steps = attrs.steps or (1,) * rank
     require(all(s >= 1 for s in steps), op, "steps are >= 1")
-    require(x.layout is Layout.TILE, op, "a row-major slice is not modelled (slice_program_factory_rm.cpp)")
     require(not x.memory.layout.sharded and not req.out.sharded, op, "sharded slices are not modelled")
+    if x.layout is Layout.ROW_MAJOR:
+        require(all(s == 1 for s in steps), op, "a strided row-major slice is not modelled "
+                "(slice_program_factory_rm_stride.cpp)")
+        return _slice_row_major(op, x, attrs, req)
     shape = tuple(max(0, math.ceil((min(e, d) - b) / s))
                   for b, e, s, d in zip(attrs.begins, attrs.ends, steps, x.shape))
     require(all(d >= 1 for d in shape), op, f"the slice {attrs.begins}:{attrs.ends} of {list(x.shape)} is empty")
@@ -111,6 +121,46 @@ def plan_slice(kind: OpKind, req: OpRequest, attrs: SliceAttrs) -> OpPlan:
     program = Program("SliceTileProgramFactory", SLICE_SOURCE, cores,
                       (cbuf(0, "src0", 2, x.dtype.tile_bytes, cores),))
     return OpPlan(op, (program,), (out,), output_buffers((out,), req.target, 0))
+
+
+#: slice_program_factory_rm.cpp MAX_READ_SIZE
+RM_SLICE_MAX_READ = 4096
+
+
+def merge_num_sticks_to_read(sticks: int, stick_bytes: int, max_read: int) -> int:
+    """work_split.cpp: the reads of the largest size (a multiple of the stick, at most
+    `max_read`) that divides the sticks' bytes."""
+    total = sticks * stick_bytes
+    reads = sticks
+    size = stick_bytes
+    while size <= max_read:
+        if total % size == 0:
+            reads = total // size
+        size += stick_bytes
+    return reads
+
+
+def _slice_row_major(op: str, x: TensorSpec, attrs: SliceAttrs, req: OpRequest) -> OpPlan:
+    """SliceRmProgramFactory (see the module docstring)."""
+    shape = tuple(min(e, d) - b for b, e, d in zip(attrs.begins, attrs.ends, x.shape))
+    require(all(d >= 1 for d in shape), op, f"the slice {attrs.begins}:{attrs.ends} of {list(x.shape)} is empty")
+    out = TensorSpec(shape, req.out.dtype or x.dtype, Layout.ROW_MAJOR, req.out.memory())
+    target = req.target
+    sticks = math.prod(shape[:-1])
+    used, per_core = split_work(sticks, target.num_cores)
+    cores = CoreRangeSet.from_count(max(used, 1), *target.grid)
+    src_align = target.alignment(x.memory.buffer_type)
+    single = max(src_align, target.alignment(out.memory.buffer_type))
+    elem = x.dtype.element_bytes
+    row = shape[-1] * elem
+    misaligned = (attrs.begins[-1] * elem) % src_align != 0
+    page = -(-row // (2 * single if misaligned else single)) * (2 * single if misaligned else single)
+    stride = -(-row // single) * single
+    padded = -(-per_core // TILE) * TILE
+    per_barrier = padded // merge_num_sticks_to_read(padded, stride, RM_SLICE_MAX_READ)
+    program = Program("SliceRmProgramFactory", DM_DIR + "slice/device/slice_program_factory_rm.cpp", cores,
+                      (cbuf(0, "src0", per_barrier * 2, page, cores),))
+    return OpPlan(op, (program,), (out,), output_buffers((out,), target, 0))
 
 
 def plan_repeat(kind: OpKind, req: OpRequest, attrs: RepeatAttrs) -> OpPlan:

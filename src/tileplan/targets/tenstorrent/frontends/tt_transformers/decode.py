@@ -44,6 +44,7 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.precision import (
     DecodersPrecision,
     Fidelity,
 )
+from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_weights import MllamaWeights
 from tileplan.targets.tenstorrent.frontends.tt_transformers.weights import Layer, Weights, row_major
 from tileplan.targets.tenstorrent.memory import L1_INTERLEAVED, BufferType, MemoryConfig, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
@@ -71,8 +72,8 @@ AG_MATMUL_OFFSET = (0, 4)
 class Decode:
     """The lowering of one decode step (see the module docstring)."""
 
-    def __init__(self, e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision, w: Weights,
-                 grid: tuple[int, int]) -> None:
+    def __init__(self, e: Emit, a: ModelArgs, o: TtTransformersOptions, p: DecodersPrecision,
+                 w: Weights | MllamaWeights, grid: tuple[int, int]) -> None:
         self.e, self.a, self.o, self.p, self.w, self.grid = e, a, o, p, w, grid
         self.c = Configs(a, o.batch)
         self.multichip = a.num_devices > 1
@@ -107,6 +108,7 @@ class Decode:
 
     def run(self) -> tuple[int, ...]:
         e, a, o = self.e, self.a, self.o
+        assert isinstance(self.w, Weights)
         e.module, e.layer = "inputs", None
         tokens = e.upload("tokens", row_major((1, TILE), DataType.UINT32), Role.INPUT)
         self.positions = e.upload("current_pos", self.positions_spec, Role.INPUT)
@@ -280,17 +282,18 @@ class Decode:
         return sharded(MemoryLayout.HEIGHT_SHARDED, (padded, self.a.head_dim),
                        CoreRangeSet.from_count(self.o.batch, *self.grid, row_wise=True))
 
-    def mlp(self, x: int, i: int) -> int:
-        """mlp.py decode."""
+    def mlp(self, x: int, i: int, weights: tuple[int, int, int] | None = None, prefix: str | None = None) -> int:
+        """mlp.py decode (decoder i's precisions; `weights`: w1, w2, w3 other than layer
+        i's, a Llama-3.2-Vision cross-attention block's, named by `prefix`)."""
         e, c, prec = self.e, self.c, self.p.layer(i)
-        pre = f"layers.{i}.feed_forward."
+        pre = prefix or f"layers.{i}.feed_forward."
         e.module = pre[:-1]
-        layer = self.w.layers[i]
+        w1_w, w2_w, w3_w = weights or (self.w.layers[i].w1, self.w.layers[i].w2, self.w.layers[i].w3)
         act = prec.activation
         out13 = OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED, dtype=act or DataType.BFLOAT16)
-        w1 = e.one(OpKind.LINEAR, pre + "w1", (x, layer.w1), out13, MatmulAttrs(c.w1_w3_decode()),
+        w1 = e.one(OpKind.LINEAR, pre + "w1", (x, w1_w), out13, MatmulAttrs(c.w1_w3_decode()),
                    prec.li_ff1_ff3.compute)
-        w3 = e.one(OpKind.LINEAR, pre + "w3", (x, layer.w3), out13, MatmulAttrs(c.w1_w3_decode()),
+        w3 = e.one(OpKind.LINEAR, pre + "w3", (x, w3_w), out13, MatmulAttrs(c.w1_w3_decode()),
                    prec.li_ff1_ff3.compute)
         e.free(x)
         w2_in = e.one(OpKind.MULTIPLY, pre + "mul", (w1, w3),
@@ -300,7 +303,7 @@ class Decode:
         w2_sharded = self.to(w2_in, c.mlp2_input(), pre + "w2_input")
         if w2_sharded != w2_in:
             e.free(w2_in)
-        w2 = e.one(OpKind.LINEAR, pre + "w2", (w2_sharded, layer.w2),
+        w2 = e.one(OpKind.LINEAR, pre + "w2", (w2_sharded, w2_w),
                    OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED, dtype=act or DataType.BFLOAT16),
                    MatmulAttrs(c.w2_decode()), prec.li_ff2.compute)
         e.free(w2_sharded)
@@ -316,6 +319,7 @@ class Decode:
 
     def lm_head(self, x: int) -> tuple[int, ...]:
         e, a = self.e, self.a
+        assert isinstance(self.w, Weights)
         e.module = "norm"
         normed = self.norm(x, self.w.norm, self.c.lm_head_input(), "norm")
         e.free(x)

@@ -24,6 +24,7 @@ from typing import Any
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.device import Device
 from tileplan.targets.tenstorrent.frontends.tt_transformers.emit import Emit
+from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_decode import MllamaDecode
 from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_prefill import MllamaPrefill
 from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_weights import upload_mllama_weights
 from tileplan.targets.tenstorrent.frontends.tt_transformers.model_args import ModelArgs, model_args
@@ -39,6 +40,8 @@ from tileplan.targets.tenstorrent.program import TtProgram
 FABRIC_MUX_SINCE = "2025-07-17"
 #: generator_vllm.py: the longest prompt vLLM takes for Llama-3.2-11B-Vision on an N300
 VLLM_N300_MAX_PROMPT = 8192
+#: the users one decode step of Llama-3.2-Vision is modelled for (its masks: one tile of rows)
+MLLAMA_MAX_DECODE_BATCH = 32
 
 
 def prefill_length(args: ModelArgs, options: TtTransformersOptions) -> int:
@@ -85,7 +88,7 @@ def _mllama(args: ModelArgs, options: TtTransformersOptions, device: Device, pre
     precision preset than tt-transformers' (ModelArgs' default, accuracy: the vision demo
     passes no optimizations and vLLM asserts 'Custom optimizations are not supported for
     this model'); paged caches without vLLM (the text model's paged caches come from
-    vLLM); a decode step (not modelled yet); on a mesh, a build without ttnn.all_gather
+    vLLM); on a mesh, a build without ttnn.all_gather
     (before tt-metal PR #30414); on an N300 under vLLM, a prompt over 8,192 tokens
     (generator_vllm.py MllamaMultiModalProcessor: 'TT-LLama11B-Vision does not support
     prompts longer than 8192 tokens on N300')."""
@@ -96,14 +99,18 @@ def _mllama(args: ModelArgs, options: TtTransformersOptions, device: Device, pre
     if options.paged and not options.vllm:
         raise InputError(f"{args.name}: the vision demo's caches are not paged (create_multimodal_model "
                          "use_paged_kv_cache=False); paged caches come from vLLM; hint: vllm, or paged off")
-    if options.mode is not Mode.PREFILL:
-        raise InputError(f"{args.name}: a decode step of Llama-3.2-Vision (llama_cross_attention.py forward_decode "
-                         "over the cross-attention caches) is not modelled yet; hint: plan its prefill "
-                         "(--prefill-chunk N: the whole prompt, Mllama's prefill is not chunked)")
     factory = factory_for(device.version)
     if device.chips > 1 and factory is None:
         raise InputError(f"tt-metal build {device.version} on {device.machine}: Llama-3.2-Vision's ttnn.all_gather "
                          f"before PR #30414 ({ASYNC_MINIMAL_SINCE}) is not modelled; hint: a later --tt-version")
+    if options.mode is Mode.DECODE:
+        if options.batch > MLLAMA_MAX_DECODE_BATCH:
+            raise InputError(f"batch {options.batch}: Llama-3.2-Vision's decode is modelled for at most "
+                             f"{MLLAMA_MAX_DECODE_BATCH} users (one tile of rows)")
+        e = Emit(f"{args.name} decode batch {options.batch} kv {options.kv_cache} on {args.device_name}")
+        weights = upload_mllama_weights(e, args, options, precision, grid, device.dram_banks)
+        outputs = MllamaDecode(e, args, options, precision, weights, grid, factory).run()
+        return e.build(outputs)
     seq = prefill_length(args, options)
     if options.vllm and args.device_name == "N300" and seq > VLLM_N300_MAX_PROMPT:
         raise InputError(f"TT-LLama11B-Vision does not support prompts longer than {VLLM_N300_MAX_PROMPT} tokens on "

@@ -123,6 +123,8 @@ class MllamaWeights:
     """Every persistent tensor of one chip."""
 
     vision: VisionWeights
+    cos: int
+    sin: int
     trans_decode: int
     trans_prefill: int
     layers: list[Layer]
@@ -145,7 +147,7 @@ def upload_mllama_weights(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: De
     splits = LM_HEAD_TOTAL_SPLITS // a.num_devices
     lm = [e.upload(f"text_model.output.weight{i}", tile((a.dim, a.vocab_size // LM_HEAD_TOTAL_SPLITS), BFP8))
           for i in range(splits)]
-    _, _, trans_decode, trans_prefill = rotary_setup(e, a, o, grid)
+    cos, sin, trans_decode, trans_prefill = rotary_setup(e, a, o, grid)
     layers: list[Layer] = []
     cross: dict[int, CrossBlock] = {}
     schedule = a.cross_schedule
@@ -158,7 +160,7 @@ def upload_mllama_weights(e: Emit, a: ModelArgs, o: TtTransformersOptions, p: De
         _vllm_caches(e, a, o, layers, cross)
     else:
         _cross_caches(e, a, o, cross)
-    return MllamaWeights(vision, trans_decode, trans_prefill, layers, cross, final_norm, lm, sems)
+    return MllamaWeights(vision, cos, sin, trans_decode, trans_prefill, layers, cross, final_norm, lm, sems)
 
 
 def _vision(e: Emit, a: ModelArgs, v: VisionArgs) -> VisionWeights:
