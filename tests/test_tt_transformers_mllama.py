@@ -141,6 +141,9 @@ def test_refusals_are_one_line() -> None:
         with pytest.raises(InputError) as e:
             build(cfg, options, d, MLLAMA)
         assert words in str(e.value) and "\n" not in str(e.value)
+    cfg90 = dict(cfg, _name_or_path="meta-llama/Llama-3.2-90B-Vision-Instruct")
+    with pytest.raises(InputError, match="bfloat8_b"):
+        build(cfg90, DEMO, device("t3k"), None)
     with pytest.raises(InputError, match="before PR #30414"):
         build(cfg, DEMO, device("n300", version="2025-10-08"), MLLAMA)
     assert factory_for("2025-10-10") is AllGatherFactory.ASYNC_MINIMAL

@@ -40,6 +40,8 @@ from tileplan.targets.tenstorrent.program import TtProgram
 FABRIC_MUX_SINCE = "2025-07-17"
 #: generator_vllm.py: the longest prompt vLLM takes for Llama-3.2-11B-Vision on an N300
 VLLM_N300_MAX_PROMPT = 8192
+#: the Llama-3.2-Vision whose vision tower tt-transformers converts to bfloat8_b (not modelled)
+MLLAMA_90B = "Llama-3.2-90B"
 #: the users one decode step of Llama-3.2-Vision is modelled for (its masks: one tile of rows)
 MLLAMA_MAX_DECODE_BATCH = 32
 
@@ -84,7 +86,8 @@ def build(config: Mapping[str, Any], options: TtTransformersOptions, device: Dev
 def _mllama(args: ModelArgs, options: TtTransformersOptions, device: Device, precision: DecodersPrecision,
             grid: tuple[int, int]) -> TtProgram:
     """Llama-3.2-Vision: its weights (mllama_weights.py) and one prefill of the whole
-    padded prompt with one image (mllama_prefill.py). Refused in one line: another
+    padded prompt with one image (mllama_prefill.py) or one decode step (mllama_decode.py).
+    Refused in one line: the 90B (its bfloat8_b vision tower is not modelled); another
     precision preset than tt-transformers' (ModelArgs' default, accuracy: the vision demo
     passes no optimizations and vLLM asserts 'Custom optimizations are not supported for
     this model'); paged caches without vLLM (the text model's paged caches come from
@@ -92,6 +95,11 @@ def _mllama(args: ModelArgs, options: TtTransformersOptions, device: Device, pre
     (before tt-metal PR #30414); on an N300 under vLLM, a prompt over 8,192 tokens
     (generator_vllm.py MllamaMultiModalProcessor: 'TT-LLama11B-Vision does not support
     prompts longer than 8192 tokens on N300')."""
+    if args.base_name == MLLAMA_90B:
+        raise InputError(f"{args.name}: tt-transformers runs Llama-3.2-90B-Vision on a T3K only, its vision tower "
+                         "converted to bfloat8_b (simple_vision_demo.py create_multimodal_model: 'use bfp8 ... or the "
+                         "model won't fit in memory'); that conversion is not modelled yet; planned: "
+                         "Llama-3.2-11B-Vision")
     if options.preset is not Preset.ACCURACY:
         raise InputError(f"{args.name}: tt-transformers runs Llama-3.2-Vision with ModelArgs' default precisions "
                          "(DecodersPrecision.accuracy): create_multimodal_model passes no optimizations and vLLM "
