@@ -195,8 +195,9 @@ MISSES: dict[str, str] = {
                 "of two above the older table's 8k",
     "T4": "fits by 1.2 %: tileplan's plan of this configuration peaks at 1,036,436,704 B of DRAM a bank of "
           "1,048,741,792 (of the published 1,046,181,792: 0.9 %); the run needed about 10 MB a bank that tileplan "
-          "does not allocate, not identified (vLLM's lookahead slots under num_scheduler_steps 10 would add 3 blocks, "
-          "0.7 MB a bank); the buffer that failed, w3's bf16 "
+          "does not allocate, not identified (candidates, not verified: the compiled programs' kernel binaries, which "
+          "tt-metal keeps in DRAM for each program in the cache; vLLM's lookahead slots under num_scheduler_steps 10, "
+          "3 blocks, 0.7 MB a bank); the buffer that failed, w3's bf16 "
           "output of the whole 8,192-token prompt, is the one tileplan plans there (117,440,512 B in 12 banks of "
           "9,787,392 B)",
     "P14": "a 128k-position cache does not fit on an N150 beside Mistral-7B's or Qwen3-8B's weights (9.1 and 10.3 "

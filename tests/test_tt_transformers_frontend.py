@@ -209,3 +209,13 @@ def test_a_hub_id_is_read_from_the_local_hugging_face_cache(tmp_path, monkeypatc
     finally:
         sources.locate.cache_clear()
     assert doc == config and name == "meta-llama/Llama-3.2-1B-Instruct"
+
+
+def test_a_model_folder_names_the_default_report_with_its_dots_kept(tmp_path: Path) -> None:
+    """A folder holding config.json names the report as the folder does (its dots are no
+    file extension), the same as the config.json inside it."""
+    from tileplan.cli.plan import target_stem
+    folder = tmp_path / "Llama-3.2-1B-Instruct"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    assert target_stem(str(folder)) == target_stem(str(folder / "config.json")) == "Llama-3.2-1B-Instruct"

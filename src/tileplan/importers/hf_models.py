@@ -376,9 +376,11 @@ def first_line(e: BaseException, limit: int = 300) -> str:
 
 def config_name(path: str, fallback: str) -> str:
     """A configuration's model name when it names none itself: a `config.json`'s
-    folder name (the same from inside the folder as from outside it), any other
-    file's stem."""
+    folder name (the same from inside the folder as from outside it, and for the folder
+    itself: `Llama-3.2-1B-Instruct`, its dots kept), any other file's stem."""
     absolute = os.path.abspath(path)
+    if os.path.isdir(absolute):
+        return display_name(os.path.basename(absolute) or fallback)
     if os.path.basename(absolute) != "config.json":
         return display_name(os.path.splitext(os.path.basename(absolute))[0] or fallback)
     return display_name(os.path.basename(os.path.dirname(absolute)) or fallback)
