@@ -137,7 +137,9 @@ def test_refusals_are_one_line() -> None:
             (TtTransformersOptions(prefill_chunk=16384, kv_cache=16384, preset=Preset.ACCURACY, vllm=True,
                                    vision=True), "does not support prompts longer than 8192 tokens on N300"),
             (TtTransformersOptions(prefill_chunk=1024, kv_cache=8192, preset=Preset.ACCURACY, vision=True),
-             "paged caches come from vLLM")):
+             "vLLM's are (its page tables)"),
+            (TtTransformersOptions(Mode.DECODE, kv_cache=8192, preset=Preset.ACCURACY, paged=False, vllm=True,
+                                   vision=True), "vLLM's are (its page tables)")):
         with pytest.raises(InputError) as e:
             build(cfg, options, d, MLLAMA)
         assert words in str(e.value) and "\n" not in str(e.value)

@@ -104,9 +104,10 @@ def _mllama(args: ModelArgs, options: TtTransformersOptions, device: Device, pre
         raise InputError(f"{args.name}: tt-transformers runs Llama-3.2-Vision with ModelArgs' default precisions "
                          "(DecodersPrecision.accuracy): create_multimodal_model passes no optimizations and vLLM "
                          "asserts 'Custom optimizations are not supported for this model'; hint: precision accuracy")
-    if options.paged and not options.vllm:
+    if options.paged != options.vllm:
         raise InputError(f"{args.name}: the vision demo's caches are not paged (create_multimodal_model "
-                         "use_paged_kv_cache=False); paged caches come from vLLM; hint: vllm, or paged off")
+                         "use_paged_kv_cache=False) and vLLM's are (its page tables); hint: vllm with paged, or "
+                         "neither")
     factory = factory_for(device.version)
     if device.chips > 1 and factory is None:
         raise InputError(f"tt-metal build {device.version} on {device.machine}: Llama-3.2-Vision's ttnn.all_gather "
