@@ -134,24 +134,25 @@ class Decode:
         return self.lm_head(x)
 
     def rot_mats(self, idxs: int, cos: int | None, sin: int | None, name: str) -> tuple[int, int]:
-        """rope.py get_rot_mats: embedding, transpose (1, 2), [slice], interleaved_to_sharded."""
+        """rope.py get_rot_mats (@013eaee): cos and sin step by step side by side (both
+        embeddings, both transposes (1, 2), [both slices], both interleaved_to_sharded),
+        each step's inputs dropped as its outputs rebind them."""
         assert cos is not None and sin is not None
         e, o = self.e, self.o
-        mats = []
-        for table, n in ((cos, "cos"), (sin, "sin")):
-            emb = e.one(OpKind.EMBEDDING, f"{name}.{n}.embedding", (idxs, table), DRAM, EmbeddingAttrs())
-            t = e.one(OpKind.TRANSPOSE, f"{name}.{n}.transpose", (emb,), DRAM, TransposeAttrs(1, 2))
-            e.free(emb)
-            if o.batch % TILE:
-                sliced = e.one(OpKind.SLICE, f"{name}.{n}.slice", (t,), DRAM,
-                               SliceAttrs((0, 0, 0, 0), (1, o.batch, 1, self.a.head_dim)))
-                e.free(t)
-                t = sliced
-            memory = self.c_rot_memory()
-            sharded = e.one(OpKind.INTERLEAVED_TO_SHARDED, f"{name}.{n}", (t,), OutputRequest.of(memory))
-            e.free(t)
-            mats.append(sharded)
-        return mats[0], mats[1]
+        names = ("cos", "sin")
+        cur = [e.one(OpKind.EMBEDDING, f"{name}.{n}.embedding", (idxs, table), DRAM, EmbeddingAttrs())
+               for table, n in ((cos, "cos"), (sin, "sin"))]
+        steps: list[tuple[str, OpKind, object, OutputRequest]] = [
+            ("transpose", OpKind.TRANSPOSE, TransposeAttrs(1, 2), DRAM)]
+        if o.batch % TILE:
+            steps.append(("slice", OpKind.SLICE, SliceAttrs((0, 0, 0, 0), (1, o.batch, 1, self.a.head_dim)), DRAM))
+        steps.append(("", OpKind.INTERLEAVED_TO_SHARDED, None, OutputRequest.of(self.c_rot_memory())))
+        for step, kind, attrs, out in steps:
+            for k, n in enumerate(names):
+                made = e.one(kind, f"{name}.{n}.{step}" if step else f"{name}.{n}", (cur[k],), out, attrs)
+                e.free(cur[k])
+                cur[k] = made
+        return cur[0], cur[1]
 
     def c_rot_memory(self) -> MemoryConfig:
         """rope.py: (32, D) height shards on `num_cores_to_corerangeset(batch)` row-wise."""
