@@ -55,6 +55,13 @@ def prefill_length(args: ModelArgs, options: TtTransformersOptions) -> int:
     return padded_prefill_len(chunk)
 
 
+def _require_cache_holds(seq: int, options: TtTransformersOptions) -> None:
+    """A prefill's keys and values go into the cache: its positions hold the padded prefill."""
+    if seq > options.kv_cache:
+        raise InputError(f"a {seq}-token prefill (padded) does not fit a {options.kv_cache}-position KV cache; "
+                         f"hint: kv_cache >= {seq}")
+
+
 def build(config: Mapping[str, Any], options: TtTransformersOptions, device: Device,
           name: str | None = None) -> TtProgram:
     """The program one chip of `device` runs (see the module docstring). `name`: the
@@ -69,9 +76,7 @@ def build(config: Mapping[str, Any], options: TtTransformersOptions, device: Dev
         return _mllama(args, options, device, precision, grid)
     if options.mode is Mode.PREFILL:
         seq = prefill_length(args, options)
-        if seq > options.kv_cache:
-            raise InputError(f"a {seq}-token prefill (padded) does not fit a {options.kv_cache}-position KV cache; "
-                             f"hint: kv_cache >= {seq}")
+        _require_cache_holds(seq, options)
         e = Emit(f"{args.name} prefill {seq} on {args.device_name}")
         weights = upload_weights(e, args, options, precision, grid, device.dram_banks)
         outputs = Prefill(e, args, options, precision, weights, seq).run()
@@ -124,9 +129,7 @@ def _mllama(args: ModelArgs, options: TtTransformersOptions, device: Device, pre
     if options.vllm and args.device_name == "N300" and seq > VLLM_N300_MAX_PROMPT:
         raise InputError(f"TT-LLama11B-Vision does not support prompts longer than {VLLM_N300_MAX_PROMPT} tokens on "
                          f"N300 (a {seq}-token prompt; tt-transformers generator_vllm.py MAX_PROMPT_LEN)")
-    if seq > options.kv_cache:
-        raise InputError(f"a {seq}-token prefill (padded) does not fit a {options.kv_cache}-position KV cache; "
-                         f"hint: kv_cache >= {seq}")
+    _require_cache_holds(seq, options)
     e = Emit(f"{args.name} prefill {seq} on {args.device_name}")
     weights = upload_mllama_weights(e, args, options, precision, grid, device.dram_banks)
     outputs = MllamaPrefill(e, args, options, precision, weights, seq, factory, grid).run()

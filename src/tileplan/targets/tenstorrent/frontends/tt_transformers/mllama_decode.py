@@ -41,13 +41,18 @@ from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.frontends.tt_transformers.configs import matmul_config
 from tileplan.targets.tenstorrent.frontends.tt_transformers.decode import DRAM, L1, Decode
 from tileplan.targets.tenstorrent.frontends.tt_transformers.emit import Emit
+from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_common import (
+    DRAM_BF16,
+    GRID,
+    gate,
+    lm_head_splits,
+)
 from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_weights import CrossBlock, MllamaWeights
 from tileplan.targets.tenstorrent.frontends.tt_transformers.model_args import ModelArgs
 from tileplan.targets.tenstorrent.frontends.tt_transformers.options import TtTransformersOptions
 from tileplan.targets.tenstorrent.frontends.tt_transformers.precision import (
     NORM_COMPUTE,
     SDPA_COMPUTE,
-    SDPA_DECODE_DEFAULT,
     DecodersPrecision,
     Fidelity,
 )
@@ -55,9 +60,8 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.weights import row_m
 from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_all_gather import AllGatherAttrs, AllGatherFactory
-from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs, Topology
-from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, TransposeAttrs
+from tileplan.targets.tenstorrent.ops.tt_all_gather import AllGatherFactory
+from tileplan.targets.tenstorrent.ops.tt_data_movement import TransposeAttrs
 from tileplan.targets.tenstorrent.ops.tt_heads import CreateHeadsAttrs
 from tileplan.targets.tenstorrent.ops.tt_host import HostWriteAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
@@ -70,7 +74,6 @@ BF16 = DataType.BFLOAT16
 HIFI4 = Fidelity.HIFI4.compute
 #: forward_decode's SDPA chunks
 Q_CHUNK, K_CHUNK = 32, 128
-GRID = (8, 8)
 
 
 class MllamaDecode(Decode):
@@ -146,7 +149,7 @@ class MllamaDecode(Decode):
         e.module = pre[:-1]
         attn_dram = e.one(OpKind.TO_MEMORY_CONFIG, pre + "attention.to_dram", (attn,), DRAM)
         e.free(attn)
-        attn_out = self.gate(attn_dram, b.gate_attn, pre + "gate_attn")
+        attn_out = gate(e, attn_dram, b.gate_attn, pre + "gate_attn")
         res = e.one(OpKind.ADD, pre + "add_attention", (x, attn_out), OutputRequest.of(self.residual))
         e.module = pre + "ffn_norm"
         f_in = self.norm(res, b.ffn_norm, c.mlp_input(), pre + "ffn_norm")
@@ -156,17 +159,9 @@ class MllamaDecode(Decode):
         e.free(mlp_out)
         masked = e.one(OpKind.MULTIPLY, pre + "mask_11SD", (mlp_dram, masks[2]), DRAM)
         e.free(mlp_dram)
-        gated = self.gate(masked, b.gate_ffwd, pre + "gate_ffwd")
+        gated = gate(e, masked, b.gate_ffwd, pre + "gate_ffwd")
         out = e.one(OpKind.ADD, pre + "add_mlp", (res, gated), OutputRequest.of(self.residual))
         e.free(attn_out, res, gated)
-        return out
-
-    def gate(self, x: int, gate: int, name: str) -> int:
-        """x * tanh(gate) (x rebound: freed)."""
-        e = self.e
-        t = e.one(OpKind.TANH, name + ".tanh", (gate,), DRAM)
-        out = e.one(OpKind.MULTIPLY, name, (x, t), DRAM)
-        e.free(t, x)
         return out
 
     def cross_attention(self, x: int, b: CrossBlock, att: str, masks: tuple[int, int, int],
@@ -179,7 +174,7 @@ class MllamaDecode(Decode):
         flat = e.one(OpKind.SHARDED_TO_INTERLEAVED, att + "x_interleaved", (x,), L1)
         width = a.n_heads * a.head_dim // ndev
         cfg_q = matmul_config(min(batch, 1024), a.dim, width, GRID, in0_block_w=1, fuse_batch=batch <= 1024)
-        xq = e.one(OpKind.LINEAR, att + "wq", (flat, b.wq), self.dram(BF16), MatmulAttrs(cfg_q), HIFI4)
+        xq = e.one(OpKind.LINEAR, att + "wq", (flat, b.wq), DRAM_BF16, MatmulAttrs(cfg_q), HIFI4)
         q, k, v_half = e.op(OpKind.NLP_CREATE_QKV_HEADS, att + "q_heads", (xq, xq), DRAM,
                             CreateHeadsAttrs(heads, heads // 2), outputs=3)
         e.free(k, xq)
@@ -218,7 +213,7 @@ class MllamaDecode(Decode):
         if batch < TILE:
             cat = e.view(cat, (1, 1, TILE, width), att + "concat_padded", padded=(1, 1, TILE, width))
         cfg_o = matmul_config(min(batch, 1024), a.dim // ndev, a.dim, GRID, in0_block_w=1)
-        out = e.one(OpKind.MATMUL, att + "wo", (cat, b.wo), self.dram(BF16), MatmulAttrs(cfg_o), HIFI4)
+        out = e.one(OpKind.MATMUL, att + "wo", (cat, b.wo), DRAM_BF16, MatmulAttrs(cfg_o), HIFI4)
         e.free(cat)
         if self.multichip:
             reduced = e.one(OpKind.REDUCE_SCATTER_ASYNC, att + "reduce_scatter", (out,), DRAM, a.ccl())
@@ -227,9 +222,6 @@ class MllamaDecode(Decode):
         moved = e.one(OpKind.TO_MEMORY_CONFIG, att + "to_residual", (out,), OutputRequest.of(self.residual))
         e.free(out, flat, v_half, qn)  # forward_decode returns
         return moved
-
-    def dram(self, dtype: DataType) -> OutputRequest:
-        return OutputRequest(DRAM.buffer_type, dtype=dtype)
 
     # -- the LM head ----------------------------------------------------------------------
     def lm_head_mllama(self, x: int) -> int:
@@ -241,23 +233,7 @@ class MllamaDecode(Decode):
         h = e.one(OpKind.TO_MEMORY_CONFIG, "text_model.norm.to_dram", (normed,), DRAM)
         e.free(normed)
         e.module = "text_model.lm_head"
-        split = a.vocab_size // len(self.mw.lm_head) // a.num_devices
-        cfg = matmul_config(TILE, a.dim, split, GRID, in0_block_w=1, fuse_batch=True)
-        parts = []
-        for i, weight in enumerate(self.mw.lm_head):
-            out = e.one(OpKind.LINEAR, f"text_model.output{i}", (h, weight), self.dram(BF16), MatmulAttrs(cfg),
-                        SDPA_DECODE_DEFAULT)
-            if self.multichip:
-                assert self.factory is not None
-                gathered = e.one(OpKind.ALL_GATHER, f"text_model.output{i}.all_gather", (out,), DRAM,
-                                 AllGatherAttrs(CclAttrs(3, a.num_devices, Topology.LINEAR), self.factory, a.arch))
-                e.free(out)
-                out = gathered
-            parts.append(out)
-        logits = e.one(OpKind.CONCAT, "text_model.concat", tuple(parts), DRAM, ConcatAttrs(-1)) \
-            if len(parts) > 1 else parts[0]
-        if len(parts) > 1:
-            e.free(*parts)
+        logits = lm_head_splits(e, a, h, self.mw.lm_head, self.factory)
         e.free(h)
         return logits
 

@@ -57,6 +57,13 @@ from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.frontends.tt_transformers.configs import find_grid, matmul_config
 from tileplan.targets.tenstorrent.frontends.tt_transformers.emit import Emit
 from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_args import RETURN_INTERMEDIATE, VisionArgs
+from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_common import (
+    GRID,
+    gate,
+    linear_ccl,
+    lm_head_splits,
+    ttnn_all_gather,
+)
 from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_weights import (
     CrossBlock,
     ImageBlock,
@@ -66,7 +73,6 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.model_args import Mo
 from tileplan.targets.tenstorrent.frontends.tt_transformers.options import TtTransformersOptions
 from tileplan.targets.tenstorrent.frontends.tt_transformers.precision import (
     SDPA_COMPUTE,
-    SDPA_DECODE_DEFAULT,
     DecodersPrecision,
     Fidelity,
 )
@@ -83,8 +89,7 @@ from tileplan.targets.tenstorrent.memory import (
 )
 from tileplan.targets.tenstorrent.ops.base import ComputeConfig, MathFidelity, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_all_gather import AllGatherAttrs, AllGatherFactory
-from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs, Topology
+from tileplan.targets.tenstorrent.ops.tt_all_gather import AllGatherFactory
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, PadAttrs, ReshapeAttrs
 from tileplan.targets.tenstorrent.ops.tt_fast_reduce_nc import ReduceNcAttrs
 from tileplan.targets.tenstorrent.ops.tt_heads import CreateHeadsAttrs
@@ -105,9 +110,8 @@ LAYER_NORM_COMPUTE = ComputeConfig(MathFidelity.HIFI4, False, False, False)
 CONV_COMPUTE = ComputeConfig(MathFidelity.HIFI2, True, True, True)
 #: the aspect ratio of the planned image, 2 x 2 tiles (`ar_mapping[(2, 2)]` of the 8)
 ASPECT_RATIO_INDEX = 5
-#: the image transformer's and cross attention's SDPA chunks; the matmuls' 8 x 8 grid
+#: the image transformer's and cross attention's SDPA chunks
 CHUNK = 128
-GRID = (8, 8)
 #: forward_prefill's wo and the LM head's rows a matmul block
 MAX_MM_SEQ_LEN = 1024
 
@@ -148,16 +152,6 @@ class MllamaPrefill(Prefill):
     def binary(self, kind: OpKind, name: str, a: int, b: int) -> int:
         return self.e.one(kind, name, (a, b), DRAM)
 
-    def ttnn_all_gather(self, x: int, name: str) -> int:
-        """ttnn.all_gather(x, dim=3, num_links=1, topology=Linear) on a mesh."""
-        assert self.factory is not None
-        return self.e.one(OpKind.ALL_GATHER, name, (x,), DRAM,
-                          AllGatherAttrs(self.linear_ccl(3), self.factory, self.a.arch))
-
-    def linear_ccl(self, dim: int) -> CclAttrs:
-        """The vision tower's and the LM head's collectives pass topology=Linear (on a T3K too)."""
-        return CclAttrs(dim, self.a.num_devices, Topology.LINEAR)
-
     def all_reduce_vision(self, x: int, name: str) -> tuple[int, tuple[int, ...]]:
         """llama_image_attention.py / llama_image_mlp.py on a mesh: all_gather_async on dim 1
         (topology Linear), then fast_reduce_nc over it (the full-width sum on every chip);
@@ -166,7 +160,7 @@ class MllamaPrefill(Prefill):
         if not self.multichip:
             return x, ()
         e = self.e
-        gathered = e.one(OpKind.ALL_GATHER_ASYNC, name + ".all_gather", (x,), DRAM, self.linear_ccl(1))
+        gathered = e.one(OpKind.ALL_GATHER_ASYNC, name + ".all_gather", (x,), DRAM, linear_ccl(self.a, 1))
         reduced = e.one(OpKind.FAST_REDUCE_NC, name + ".fast_reduce_nc", (gathered,), DRAM, ReduceNcAttrs(1))
         return reduced, (x, gathered)
 
@@ -371,7 +365,7 @@ class MllamaPrefill(Prefill):
         e.free(h1)
         e.module = pre[:-1]
         if b.gate_attn is not None:
-            attn_out = self.gate(attn_out, b.gate_attn, pre + "gate_attn")
+            attn_out = gate(e, attn_out, b.gate_attn, pre + "gate_attn")
         res = self.binary(OpKind.ADD, pre + "add_attn", x, attn_out)
         e.module = pre + "mlp"
         h2 = self.layer_norm(res, b.ln_2, pre + "ln_2")
@@ -385,17 +379,9 @@ class MllamaPrefill(Prefill):
         e.free(h2)
         e.module = pre[:-1]
         if b.gate_ffn is not None:
-            mlp_out = self.gate(mlp_out, b.gate_ffn, pre + "gate_ffn")
+            mlp_out = gate(e, mlp_out, b.gate_ffn, pre + "gate_ffn")
         out = self.binary(OpKind.ADD, pre + "add_mlp", res, mlp_out)
         e.free(mlp_out, attn_out, res)
-        return out
-
-    def gate(self, x: int, gate: int, name: str) -> int:
-        """x * tanh(gate) (x freed: rebound)."""
-        e = self.e
-        t = e.one(OpKind.TANH, name + ".tanh", (gate,), DRAM)
-        out = self.binary(OpKind.MULTIPLY, name, x, t)
-        e.free(t, x)
         return out
 
     def projection(self, x: int) -> int:
@@ -409,7 +395,7 @@ class MllamaPrefill(Prefill):
                            a.dim // ndev, False, w.projection_bias)
         e.free(x)
         if self.multichip:
-            gathered = self.ttnn_all_gather(proj, "vision_model.all_gather")
+            gathered = ttnn_all_gather(e, a, self.factory, proj, "vision_model.all_gather")
             e.free(proj)
             proj = gathered
         e.module = "vision_tokens"
@@ -432,7 +418,7 @@ class MllamaPrefill(Prefill):
         normed = self.distributed_norm(x, b.attention_norm, pre + "attention_norm")
         attn = self.cross_attention(normed, b, pre, vision_tokens, masks, cross_table)
         e.module = pre[:-1]
-        attn_out = self.gate(attn, b.gate_attn, pre + "gate_attn")
+        attn_out = gate(e, attn, b.gate_attn, pre + "gate_attn")
         res = self.binary(OpKind.ADD, pre + "add_attention", x, attn_out)
         e.module = pre + "ffn_norm"
         f_in = self.distributed_norm(res, b.ffn_norm, pre + "ffn_norm")
@@ -440,7 +426,7 @@ class MllamaPrefill(Prefill):
         e.module = pre[:-1]
         masked = self.binary(OpKind.MULTIPLY, pre + "mask_11SD", mlp_out, masks[2])
         e.free(mlp_out)
-        gated = self.gate(masked, b.gate_ffwd, pre + "gate_ffwd")
+        gated = gate(e, masked, b.gate_ffwd, pre + "gate_ffwd")
         out = self.binary(OpKind.ADD, pre + "add_mlp", res, gated)
         e.free(attn_out, res, gated)
         return out
@@ -547,7 +533,7 @@ class MllamaPrefill(Prefill):
 
     def lm_head_mllama(self, x: int) -> int:
         """llama_cross_attention_transformer_text.py forward's end and ttnn_prefill_forward:
-        the last 32 rows, the norm, one linear a split, the gathers, the concat, row-major."""
+        the last 32 rows, the norm, the LM head's splits (mllama_common.py)."""
         e, a, s = self.e, self.a, self.seq
         e.module = "text_model.norm"
         last = e.one(OpKind.SLICE, "text_model.last_token_rows", (x,), DRAM,
@@ -556,21 +542,7 @@ class MllamaPrefill(Prefill):
         normed = self.distributed_norm(last, self.mw.norm, "text_model.norm")
         e.free(last)
         e.module = "text_model.lm_head"
-        split = a.vocab_size // len(self.mw.lm_head) // a.num_devices
-        cfg = matmul_config(TILE, a.dim, split, GRID, in0_block_w=1, fuse_batch=True)
-        parts = []
-        for i, weight in enumerate(self.mw.lm_head):
-            out = e.one(OpKind.LINEAR, f"text_model.output{i}", (normed, weight), self.dram(BF16), MatmulAttrs(cfg),
-                        SDPA_DECODE_DEFAULT)
-            if self.multichip:
-                gathered = self.ttnn_all_gather(out, f"text_model.output{i}.all_gather")
-                e.free(out)
-                out = gathered
-            parts.append(out)
-        logits = e.one(OpKind.CONCAT, "text_model.concat", tuple(parts), self.dram(), ConcatAttrs(-1)) \
-            if len(parts) > 1 else parts[0]
-        if len(parts) > 1:
-            e.free(*parts)
+        logits = lm_head_splits(e, a, normed, self.mw.lm_head, self.factory)
         e.free(normed)  # the text model's `h` goes when it returns
         return logits
 
