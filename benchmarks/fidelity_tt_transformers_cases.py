@@ -406,6 +406,7 @@ def cases() -> list[Case]:
         _largest("P13-n300", HELD_OUT, "gemma-3-4b-it", "n300", 128 * K, OLDER, "2025-10-10"),
     ]
     out += _t3k_cases()
+    out += _p150x4_cases()
     p14 = _runs(("Mistral-7B-Instruct-v0.3", "Qwen3-8B"), ("n150", "n300"), _opts(prefill_chunk=4 * K, kv_cache=FULL))
     out.append(Case("P14", HELD_OUT, "Mistral-7B, Qwen3-8B on N150 / N300: prefill 4k, KV 128k",
                     "no table row: the default 4k runs", TABLE, check_fits(p14)))
@@ -469,6 +470,29 @@ def _t3k_cases() -> list[Case]:
             ("P16-t3k", "DeepSeek-R1-Distill-Llama-70B", 32), ("P17-t3k", "Qwen2.5-72B-Instruct", 16),
             ("P18-t3k", "QwQ-32B", 64), ("P19-t3k", "Qwen3-32B", 64))
     return [_largest(key, HELD_OUT, model, "t3k", chunk * K, TABLE) for key, model, chunk in rows]
+
+
+def _p150x4_cases() -> list[Case]:
+    """The table's P150x4 column (four Blackhole chips, (1, 4)), written down when tileplan
+    first planned a P150x4 (2026-12-07) from tt-transformers' code alone: held out. Four of
+    them (Llama-3.1-8B and 70B, Qwen3-32B, Qwen2.5-72B at 128k) were planned once while the
+    device was wired, before these rows were written; nothing was changed after. The
+    models the column leaves out (None) are refused by ModelArgs' assert."""
+    rows = (("P1-p150x4", "Llama-3.2-1B-Instruct", 128), ("P2-p150x4", "Llama-3.2-3B-Instruct", 128),
+            ("P3-p150x4", "Llama-3.1-8B-Instruct", 128), ("P5-p150x4", "Qwen2.5-7B-Instruct", 128),
+            ("P6-p150x4", "Llama-3.2-11B-Vision-Instruct", 128), ("P10-p150x4", "Phi-3.5-mini-instruct", 128),
+            ("P11-p150x4", "Phi-3-mini-128k-instruct", 128),
+            ("P12-p150x4", "Mistral-Small-3.1-24B-Instruct-2503", 128),
+            ("P15-p150x4", "Llama-3.1-70B-Instruct", 128), ("P16-p150x4", "DeepSeek-R1-Distill-Llama-70B", 128),
+            ("P17-p150x4", "Qwen2.5-72B-Instruct", 128), ("P18-p150x4", "QwQ-32B", 128),
+            ("P19-p150x4", "Qwen3-32B", 128))
+    out = [_largest(key, HELD_OUT, model, "p150x4", chunk * K, TABLE) for key, model, chunk in rows]
+    for key, model in (("P7-p150x4", "Qwen2.5-VL-3B-Instruct"), ("P8-p150x4", "Qwen2.5-VL-7B-Instruct"),
+                       ("P9-p150x4", "DeepSeek-R1-Distill-Qwen-14B")):
+        setup = Setup(model, "p150x4", _opts(prefill_chunk=4 * K, kv_cache=FULL))
+        out.append(Case(key, HELD_OUT, setup.describe(), "no chunk (None): ModelArgs asserts 'Unsupported model'",
+                        TABLE, check_refused(setup, "Unsupported model")))
+    return out
 
 
 def check_both(*checks: Callable[[], Result]) -> Callable[[], Result]:

@@ -83,7 +83,7 @@ def test_n300_and_p150_plan_per_chip(tmp_path):
 
 @pytest.mark.parametrize("argv,message", [
     (["--machine", "n151"], "unknown machine 'n151'; expected one of ipu21, mk2, bow, mk1, a machine .toml file "
-                            "(Graphcore IPU); n150, n300, t3k, p100, p150 (Tenstorrent)"),
+                            "(Graphcore IPU); n150, n300, t3k, p100, p150, p150x4 (Tenstorrent)"),
     (["--machine", "n150", "--frontend", "hand", "--prefill-chunk", "100"],
      "--prefill-chunk 100: expected a multiple of 32 tokens (tt-transformers prefills whole tiles of 32 rows), "
      "e.g. 4096"),
@@ -94,7 +94,7 @@ def test_n300_and_p150_plan_per_chip(tmp_path):
     (["--machine", "n150", "--layers", "2"], "--layers is not an option for n150 (Tenstorrent); it is one for "
                                              "Graphcore IPU machines"),
     (["--machine", "ipu21", "--opt-level", "1"], "--opt-level is not an option for ipu21 (Graphcore IPU); it is one "
-                                                 "for Tenstorrent machines (n150, n300, t3k, p100, p150)"),
+                                                 "for Tenstorrent machines (n150, n300, t3k, p100, p150, p150x4)"),
     (["--machine", "n150", "--frontend", "nope"], "unknown frontend 'nope'; expected one of tt-mlir, "
                                                   "tt-transformers, hand"),
     (["--machine", "ipu21", "--activations", "bfp8"], "--activations 'bfp8': expected f16 or f32 on an IPU"),
@@ -121,7 +121,7 @@ def test_plan_help_groups_the_tenstorrent_flags():
     verb = next(a for a in parser._actions if a.choices and "plan" in a.choices).choices["plan"]
     groups = {g.title: [a.option_strings[0] for a in g._group_actions if a.option_strings]
               for g in verb._action_groups}
-    assert groups["Tenstorrent machines (n150, n300, t3k, p100, p150)"] == [
+    assert groups["Tenstorrent machines (n150, n300, t3k, p100, p150, p150x4)"] == [
         "--frontend", "--opt-level", "--kv-cache-kind", "--prefill-chunk", "--precision", "--l1-small-size",
         "--trace-region-size", "--tt-version", "--dispatch", "--to-dram"]
 

@@ -161,7 +161,7 @@ def test_the_timeline_picks_each_builds_forms() -> None:
 # -- bad input: one line, naming the place and the rule ---------------------------------
 
 def test_an_unknown_machine_lists_the_known_ones() -> None:
-    with pytest.raises(InputError, match="unknown machine 'n151'; expected one of n150, n300, t3k, p100, p150"):
+    with pytest.raises(InputError, match="unknown machine 'n151'; expected one of n150, n300, t3k, p100, p150, p150x4"):
         load_device("n151")
 
 

@@ -39,7 +39,7 @@ def plan(model: str, machine: str, options: TtTransformersOptions, patch: dict[s
     if patch:
         lower.model_args = lambda *a, **k: replace(original(*a, **k), **patch)  # type: ignore[assignment]
     try:
-        program = build(config(model), options, d)
+        program = build(config(model), options, d, model)
     finally:
         lower.model_args = original
     return plan_tt(program, d)

@@ -8,7 +8,8 @@ what-if table re-planned with each knob you can turn. `--sweep KNOB=V1,V2` plans
 combination of knobs instead (in parallel) and writes one row per combination.
 `--fail-over-budget` exits 3 when it does not fit.
 
-On a Tenstorrent machine (`--machine n150`, `n300`, `t3k`, `p100`, `p150`) the model is planned
+On a Tenstorrent machine (`--machine n150`, `n300`, `t3k`, `p100`, `p150`,
+`p150x4`) the model is planned
 as tt-metal's allocator would place it, through a frontend (`--frontend tt-mlir`, the
 default, or `tt-transformers`): the report is a Tenstorrent report (docs/report-format.md,
 "Tenstorrent reports") and the verdict tt-metal's own message when it does not fit.

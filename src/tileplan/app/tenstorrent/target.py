@@ -1,5 +1,5 @@
 """The Tenstorrent target behind the seam (app/targets.py): the boards it serves (n150,
-n300, p100, p150: targets/tenstorrent/devices/), its own `plan` options, and its
+n300, t3k, p100, p150, p150x4: targets/tenstorrent/devices/), its own `plan` options, and its
 planning entries for `tileplan plan` and `tileplan.plan()`: request -> plan_tt ->
 report -> what-if -> what to print.
 """

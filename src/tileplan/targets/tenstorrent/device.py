@@ -34,7 +34,7 @@ from tileplan.targets.tenstorrent.tiles import round_up
 from tileplan.targets.tenstorrent.versions import (
     DispatchCoreType, Software, Stack, TraceAlignment, TraceRule, software_at)
 
-MACHINES = ("n150", "n300", "t3k", "p100", "p150")
+MACHINES = ("n150", "n300", "t3k", "p100", "p150", "p150x4")
 
 #: bank counts that interleaving supports besides powers of two (tt-metal
 #: tt_metal/impl/allocator/bank_manager.cpp `validate_num_banks`)

@@ -1,6 +1,6 @@
 """Collectives between the chips of a mesh, as tt-transformers calls them: on n300's two
-chips (1 x 2 mesh, Linear topology) and a T3K's eight (1 x 8, Ring: model_config.py
-`ccl_topology`), one link, `num_workers_per_link=2`, `num_buffers_per_channel=2`,
+chips (1 x 2 mesh, Linear topology), a P150x4's four (1 x 4, Linear) and a T3K's eight (1 x 8,
+Ring: model_config.py `ccl_topology`), one link, `num_workers_per_link=2`, `num_buffers_per_channel=2`,
 persistent buffers None, so every call allocates its outputs (tt-metal
 models/tt_transformers/tt/ccl.py `tt_all_reduce`, distributed_norm.py). One chip's share
 is planned: each chip runs the same programs on its own tensors. tt-metal runs two

@@ -63,16 +63,23 @@ TRACE_REGIONS: dict[tuple[str, str], int] = {
     ("Llama-3.1-8B", "N300"): 38_000_000,
     ("Llama-3.1-8B", "T3K"): 50_000_000,
     ("Llama-3.3-70B", "T3K"): 90_000_000,
+    ("Llama-3.3-70B", "P150"): 80_000_000,
+    ("Llama-3.3-70B", "P150x4"): 95_000_000,
     ("Llama-3.1-70B", "T3K"): 90_000_000,
+    ("Llama-3.1-70B", "P150"): 90_000_000,
+    ("Llama-3.1-70B", "P150x4"): 90_000_000,
     ("Llama-3.2-90B", "T3K"): 20_000_000,
     ("Qwen3-32B", "T3K"): 90_000_000,
+    ("Qwen3-32B", "P150"): 90_000_000,
+    ("Qwen3-32B", "P150x4"): 90_000_000,
+    ("DeepSeek-R1-Distill-Llama-70B", "P150x4"): 90_000_000,
     ("Qwen2.5-72B", "T3K"): 70_000_000,
     ("gemma-3-27b", "T3K"): 70_000_000,
     ("Llama-3.2-3B", "N150"): 10_000_000,
     ("Qwen2.5-VL-7B", "N300"): 10_000_000,
 }
 #: machine -> tt-transformers' device name (model_config.py determine_device_name)
-DEVICE_NAMES = {"n150": "N150", "n300": "N300", "t3k": "T3K", "p100": "P100", "p150": "P150"}
+DEVICE_NAMES = {"n150": "N150", "n300": "N300", "t3k": "T3K", "p100": "P100", "p150": "P150", "p150x4": "P150x4"}
 #: the smallest chunk a knob tries (generator.py pads shorter prompts to 128)
 SMALLEST_CHUNK = 128
 

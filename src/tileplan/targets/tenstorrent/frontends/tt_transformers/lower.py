@@ -1,6 +1,6 @@
 """`build(config, options, device) -> TtProgram`: a decoder as tt-metal's tt-transformers
 runs it on one chip of `device` (n300: each chip's half of the 2-way tensor-parallel
-model, t3k: each chip's eighth; tt-frontends A12), one prefill or one decode step
+model, p150x4: each chip's quarter, t3k: each chip's eighth; tt-frontends A12), one prefill or one decode step
 (options.py). On a mesh, builds before tt-metal PR #25222 (2025-07-17: the collectives'
 fabric mux and workers) are refused: their collectives are not modelled (ops/tt_ccl.py).
 

@@ -105,13 +105,16 @@ def base_model_name(name: str) -> str:
 
 
 def device_name(device: Device) -> str:
-    """model_config.py `determine_device_name`: N150 / N300 / T3K on Wormhole, P100 (7 DRAM
-    banks) / P150 / P300 on Blackhole."""
+    """model_config.py `determine_device_name`: by the mesh's devices, N150 / N300 / N150x4 /
+    T3K on Wormhole; P100 (7 DRAM banks) / P150 / P300 / P150x4 / P150x8 on Blackhole."""
     if device.arch is Arch.WORMHOLE_B0:
-        return {1: "N150", 2: "N300", 8: "T3K"}[device.chips]
-    if device.chips == 2:
-        return "P300"
-    return "P100" if device.dram_banks == 7 else "P150"
+        names = {1: "N150", 2: "N300", 4: "N150x4", 8: "T3K"}
+    else:
+        names = {1: "P100" if device.dram_banks == 7 else "P150", 2: "P300", 4: "P150x4", 8: "P150x8"}
+    if device.chips not in names:
+        raise InputError(f"{device.machine}: {device.chips} {device.arch.value} devices in a mesh; tt-transformers "
+                         f"names meshes of {', '.join(map(str, names))} (model_config.py determine_device_name)")
+    return names[device.chips]
 
 
 def _merged(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -288,12 +291,6 @@ def model_args(config: Mapping[str, Any], device: Device, name: str | None = Non
     if base in ("Qwen2.5-7B", "Qwen2.5-VL-7B") and ndev not in (2, 4):
         raise InputError(f"{model_name}: Qwen2.5-7B and Qwen2.5-VL-7B is only supported on 2 or 4 devices, run on an "
                          "N300 (tt-transformers model_config.py _set_params_from_dict)")
-    for what, count in (("heads", n_heads), ("kv heads", n_kv)):
-        if count % ndev:
-            raise InputError(f"{model_name}: {count} {what} do not split over {ndev} devices (tt-transformers "
-                             "attention.py asserts n_heads and n_kv_heads divisible by num_devices)")
-    if head_dim % TILE:
-        raise InputError(f"{model_name}: head_dim {head_dim} is not a multiple of 32 (nlp_create_qkv_heads)")
     cores = PAD_MLP_CORES.get(base, 0)
     padded = nearest_multiple(hidden, cores * TILE * ndev) if cores else hidden
     table = MAX_PREFILL_CHUNK_SIZES_DIV1024.get(base, {})
@@ -303,6 +300,13 @@ def model_args(config: Mapping[str, Any], device: Device, name: str | None = Non
         raise InputError(f"Unsupported model {model_name} on device {dname} (tt-transformers "
                          "MAX_PREFILL_CHUNK_SIZES_DIV1024 has no chunk for it)")
     assert div1024 is not None
+    # ModelArgs asserts the table before attention.py asserts the heads
+    for what, count in (("heads", n_heads), ("kv heads", n_kv)):
+        if count % ndev:
+            raise InputError(f"{model_name}: {count} {what} do not split over {ndev} devices (tt-transformers "
+                             "attention.py asserts n_heads and n_kv_heads divisible by num_devices)")
+    if head_dim % TILE:
+        raise InputError(f"{model_name}: head_dim {head_dim} is not a multiple of 32 (nlp_create_qkv_heads)")
     cutoff = 512 if device.arch is Arch.BLACKHOLE else 1024
     if (base in ("Llama-3.1-8B", "Llama-3.2-11B", "Mistral-7B") and dname == "N150") or (
             base == "Qwen2.5-7B" and dname == "N300"):
