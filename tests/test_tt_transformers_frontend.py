@@ -26,6 +26,7 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers import (
     build,
     read_config,
 )
+from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.versions import DispatchCoreType
 
@@ -128,6 +129,34 @@ def test_a_decode_program_and_per_user_caches() -> None:
     program = build(config("Llama-3.2-1B-Instruct"), o, device("n150"))
     cache = next(t for t in program.tensors if t.name == "layers.0.attention.layer_past.v")
     assert cache.spec is not None and cache.spec.shape == (8, 8, 2048, 64)
+
+
+def test_gemma_decode_norms_the_attention_and_the_mlp_outputs() -> None:
+    """decoder.py in decode as in prefill for Gemma-3: the attention output normed
+    (ffn_norm) and, on a mesh, all-reduced (L1 interleaved, reduce-scatter, divide) before
+    the residual add, then pre_feedforward_layernorm; the MLP output normed
+    (post_feedforward_layernorm) and all-reduced. One chip: the norms, no collective."""
+    o = TtTransformersOptions(Mode.DECODE, kv_cache=4096)
+    names = [op.name for op in build(config("gemma-3-4b-it"), o, device("n300")).ops]
+    layer0 = [n for n in names if n.startswith("layers.0.") and ("norm" in n or n.endswith(("attention", "mlp")))]
+    assert layer0[layer0.index("layers.0.ffn_norm"):] == [
+        "layers.0.ffn_norm", "layers.0.ffn_norm.interleaved", "layers.0.ffn_norm.reduce_scatter",
+        "layers.0.ffn_norm.div", "layers.0.add_attention", "layers.0.pre_feedforward_layernorm.all_gather",
+        "layers.0.pre_feedforward_layernorm", "layers.0.post_feedforward_layernorm.all_gather",
+        "layers.0.post_feedforward_layernorm", "layers.0.post_feedforward_layernorm.interleaved",
+        "layers.0.post_feedforward_layernorm.reduce_scatter", "layers.0.post_feedforward_layernorm.div",
+        "layers.0.add_mlp"]
+    k = kinds("gemma-3-4b-it", "n150", o)
+    assert k[OpKind.RMS_NORM] >= 4 * 34 and k[OpKind.REDUCE_SCATTER_ASYNC] == 0
+    assert plan("gemma-3-4b-it", "n300", o).fits
+
+
+def test_decode_gathers_the_logits_in_l1() -> None:
+    """model.py ttnn_decode_forward gathers the logits with memory_config=
+    tt_logits.memory_config(): the LM head's concat, L1 interleaved."""
+    p = plan("Llama-3.1-8B-Instruct", "n300", TtTransformersOptions(Mode.DECODE, kv_cache=4096))
+    gathered = next(b for b in p.buffers if b.name == "lm_head.all_gather")
+    assert gathered.buffer_type is BufferType.L1 and gathered.bytes == 4008 * 1088
 
 
 def test_vllm_allocates_the_caches_after_the_model() -> None:

@@ -90,3 +90,16 @@ def test_the_table_refuses_before_the_heads_do(machine: str) -> None:
     'Unsupported model' before attention.py would find 2 KV heads do not split."""
     with pytest.raises(InputError, match="Unsupported model Qwen2.5-VL-3B-Instruct on device"):
         build(config("Qwen2.5-VL-3B-Instruct"), PREFILL, device(machine), "Qwen2.5-VL-3B-Instruct")
+
+
+def test_gemmas_all_reduce_runs_the_ring_it_asks_for() -> None:
+    """decoder.py passes topology=ttnn.Topology.Ring to Gemma-3's feed-forward all-reduces:
+    on four chips the reduce-scatter's intermediate keeps the input's size (a Linear line
+    would double it); on two chips tt-metal runs Linear whatever is asked (doubled)."""
+    def ratio(machine: str) -> float:
+        p = plan("gemma-3-4b-it", machine, PREFILL)
+        names = {b.name: b for b in p.buffers}
+        inter = names["layers.0.post_feedforward_layernorm.reduce_scatter.intermediate"]
+        source = names["layers.0.post_feedforward_layernorm"]
+        return inter.bytes / source.bytes
+    assert ratio("p150x4") == 1 and ratio("n300") == 2

@@ -18,13 +18,15 @@ rotary cos / sin: an embedding of the position into each table, transposed to
   table; SDPA_DECODE_PROGCFG, chunk sizes chosen by the factory) into DRAM; resharded into
   SCORES_BATCHED_MM_OUTPUT_MEMCFG; nlp_concat_heads_decode; `matmul(., wo)` DRAM-sharded
   (ATTN_OUTPUT_PROGCFG) into the concat's width-sharded config;
-- n300: reduce_scatter into DECODE_RESIDUAL_MEMCFG; resharded into it; the residual add;
+- n300: reduce_scatter into DECODE_RESIDUAL_MEMCFG; resharded into it; the residual add
+  (Gemma-3: the output normed, on a mesh all-reduced (L1 interleaved, a Ring
+  reduce-scatter into DRAM, divided by the chips), then added; the pre-feed-forward norm);
 - the MLP norm (SHARDED_MLP_INPUT_MEMCFG); w1, w3 (DECODE_MLP_W1_W3_PRG_CONFIG) into L1
   width-sharded; mul(silu(w1), w3) in w1's config; resharded into
   SHARDED_MLP2_INPUT_MEMCFG; w2; n300: reduce-scatter; resharded into the residual
-  config; the residual add.
+  config (Gemma-3: the post-feed-forward norm, all-reduced on a mesh); the residual add.
 After the last layer: the final norm into LM_HEAD_INPUT_MEMCFG, the LM head splits as in
-prefill, concatenated in L1 (n300: all-gathered on dim 3).
+prefill, concatenated in L1 (on a mesh all-gathered on dim 3 into the same L1 config).
 What tileplan leaves out: the trace capture (its buffers go to the trace region), the
 logits' untilize and move to DRAM, and on-device sampling.
 """
@@ -51,6 +53,7 @@ from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.tt_all_gather_matmul import AllGatherMatmulAttrs
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, TransposeAttrs
+from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs, Topology
 from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs
 from tileplan.targets.tenstorrent.ops.tt_embedding import EmbeddingAttrs
 from tileplan.targets.tenstorrent.ops.tt_heads import ConcatHeadsDecodeAttrs, CreateHeadsAttrs
@@ -162,20 +165,56 @@ class Decode:
                        CoreRangeSet.from_count(self.o.batch, *self.grid, row_wise=True))
 
     def decoder(self, x: int, layer: Layer, i: int, rot: tuple[int, int]) -> int:
+        """decoder.py TransformerBlock.forward, decode (Gemma-3: the attention output
+        normed and all-reduced before the residual add, pre / post feed-forward norms, as
+        in prefill; the norms in SHARDED_MLP_INPUT_MEMCFG)."""
         e, pre = self.e, f"layers.{i}."
         e.module = pre + "attention_norm"
         attn_in = self.norm(x, layer.attention_norm, self.c.attn_input(), pre + "attention_norm")
         attn_out = self.attention(attn_in, layer, i, rot)
-        e.module = pre[:-1]
-        h = e.one(OpKind.ADD, pre + "add_attention", (x, attn_out), OutputRequest.of(self.residual))
-        e.module = pre + "ffn_norm"
-        f_in = self.norm(h, layer.ffn_norm, self.c.mlp_input(), pre + "ffn_norm")
+        if layer.pre_ff_norm is None:
+            e.module = pre[:-1]
+            h = e.one(OpKind.ADD, pre + "add_attention", (x, attn_out), OutputRequest.of(self.residual))
+            e.module = pre + "ffn_norm"
+            f_in = self.norm(h, layer.ffn_norm, self.c.mlp_input(), pre + "ffn_norm")
+        else:
+            e.module = pre + "ffn_norm"
+            post_attention = self.norm(attn_out, layer.ffn_norm, self.c.mlp_input(), pre + "ffn_norm")
+            normed = self.all_reduce(post_attention, pre + "ffn_norm")
+            e.module = pre[:-1]
+            h = e.one(OpKind.ADD, pre + "add_attention", (x, normed), OutputRequest.of(self.residual))
+            e.free(normed)
+            e.module = pre + "pre_feedforward_layernorm"
+            f_in = self.norm(h, layer.pre_ff_norm, self.c.mlp_input(), pre + "pre_feedforward_layernorm")
         e.free(attn_out)
         mlp_out = self.mlp(f_in, i)
+        if layer.post_ff_norm is not None:
+            e.module = pre + "post_feedforward_layernorm"
+            normed = self.norm(mlp_out, layer.post_ff_norm, self.c.mlp_input(), pre + "post_feedforward_layernorm")
+            e.free(mlp_out)
+            mlp_out = self.all_reduce(normed, pre + "post_feedforward_layernorm")
         e.module = pre[:-1]
         act = self.p.layer(i).activation or DataType.BFLOAT16
         out = e.one(OpKind.ADD, pre + "add_mlp", (h, mlp_out), OutputRequest.of(self.residual, act))
         e.free(h, mlp_out)
+        return out
+
+    def all_reduce(self, x: int, name: str) -> int:
+        """decoder.py's Gemma all-reduce in decode on a mesh: ccl.py tt_all_reduce moves the
+        sharded norm output to L1 interleaved (`sharded_to_interleaved`), reduce-scatters it
+        into DRAM (`topology=ttnn.Topology.Ring` written into decoder.py's call; Linear on two
+        chips as tt-metal runs two), then `ttnn.div(., num_devices)`; one chip: the tensor
+        itself."""
+        if not self.multichip:
+            return x
+        e = self.e
+        flat = e.one(OpKind.SHARDED_TO_INTERLEAVED, name + ".interleaved", (x,), L1)
+        e.free(x)
+        reduced = e.one(OpKind.REDUCE_SCATTER_ASYNC, name + ".reduce_scatter", (flat,), DRAM,
+                        CclAttrs(3, self.a.num_devices, Topology.RING))
+        e.free(flat)
+        out = e.one(OpKind.DIVIDE, name + ".div", (reduced,), DRAM, BinaryAttrs(scalar=True))
+        e.free(reduced)
         return out
 
     def attention(self, x: int, layer: Layer, i: int, rot: tuple[int, int]) -> int:
@@ -339,7 +378,8 @@ class Decode:
             logits = e.one(OpKind.CONCAT, "lm_head.concat", tuple(parts), L1, ConcatAttrs(-1))
             e.free(*parts)
         if self.multichip:
-            gathered = e.one(OpKind.ALL_GATHER_ASYNC, "lm_head.all_gather", (logits,), DRAM, self.a.ccl())
+            # model.py ttnn_decode_forward: memory_config=tt_logits.memory_config() (L1)
+            gathered = e.one(OpKind.ALL_GATHER_ASYNC, "lm_head.all_gather", (logits,), L1, self.a.ccl())
             e.free(logits)
             logits = gathered
         return (logits,)

@@ -300,11 +300,12 @@ def model_args(config: Mapping[str, Any], device: Device, name: str | None = Non
         raise InputError(f"Unsupported model {model_name} on device {dname} (tt-transformers "
                          "MAX_PREFILL_CHUNK_SIZES_DIV1024 has no chunk for it)")
     assert div1024 is not None
-    # ModelArgs asserts the table before attention.py asserts the heads
+    # ModelArgs asserts the table before the heads
     for what, count in (("heads", n_heads), ("kv heads", n_kv)):
         if count % ndev:
             raise InputError(f"{model_name}: {count} {what} do not split over {ndev} devices (tt-transformers "
-                             "attention.py asserts n_heads and n_kv_heads divisible by num_devices)")
+                             "asserts n_heads and n_kv_heads divisible by num_devices: model_config.py ModelArgs, "
+                             "attention.py)")
     if head_dim % TILE:
         raise InputError(f"{model_name}: head_dim {head_dim} is not a multiple of 32 (nlp_create_qkv_heads)")
     cutoff = 512 if device.arch is Arch.BLACKHOLE else 1024

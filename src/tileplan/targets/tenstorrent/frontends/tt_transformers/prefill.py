@@ -51,6 +51,7 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.weights import Layer
 from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, L1_INTERLEAVED, BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs, Topology
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs
 from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs
 from tileplan.targets.tenstorrent.ops.tt_embedding import EmbeddingAttrs
@@ -95,9 +96,11 @@ class Prefill:
         """distributed_norm.py: all_gather_async(x, dim=3, DRAM, num_workers_per_link=2)."""
         return self.e.one(OpKind.ALL_GATHER_ASYNC, name, (x,), DRAM, self.a.ccl())
 
-    def reduce_scatter(self, x: int, name: str) -> int:
-        """ccl.py tt_all_reduce on n300: reduce_scatter_minimal_async(dim=3), input freed."""
-        out = self.e.one(OpKind.REDUCE_SCATTER_ASYNC, name, (x,), DRAM, self.a.ccl())
+    def reduce_scatter(self, x: int, name: str, topology: Topology | None = None) -> int:
+        """ccl.py tt_all_reduce on a 1 x N mesh: reduce_scatter_minimal_async(dim=3) on the
+        model's topology unless the caller names one, input freed."""
+        attrs = self.a.ccl() if topology is None else CclAttrs(3, self.a.num_devices, topology)
+        out = self.e.one(OpKind.REDUCE_SCATTER_ASYNC, name, (x,), DRAM, attrs)
         self.e.free(x)
         return out
 
@@ -185,11 +188,13 @@ class Prefill:
         return out
 
     def all_reduce(self, x: int, name: str) -> int:
-        """decoder.py's Gemma all-reduce on n300: tt_all_reduce (a reduce-scatter) then
-        `ttnn.div(., num_devices)`; one chip: the tensor itself."""
+        """decoder.py's Gemma all-reduce on a mesh: tt_all_reduce (a reduce-scatter,
+        `topology=ttnn.Topology.Ring` written into the call: a Ring on four chips too, Linear
+        on two as tt-metal runs two) then `ttnn.div(., num_devices)`; one chip: the tensor
+        itself."""
         if not self.multichip:
             return x
-        reduced = self.reduce_scatter(x, name + ".reduce_scatter")
+        reduced = self.reduce_scatter(x, name + ".reduce_scatter", Topology.RING)
         out = self.e.one(OpKind.DIVIDE, name + ".div", (reduced,), DRAM, BinaryAttrs(scalar=True))
         self.e.free(reduced)
         return out
