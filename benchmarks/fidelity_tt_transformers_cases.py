@@ -68,10 +68,25 @@ Held out (not looked at while modelling; each published outcome quoted as publis
       DeepSeek-R1-Distill-Qwen-14B, Phi-3.5-mini, Phi-3-mini-128k, Mistral-Small-3.1-24B;
       P15 Llama-3.1-70B 32k, P16 DeepSeek-R1-Distill-Llama-70B 32k, P17 Qwen2.5-72B 16k,
       P18 QwQ-32B 64k, P19 Qwen3-32B 64k
+  P1-P3, P5-P12 and P15-P19 on P150x4 (added 2026-12-07 with the P150x4, written down from
+      the table before any was planned but four, planned once while the device was wired,
+      nothing changed after): the table's P150x4 column, 128k for every model it names;
+      P7, P8, P9 (Qwen2.5-VL-3B and 7B, DeepSeek-R1-Distill-Qwen-14B): None, ModelArgs'
+      'Unsupported model' assert
 
-Not used (why): T1, T2 (a 2025 RMSNorm factory tileplan does not model: tt-frontends C2;
-T2 on a P100), T6, T10, T11 (a T3K's or P100's runs, noted before tileplan planned a T3K;
-the notes that held them are not kept), the table's T3K rows for Mllama, Qwen2.5-VL and
+  T2  tt-metal #35410 (2026-01-07): Llama-3.1-8B, simple_text_demo.py performance
+      ci-long-context-16k (a 16k prompt in 4k chunks: P100 has no table entry; cache 32k) on a
+      P100: "Statically allocated circular buffers on core range [(x=0,y=0) - (x=6,y=7)] grow
+      to 1574080 B which is beyond max L1 size of 1572864 B". Set aside before as an RMSNorm
+      factory's (the research notes' reading); added 2026-12-07 when the plan, unchanged,
+      named the QKV matmul on that core range (per_core_N 28 over the P100's 7 DRAM banks);
+      its build's l1_unreserved_base, 104,128, is derived from dev_mem_map.h @cddd0eb6
+      (blackhole.toml), found after the figure was known but not from it (the other candidate,
+      104,192 with PR #34336's mailbox, is ruled out by fcf3a59c's)
+
+Not used (why): T1 (a 2025 RMSNorm factory tileplan does not model: tt-frontends C2), T6,
+T10, T11 (a T3K's or P100's runs, noted before tileplan planned a T3K; the notes that held
+them are not kept), the table's T3K rows for Mllama, Qwen2.5-VL and
 Qwen2.5-7B (refused by tt-transformers' own code on eight chips, which tileplan follows), T7 and T9 (the server's cache
 size and batch are not published), T12-T14 (code comments whose arithmetic the unit
 tests check: tests/test_tt_transformers_configs.py).
@@ -424,6 +439,10 @@ def cases() -> list[Case]:
                     "Out of Memory: Not enough space to allocate 117440512 B DRAM buffer across 12 banks, where each "
                     "bank needs to store 9787392 B, but bank size is only 1046181792 B (mlp.py w3 linear)",
                     "tt-metal #31076", check_message(t4, "allocate 117440512 B DRAM buffer across 12 banks")))
+    t2 = Setup("Llama-3.1-8B-Instruct", "p100", _opts(prefill_chunk=4 * K, kv_cache=32 * K), "2026-01-07")
+    t2_message = ("Statically allocated circular buffers on core range [(x=0,y=0) - (x=6,y=7)] grow to 1574080 B "
+                  "which is beyond max L1 size of 1572864 B")
+    out.append(Case("T2", HELD_OUT, t2.describe(), t2_message, "tt-metal #35410", check_message(t2, t2_message)))
     t8_big = Setup("Qwen3-8B", "n150", _opts(mode=Mode.DECODE, kv_cache=FULL, vllm=True))
     t8_fit = Setup("Qwen3-8B", "n150", _opts(mode=Mode.DECODE, kv_cache=32 * K, vllm=True))
     out.append(Case("T8-131072", HELD_OUT, t8_big.describe(), "DRAM out of memory", "tenstorrent/vllm PR #302",

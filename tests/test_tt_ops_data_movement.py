@@ -23,7 +23,8 @@ from tileplan.targets.tenstorrent.ops.tt_data_movement import (
     _rank3,
     reshape_mapping_page_bytes,
 )
-from tileplan.targets.tenstorrent.tiles import Layout
+from tileplan.targets.tenstorrent.ops.tt_layout import square_block_side
+from tileplan.targets.tenstorrent.tiles import DataType, Layout
 
 I64 = (64, 1024)
 
@@ -142,6 +143,36 @@ def test_h2_to_layout_tile_to_row_major() -> None:
     plan = plan_op(OpKind.TO_LAYOUT, OpRequest((tile(I64, DRAM),), OutputRequest.of(DRAM), MLIR))
     assert footprint(plan) == (131_072, 0)
     assert plan.outputs[0].layout is Layout.ROW_MAJOR
+
+
+@pytest.mark.parametrize(("width", "dtype", "side", "cores", "out_page"), [
+    (128256, DataType.BFLOAT8_B, 64, 63, 256_512), (32064, DataType.BFLOAT8_B, 16, 63, 64_128),
+    (4096, DataType.BFLOAT16, None, 1, 8_192)])
+def test_untilize_of_a_row_too_wide_for_l1_runs_the_block_factory(width: int, dtype: DataType, side: int | None,
+                                                                  cores: int, out_page: int) -> None:
+    """untilize.cpp `is_enough_space` (2 x in_tile x Wt above the L1 base) and
+    split_blocks_for_tilize_wh: a decode's logits [1, 1, 32, 128256] bfloat8_b (4,008 tiles)
+    untilize in squares of 64 tiles, 63 cores, c_0 64 x 1,088 and c_16 64 x 2,048 B, into bf16
+    rows; 1,002 tiles in squares of 16; 128 bf16 tiles fit: the row factory, one core."""
+    x = tile((1, 1, 32, width), L1, dtype)
+    plan = plan_op(OpKind.UNTILIZE, OpRequest((x,), OutputRequest.of(L1), MLIR))
+    (program,) = plan.programs
+    out = plan.outputs[0]
+    assert out.dtype is DataType.BFLOAT16 and out.layout is Layout.ROW_MAJOR and out.pages().page_bytes == out_page
+    assert program.cores.cores == cores
+    if side is None:
+        assert program.name == "UntilizeMultiCoreProgramFactory"
+    else:
+        assert program.name == "UntilizeMultiCoreBlockProgramFactory"
+        assert [(cb.pages, cb.page_bytes) for cb in program.circular_buffers] == [(side, dtype.tile_bytes),
+                                                                                  (side, 2048)]
+
+
+def test_the_block_sides_of_closest_square_larger_than_b() -> None:
+    """work_split_tilize.hpp: a whole root that leaves fewer blocks than cores is kept;
+    otherwise the next side that does."""
+    assert square_block_side(16, 1002, 1, 64) == 16 and square_block_side(63, 4008, 1, 64) == 64
+    assert square_block_side(4, 8, 8, 64) == 2 and square_block_side(2, 100, 1, 64) == 2
 
 
 def test_h2_to_layout_refuses_interleaved_to_height_sharded() -> None:

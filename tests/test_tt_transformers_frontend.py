@@ -159,6 +159,25 @@ def test_decode_gathers_the_logits_in_l1() -> None:
     assert gathered.buffer_type is BufferType.L1 and gathered.bytes == 4008 * 1088
 
 
+def test_decode_samples_as_model_py_does() -> None:
+    """model.py ttnn_decode_forward after the LM head: the logits untilized (the block
+    factory: 4,008 bfloat8_b tiles in squares of 64 on 63 cores) into bf16 rows in L1 (one
+    256,512-B row a page, a page in every bank); batch 1: the demo's greedy argmax on device;
+    a batch: the rows moved to DRAM (copy_program_factory.cpp: two rows a core on 32 cores)."""
+    one = plan("Llama-3.2-1B-Instruct", "n150", TtTransformersOptions(Mode.DECODE, kv_cache=4096))
+    assert [op.name for op in one.ops[-2:]] == ["lm_head.untilize", "argmax"]
+    rows = next(b for b in one.buffers if b.name == "lm_head.untilize")
+    assert (rows.buffer_type, rows.page_bytes, rows.bytes_per_bank) == (BufferType.L1, 256_512, 256_512)
+    untilize = one.programs[one.ops[-2].programs[0]].program
+    assert untilize.name == "UntilizeMultiCoreBlockProgramFactory" and untilize.cores.cores == 63
+    many = plan("Llama-3.2-1B-Instruct", "n150", TtTransformersOptions(Mode.DECODE, kv_cache=4096, batch=8))
+    assert [op.name for op in many.ops[-2:]] == ["lm_head.untilize", "lm_head.to_dram"]
+    moved = next(b for b in many.buffers if b.name == "lm_head.to_dram")
+    assert (moved.buffer_type, moved.bytes_per_bank) == (BufferType.DRAM, 3 * 256_512)
+    copy = many.programs[many.ops[-1].programs[0]].program
+    assert copy.cb_bytes == 2 * 256_512 and copy.cores.cores == 32
+
+
 def test_vllm_allocates_the_caches_after_the_model() -> None:
     program = build(config("Llama-3.2-1B-Instruct"), TtTransformersOptions(kv_cache=4096, vllm=True), device("n150"))
     names = [program.tensors[t].name for t in program.uploads]
@@ -173,6 +192,19 @@ def test_21904_kv_cache_oom_to_the_byte() -> None:
     assert p.verdict.message == ("Out of Memory: Not enough space to allocate 71999488 B DRAM buffer across 12 banks, "
                                  "where each bank needs to store 6000320 B")
     assert (p.verdict.request_name or "").endswith("attention.layer_past.k")
+
+
+def test_35410_p100_qkv_circular_buffers_to_the_byte() -> None:
+    """tt-metal #35410 (2026-01-07): Llama-3.1-8B's long-context demo on a P100. The QKV
+    prefill matmul's per_core_N is ceil(6144 / 32 / 7) = 28 over the P100's 7 DRAM banks:
+    out 8 x 28 bf16 tiles (458,752 B), its fp32 partials (917,504 B, HiFi2 accumulates in
+    fp32), in0 2 x 8 x 2,048 and in1 2 x 28 x 1,088 B = 1,469,952 B above that build's
+    l1_unreserved_base 104,128 (blackhole.toml, from dev_mem_map.h @cddd0eb6)."""
+    options = TtTransformersOptions(prefill_chunk=4096, kv_cache=32768)
+    p = plan("Llama-3.1-8B-Instruct", "p100", options, version="2026-01-07")
+    assert p.verdict.message == ("Statically allocated circular buffers on core range [(x=0,y=0) - (x=6,y=7)] grow "
+                                 "to 1574080 B which is beyond max L1 size of 1572864 B")
+    assert (p.verdict.request_name or p.ops[p.verdict.op or 0].name).endswith("attention.wqkv")
 
 
 def test_cli_plans_a_fit_with_its_knobs(tmp_path: Path) -> None:
