@@ -237,3 +237,20 @@ def test_ttnn_all_gather_by_build() -> None:
 def _target(d):  # type: ignore[no-untyped-def]
     from tileplan.targets.tenstorrent.plan import op_target
     return op_target(d)
+
+
+@pytest.mark.parametrize("mode", [Mode.PREFILL, Mode.DECODE])
+def test_the_logits_end_row_major(mode: Mode) -> None:
+    """ttnn_prefill_forward / ttnn_decode_forward: `ttnn.to_layout(logits, ROW_MAJOR)`; one
+    tile row of 4,008 bf16 tiles is too wide for L1, so untilize's block factory runs it
+    (squares of 64 tiles, c_0 and c_16 of 64 x 2,048 B); the rows stay in DRAM."""
+    options = DEMO if mode is Mode.PREFILL else TtTransformersOptions(
+        Mode.DECODE, kv_cache=8192, preset=Preset.ACCURACY, paged=False, vision=True)
+    p = plan_tt(build(config(MLLAMA), options, device("n300"), MLLAMA), device("n300"))
+    last = p.ops[-1]
+    assert last.name == "text_model.to_layout"
+    program = p.programs[last.programs[0]].program
+    assert program.name == "UntilizeMultiCoreBlockProgramFactory"
+    assert [(cb.pages, cb.page_bytes) for cb in program.circular_buffers] == [(64, 2048), (64, 2048)]
+    rows = next(b for b in p.buffers if b.name == "text_model.to_layout")
+    assert rows.bytes == 32 * 128256 * 2 and rows.page_bytes == 128256 * 2

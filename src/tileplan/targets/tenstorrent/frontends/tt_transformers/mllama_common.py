@@ -72,4 +72,14 @@ def lm_head_splits(e: Emit, a: ModelArgs, h: int, weights: list[int], factory: A
     return logits
 
 
-__all__ = ["DRAM_BF16", "gate", "linear_ccl", "lm_head_splits", "ttnn_all_gather"]
+def row_major_logits(e: Emit, logits: int) -> int:
+    """multimodal/llama_vision_model.py ttnn_prefill_forward / ttnn_decode_forward:
+    `ttnn.to_layout(logits, ttnn.ROW_MAJOR_LAYOUT)` into DRAM (the logits' config; a row of
+    4,008 tiles is too wide for L1: untilize's block factory, ops/tt_layout.py); the tiled
+    logits freed."""
+    rows = e.one(OpKind.TO_LAYOUT, "text_model.to_layout", (logits,), DRAM)
+    e.free(logits)
+    return rows
+
+
+__all__ = ["DRAM_BF16", "gate", "linear_ccl", "lm_head_splits", "row_major_logits", "ttnn_all_gather"]

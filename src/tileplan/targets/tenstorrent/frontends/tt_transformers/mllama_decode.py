@@ -29,10 +29,10 @@ lists every call with its source):
 
 Not modelled: the trace capture (the same operations, their inputs persistent: traced,
 the row-major inputs stay for the whole step, up to 13.4 MB of DRAM more at batch 32 on
-an N150; the demo's and vLLM's default, as for the text models' decode), the
-logits' to_layout to row-major (as in the prefill: one tile row 4,008 tiles wide, whose
-untilize factory tileplan does not model), and whether full-range slices copy (taken as
-views, as in the prefill). B <= 32.
+an N150; the demo's and vLLM's default, as for the text models' decode) and whether
+full-range slices copy (taken as views, as in the prefill). B <= 32. The logits end
+row-major (`ttnn_decode_forward`'s `ttnn.to_layout`: one tile row 4,008 tiles wide, which
+untilize's block factory splits; mllama_common.row_major_logits).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_common import
     GRID,
     gate,
     lm_head_splits,
+    row_major_logits,
 )
 from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_weights import CrossBlock, MllamaWeights
 from tileplan.targets.tenstorrent.frontends.tt_transformers.model_args import ModelArgs
@@ -133,7 +134,7 @@ class MllamaDecode(Decode):
         e.layer = None
         logits = self.lm_head_mllama(x)
         e.free(h0, *rot, *masks, self.positions, *((self.table, cross_table) if cross_table is not None else ()))
-        return (logits,)
+        return (row_major_logits(e, logits),)
 
     # -- the cross-attention block --------------------------------------------------------
     def cross_block(self, x: int, b: CrossBlock, layer: int, masks: tuple[int, int, int],

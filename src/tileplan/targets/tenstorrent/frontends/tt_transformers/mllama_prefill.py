@@ -43,12 +43,11 @@ section 5 and MLLAMA-VISION.md sections 4-5 list every call with its source):
    DRAM (CROSS_TRANSFORMER_TEXT_OUTPUT_PROGCFG), on a mesh ttnn.all_gather, the concat.
 
 Python frees a tensor when its last name goes: a function's locals live to its return
-(forward_prefill's Q, K and V through the output projection). Not modelled: the host
-work; the logits' conversion to row-major before they go to the host (ttnn_prefill_forward's
-`ttnn.to_layout`: one tile row 4,008 tiles wide, which tt-metal's untilize splits by a
-factory tileplan does not model; as for the text models, the logits' way to the host is
-left out); and whether a full-range ttnn.slice or a one-input ttnn.concat copies (they are
-taken as views, docs/notes/MLLAMA-VISION.md section 8).
+(forward_prefill's Q, K and V through the output projection). The logits end row-major
+before they go to the host (ttnn_prefill_forward's `ttnn.to_layout`: one tile row 4,008
+tiles wide, which untilize's block factory splits; mllama_common.row_major_logits). Not
+modelled: the host work; whether a full-range ttnn.slice or a one-input ttnn.concat copies
+(they are taken as views, docs/notes/MLLAMA-VISION.md section 8).
 """
 
 from __future__ import annotations
@@ -62,6 +61,7 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_common import
     gate,
     linear_ccl,
     lm_head_splits,
+    row_major_logits,
     ttnn_all_gather,
 )
 from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_weights import (
@@ -182,7 +182,7 @@ class MllamaPrefill(Prefill):
         e.layer = None
         logits = self.lm_head_mllama(x)
         e.free(vision_tokens, *masks, *rot, *tables)
-        return (logits,)
+        return (row_major_logits(e, logits),)
 
     def inputs(self) -> tuple[tuple[int, int, int], int, tuple[int, int], tuple[int, ...]]:
         """prepare_inputs_prefill's uploads in its order (@051626f): the xattn mask, the 1NSH
