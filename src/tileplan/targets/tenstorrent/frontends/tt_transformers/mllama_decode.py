@@ -132,9 +132,9 @@ class MllamaDecode(Decode):
                 e.free(x)
             x = out
         e.layer = None
-        logits = self.lm_head_mllama(x)
+        rows = row_major_logits(e, self.lm_head_mllama(x))  # inside ttnn_decode_forward: the inputs still held
         e.free(h0, *rot, *masks, self.positions, *((self.table, cross_table) if cross_table is not None else ()))
-        return (row_major_logits(e, logits),)
+        return (rows,)
 
     # -- the cross-attention block --------------------------------------------------------
     def cross_block(self, x: int, b: CrossBlock, layer: int, masks: tuple[int, int, int],

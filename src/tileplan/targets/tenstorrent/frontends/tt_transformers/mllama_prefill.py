@@ -180,9 +180,9 @@ class MllamaPrefill(Prefill):
                 x = h
             x = self.decoder(x, layer, i, rot)
         e.layer = None
-        logits = self.lm_head_mllama(x)
+        rows = row_major_logits(e, self.lm_head_mllama(x))  # inside ttnn_prefill_forward: the inputs still held
         e.free(vision_tokens, *masks, *rot, *tables)
-        return (row_major_logits(e, logits),)
+        return (rows,)
 
     def inputs(self) -> tuple[tuple[int, int, int], int, tuple[int, int], tuple[int, ...]]:
         """prepare_inputs_prefill's uploads in its order (@051626f): the xattn mask, the 1NSH
