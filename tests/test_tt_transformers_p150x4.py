@@ -103,3 +103,13 @@ def test_gemmas_all_reduce_runs_the_ring_it_asks_for() -> None:
         source = names["layers.0.post_feedforward_layernorm"]
         return inter.bytes / source.bytes
     assert ratio("p150x4") == 1 and ratio("n300") == 2
+
+
+def test_blackhole_puts_the_decode_heads_on_an_8_by_4_grid() -> None:
+    """model_config.py CREATE_QKV_DECODE_SHARD on Blackhole: height-sharded (TILE, head_dim)
+    on CoreGrid(y=4, x=8); nlp_create_qkv_heads_decode puts the users' heads inside it
+    row-wise: 16 users on (0, 0)-(7, 1), not the first 16 cores of the 13-wide grid."""
+    p = plan(LLAMA_70B, "p150x4", TtTransformersOptions(Mode.DECODE, kv_cache=4096, batch=16))
+    op = next(o for o in p.ops if o.name == "layers.0.attention.create_qkv_heads")
+    program = p.programs[op.programs[0]].program
+    assert {(r.start, r.end) for cb in program.circular_buffers for r in cb.core_ranges} == {((0, 0), (7, 1))}

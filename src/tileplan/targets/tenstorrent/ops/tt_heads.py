@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from tileplan.targets.tenstorrent.memory import (
     BufferType,
+    CoreRange,
     CoreRangeSet,
     MemoryConfig,
     MemoryLayout,
@@ -107,7 +108,10 @@ def plan_create_heads(kind: OpKind, req: OpRequest, attrs: CreateHeadsAttrs) -> 
 
 
 def plan_create_heads_decode(kind: OpKind, req: OpRequest, attrs: CreateHeadsAttrs) -> OpPlan:
-    """nlp_create_qkv_heads_decode on an interleaved [1, 1, B, hidden] input."""
+    """nlp_create_qkv_heads_decode on an interleaved [1, 1, B, hidden] input: one user a
+    core, row-wise on the device's grid, or inside the grid the output config's shard spec
+    names (`num_cores_to_corerangeset_in_subcoregrids(start, batch, output_core_grid)`:
+    tt-transformers' CREATE_QKV_DECODE_SHARD on Blackhole, 8 x 4 from (0, 0))."""
     (x,) = req.inputs
     op = kind.value
     require(len(x.shape) == 4 and x.shape[0] == 1 and x.shape[1] == 1 and x.layout is Layout.TILE, op,
@@ -121,6 +125,10 @@ def plan_create_heads_decode(kind: OpKind, req: OpRequest, attrs: CreateHeadsAtt
     require(x.shape[3] % heads == 0, op, f"hidden {x.shape[3]} is not {heads} heads of a whole size")
     d = x.shape[3] // heads
     grid = req.target.grid
+    if req.out.shard is not None:  # a requested grid: the users' cores inside it, row-wise
+        named = req.out.shard.grid
+        box = named if isinstance(named, CoreRange) else named.bounding_box()
+        grid = (box.end[0] + 1, box.end[1] + 1)
     require(grid[0] * grid[1] >= users, op, f"{users} users need as many cores")
     padded_q = ceil_div(attrs.num_heads, TILE) * TILE
     cores = CoreRangeSet.from_count(users, *grid, row_wise=True)

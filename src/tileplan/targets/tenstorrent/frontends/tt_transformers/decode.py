@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tileplan.model.role import Role
+from tileplan.targets.tenstorrent.device import Arch
 from tileplan.targets.tenstorrent.frontends.tt_transformers.configs import Configs
 from tileplan.targets.tenstorrent.frontends.tt_transformers.emit import Emit
 from tileplan.targets.tenstorrent.frontends.tt_transformers.model_args import ModelArgs
@@ -71,6 +72,8 @@ from tileplan.targets.tenstorrent.tiles import TILE, DataType
 DRAM = OutputRequest(BufferType.DRAM)
 L1 = OutputRequest.of(L1_INTERLEAVED)
 WIDTH = OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED)
+#: model_config.py CREATE_QKV_DECODE_SHARD on Blackhole: CoreGrid(y=4, x=8)
+BLACKHOLE_HEADS_GRID = (8, 4)
 #: attention.py `all_gather_core_grid_offset`: the fused all-gather's workers from (0, 4)
 AG_MATMUL_OFFSET = (0, 4)
 
@@ -240,7 +243,8 @@ class Decode:
         qkv_local = a.qkv_size // a.num_devices
         view = e.view(flat, (1, 1, o.batch, qkv_local), pre + "xqkv_reshaped",
                       padded=(1, 1, c.rows, qkv_local)) if o.batch != c.rows else flat
-        heads = OutputRequest(BufferType.L1, MemoryLayout.HEIGHT_SHARDED)
+        heads = OutputRequest.of(self.head_memory()) if a.arch is Arch.BLACKHOLE else \
+            OutputRequest(BufferType.L1, MemoryLayout.HEIGHT_SHARDED)
         q, k, v = e.op(OpKind.NLP_CREATE_QKV_HEADS_DECODE, pre + "create_qkv_heads", (view,), heads,
                        CreateHeadsAttrs(a.n_local_heads, a.n_local_kv_heads), outputs=3)
         e.free(flat)
@@ -318,12 +322,15 @@ class Decode:
         return back
 
     def head_memory(self) -> MemoryConfig:
-        """nlp_create_qkv_heads_decode's output config: (32 ceil(heads / 32), D) one user a core."""
+        """nlp_create_qkv_heads_decode's output config: (32 ceil(heads / 32), D) one user a
+        core, row-wise on the device's grid; on Blackhole inside CREATE_QKV_DECODE_SHARD's
+        8 x 4 grid (model_config.py: height-sharded (TILE, head_dim) on CoreGrid(y=4, x=8))."""
         from tileplan.targets.tenstorrent.frontends.tt_transformers.configs import sharded
         from tileplan.targets.tenstorrent.memory import CoreRangeSet
         padded = TILE * -(-self.a.n_local_heads // TILE)
+        grid = BLACKHOLE_HEADS_GRID if self.a.arch is Arch.BLACKHOLE else self.grid
         return sharded(MemoryLayout.HEIGHT_SHARDED, (padded, self.a.head_dim),
-                       CoreRangeSet.from_count(self.o.batch, *self.grid, row_wise=True))
+                       CoreRangeSet.from_count(self.o.batch, *grid, row_wise=True))
 
     def mlp(self, x: int, i: int, weights: tuple[int, int, int] | None = None, prefix: str | None = None) -> int:
         """mlp.py decode (decoder i's precisions; `weights`: w1, w2, w3 other than layer
