@@ -159,25 +159,6 @@ def test_decode_gathers_the_logits_in_l1() -> None:
     assert gathered.buffer_type is BufferType.L1 and gathered.bytes == 4008 * 1088
 
 
-def test_decode_samples_as_model_py_does() -> None:
-    """model.py ttnn_decode_forward after the LM head: the logits untilized (the block
-    factory: 4,008 bfloat8_b tiles in squares of 64 on 63 cores) into bf16 rows in L1 (one
-    256,512-B row a page, a page in every bank); batch 1: the demo's greedy argmax on device;
-    a batch: the rows moved to DRAM (copy_program_factory.cpp: two rows a core on 32 cores)."""
-    one = plan("Llama-3.2-1B-Instruct", "n150", TtTransformersOptions(Mode.DECODE, kv_cache=4096))
-    assert [op.name for op in one.ops[-2:]] == ["lm_head.untilize", "argmax"]
-    rows = next(b for b in one.buffers if b.name == "lm_head.untilize")
-    assert (rows.buffer_type, rows.page_bytes, rows.bytes_per_bank) == (BufferType.L1, 256_512, 256_512)
-    untilize = one.programs[one.ops[-2].programs[0]].program
-    assert untilize.name == "UntilizeMultiCoreBlockProgramFactory" and untilize.cores.cores == 63
-    many = plan("Llama-3.2-1B-Instruct", "n150", TtTransformersOptions(Mode.DECODE, kv_cache=4096, batch=8))
-    assert [op.name for op in many.ops[-2:]] == ["lm_head.untilize", "lm_head.to_dram"]
-    moved = next(b for b in many.buffers if b.name == "lm_head.to_dram")
-    assert (moved.buffer_type, moved.bytes_per_bank) == (BufferType.DRAM, 3 * 256_512)
-    copy = many.programs[many.ops[-1].programs[0]].program
-    assert copy.cb_bytes == 2 * 256_512 and copy.cores.cores == 32
-
-
 def test_vllm_allocates_the_caches_after_the_model() -> None:
     program = build(config("Llama-3.2-1B-Instruct"), TtTransformersOptions(kv_cache=4096, vllm=True), device("n150"))
     names = [program.tensors[t].name for t in program.uploads]

@@ -27,10 +27,13 @@ rotary cos / sin: an embedding of the position into each table, transposed to
   config (Gemma-3: the post-feed-forward norm, all-reduced on a mesh); the residual add.
 After the last layer: the final norm into LM_HEAD_INPUT_MEMCFG, the LM head splits as in
 prefill, concatenated in L1 (on a mesh all-gathered on dim 3 into the same L1 config).
-Then the logits untilized (bf16 rows in L1) and either the demo's greedy argmax on device
-(batch 1) or moved to DRAM for host sampling (a batch, vLLM).
-What tileplan leaves out: the trace capture (its buffers go to the trace region) and the
-argmax's copy into the token input.
+What tileplan leaves out: the trace capture (its buffers go to the trace region) and what
+follows the logits, which depends on the generation: before tt-metal PR #31046 (October
+2025) the logits untilized, then a greedy argmax on device (the demo at batch 1) or a copy to
+DRAM (host sampling); from it, tt-transformers' on-device sampling module when the
+vocabulary fits (vocab_size // sampling_splits <= 64k), else the untilize and the copy to
+DRAM, whose factory PR #40964 (2026) changed. Untilize's block factory, which such a
+128,256-wide row needs, is modelled (ops/tt_layout.py); which tail a build runs is not.
 """
 
 from __future__ import annotations
@@ -53,7 +56,6 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.mllama_weights impor
 from tileplan.targets.tenstorrent.frontends.tt_transformers.weights import Layer, Weights, row_major
 from tileplan.targets.tenstorrent.memory import L1_INTERLEAVED, BufferType, MemoryConfig, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
-from tileplan.targets.tenstorrent.ops.tt_argmax import ArgmaxAttrs
 from tileplan.targets.tenstorrent.ops.tt_all_gather_matmul import AllGatherMatmulAttrs
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, TransposeAttrs
@@ -392,26 +394,4 @@ class Decode:
             gathered = e.one(OpKind.ALL_GATHER_ASYNC, "lm_head.all_gather", (logits,), L1, self.a.ccl())
             e.free(logits)
             logits = gathered
-        return self.sample(logits)
-
-    def sample(self, logits: int) -> tuple[int, ...]:
-        """model.py ttnn_decode_forward after the LM head: `ttnn.untilize(tt_logits,
-        use_multicore=True)` (bf16 rows in L1, the input's config), then the demo's greedy
-        argmax on device (simple_text_demo.py: `argmax_on_device` when batch 1 and
-        temperature 0, its default; `ttnn.argmax(dim=3, keepdim=True, use_multicore=True)`)
-        or, for host sampling (a batch, vLLM), `ttnn.to_memory_config(., DRAM)` (the copy as
-        copy_program_factory.cpp @043b5ac runs it, two rows a core; later builds'
-        CopyDefaultRowMajorProgramFactory, pages capped at 256 KiB, is not modelled). Left
-        out: the argmax's `ttnn.copy` into the token input (a copy program into an existing
-        tensor, no buffer)."""
-        e = self.e
-        e.module = "sampling"
-        rows = e.one(OpKind.UNTILIZE, "lm_head.untilize", (logits,), L1)
-        e.free(logits)
-        if self.o.batch == 1 and not self.o.vllm:
-            token = e.one(OpKind.ARGMAX, "argmax", (rows,), L1, ArgmaxAttrs(dim=3, keep_dim=True, multicore=True))
-            e.free(rows)
-            return (token,)
-        out = e.one(OpKind.TO_MEMORY_CONFIG, "lm_head.to_dram", (rows,), DRAM)
-        e.free(rows)
-        return (out,)
+        return (logits,)
