@@ -46,6 +46,7 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.configs import Confi
 from tileplan.targets.tenstorrent.frontends.tt_transformers.emit import Emit
 from tileplan.targets.tenstorrent.frontends.tt_transformers.model_args import ModelArgs
 from tileplan.targets.tenstorrent.frontends.tt_transformers.options import TtTransformersOptions
+from tileplan.targets.tenstorrent.frontends.tt_transformers.prefill import gemma_all_reduce
 from tileplan.targets.tenstorrent.frontends.tt_transformers.precision import (
     LM_HEAD_COMPUTE,
     NORM_COMPUTE,
@@ -59,7 +60,6 @@ from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.tt_all_gather_matmul import AllGatherMatmulAttrs
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs, TransposeAttrs
-from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs, Topology
 from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs
 from tileplan.targets.tenstorrent.ops.tt_embedding import EmbeddingAttrs
 from tileplan.targets.tenstorrent.ops.tt_heads import ConcatHeadsDecodeAttrs, CreateHeadsAttrs
@@ -208,22 +208,14 @@ class Decode:
         return out
 
     def all_reduce(self, x: int, name: str) -> int:
-        """decoder.py's Gemma all-reduce in decode on a mesh: ccl.py tt_all_reduce moves the
-        sharded norm output to L1 interleaved (`sharded_to_interleaved`), reduce-scatters it
-        into DRAM (`topology=ttnn.Topology.Ring` written into decoder.py's call; Linear on two
-        chips as tt-metal runs two), then `ttnn.div(., num_devices)`; one chip: the tensor
-        itself."""
+        """decoder.py's Gemma all-reduce in decode on a mesh: ccl.py tt_all_reduce first moves
+        the sharded norm output to L1 interleaved (`sharded_to_interleaved`), then as in
+        prefill (`gemma_all_reduce`); one chip: the tensor itself."""
         if not self.multichip:
             return x
-        e = self.e
-        flat = e.one(OpKind.SHARDED_TO_INTERLEAVED, name + ".interleaved", (x,), L1)
-        e.free(x)
-        reduced = e.one(OpKind.REDUCE_SCATTER_ASYNC, name + ".reduce_scatter", (flat,), DRAM,
-                        CclAttrs(3, self.a.num_devices, Topology.RING))
-        e.free(flat)
-        out = e.one(OpKind.DIVIDE, name + ".div", (reduced,), DRAM, BinaryAttrs(scalar=True))
-        e.free(reduced)
-        return out
+        flat = self.e.one(OpKind.SHARDED_TO_INTERLEAVED, name + ".interleaved", (x,), L1)
+        self.e.free(x)
+        return gemma_all_reduce(self.e, self.a, flat, name)
 
     def attention(self, x: int, layer: Layer, i: int, rot: tuple[int, int]) -> int:
         """attention.py forward_decode."""

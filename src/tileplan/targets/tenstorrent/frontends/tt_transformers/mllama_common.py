@@ -41,7 +41,7 @@ def gate(e: Emit, x: int, weight: int, name: str) -> int:
 
 def linear_ccl(a: ModelArgs, dim: int) -> CclAttrs:
     """The vision tower's and the LM head's collectives pass topology=Linear (on a T3K too)."""
-    return CclAttrs(dim, a.num_devices, Topology.LINEAR)
+    return a.ccl(dim, Topology.LINEAR)
 
 
 def ttnn_all_gather(e: Emit, a: ModelArgs, factory: AllGatherFactory | None, x: int, name: str) -> int:

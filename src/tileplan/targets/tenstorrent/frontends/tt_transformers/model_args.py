@@ -210,9 +210,10 @@ class ModelArgs:
         multiple of 8 (dim a multiple of 2,048): wo split by columns, its input gathered."""
         return self.num_devices == T3K_CHIPS and (self.dim // TILE // self.num_devices) % self.num_devices == 0
 
-    def ccl(self, dim: int = 3) -> CclAttrs:
-        """A collective over the mesh as tt-transformers calls it (one link, two workers)."""
-        return CclAttrs(dim, self.num_devices, self.ccl_topology)
+    def ccl(self, dim: int = 3, topology: Topology | None = None) -> CclAttrs:
+        """A collective over the mesh as tt-transformers calls it (one link, two workers), on
+        the model's topology unless the call names one."""
+        return CclAttrs(dim, self.num_devices, topology or self.ccl_topology)
 
     @property
     def min_kv_prefill_shard_seqlen(self) -> float:

@@ -51,7 +51,7 @@ from tileplan.targets.tenstorrent.frontends.tt_transformers.weights import Layer
 from tileplan.targets.tenstorrent.memory import DRAM_INTERLEAVED, L1_INTERLEAVED, BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_ccl import CclAttrs, Topology
+from tileplan.targets.tenstorrent.ops.tt_ccl import Topology
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ConcatAttrs
 from tileplan.targets.tenstorrent.ops.tt_eltwise import BinaryAttrs
 from tileplan.targets.tenstorrent.ops.tt_embedding import EmbeddingAttrs
@@ -78,6 +78,18 @@ def padded_prefill_len(n: int) -> int:
     return min(pow2, -(-n // 2048) * 2048)
 
 
+def gemma_all_reduce(e: Emit, a: ModelArgs, x: int, name: str) -> int:
+    """decoder.py's Gemma all-reduce in prefill and decode: tt_all_reduce's reduce-scatter
+    into DRAM (`topology=ttnn.Topology.Ring` written into decoder.py's call: a Ring on four
+    chips too, Linear on two as tt-metal runs two), then `ttnn.div(., num_devices)`; x and
+    the reduced tensor freed."""
+    reduced = e.one(OpKind.REDUCE_SCATTER_ASYNC, name + ".reduce_scatter", (x,), DRAM, a.ccl(topology=Topology.RING))
+    e.free(x)
+    out = e.one(OpKind.DIVIDE, name + ".div", (reduced,), DRAM, BinaryAttrs(scalar=True))
+    e.free(reduced)
+    return out
+
+
 class Prefill:
     """The lowering of one prefill (see the module docstring)."""
 
@@ -99,8 +111,7 @@ class Prefill:
     def reduce_scatter(self, x: int, name: str, topology: Topology | None = None) -> int:
         """ccl.py tt_all_reduce on a 1 x N mesh: reduce_scatter_minimal_async(dim=3) on the
         model's topology unless the caller names one, input freed."""
-        attrs = self.a.ccl() if topology is None else CclAttrs(3, self.a.num_devices, topology)
-        out = self.e.one(OpKind.REDUCE_SCATTER_ASYNC, name, (x,), DRAM, attrs)
+        out = self.e.one(OpKind.REDUCE_SCATTER_ASYNC, name, (x,), DRAM, self.a.ccl(topology=topology))
         self.e.free(x)
         return out
 
@@ -188,16 +199,9 @@ class Prefill:
         return out
 
     def all_reduce(self, x: int, name: str) -> int:
-        """decoder.py's Gemma all-reduce on a mesh: tt_all_reduce (a reduce-scatter,
-        `topology=ttnn.Topology.Ring` written into the call: a Ring on four chips too, Linear
-        on two as tt-metal runs two) then `ttnn.div(., num_devices)`; one chip: the tensor
-        itself."""
-        if not self.multichip:
-            return x
-        reduced = self.reduce_scatter(x, name + ".reduce_scatter", Topology.RING)
-        out = self.e.one(OpKind.DIVIDE, name + ".div", (reduced,), DRAM, BinaryAttrs(scalar=True))
-        self.e.free(reduced)
-        return out
+        """decoder.py's Gemma all-reduce on a mesh (`gemma_all_reduce`); one chip: the
+        tensor itself."""
+        return gemma_all_reduce(self.e, self.a, x, name) if self.multichip else x
 
     def distributed_norm(self, x: int, weight: int, name: str) -> int:
         """distributed_norm.py prefill: n300 gathers the fractured input, then the norm;
