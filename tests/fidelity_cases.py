@@ -266,6 +266,14 @@ RESNET50_CONFIG = ("graphcore/examples applications/pytorch/cnns/inference/confi
                    "graphcore/examples applications/pytorch/cnns/inference/README_Benchmarks.md (batch 1 to 90, one "
                    "Mk2 IPU a replica); applications/pytorch/cnns/models/models.py (get_model: torchvision's resnet50, "
                    "NormalizeInputModel)")
+#: Graphcore's CNN inference configurations after the move to vision/cnns (precision
+#: 16.16, half_partial, eight_bit_io, normalization_location ipu; the batch each names)
+CNN_CONFIGS = ("graphcore/examples vision/cnns/pytorch/inference/configs.yml (09b7c672; models/factory.py, "
+               "models/implementations/efficientnet.py, models/models.py get_model):")
+#: the ResNeXt-101 inference benchmark: batch 1 to 16 on one Mk2 IPU a replica
+RESNEXT101_BENCHMARK = ("graphcore/examples applications/pytorch/cnns/inference/README_Benchmarks.md (b30108fb: "
+                        "--model resnext101 --precision 16.16 --half-partial --eight-bit-io --normalization-location "
+                        "ipu, batch 1 to 16); models/models.py (resnext101: torchvision's resnext101_32x8d)")
 #: the supporting code of Graphcore's technical note on the available memory proportion
 RESNEXT_NOTE = ("graphcore/tutorials tech_notes_code/available_memory/pytorch_demo.py and tests/pytorch/test_all.py "
                 "(68b1154; the note: docs.graphcore.ai/projects/available-memory)")
@@ -473,4 +481,24 @@ CASES: tuple[Case, ...] = (
          "IPUs", "graphcore/examples nlp/gpt2/pytorch/benchmarks.yml (pytorch_gpt2_xlarge_infer_gen_pod16), "
          "inference_gpt2.py", "runs", True, gpt2_inference("1,6,6,7,7,7,7,7", 1600, 48, 25),
          evidence=Evidence.HELD_OUT),
+    # held out, added 2026-12-07 (the model as frozen then; nothing changed for them):
+    # Graphcore's CNN inference configurations (vision/cnns/pytorch), each as its
+    # script builds the model, on one Mk2 IPU a replica
+    *(Case(key, what, source, "runs", True, torchvision_published(file, "f16", 0.6, "f16"),
+           evidence=Evidence.HELD_OUT)
+      for key, what, file, source in (
+          ("efficientnet-b0-fp16-b49", "EfficientNet-B0 (torchvision's layers for timm's blocks, tests/data/zoo) "
+           "as Graphcore's inference configuration runs it: FP16 with half partials, batch 49, uint8 images "
+           "normalised on the IPU, one Mk2 IPU, the default proportion", "efficientnet_b0_fp16_b49",
+           CNN_CONFIGS + " efficientnet-b0"),
+          ("efficientnet-b4-fp16-b12", "EfficientNet-B4, the same settings, batch 12 at 380 x 380",
+           "efficientnet_b4_fp16_b12", CNN_CONFIGS + " efficientnet-b4"),
+          ("efficientnet-b0-g16-gn-fp16-b106", "Graphcore's EfficientNet-B0-G16-GN (expansion 4, depthwise "
+           "convolutions grouped by 16 channels, GroupNorm of 4 groups: tests/data/zoo/export.py), the same "
+           "settings, batch 106", "efficientnet_b0_g16_gn_fp16_b106", CNN_CONFIGS + " efficientnet-b0-g16-gn"),
+          ("efficientnet-b4-g16-gn-fp16-b26", "Graphcore's EfficientNet-B4-G16-GN, the same settings, batch 26 at "
+           "380 x 380", "efficientnet_b4_g16_gn_fp16_b26", CNN_CONFIGS + " efficientnet-b4-g16-gn"),
+          ("resnext101-fp16-b16", "torchvision resnext101_32x8d, the same settings, batch 16",
+           "resnext101_32x8d_fp16_b16", RESNEXT101_BENCHMARK),
+      )),
 )

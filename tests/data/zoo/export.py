@@ -46,6 +46,34 @@ class NormalizedOnDevice(torch.nn.Module):
         return self.model(img.to(self.dtype).mul(self.scale).sub(self.shift))
 
 
+def efficientnet_g16_gn(arch: str) -> torch.nn.Module:
+    """Graphcore's EfficientNet-G16-GN as graphcore/examples vision/cnns/pytorch builds it
+    (configs.yml `efficientnet-g16-gn`: efficientnet_group_dim 16, efficientnet_expand_ratio
+    4, norm_type group with 4 groups and eps 0.001; models/implementations/efficientnet.py
+    `create_efficientnet`, `_common_efficientnet_manipulation`): EfficientNet's blocks with
+    an expansion ratio of 4 instead of 6 (the first block's 1 kept), every depthwise
+    convolution grouped by 16 channels (`groups=max(in_channels // 16, 1)`, the first
+    block's too: `name_match(".*conv_dw")`), every BatchNorm2d a GroupNorm of 4 groups
+    (models.py `get_model`, norm_type group), on torchvision's layers."""
+    from torchvision.models.efficientnet import EfficientNet, _efficientnet_conf
+
+    width, depth, dropout = {"efficientnet_b0": (1.0, 1.0, 0.2), "efficientnet_b4": (1.4, 1.8, 0.4)}[arch]
+    setting, last = _efficientnet_conf(arch, width_mult=width, depth_mult=depth)
+    for cnf in setting:
+        if cnf.expand_ratio == 6:
+            cnf.expand_ratio = 4
+    model = EfficientNet(setting, dropout, norm_layer=lambda c: torch.nn.GroupNorm(4, c, eps=0.001),
+                         last_channel=last)
+    for module in model.modules():
+        for name, child in module.named_children():
+            if (isinstance(child, torch.nn.Conv2d) and child.groups == child.in_channels == child.out_channels
+                    and child.groups > 1):
+                setattr(module, name, torch.nn.Conv2d(child.in_channels, child.out_channels, child.kernel_size,
+                                                      child.stride, child.padding,
+                                                      groups=max(child.in_channels // 16, 1), bias=False))
+    return model
+
+
 @dataclass(frozen=True)
 class Published:
     """A published configuration: torchvision's `model` at `batch`, in `dtype`, its
@@ -57,6 +85,10 @@ class Published:
     dtype: torch.dtype
     input_dtype: torch.dtype
     source: str
+    #: the image's height and width
+    size: int = 224
+    #: Graphcore's modification of the model (`efficientnet_g16_gn`), else torchvision's own
+    g16_gn: bool = False
 
 
 PUBLISHED = (
@@ -66,6 +98,23 @@ PUBLISHED = (
     Published("resnext50_32x4d_fp32_b20", "resnext50_32x4d", 20, torch.float32, torch.float32,
               "graphcore/tutorials tech_notes_code/available_memory/pytorch_demo.py (ResNextModel, batch_size 20, "
               "FP32 GeneratedDataset)"),
+    Published("efficientnet_b0_fp16_b49", "efficientnet_b0", 49, torch.float16, torch.uint8,
+              "graphcore/examples vision/cnns/pytorch/inference/configs.yml efficientnet-b0 (precision 16.16, "
+              "half_partial, eight_bit_io, normalization_location ipu, batch_size 49); models/factory.py "
+              "(timm's EfficientNet with EfficientNet-B0's blocks, expand ratio 6, depthwise: torchvision's layers)"),
+    Published("efficientnet_b4_fp16_b12", "efficientnet_b4", 12, torch.float16, torch.uint8,
+              "graphcore/examples vision/cnns/pytorch/inference/configs.yml efficientnet-b4 (the same, batch_size 12, "
+              "input 380 x 380: models/factory.py)", size=380),
+    Published("efficientnet_b0_g16_gn_fp16_b106", "efficientnet_b0", 106, torch.float16, torch.uint8,
+              "graphcore/examples vision/cnns/pytorch/inference/configs.yml efficientnet-b0-g16-gn (the common "
+              "settings, efficientnet-g16-gn's, batch_size 106)", g16_gn=True),
+    Published("efficientnet_b4_g16_gn_fp16_b26", "efficientnet_b4", 26, torch.float16, torch.uint8,
+              "graphcore/examples vision/cnns/pytorch/inference/configs.yml efficientnet-b4-g16-gn (the same, "
+              "batch_size 26, input 380 x 380)", size=380, g16_gn=True),
+    Published("resnext101_32x8d_fp16_b16", "resnext101_32x8d", 16, torch.float16, torch.uint8,
+              "graphcore/examples applications/pytorch/cnns/inference/README_Benchmarks.md (b30108fb: ResNeXt-101, "
+              "--precision 16.16 --half-partial --eight-bit-io --normalization-location ipu, batch 1 to 16, one Mk2 IPU "
+              "a replica); models/models.py (resnext101: torchvision's resnext101_32x8d)"),
 )
 
 
@@ -89,10 +138,11 @@ def main() -> None:
         save(torch.export.export(model, (x,)), here / f"{name}.pt2")
     for p in PUBLISHED:
         with torch.device("meta"):
-            model = getattr(models, p.model)(weights=None).eval().to(p.dtype)
+            model = (efficientnet_g16_gn(p.model) if p.g16_gn else getattr(models, p.model)(weights=None))
+            model = model.eval().to(p.dtype)
             if p.input_dtype == torch.uint8:
                 model = NormalizedOnDevice(model, p.dtype).eval()
-            x = torch.zeros(p.batch, 3, 224, 224, dtype=p.input_dtype)
+            x = torch.zeros(p.batch, 3, p.size, p.size, dtype=p.input_dtype)
         save(torch.export.export(model, (x,)), here / f"{p.file}.pt2")
 
 
