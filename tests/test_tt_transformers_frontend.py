@@ -159,6 +159,42 @@ def test_decode_gathers_the_logits_in_l1() -> None:
     assert gathered.buffer_type is BufferType.L1 and gathered.bytes == 4008 * 1088
 
 
+def test_a_typecast_to_the_same_type_is_a_new_tensor() -> None:
+    """attention.py casts K and V to the cache's type and Q to the activation type or
+    bfloat8_b whatever they are (ttnn.typecast always runs its device operation): with
+    Qwen2.5-7B's bf16 cache each cast is an operation whose output is a buffer of its
+    own, the head it read freed after it."""
+    p = plan("Qwen2.5-7B-Instruct", "n300", TtTransformersOptions(prefill_chunk=1024, kv_cache=4096))
+    ops = {op.name: op for op in p.ops}
+    for n in ("k", "v", "q"):
+        cast = ops[f"layers.0.attention.{n}_typecast"]
+        assert cast.kind is OpKind.TYPECAST
+        out = next(b for b in p.buffers if b.name == f"layers.0.attention.{n}_typecast")
+        assert out.first_op == cast.index and out.buffer_type is BufferType.DRAM
+
+
+def test_qwen3_frees_the_fused_qkv_after_the_head_norms() -> None:
+    """attention.py (prefill and decode) norms Q then K, each pre-norm head freed as its
+    name is rebound, and deallocates the fused QKV only then."""
+    for o in (TtTransformersOptions(prefill_chunk=1024, kv_cache=4096), TtTransformersOptions(Mode.DECODE,
+                                                                                              kv_cache=4096)):
+        p = plan("Qwen3-8B", "n150", o)
+        ops = {op.name: op.index for op in p.ops}
+        bufs = {b.name: b for b in p.buffers}
+        fused = bufs["layers.0.attention.xqkv_interleaved" if o.mode is Mode.DECODE else "layers.0.attention.wqkv"]
+        k_norm = ops["layers.0.attention.k_norm"]
+        assert fused.last_op is not None and fused.last_op >= k_norm, o.mode
+
+
+def test_every_norm_has_its_distributed_weight_on_one_chip_too() -> None:
+    """decoder.py passes is_distributed=self.args.is_distributed_norm, a bound method,
+    so RMSNorm creates weight_distributed on every mesh, a 1 x 1 one included."""
+    program = build(config("Llama-3.2-1B-Instruct"), TtTransformersOptions(kv_cache=4096), device("n150"))
+    names = {program.tensors[t].name for t in program.uploads}
+    assert {"norm.weight_distributed", "layers.0.attention_norm.weight_distributed",
+            "layers.15.ffn_norm.weight_distributed"} <= names
+
+
 def test_vllm_allocates_the_caches_after_the_model() -> None:
     program = build(config("Llama-3.2-1B-Instruct"), TtTransformersOptions(kv_cache=4096, vllm=True), device("n150"))
     names = [program.tensors[t].name for t in program.uploads]
@@ -230,7 +266,7 @@ def test_a_hub_id_is_read_from_the_local_hugging_face_cache(tmp_path, monkeypatc
     import json
     from pathlib import Path
 
-    import tileplan.app.tenstorrent  # noqa: F401  (registers the lookup)
+    import tileplan.app.tenstorrent.tt_transformers_hub  # noqa: F401  (registers the lookup on import)
     from tileplan.app import sources
     from tileplan.targets.tenstorrent.frontends.tt_transformers.frontend import read_config
 

@@ -241,10 +241,10 @@ class Decode:
             OutputRequest(BufferType.L1, MemoryLayout.HEIGHT_SHARDED)
         q, k, v = e.op(OpKind.NLP_CREATE_QKV_HEADS_DECODE, pre + "create_qkv_heads", (view,), heads,
                        CreateHeadsAttrs(a.n_local_heads, a.n_local_kv_heads), outputs=3)
-        e.free(flat)
         if layer.q_norm is not None and layer.k_norm is not None:
             q = self.head_norm(q, layer.q_norm, pre + "q_norm")
             k = self.head_norm(k, layer.k_norm, pre + "k_norm")
+        e.free(flat)  # attention.py: ttnn.deallocate(xqkv_fused) after the head norms
         cos, sin = rot
         decode = RotaryAttrs(decode=True)
         trans = self.w.trans_decode
@@ -302,17 +302,19 @@ class Decode:
         return out
 
     def head_norm(self, x: int, weight: int, name: str) -> int:
-        """attention.py: Q / K to L1 interleaved for the norm and back ("Hack until RMSNorm
-        supports height-sharded output config")."""
+        """attention.py `norm_reshard`: Q / K to L1 interleaved for the norm and back
+        ("Hack until RMSNorm supports height-sharded output config"); each step's input
+        freed as the local name is rebound, the caller's sharded head when the caller
+        rebinds it, after the call."""
         e = self.e
         flat = e.one(OpKind.SHARDED_TO_INTERLEAVED, name + ".interleaved", (x,), L1)
-        e.free(x)
         gamma = row_major((1, 1, self.a.head_dim // TILE, TILE), DataType.BFLOAT16)
         normed = e.one(OpKind.RMS_NORM, name, (flat,), L1, NormAttrs(gamma=gamma), NORM_COMPUTE)
         e.free(flat)
         back = e.one(OpKind.INTERLEAVED_TO_SHARDED, name + ".sharded", (normed,),
                      OutputRequest.of(self.head_memory()))
         e.free(normed)
+        e.free(x)
         return back
 
     def head_memory(self) -> MemoryConfig:

@@ -119,11 +119,13 @@ class Prefill:
         gamma = row_major((1, 1, width // TILE, TILE), DataType.BFLOAT16)
         return self.e.one(OpKind.RMS_NORM, name, (x,), DRAM, NormAttrs(gamma=gamma), NORM_COMPUTE)
 
-    def typecast(self, x: int, have: DataType, want: DataType, name: str) -> int:
-        """ttnn.typecast to `want`; the same type is the same tensor."""
-        if have is want:
-            return x
+    def typecast(self, x: int, want: DataType, name: str) -> int:
+        """ttnn.typecast to `want`, its input freed (attention.py deallocates it): a new
+        tensor even when the type is the same, as tt-metal's typecast always runs its
+        device operation (ttnn/cpp/ttnn/operations/copy/typecast/typecast.cpp
+        `typecast_impl` calls `ttnn::prim::typecast`, whose output is allocated anew)."""
         out = self.e.one(OpKind.TYPECAST, name, (x,), self.dram(want))
+        self.e.free(x)
         return out
 
     # -- the program ----------------------------------------------------------------------
@@ -246,12 +248,15 @@ class Prefill:
         e.free(x)
         q, k, v = e.op(OpKind.NLP_CREATE_QKV_HEADS, pre + "create_qkv_heads", (xqkv,), DRAM,
                        CreateHeadsAttrs(a.n_local_heads, a.n_local_kv_heads), outputs=3)
-        e.free(xqkv)
         if layer.q_norm is not None and layer.k_norm is not None:
+            # attention.py: q = self.q_norm(q), k = self.k_norm(k) (each pre-norm head
+            # freed as its name is rebound), then ttnn.deallocate(xqkv_fused)
             qn = self.norm(q, layer.q_norm, pre + "q_norm", a.head_dim)
+            e.free(q)
             kn = self.norm(k, layer.k_norm, pre + "k_norm", a.head_dim)
-            e.free(q, k)
+            e.free(k)
             q, k = qn, kn
+        e.free(xqkv)
         cos, sin = rot
         q_rot = e.one(OpKind.ROTARY_EMBEDDING_LLAMA, pre + "rotary_q", (q, cos, sin, self.w.trans_prefill), DRAM,
                       RotaryAttrs())
@@ -259,18 +264,11 @@ class Prefill:
         k_rot = e.one(OpKind.ROTARY_EMBEDDING_LLAMA, pre + "rotary_k", (k, cos, sin, self.w.trans_prefill), DRAM,
                       RotaryAttrs())
         e.free(k)
-        head_dtype = act or DataType.BFLOAT16
         kv = prec.dtype("kv_cache")
-        k8 = self.typecast(k_rot, head_dtype, kv, pre + "k_typecast")
-        if k8 != k_rot:
-            e.free(k_rot)
-        v8 = self.typecast(v, head_dtype, kv, pre + "v_typecast")
-        if v8 != v:
-            e.free(v)
+        k8 = self.typecast(k_rot, kv, pre + "k_typecast")
+        v8 = self.typecast(v, kv, pre + "v_typecast")
         self.fill(layer, k8, v8, pre)
-        q8 = self.typecast(q_rot, head_dtype, act or DataType.BFLOAT8_B, pre + "q_typecast")
-        if q8 != q_rot:
-            e.free(q_rot)
+        q8 = self.typecast(q_rot, act or DataType.BFLOAT8_B, pre + "q_typecast")
         attn = e.one(OpKind.SDPA, pre + "sdpa", (q8, k8, v8), DRAM,
                      SdpaAttrs(is_causal=True, program_config=self.c.sdpa_prefill(s)), prec.sdpa_prefill.compute)
         e.free(q8, k8, v8)

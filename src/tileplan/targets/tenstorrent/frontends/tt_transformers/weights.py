@@ -106,11 +106,13 @@ def norm_weight(dim: int) -> TensorSpec:
 
 
 def _norm(e: Emit, a: ModelArgs, name: str) -> int:
-    """rmsnorm.py: the weight, and on a mesh its per-device slice `weight_distributed`
-    ([1, 1, dim / devices / 32, 32]) for the distributed norm."""
+    """rmsnorm.py: the weight, and its per-device slice `weight_distributed` ([1, 1,
+    dim / devices / 32, 32]) for the distributed norm, on every mesh: decoder.py and
+    model.py pass `is_distributed=self.args.is_distributed_norm`, a bound method and so
+    always true, and RMSNorm creates the slice `if self.is_distributed` (on a 1 x 1 mesh
+    ShardTensor2dMesh gives the one chip all of it)."""
     weight = e.upload(name + ".weight", norm_weight(a.dim))
-    if a.num_devices > 1:
-        e.upload(name + ".weight_distributed", norm_weight(a.dim // a.num_devices))
+    e.upload(name + ".weight_distributed", norm_weight(a.dim // a.num_devices))
     return weight
 
 
@@ -188,7 +190,7 @@ def mlp_weights(e: Emit, a: ModelArgs, p: DecodersPrecision, i: int, pre: str, b
 
 
 def norm(e: Emit, a: ModelArgs, name: str) -> int:
-    """An RMSNorm's weight (and its distributed slice on a mesh)."""
+    """An RMSNorm's weight and its distributed slice (`_norm`)."""
     return _norm(e, a, name)
 
 
