@@ -113,8 +113,8 @@ PUBLISHED = (
               "batch_size 26, input 380 x 380)", size=380, g16_gn=True),
     Published("resnext101_32x8d_fp16_b16", "resnext101_32x8d", 16, torch.float16, torch.uint8,
               "graphcore/examples applications/pytorch/cnns/inference/README_Benchmarks.md (b30108fb: ResNeXt-101, "
-              "--precision 16.16 --half-partial --eight-bit-io --normalization-location ipu, batch 1 to 16, one Mk2 IPU "
-              "a replica); models/models.py (resnext101: torchvision's resnext101_32x8d)"),
+              "--precision 16.16 --half-partial --eight-bit-io --normalization-location ipu, batch 1 to 16, one Mk2 "
+              "IPU a replica); models/models.py (resnext101: torchvision's resnext101_32x8d)"),
 )
 
 
