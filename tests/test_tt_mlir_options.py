@@ -12,7 +12,8 @@ from tileplan.targets.tenstorrent.device import load_device
 from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions
 from tileplan.targets.tenstorrent.frontends.tt_mlir.budget import const_eval_reserve, usable_l1
 from tileplan.targets.tenstorrent.frontends.tt_mlir.frontend import FRONTEND
-from tileplan.targets.tenstorrent.frontends.tt_mlir.layouts import Score, sharded_hints
+from tileplan.targets.tenstorrent.frontends.tt_mlir.configs import tt_mlir_matmul_config
+from tileplan.targets.tenstorrent.frontends.tt_mlir.layouts import Score, legal_sharded_layouts
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.frontends.tt_mlir.reproduce import (
     LEVEL_0_NOTE, OPTIMIZER_ONLY, compile_options_text, layout_text, output_specs, placement_overrides)
@@ -66,17 +67,60 @@ def test_usable_l1_is_the_capped_share_above_the_unreserved_base():
     assert const_eval_reserve(0) == 0 and const_eval_reserve(1) == 2048
 
 
-def test_sharded_hints_take_the_most_cores_the_tiles_allow():
-    target = op_target(n150())  # 8 x 9 worker grid
-    v = Value((1, 128, 1024), DataType.BFLOAT16)  # 4 x 32 tiles
-    h = sharded_hints(v, target, MemoryLayout.HEIGHT_SHARDED)
-    assert h.shape == (32, 1024) and h.num_cores == 4
-    w = sharded_hints(v, target, MemoryLayout.WIDTH_SHARDED)
-    assert w.shape == (128, 32) and w.num_cores == 32
-    b = sharded_hints(v, target, MemoryLayout.BLOCK_SHARDED)
-    assert b.shape == (32, 128) and b.num_cores == 32  # 4 rows of the grid by 8 columns
-    assert sharded_hints(Value((4, 3), DataType.BFLOAT16, Layout.ROW_MAJOR), target,
-                         MemoryLayout.HEIGHT_SHARDED) is None
+def _legal(shape, version):
+    dev = load_device("n150", version=version)
+    return [(x.layout, x.grid, x.shard.shape, x.shard.num_cores)
+            for x in legal_sharded_layouts(Value(shape, DataType.BFLOAT16), op_target(dev), dev.software)]
+
+
+def test_the_legal_sharded_layouts_of_april_2026_are_tt_mlirs():
+    """tt-mlir of April 2026 on n150's 8-column, 9-row grid: block grids first (the
+    smallest grid of each shard), then height and width ones, legal only inside the
+    transposed rectangle CoreCoord{9, 8} (no ninth row: at most 64 cores), the 8 largest
+    kept. For the 576 x 23040 output of Falcon3-7B's MLP (18 x 720 tiles) that is
+    widths of 60, 56, 52 and 48 cores, block 6 x 8, widths 45 and 43, block 6 x 7."""
+    W, B = MemoryLayout.WIDTH_SHARDED, MemoryLayout.BLOCK_SHARDED
+    got = _legal((576, 23040), "2026-04")
+    assert [(g[0], g[1]) for g in got] == [(W, (1, 60)), (W, (1, 56)), (W, (1, 52)), (B, (6, 8)), (W, (1, 48)),
+                                           (W, (1, 45)), (W, (1, 43)), (B, (6, 7))]
+    assert got[4][2:] == ((576, 480), 48) and got[3][2:] == ((96, 2880), 48)  # 15 and 3 x 90 tiles a core
+    assert 576 * 23040 * 2 // 48 == 552_960  # a bank of either 48-core layout
+
+
+def test_from_may_2026_the_whole_grid_and_64_layouts():
+    """tt-mlir #8234 (2026-05-04) checks against the device's own rectangle and #8526
+    (2026-05-27) keeps 64 layouts: the ninth row comes back."""
+    got = _legal((576, 23040), "2026-07-15")
+    assert got[0][:2] == (MemoryLayout.BLOCK_SHARDED, (9, 8)) and got[1][:2] == (MemoryLayout.WIDTH_SHARDED, (1, 72))
+    assert len(got) == 64
+    small = _legal((1, 128, 1024), "2026-07-15")  # 4 x 32 tiles: a grid has at most as many tiles a side
+    assert all(g[1][0] <= 4 and g[1][1] <= 32 for g in small)
+    assert not legal_sharded_layouts(Value((4, 3), DataType.BFLOAT16, Layout.ROW_MAJOR), op_target(n150()),
+                                     n150().software)
+
+
+def test_tt_mlirs_matmul_program_configs_follow_the_output_layout():
+    """MatmulProgramConfig.cpp generateMatmulProgramConfig: width shards a 1-D in0
+    multicast on the layout's bounding box, block shards a 2-D one."""
+    from tileplan.targets.tenstorrent.memory import TensorSpec
+    from tileplan.targets.tenstorrent.ops.tt_matmul_config import (
+        MatmulMultiCoreReuseMultiCast1DProgramConfig, MatmulMultiCoreReuseMultiCastProgramConfig, MatmulShapes)
+
+    a = TensorSpec((576, 3072), DataType.BFLOAT16, Layout.TILE, L1_INTERLEAVED)
+    b = TensorSpec((3072, 23040), DataType.BFLOAT8_B, Layout.TILE, DRAM_INTERLEAVED)
+    s = MatmulShapes.of(a, b)
+    w48 = tt_mlir_matmul_config(s, MemoryLayout.WIDTH_SHARDED, CoreRange.grid(8, 6), None)
+    assert isinstance(w48, MatmulMultiCoreReuseMultiCast1DProgramConfig) and w48.mcast_in0
+    assert (w48.grid, w48.per_core_M, w48.per_core_N, w48.in0_block_w, w48.out_subblock_w) == ((8, 6), 18, 15, 2, 5)
+    b68 = tt_mlir_matmul_config(s, MemoryLayout.BLOCK_SHARDED, CoreRange.grid(8, 6), None)
+    assert isinstance(b68, MatmulMultiCoreReuseMultiCastProgramConfig)
+    assert (b68.grid, b68.per_core_M, b68.per_core_N, b68.in0_block_w) == ((8, 6), 3, 90, 2)
+    h = tt_mlir_matmul_config(s, MemoryLayout.HEIGHT_SHARDED, CoreRange.grid(8, 3), None)
+    assert isinstance(h, MatmulMultiCoreReuseMultiCast1DProgramConfig) and not h.mcast_in0
+    assert (h.per_core_M, h.per_core_N, h.in0_block_w) == (1, 720, 96)
+    batched = MatmulShapes.of(TensorSpec((2, 64, 64), DataType.BFLOAT16, Layout.TILE, L1_INTERLEAVED),
+                              TensorSpec((2, 64, 64), DataType.BFLOAT16, Layout.TILE, L1_INTERLEAVED))
+    assert tt_mlir_matmul_config(batched, MemoryLayout.WIDTH_SHARDED, CoreRange.grid(2, 1), None) is None
 
 
 def test_layout_score_ranks_l1_then_sharding_then_dram_reads_then_reshards_then_cores():
@@ -157,9 +201,9 @@ def test_reproduce_names_the_compile_options_and_every_chosen_layout():
                                                and specs[op.outputs[0]].memory.buffer_type is BufferType.L1]
     linears = {o.name: o for o in found.layouts if o.name.endswith(".linear")}
     assert set(linears) == {"fc1.linear", "fc2.linear"}
-    assert all(o.memory_layout.sharded and o.grid[0] == 1 for o in linears.values())  # width shards: 1 x N
-    assert f"fc1.linear={linears['fc1.linear'].grid[0]}x{linears['fc1.linear'].grid[1]}:l1:width_sharded:tile:bf16" \
-        in found.settings[1]
+    assert all(o.memory_layout.sharded and o.grid[0] == 1 for o in linears.values())  # one row of shards: 1 x N
+    fc1 = linears["fc1.linear"]
+    assert f"fc1.linear={fc1.grid[0]}x{fc1.grid[1]}:l1:{fc1.memory_layout.value}:tile:bf16" in found.settings[1]
     # an output moved to DRAM is named with its DRAM layout, the others keep theirs
     moved = outputs_to_dram(p, ("fc1.linear",))
     found = FRONTEND.reproduce(TtMlirOptions(opt_level=2), moved, dev, ("fc1.linear",))

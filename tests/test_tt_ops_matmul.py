@@ -131,6 +131,25 @@ def test_matmul_refuses_mismatched_k() -> None:
         _matmul(tile((64, 64)), tile((96, 64)), L1, MLIR)
 
 
+def test_a_sharded_output_must_be_the_one_the_config_writes() -> None:
+    """matmul_op.cpp Matmul::validate: a 1-D config multicasting in0 writes a width-sharded
+    output with all of M on each core, a 2-D config a block-sharded one; a block-sharded
+    output asked of a 1-D config is refused (tt-mlir's op model finds it invalid)."""
+    from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
+
+    a, b = tile((1, 1, 32, 256), L1), tile((1, 1, 256, 512), DRAM)
+    one_d = MatmulMultiCoreReuseMultiCast1DProgramConfig((8, 2), 2, 1, 1, 1, 1, mcast_in0=True)
+    width = OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED)
+    block = OutputRequest(BufferType.L1, MemoryLayout.BLOCK_SHARDED)
+    plan = plan_op(OpKind.MATMUL, OpRequest((a, b), width, MLIR), MatmulAttrs(one_d))
+    assert plan.outputs[0].memory.shard is not None and plan.outputs[0].memory.shard.num_cores == 16
+    with pytest.raises(InputError, match="width-sharded"):
+        plan_op(OpKind.MATMUL, OpRequest((a, b), block, MLIR), MatmulAttrs(one_d))
+    two_d = MatmulMultiCoreReuseMultiCastProgramConfig((8, 1), 2, 1, 2, 1, 2)
+    with pytest.raises(InputError, match="block-sharded"):
+        plan_op(OpKind.MATMUL, OpRequest((a, b), width, MLIR), MatmulAttrs(two_d))
+
+
 TILES = st.integers(min_value=1, max_value=72)
 MEMORIES = st.sampled_from([DRAM, L1])
 OCCUPIED = st.one_of(st.none(), st.integers(min_value=MLIR.l1_unreserved_base + 200_000, max_value=MLIR.l1_size))

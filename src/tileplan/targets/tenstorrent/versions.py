@@ -134,6 +134,33 @@ class SdpaFusing(Enum):
     OPTIMIZER = "optimizer"  # at levels 1 and 2, where the op model validates the fused SDPA
 
 
+class LegalLayoutGrid(Enum):
+    """The worker rectangle tt-mlir's legal-layout analysis holds a sharded layout's
+    cores to (devices/software.toml `legal_layout_grid`; the tt-mlir frontend's
+    `legal_sharded_layouts`)."""
+
+    DEVICE = "device"  # the device's worker grid, x below its columns, y below its rows
+    TRANSPOSED = "transposed"  # CoreCoord{rows, columns}: x below the rows, y below the columns
+
+    def holds(self, box_x: int, box_y: int, grid: tuple[int, int]) -> bool:
+        """Whether a shard whose cores' bounding box ends at column `box_x` and row
+        `box_y` (exclusive ends: its width and height from core (0, 0)) is legal on a
+        worker `grid` of (columns, rows)."""
+        columns, rows = grid
+        if self is LegalLayoutGrid.TRANSPOSED:
+            columns, rows = rows, columns
+        return box_x <= columns and box_y <= rows
+
+
+class MatmulConfigSource(Enum):
+    """Who gives a matmul with a sharded L1 output its program config at level 2
+    (devices/software.toml `matmul_program_config`; the tt-mlir frontend's
+    `tt_mlir_matmul_config`)."""
+
+    TT_METAL = "tt_metal"  # no config in the IR: tt-metal's generate_matmul_program_config
+    TT_MLIR = "tt_mlir"  # MatmulProgramConfig.cpp generateMatmulProgramConfig, per legal layout
+
+
 class CumsumLowering(Enum):
     """How tt-mlir lowers a cumulative sum (devices/software.toml `cumsum_lowering`; the
     tt-mlir frontend's `convert_cumsum`)."""
@@ -312,6 +339,10 @@ class Software:
     rms_norm_fusion: RmsNormFusion
     sdpa_lowering: SdpaLowering
     sdpa_fusing: SdpaFusing
+    #: how many of the largest legal sharded layouts tt-mlir keeps per operation
+    legal_layouts_cap: int
+    legal_layout_grid: LegalLayoutGrid
+    matmul_program_config: MatmulConfigSource
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -320,6 +351,7 @@ class Software:
     def __post_init__(self) -> None:
         assert self.l1_small_size >= 0 and self.trace_region_size >= 0, self
         assert self.trace_page_max >= TRACE_PAGE_MIN, self
+        assert self.legal_layouts_cap >= 1, self
 
     def source(self, what: str) -> str:
         """Where the value of knob `what` comes from."""
@@ -336,8 +368,8 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
           "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram",
           "sum_precision", "mean_scale", "group_norm_lowering", "norm_large_tensor", "rms_norm_fusion",
-          "sdpa_lowering",
-          "sdpa_fusing")
+          "sdpa_lowering", "sdpa_fusing", "legal_layouts_cap", "legal_layout_grid",
+          "matmul_program_config")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -394,5 +426,8 @@ def software_at(date: str, stack: Stack) -> Software:
         norm_large_tensor=NormLargeTensor(values["norm_large_tensor"]),
         rms_norm_fusion=RmsNormFusion(values["rms_norm_fusion"]),
         sdpa_lowering=SdpaLowering(values["sdpa_lowering"]), sdpa_fusing=SdpaFusing(values["sdpa_fusing"]),
+        legal_layouts_cap=int(values["legal_layouts_cap"]),
+        legal_layout_grid=LegalLayoutGrid(values["legal_layout_grid"]),
+        matmul_program_config=MatmulConfigSource(values["matmul_program_config"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

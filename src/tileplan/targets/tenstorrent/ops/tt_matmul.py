@@ -314,6 +314,27 @@ def output_shard(cfg: MatmulProgramConfig, s: MatmulShapes, target: OpTarget) ->
     return ShardSpec(CoreRangeSet.from_count(blocks_x * blocks_y, grid[0], grid[1], row_wise=True), shape)
 
 
+def validate_sharded_output(cfg: MatmulProgramConfig, s: MatmulShapes, layout: MemoryLayout, op: str) -> None:
+    """tt-metal's checks of a sharded output against the program config
+    (ttnn/cpp/ttnn/operations/matmul/device/matmul_op.cpp `Matmul::validate`): a 1-D
+    config multicasting in0 writes a width-sharded output holding all of M on each core
+    (M == per_core_M), one multicasting in1 a height-sharded one holding all of N
+    (N == per_core_N); a 2-D config writes a block-sharded output."""
+    if isinstance(cfg, MatmulMultiCoreReuseMultiCast1DProgramConfig):
+        m = s.Mt * (s.batch_a if cfg.fuse_batch else 1)
+        if cfg.mcast_in0:
+            require(layout is MemoryLayout.WIDTH_SHARDED and m == cfg.per_core_M, op,
+                    f"a 1-D config multicasting in0 writes a width-sharded output with all {m} row tiles a core "
+                    f"(per_core_M {cfg.per_core_M}), not a {layout.value} one")
+        else:
+            require(layout is MemoryLayout.HEIGHT_SHARDED and s.Nt == cfg.per_core_N, op,
+                    f"a 1-D config multicasting in1 writes a height-sharded output with all {s.Nt} column tiles a "
+                    f"core (per_core_N {cfg.per_core_N}), not a {layout.value} one")
+    elif isinstance(cfg, MatmulMultiCoreReuseMultiCastProgramConfig):
+        require(layout is MemoryLayout.BLOCK_SHARDED, op,
+                f"a 2-D multicast config writes a block-sharded output, not a {layout.value} one")
+
+
 def plan_matmul(kind: OpKind, req: OpRequest, attrs: MatmulAttrs | None = None) -> OpPlan:
     """ttnn.matmul / ttnn.linear (inputs a, b and, for linear, the bias)."""
     attrs = attrs or MatmulAttrs()
@@ -327,6 +348,8 @@ def plan_matmul(kind: OpKind, req: OpRequest, attrs: MatmulAttrs | None = None) 
     cfg = attrs.program_config or generate_config(s, req.out, req.target, compute, out_dtype, attrs.core_grid,
                                                   attrs.batched)
     out_sharded = req.out.sharded
+    if out_sharded:
+        validate_sharded_output(cfg, s, req.out.layout, op)
     shape = matmul_output_shape(a.shape, b.shape, attrs.transpose_a, attrs.transpose_b)
     shard = output_shard(cfg, s, req.target) if out_sharded else None
     out = TensorSpec(shape, out_dtype, Layout.TILE, req.out.memory(shard))

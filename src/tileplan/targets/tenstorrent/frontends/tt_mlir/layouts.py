@@ -9,9 +9,9 @@ and for each one:
 2. tries the null output hint (the operation decides its output from its inputs: ttnn's
    `memory_config` default, the first input's memory config, DRAM for a matmul), and,
    when that is not sharded, the sharded layouts of the legal-layout pool
-   (OpRuleBook.cpp `getOutputHints`); the rule books of lib/Dialect/TTNN/Analysis/OpRules/
-   narrow this per operation: slice, embedding, repeat, concatenate-heads and a reshape
-   or permute that is not a view take the non-sharded legal layouts (L1 and DRAM
+   (OpRuleBook.cpp `getOutputHints`; the pool: `legal_sharded_layouts`); the rule books
+   of lib/Dialect/TTNN/Analysis/OpRules/ narrow this per operation: slice, embedding,
+   repeat, concatenate-heads and a reshape or permute that is not a view take the non-sharded legal layouts (L1 and DRAM
    interleaved) instead (`nonShardedOutputHints`), a view reshape and SDPA only the null
    hint (`nullHintOnly`);
 3. validates each combination with the op model (`getOpConstraints`, here the operation's
@@ -29,10 +29,17 @@ to DRAM interleaved (`insertReturnDramSpills`). Constants (arguments, const-eval
 stay in DRAM: tileplan does not place const-eval results in L1, so
 `l1_const_eval_usage` is 0 (budget.py).
 
+A matmul or linear on a build where tt-mlir writes its program configs
+(`matmul_program_config`, from tt-mlir #6457) takes MatmulRuleBook's hints instead of
+the sharded legal layouts: DRAM interleaved, then per sharded memory layout each distinct
+program config its legal layouts give (`matmul_hints`), the physical output the
+operation's (tt-metal's `create_output_tensors` for that config).
+
 Simplifications, stated: the beam is one candidate wide (tt-mlir's default beam width is
 8, with a backward pass resolving forks); reshard candidates beyond the L1-interleaved one
-(`addReshardCandidates`) are not explored; the legal sharded layouts are, per memory
-layout, the one over the most cores the tensor's tiles allow (`sharded_hints`).
+(`addReshardCandidates`) are not explored; among candidates of equal score the first
+tried wins, and tileplan tries them in a fixed order (block, height, width; larger grids
+first) where tt-mlir's is `std::sort`'s and an `unordered_map`'s, unspecified.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from dataclasses import dataclass, replace
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.device import Device
 from tileplan.targets.tenstorrent.frontends.tt_mlir.budget import usable_l1
-from tileplan.targets.tenstorrent.frontends.tt_mlir.configs import pin_matmul_config
+from tileplan.targets.tenstorrent.frontends.tt_mlir.configs import pin_matmul_config, tt_mlir_matmul_config
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Node, TtnnGraph, Value
 from tileplan.targets.tenstorrent.frontends.tt_mlir.options import TtMlirOptions
 from tileplan.targets.tenstorrent.memory import (
@@ -62,9 +69,12 @@ from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest, OpTarget, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_data_movement import ReshapeAttrs, is_reshape_view
+from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
+from tileplan.targets.tenstorrent.ops.tt_matmul_config import MatmulProgramConfig, MatmulShapes
 from tileplan.targets.tenstorrent.plan import op_target
 from tileplan.targets.tenstorrent.program import Tensor
 from tileplan.targets.tenstorrent.tiles import TILE, Layout, padded_height_width
+from tileplan.targets.tenstorrent.versions import MatmulConfigSource, Software
 from tileplan.model.role import Role
 
 #: operations whose output defaults to DRAM (ttnn.matmul / ttnn.linear: `memory_config`
@@ -77,8 +87,6 @@ NON_SHARDED = frozenset({OpKind.SLICE, OpKind.EMBEDDING, OpKind.REPEAT, OpKind.N
                          OpKind.PERMUTE, OpKind.TRANSPOSE})
 #: operations taking the null hint only (TransformerRules.cpp SDPARuleBook)
 NULL_ONLY = frozenset({OpKind.SDPA, OpKind.SDPA_DECODE})
-#: the shard layouts of the legal-layout pool
-SHARDED = (MemoryLayout.HEIGHT_SHARDED, MemoryLayout.WIDTH_SHARDED, MemoryLayout.BLOCK_SHARDED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +116,8 @@ class Choice:
     inputs: tuple[MemoryConfig | None, ...]
     plan: OpPlan
     score: Score
+    #: the attributes it ran with (None: the node's own): a matmul's tt-mlir program config
+    attrs: MatmulAttrs | None = None
 
 
 def op_l1_peak(plan: OpPlan) -> int:
@@ -122,24 +132,81 @@ def output_l1(plan: OpPlan) -> int:
     return sum(plan.output_bytes_per_core(i) for i in range(len(plan.outputs)))
 
 
-def sharded_hints(value: Value, target: OpTarget, layout: MemoryLayout) -> ShardSpec | None:
-    """The shard of `layout` over the most cores for a TILE value ([H, W] padded to
-    tiles): height shards of ceil(Ht / n) tile rows on n = min(cores, Ht) cores, width
-    shards alike, block shards on min(grid_y, Ht) x min(grid_x, Wt) cores."""
+@dataclass(frozen=True, slots=True)
+class LegalLayout:
+    """One sharded layout of tt-mlir's legal-layout pool: its memory layout, its grid
+    (rows, columns) as tt-mlir writes it ({h, w} block, {h, 1} height, {1, w} width) and
+    the shard it gives."""
+
+    layout: MemoryLayout
+    grid: tuple[int, int]
+    shard: ShardSpec
+
+    @property
+    def volume(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+
+def legal_sharded_layouts(value: Value, target: OpTarget, software: Software) -> tuple[LegalLayout, ...]:
+    """tt-mlir's legal sharded layouts of a TILE value ([H, W] padded to tiles: Ht x Wt
+    tiles) on a worker grid of C columns and R rows (N = R C cores), largest first:
+
+    - generated as tenstorrent/tt-mlir lib/Dialect/TTNN/Analysis/
+      LegalTensorLayoutAnalysis.cpp `generateAllPossibleLayouts` does: block grids
+      {h, w} for h in 1..R, w in 1..C, then height grids {h, 1} and width grids {1, w}
+      for 1..N; the shard is ceil(Ht / rows) x ceil(Wt / columns) tiles, and within each
+      memory layout a grid whose shard an earlier (smaller) grid already gave is dropped
+      (`checkIfShardShapeExists`);
+    - kept when legal (`tensorShapeCompatibleWithShard`): at least as many tiles as the
+      grid in each dimension, and the shard's cores inside the worker rectangle
+      `isLayoutLegalForTensorShape` checks (the build's `legal_layout_grid`: the device's,
+      or, from tt-mlir #3560 to #8234, the transposed one, CoreCoord{rows, columns});
+      a block grid is a rectangle of w columns and h rows from core (0, 0), height and
+      width grids fill rows of C cores (`createSingleDeviceVirtualToPhysicalAffineMaps`);
+    - sorted by grid volume, largest first (`std::sort`; tileplan keeps the generation
+      order among equal volumes), the first `legal_layouts_cap` kept
+      (LegalOpLayoutAnalysis.cpp `fillTTNNLayoutAttrs`, maxShardedConfigs = the
+      pipeline's maxLegalLayouts with row-major layouts off).
+
+    Worked example: [576, 23040] bf16 (18 x 720 tiles) on n150's 8 x 9 grid with the
+    transposed check and a cap of 8 (tt-mlir of April 2026): width 60 (12 tiles a core),
+    56, 52, 48 (15), block 6 x 8 (3 x 90), width 45, 43, block 6 x 7."""
     if value.layout is not Layout.TILE:
-        return None
+        return ()
     h, w = padded_height_width(value.shape, Layout.TILE)
     ht, wt = h // TILE, w // TILE
-    gx, gy = target.grid
-    cores = gx * gy
-    if layout is MemoryLayout.HEIGHT_SHARDED:
-        per = math.ceil(ht / min(cores, ht))
-        return ShardSpec(CoreRangeSet.from_count(math.ceil(ht / per), gx, gy), (per * TILE, w))
-    if layout is MemoryLayout.WIDTH_SHARDED:
-        per = math.ceil(wt / min(cores, wt))
-        return ShardSpec(CoreRangeSet.from_count(math.ceil(wt / per), gx, gy), (h, per * TILE))
-    ph, pw = math.ceil(ht / min(gy, ht)), math.ceil(wt / min(gx, wt))
-    return ShardSpec(CoreRange.grid(math.ceil(wt / pw), math.ceil(ht / ph)), (ph * TILE, pw * TILE))
+    columns, rows = target.grid
+    cores = columns * rows
+    grid_rule = software.legal_layout_grid
+    found: list[LegalLayout] = []
+
+    def legal(grid: tuple[int, int], box: tuple[int, int]) -> bool:
+        return ht >= grid[0] and wt >= grid[1] and grid_rule.holds(box[0], box[1], target.grid)
+
+    seen: set[tuple[int, int]] = set()
+    for gh in range(1, rows + 1):
+        for gw in range(1, columns + 1):
+            shard = (math.ceil(ht / gh), math.ceil(wt / gw))
+            if shard in seen:
+                continue
+            seen.add(shard)
+            if legal((gh, gw), (gw, gh)):
+                found.append(LegalLayout(MemoryLayout.BLOCK_SHARDED, (gh, gw),
+                                         ShardSpec(CoreRange.grid(gw, gh), (shard[0] * TILE, shard[1] * TILE))))
+    for layout in (MemoryLayout.HEIGHT_SHARDED, MemoryLayout.WIDTH_SHARDED):
+        seen = set()
+        for n in range(1, cores + 1):
+            grid = (n, 1) if layout is MemoryLayout.HEIGHT_SHARDED else (1, n)
+            shard = (math.ceil(ht / grid[0]), math.ceil(wt / grid[1]))
+            if shard in seen:
+                continue
+            seen.add(shard)
+            box = (min(n, columns), math.ceil(n / columns))
+            if legal(grid, box):
+                found.append(LegalLayout(layout, grid, ShardSpec(CoreRangeSet.from_count(n, columns, rows),
+                                                                  (shard[0] * TILE, shard[1] * TILE))))
+    found.sort(key=lambda x: -x.volume)
+    return tuple(found[:software.legal_layouts_cap])
 
 
 def _cores(spec: TensorSpec, target: OpTarget) -> int:
@@ -156,21 +223,63 @@ class Propagation:
     def __init__(self, graph: TtnnGraph, options: TtMlirOptions, device: Device) -> None:
         self.graph = graph
         self.target = op_target(device)
+        self.software = device.software
         self.budget = usable_l1(device, options)
         self.tensors: list[Tensor] = list(graph.tensors)
         self.values: list[Value] = list(graph.values)
         self.specs: dict[int, TensorSpec] = {t: graph.tensors[t].spec for t in graph.uploads}  # type: ignore[misc]
         self.nodes: list[Node] = []
 
-    def validate(self, node: Node, specs: tuple[TensorSpec, ...], out: OutputRequest) -> OpPlan | None:
+    def validate(self, node: Node, specs: tuple[TensorSpec, ...], out: OutputRequest,
+                 attrs: MatmulAttrs | None = None) -> OpPlan | None:
         try:
-            plan = plan_op(node.kind, OpRequest(specs, out, self.target, node.compute), node.attrs)
+            plan = plan_op(node.kind, OpRequest(specs, out, self.target, node.compute),
+                           node.attrs if attrs is None else attrs)
         except (InputError, AssertionError, ZeroDivisionError, ValueError):
             return None
         return plan if op_l1_peak(plan) <= self.budget else None
 
-    def hints(self, node: Node, specs: tuple[TensorSpec, ...]) -> Iterator[OutputRequest]:
-        """The operation's output hints, primary first (see the module docstring)."""
+    def hints(self, node: Node, specs: tuple[TensorSpec, ...]) -> Iterator[tuple[OutputRequest, MatmulAttrs | None]]:
+        """The operation's output hints, primary first, each with the attributes it
+        runs with (None: the node's own; see the module docstring)."""
+        for out in self.output_hints(node, specs):
+            yield out, None
+        if self.matmul_configs(node):
+            yield from self.matmul_hints(node, specs)
+
+    def matmul_configs(self, node: Node) -> bool:
+        """Whether tt-mlir gives this matmul's sharded outputs its own program configs
+        (the build's `matmul_program_config`; a config already set stays)."""
+        return (node.kind in DRAM_DEFAULT and isinstance(node.attrs, MatmulAttrs)
+                and node.attrs.program_config is None
+                and self.software.matmul_program_config is MatmulConfigSource.TT_MLIR)
+
+    def matmul_hints(self, node: Node,
+                     specs: tuple[TensorSpec, ...]) -> Iterator[tuple[OutputRequest, MatmulAttrs | None]]:
+        """tt-mlir's MatmulRuleBook `getOutputHints` (OpRules/MatmulRules.cpp,
+        OptimizerUtils.cpp `getUniqueTestConfigsForMatmulLinear`): for each sharded memory
+        layout of the legal pool, each distinct program config its layouts give
+        (`tt_mlir_matmul_config`), the output's physical layout left to the operation
+        ("Backend decides physical layout"); no L1-interleaved hint."""
+        assert isinstance(node.attrs, MatmulAttrs)
+        a = node.attrs
+        try:
+            shapes = MatmulShapes.of(specs[0], specs[1], a.transpose_a, a.transpose_b,
+                                     specs[2] if len(specs) > 2 else None)
+        except InputError:
+            return
+        seen: set[tuple[MemoryLayout, MatmulProgramConfig | None]] = set()
+        for legal in legal_sharded_layouts(self.values[node.outputs[0]], self.target, self.software):
+            cfg = tt_mlir_matmul_config(shapes, legal.layout, legal.shard.bounding_box(), node.compute)
+            if (legal.layout, cfg) in seen:
+                continue
+            seen.add((legal.layout, cfg))
+            out = OutputRequest(BufferType.L1, legal.layout, None if cfg is not None else legal.shard, node.out.dtype)
+            yield out, (replace(a, program_config=cfg) if cfg is not None else None)
+
+    def output_hints(self, node: Node, specs: tuple[TensorSpec, ...]) -> Iterator[OutputRequest]:
+        """The output hints of the OpRuleBook (see the module docstring); a matmul's
+        sharded ones are `matmul_hints` when tt-mlir gives their program configs."""
         dtype = node.out.dtype
         null = OutputRequest(BufferType.DRAM, MemoryLayout.INTERLEAVED, None, dtype)
         if node.kind not in DRAM_DEFAULT and specs:
@@ -186,11 +295,10 @@ class Propagation:
             yield OutputRequest(BufferType.DRAM, MemoryLayout.INTERLEAVED, None, dtype)
             return
         yield null
-        value = self.values[node.outputs[0]]
-        for layout in SHARDED:
-            shard = sharded_hints(value, self.target, layout)
-            if shard is not None:
-                yield OutputRequest(BufferType.L1, layout, shard, dtype)
+        if self.matmul_configs(node):
+            return
+        for legal in legal_sharded_layouts(self.values[node.outputs[0]], self.target, self.software):
+            yield OutputRequest(BufferType.L1, legal.layout, legal.shard, dtype)
 
     def input_options(self, specs: tuple[TensorSpec, ...]) -> list[tuple[MemoryConfig | None, ...]]:
         """The operands as produced, and with their L1-sharded ones in L1 interleaved."""
@@ -211,10 +319,10 @@ class Propagation:
             sharded_in = sum(1 for s in moved if s.memory.shard is not None)
             got_sharded = False
             primary = node.kind in NON_SHARDED
-            for k, out in enumerate(self.hints(node, moved)):
+            for k, (out, attrs) in enumerate(self.hints(node, moved)):
                 if k > 0 and got_sharded and not primary:
                     break
-                plan = self.validate(node, moved, out)
+                plan = self.validate(node, moved, out, attrs)
                 if plan is None:
                     continue
                 spec = plan.outputs[0]
@@ -223,7 +331,7 @@ class Propagation:
                 score = Score(spec.memory.buffer_type is BufferType.L1, sharded, dram_bytes, reshard,
                               _cores(spec, self.target), output_l1(plan), sharded_in)
                 if best is None or score.key > best.score.key:
-                    best = Choice(out, moves, plan, score)
+                    best = Choice(out, moves, plan, score, attrs)
         return best
 
     def reshard(self, t: int, memory: MemoryConfig, consumer: Node) -> int:
@@ -258,12 +366,14 @@ class Propagation:
             moves = tuple(DRAM_INTERLEAVED if self.specs[t].memory.shard is not None else None
                           for t in node.inputs)
             out = OutputRequest(BufferType.DRAM, MemoryLayout.INTERLEAVED, None, node.out.dtype)
+            attrs = node.attrs
         else:
             moves, out = choice.inputs, choice.out
+            attrs = node.attrs if choice.attrs is None else choice.attrs
         inputs = tuple(self.reshard(t, m, node) if m is not None else t
                        for t, m in zip(node.inputs, moves))
         specs = tuple(self.specs[t] for t in inputs)
-        placed = pin_matmul_config(replace(node, inputs=inputs, out=out), specs, out, self.target)
+        placed = pin_matmul_config(replace(node, inputs=inputs, out=out, attrs=attrs), specs, out, self.target)
         try:
             plan = plan_op(placed.kind, OpRequest(specs, out, self.target, placed.compute), placed.attrs)
             for t, spec in zip(node.outputs, plan.outputs):
