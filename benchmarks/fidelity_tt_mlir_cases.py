@@ -401,12 +401,14 @@ CASES: tuple[Case, ...] = (
          "to store 552960 B, but bank size is 1329888 B (allocated: 417792 B, free: 912096 B, largest free block: "
          "522240 B)", False, benchmark("falcon3-7b-base", PROMPT_TOKENS["falcon3-7b-base"]),
          published_failed=("L1", 26542080),
-         miss="the prefill and the decode step both fit: the prefill's L1 peaks at 1,310,720 of 1,329,888 B a bank "
-              "(two [32, 18, 23,040] MLP activations L1 interleaved, 655,360 B a bank each) and every allocation "
-              "finds a block; the published buffer, 576 x 23,040 bf16 in 48 shards of 270 tiles, is a sharding "
-              "tileplan's legal layouts do not include (layouts.py keeps, per memory layout, only the shard over "
-              "the most cores: 72 on n150's 8 x 9 grid), so the tensor tt-mlir placed so, and the 417,792 B "
-              "allocated beside it, are not reproduced"),
+         miss="the prefill and the decode step both fit: the prefill's L1 peaks at 1,105,920 of 1,329,888 B a bank "
+              "and every allocation finds a block. The published buffer, 576 x 23,040 bf16 in 48 shards of 270 "
+              "tiles, is one of tt-mlir's legal layouts of that tensor in April 2026 (width 48 and block 6 x 8 are "
+              "among the 8 kept: layouts.py legal_sharded_layouts), but tileplan's greedy choice (a beam of one, no "
+              "reshard beyond L1 interleaved) puts no such tensor on 48 cores: the fused gate/up matmul writes "
+              "[576, 46,080] width-sharded on 63 cores, the 23,040-wide slices after it are L1 interleaved (a "
+              "slice takes non-sharded hints); which operation tt-mlir sharded so, and the 417,792 B allocated "
+              "beside it, are not identified"),
     Case("cal-gemma-1.1-2b-bench", "calibration",
          "gemma-1.1-2b-it, " + BENCH_RUN.format(prompt="17 tokens: BOS and 16 SentencePiece pieces counted by "
                                                   "hand, no tokenizer run: unverified"),
