@@ -132,7 +132,10 @@ def accuracy(base_name: str, model_name: str) -> DecoderPrecision:
 
 
 #: model_params/<model>/<preset>_decoder_config.json: decoder id -> overrides (DecoderPrecision
-#: fields); read at tt-metal 3d60a88f (Llama-3.1-8B-Instruct) and 0025c53f (Qwen3-8B)
+#: fields); read at tt-metal 3d60a88f (Llama-3.1-8B-Instruct) and 0025c53f (Qwen3-8B). Later files
+#: are not applied: Qwen3-32B's all-BFP4 performance file (read at 49da26bc, whose model_config.py
+#: is of the getter era after PR #36176) and phi-4's accuracy file (PR #35262, 2026) postdate the
+#: modelled model_config.py (0039cbf0, the dictionary-style model_config of late 2025)
 DECODER_FILES: dict[tuple[str, Preset], dict[int, dict[str, object]]] = {
     ("Llama-3.1-8B-Instruct", Preset.PERFORMANCE): {31: {"ff1_ff3": BFP8, "li_ff1_ff3": Fidelity.LOFI}},
     ("Qwen3-8B", Preset.PERFORMANCE): {36: {"ff1_ff3": BFP8, "li_ff1_ff3": Fidelity.HIFI2_FP16}},
