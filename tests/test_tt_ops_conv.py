@@ -210,3 +210,15 @@ def test_only_tt_metals_1d_depthwise_conv_is_refused() -> None:
     with pytest.raises(InputError, match="1-D depthwise"):
         plan_op(OpKind.CONV2D, OpRequest((column, row_major((64, 1, 3, 1), DRAM)), OutputRequest.of(DRAM), MLIR),
                 Conv2dAttrs(64, 64, 1, (16, 1), (3, 1), padding=(1, 0), groups=64, config=HS))
+
+
+def test_the_sharded_input_holds_whole_tiles_of_rows_a_core() -> None:
+    """conv2d_utils.cpp determine_input_memory_config: the input's N*H*W rows padded to a
+    whole tile a core before sharding (a row a core for a width-sharded row-major input):
+    a 50 x 50 input, stride 2 (25 x 25 outputs, 20 tiles over 20 cores), 2,500 rows become
+    2,560, 128 a core rather than 125."""
+    attrs = Conv2dAttrs(256, 64, 1, (50, 50), (3, 3), (2, 2), (1, 1), config=HS)
+    plan = plan_op(OpKind.CONV2D, OpRequest((row_major((1, 1, 2500, 256), DRAM), row_major((64, 256, 3, 3), DRAM)),
+                                            OutputRequest.of(DRAM), MLIR), attrs)
+    staged = next(b for b in plan.buffers if b.name == "conv_input_sharded")
+    assert staged.banks == 20 and staged.bytes_per_bank == 128 * 256 * 2

@@ -47,7 +47,9 @@ def test_upconv4_runs_conv2ds_programs_on_the_full_input() -> None:
     """On the 8 x 8 grid: the output's 4,800 rows are 150 tiles, height sharded over
     find_closest_largest_divisor_with_num_padding_and_mult(150, 64) = 50 cores (3 tiles,
     96 rows a core; 51..64 cores pad 150 by at least a core's share). The input's own
-    1,200 sticks are sharded 24 a core (24 x 512 x 2 = 24,576 B). The halo gives a core
+    1,200 sticks are padded to a whole tile a core (conv2d_utils.cpp
+    determine_input_memory_config: 1,600 rows) and sharded 32 a core (32 x 512 x 2 =
+    32,768 B). The halo gives a core
     the full-input sticks from its first output's window to its last's: 96 outputs span
     at most one row change of the 80-wide output (the first at x = 16c mod 80 <= 64), so
     95 + 1 sticks apart in the 81-wide full input, plus the window's (2 - 1) x 81 + 1 and
@@ -64,7 +66,7 @@ def test_upconv4_runs_conv2ds_programs_on_the_full_input() -> None:
                                                "UntilizeWithHaloProgramFactory", "MoveShardedProgramFactory",
                                                "Conv2dShardedProgramFactory", "ShardedToInterleavedProgramFactory"]
     sizes = {b.name: (b.bytes_per_bank, b.banks) for b in plan.buffers if b.name != "output0"}
-    assert sizes == {"conv_input_sharded": (24_576, 50), "halo_output": (183_296, 50),
+    assert sizes == {"conv_input_sharded": (32_768, 50), "halo_output": (183_296, 50),
                      "halo_output (moved)": (183_296, 50), "conv_output_sharded": (49_152, 50)}
     assert next(b for b in plan.buffers if b.name == "conv_input_sharded").live == (0, 4)
     conv = plan.programs[3]

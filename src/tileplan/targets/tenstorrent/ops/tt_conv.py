@@ -12,7 +12,9 @@ Sources (tt-metal, read at the 2025 versions near the tt-mlir pin):
   act_block_w_div) for width sharding).
 - the input channels a stick holds: conv2d_utils.cpp `get_input_channels_alignment` (8
   for a row-major input not sharded, the shard width's 32 / 16 / 8 for a sharded one, 32
-  for width sharding), padded to the channel cores (`determine_input_memory_config`).
+  for width sharding), padded to the channel cores (`determine_input_memory_config`,
+  which also pads the input's N*H*W rows to a whole tile a core, a row a core for a
+  width-sharded row-major input).
 - the conv CBs: conv2d_op_program_factory_common.cpp `get_cb_info` (ported CB by CB: the
   weights, partials, activation with the split reader's two halves
   (`is_split_reader_viable`'s transfer-cost comparison, ported with its NOC rate tables),
@@ -421,9 +423,13 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
                       else round_up(c_pad * kh * kw, TILE))
     conv_in = DataType.FLOAT32 if x.dtype is DataType.FLOAT32 else DataType.BFLOAT16
     orientation = ShardOrientation.COL_MAJOR if cfg.transpose_shards else ShardOrientation.ROW_MAJOR
-    nhw_in = input_rows
     c_core = c_pad // p.cores_c
-    in_shard = ShardSpec(p.grid, (ceil_div(nhw_in, p.cores_nhw), c_core), orientation)
+    # conv2d_utils.cpp determine_input_memory_config: the input's rows padded to a whole
+    # tile a core (a row a core for a width-sharded row-major input), its shards that
+    # height over the N*H*W cores
+    unit = 1 if p.layout is MemoryLayout.WIDTH_SHARDED else TILE
+    nhw_in = round_up(input_rows, p.cores_nhw * unit)
+    in_shard = ShardSpec(p.grid, (nhw_in // p.cores_nhw, c_core), orientation)
     conv_input = TensorSpec((1, 1, nhw_in, c_pad), conv_in, Layout.ROW_MAJOR,
                             MemoryConfig(BufferType.L1, p.layout, in_shard))
     programs: list[Program] = []
