@@ -11,9 +11,9 @@ and for each one:
    when that is not sharded, the sharded layouts of the legal-layout pool
    (OpRuleBook.cpp `getOutputHints`; the pool: `legal_sharded_layouts`); the rule books
    of lib/Dialect/TTNN/Analysis/OpRules/ narrow this per operation: slice, embedding,
-   repeat, concatenate-heads and a reshape or permute that is not a view take the non-sharded legal layouts (L1 and DRAM
-   interleaved) instead (`nonShardedOutputHints`), a view reshape and SDPA only the null
-   hint (`nullHintOnly`);
+   repeat, concatenate-heads and a reshape or permute that is not a view take the
+   non-sharded legal layouts (L1 and DRAM interleaved) instead (`nonShardedOutputHints`),
+   a view reshape and SDPA only the null hint (`nullHintOnly`);
 3. validates each combination with the op model (`getOpConstraints`, here the operation's
    rule): the rule accepts it and its peak L1 (circular buffers plus the L1 buffers it
    allocates) fits the usable L1 per core (OpConstraintValidation.cpp: `overallPeakL1Usage
