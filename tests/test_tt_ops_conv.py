@@ -222,3 +222,17 @@ def test_the_sharded_input_holds_whole_tiles_of_rows_a_core() -> None:
                                             OutputRequest.of(DRAM), MLIR), attrs)
     staged = next(b for b in plan.buffers if b.name == "conv_input_sharded")
     assert staged.banks == 20 and staged.bytes_per_bank == 128 * 256 * 2
+
+
+def test_the_halo_output_is_held_while_the_output_moves_to_its_memory_config() -> None:
+    """conv2d.cpp conv2d_L1: `ttnn::to_memory_config` of the conv's output runs with the
+    halo output still in scope (freed when the function returns): asked for a DRAM
+    output, the (moved) halo output lives through the sharded-to-interleaved program."""
+    x = row_major((1, 1, 16384, 32), DRAM)
+    w = row_major((64, 32, 3, 3), DRAM)
+    plan = plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest.of(DRAM), P150), H3_ATTRS)
+    names = [p.name for p in plan.programs]
+    s2i = names.index("ShardedToInterleavedProgramFactory")
+    assert s2i == len(names) - 1
+    held = [b for b in plan.buffers if b.name.startswith("halo_output")]
+    assert held[-1].live[1] == s2i and all(b.live[1] < s2i for b in held[:-1])

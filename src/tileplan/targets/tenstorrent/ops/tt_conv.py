@@ -486,6 +486,11 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     last = len(programs) - 1
     if keep_input:
         buffers = [replace(b, live=(b.live[0], last)) if b.name == "conv_input_sharded" else b for b in buffers]
+    # conv2d.cpp conv2d_L1: the output's `ttnn::to_memory_config` runs while the halo
+    # output (`input_tensor_post_tm`, moved or not) is still in scope; it is freed when
+    # the function returns
+    halo_held = "halo_output (moved)" if move_halo else "halo_output"
+    buffers = [replace(b, live=(b.live[0], last)) if b.name == halo_held else b for b in buffers]
     buffers.append(tensor_buffer("output0", BufferRole.OUTPUT, out, target, (last, last)))
     require(w.layout in (Layout.TILE, Layout.ROW_MAJOR), op, "weights expected")
     return OpPlan(op, tuple(programs), (out,), tuple(buffers))
