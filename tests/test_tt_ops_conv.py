@@ -236,3 +236,25 @@ def test_the_halo_output_is_held_while_the_output_moves_to_its_memory_config() -
     assert s2i == len(names) - 1
     held = [b for b in plan.buffers if b.name.startswith("halo_output")]
     assert held[-1].live[1] == s2i and all(b.live[1] < s2i for b in held[:-1])
+
+
+def test_the_weights_take_their_own_type_unless_the_config_names_one() -> None:
+    """conv2d.cpp / prepare_conv2d_weights.cpp: `conv_config.weights_dtype.value_or(
+    weight_tensor.dtype())`: FP32 weights beside a bfloat16 activation keep FP32 tiles in
+    the weights and bias CBs (4,096 B a page); Conv2dConfig.weights_dtype overrides it."""
+    from dataclasses import replace
+
+    from tileplan.targets.tenstorrent.tiles import DataType
+
+    x = row_major((1, 1, 16384, 32), DRAM)
+    w = row_major((64, 32, 3, 3), DRAM, DataType.FLOAT32)
+    out = OutputRequest.of(height_sharded(103, 11, 10, (160, 64)))
+
+    def pages(attrs: Conv2dAttrs) -> dict[str, int]:
+        plan = plan_op(OpKind.CONV2D, OpRequest((x, w), out, P150), attrs)
+        conv = next(p for p in plan.programs if p.name == "Conv2dShardedProgramFactory")
+        return {cb.name: cb.page_bytes for cb in conv.circular_buffers if cb.name in ("weights", "bias")}
+
+    assert pages(H3_ATTRS) == {"weights": 4096, "bias": 4096}
+    named = replace(H3_ATTRS, config=replace(HS, weights_dtype=DataType.BFLOAT16))
+    assert pages(named) == {"weights": 2048, "bias": 2048}

@@ -310,12 +310,13 @@ def split_reader_viable(arch: Arch, act_block_h: int, c_pad: int, kernel_w: int,
 
 def conv_cbs(attrs: Conv2dAttrs, p: ConvParallel, blocks: tuple[int, int], c_pad: int, weights_height: int,
              in_dtype: DataType, out_dtype: DataType, compute: ComputeConfig, act_shard: tuple[int, int],
-             target: OpTarget) -> list[CircularBuffer]:
-    """`get_cb_info` for a 2-D conv (in its order; CBs of zero pages are not created)."""
+             target: OpTarget, weights_dtype: DataType) -> list[CircularBuffer]:
+    """`get_cb_info` for a 2-D conv (in its order; CBs of zero pages are not created);
+    `weights_dtype`: the prepared weights' type (conv2d.cpp: Conv2dConfig.weights_dtype,
+    else the weight tensor's own)."""
     cfg, grid = attrs.config, p.grid
     act_h, act_w = blocks
     conv_in = DataType.FLOAT32 if in_dtype is DataType.FLOAT32 else DataType.BFLOAT16
-    weights_dtype = cfg.weights_dtype or in_dtype
     hs = p.layout is MemoryLayout.HEIGHT_SHARDED
     blocks_h = p.per_core_h // act_h
     split = hs and act_h > 1 and (cfg.force_split_reader if cfg.force_split_reader is not None else split_reader_viable(
@@ -470,7 +471,8 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     # reserves whole on every core (base.py tensor_buffer)
     conv_out = TensorSpec((1, 1, attrs.batch * oh * ow, attrs.out_channels), out_dtype, cfg.output_layout,
                           MemoryConfig(BufferType.L1, p.layout, out_shard))
-    cbs = conv_cbs(attrs, p, blocks, c_pad, weights_height, x.dtype, out_dtype, compute, (sticks, c_core), target)
+    cbs = conv_cbs(attrs, p, blocks, c_pad, weights_height, x.dtype, out_dtype, compute, (sticks, c_core), target,
+                   cfg.weights_dtype or req.inputs[1].dtype)
     programs.append(Program("Conv2dShardedProgramFactory", CONV_DIR + "device/conv2d_op_sharded_program_factory.cpp",
                             p.grid, tuple(cbs)))
     conv = len(programs) - 1
