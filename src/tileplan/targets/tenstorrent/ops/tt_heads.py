@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 from tileplan.targets.tenstorrent.memory import (
     BufferType,
-    CoreRange,
     CoreRangeSet,
     MemoryConfig,
     MemoryLayout,
@@ -126,8 +125,7 @@ def plan_create_heads_decode(kind: OpKind, req: OpRequest, attrs: CreateHeadsAtt
     d = x.shape[3] // heads
     grid = req.target.grid
     if req.out.shard is not None:  # a requested grid: the users' cores inside it, row-wise
-        named = req.out.shard.grid
-        box = named if isinstance(named, CoreRange) else named.bounding_box()
+        box = req.out.shard.bounding_box()
         grid = (box.end[0] + 1, box.end[1] + 1)
     require(grid[0] * grid[1] >= users, op, f"{users} users need as many cores")
     padded_q = ceil_div(attrs.num_heads, TILE) * TILE

@@ -15,7 +15,7 @@ from __future__ import annotations
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Node
 from tileplan.targets.tenstorrent.memory import CoreRange, MemoryLayout, TensorSpec
-from tileplan.targets.tenstorrent.ops.base import ComputeConfig, OpTarget, OutputRequest
+from tileplan.targets.tenstorrent.ops.base import ComputeConfig, OpTarget, OutputRequest, ceil_div
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_matmul import MATMUL_DEFAULT_COMPUTE, MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul_auto import generate_config
@@ -81,20 +81,20 @@ def tt_mlir_matmul_config(s: MatmulShapes, layout: MemoryLayout, box: CoreRange,
         most //= 2
     grid_x, grid_y = box.width, box.height
     if layout is MemoryLayout.BLOCK_SHARDED:
-        per_m, per_n = -(-s.Mt // grid_y), -(-s.Nt // grid_x)
+        per_m, per_n = ceil_div(s.Mt, grid_y), ceil_div(s.Nt, grid_x)
         return MatmulMultiCoreReuseMultiCastProgramConfig(
             (grid_x, grid_y), 2 if s.Kt % 2 == 0 else 1, 1, _largest_divisor_up_to(per_n, most), per_m, per_n,
             per_m, per_n, fuse_batch=True)
     cores = grid_x * grid_y
     mcast_in0 = layout is MemoryLayout.WIDTH_SHARDED
     if mcast_in0:
-        per_m, per_n = s.Mt, -(-s.Nt // cores)
+        per_m, per_n = s.Mt, ceil_div(s.Nt, cores)
         if s.Nt > 128:
             in0_block_w = 2 if s.Kt % 2 == 0 else 1
         else:
             in0_block_w = next((w for w in (8, 4, 2) if s.Kt % w == 0), 1)
     else:
-        per_m, per_n = -(-s.Mt // cores), s.Nt
+        per_m, per_n = ceil_div(s.Mt, cores), s.Nt
         in0_block_w = s.Kt
     return MatmulMultiCoreReuseMultiCast1DProgramConfig(
         (grid_x, grid_y), in0_block_w, 1, _largest_divisor_up_to(per_n, most), per_m, per_n, fuse_batch=True,

@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.device import Device
@@ -147,6 +148,7 @@ class LegalLayout:
         return self.grid[0] * self.grid[1]
 
 
+@lru_cache(maxsize=1024)
 def legal_sharded_layouts(value: Value, target: OpTarget, software: Software) -> tuple[LegalLayout, ...]:
     """tt-mlir's legal sharded layouts of a TILE value ([H, W] padded to tiles: Ht x Wt
     tiles) on a worker grid of C columns and R rows (N = R C cores), largest first:
@@ -167,6 +169,9 @@ def legal_sharded_layouts(value: Value, target: OpTarget, software: Software) ->
       order among equal volumes), the first `legal_layouts_cap` kept
       (LegalOpLayoutAnalysis.cpp `fillTTNNLayoutAttrs`, maxShardedConfigs = the
       pipeline's maxLegalLayouts with row-major layouts off).
+
+    Memoized: a model's layers ask it of the same values again and again (a pure function
+    of frozen values; the result is a tuple).
 
     Worked example: [576, 23040] bf16 (18 x 720 tiles) on n150's 8 x 9 grid with the
     transposed check and a cap of 8 (tt-mlir of April 2026): width 60 (12 tiles a core),
