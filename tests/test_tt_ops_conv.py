@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tt_ops_support import DRAM, MLIR, P150, footprint, height_sharded, row_major, sharded
 
 from tileplan.errors import InputError
-from tileplan.targets.tenstorrent.memory import CoreRange, MemoryLayout
+from tileplan.targets.tenstorrent.memory import BufferType, CoreRange, MemoryLayout
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
@@ -258,3 +258,25 @@ def test_the_weights_take_their_own_type_unless_the_config_names_one() -> None:
     assert pages(H3_ATTRS) == {"weights": 4096, "bias": 4096}
     named = replace(H3_ATTRS, config=replace(HS, weights_dtype=DataType.BFLOAT16))
     assert pages(named) == {"weights": 2048, "bias": 2048}
+
+
+def test_a_width_sharded_conv_writes_its_output_on_its_own_channel_cores() -> None:
+    """conv2d_utils.cpp `determine_output_parallel_config`: a width-sharded output takes
+    `find_closest_largest_divisor_with_num_padding(out_channels_ntiles, 64)` = 16 cores
+    for 512 channels (16 tiles), whatever the input's channel cores (2 for 64 channels);
+    the weights block is the output's width a core (1 tile) x act_block_w (64 x 9 / 2 /
+    32 = 9 tiles); the output shard is 32 x 1 tiles = 65,536 B a core on 16 banks, and
+    the conv program's CBs take the larger (output) grid's bounding box, 8 x 2
+    (conv2d_op_width_sharded_program_factory.cpp)."""
+    ws = Conv2dConfig(shard_layout=MemoryLayout.WIDTH_SHARDED)
+    attrs = Conv2dAttrs(64, 512, 1, (32, 32), (3, 3), (1, 1), (1, 1), config=ws)
+    x, w = row_major((1, 1, 1024, 64), DRAM), row_major((512, 64, 3, 3), DRAM)
+    plan = plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED), MLIR),
+                   attrs)
+    conv = next(p for p in plan.programs if p.name == "Conv2dShardedProgramFactory")
+    weights = next(cb for cb in conv.circular_buffers if cb.name == "weights")
+    assert weights.pages == 9 and conv.cores == CoreRange((0, 0), (7, 1))
+    out = next(b for b in plan.buffers if b.name == "output0")
+    assert (out.banks, out.bytes_per_bank) == (16, 65_536)
+    staged = next(b for b in plan.buffers if b.name == "conv_input_sharded")
+    assert staged.banks == 2

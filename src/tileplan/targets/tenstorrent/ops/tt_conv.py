@@ -194,7 +194,10 @@ def _largest_common_divisor(num1: int, num2: int, start: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ConvParallel:
-    """The conv's shard grid and per-core output block (tiles)."""
+    """The conv's shard grid (its input's: `cores_nhw` x `cores_c`), its output's grid
+    and channel cores, and the per-core output block (tiles). Height and block sharding
+    write the output on the input's grid; width sharding on its own
+    (`determine_output_parallel_config`)."""
 
     layout: MemoryLayout
     cores_nhw: int
@@ -202,10 +205,30 @@ class ConvParallel:
     grid: CoreRange | CoreRangeSet
     per_core_h: int
     per_core_w: int
+    out_grid: CoreRange | CoreRangeSet
+    out_cores_c: int
+
+    @property
+    def program_grid(self) -> CoreRange | CoreRangeSet:
+        """The cores the conv program's circular buffers take: the input's grid, or, for
+        width sharding, the bounding box of the larger of the input's and the output's
+        grids (conv2d_op_width_sharded_program_factory.cpp `multi_core_conv2d_width_
+        sharded`: `all_cores` is the output's grid unless the input has more cores,
+        `allocate_cbs(..., all_reader_cores = all_cores.bounding_box())`)."""
+        if self.layout is not MemoryLayout.WIDTH_SHARDED:
+            return self.grid
+        larger = self.grid if self.grid.cores > self.out_grid.cores else self.out_grid
+        return larger if isinstance(larger, CoreRange) else larger.bounding_box()
 
 
 def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) -> ConvParallel:
-    """`determine_parallel_config` and the per-core block of the conv's output."""
+    """`determine_parallel_config`, `determine_output_parallel_config` and the per-core
+    block of the conv's output (`determine_conv_op_parallel_config_from_conv_output_mem_
+    config`: the output shard's tiles). A width-sharded output takes
+    `find_closest_largest_divisor_with_num_padding(out_channels_ntiles, max_num_cores)`
+    cores of its own, row-wise over the grid (conv2d_utils.cpp, every version read), so
+    its width a core is the output's channel tiles over those, not over the input's
+    channel cores."""
     gx, gy = target.grid
     oh, ow = attrs.output_hw
     nhw_t = ceil_div(attrs.batch * oh * ow, TILE)
@@ -227,7 +250,11 @@ def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) 
                 f"shard layout {layout.value} is not a conv layout")
         cores_nhw, cores_c = 1, _divisor_pair_with_padding(in_c_t, in_c_t, gx * gy)
         grid = CoreRangeSet.from_count(cores_c, gx, gy, row_wise=True)
-    return ConvParallel(layout, cores_nhw, cores_c, grid, ceil_div(nhw_t, cores_nhw), ceil_div(out_c_t, cores_c))
+        out_c = _divisor_pair_with_padding(out_c_t, out_c_t, gx * gy)
+        return ConvParallel(layout, cores_nhw, cores_c, grid, nhw_t, ceil_div(out_c_t, out_c),
+                            CoreRangeSet.from_count(out_c, gx, gy, row_wise=True), out_c)
+    return ConvParallel(layout, cores_nhw, cores_c, grid, ceil_div(nhw_t, cores_nhw), ceil_div(out_c_t, cores_c),
+                        grid, cores_c)
 
 
 def input_channels_alignment(layout: MemoryLayout, x: TensorSpec, target: OpTarget) -> int:
@@ -314,7 +341,7 @@ def conv_cbs(attrs: Conv2dAttrs, p: ConvParallel, blocks: tuple[int, int], c_pad
     """`get_cb_info` for a 2-D conv (in its order; CBs of zero pages are not created);
     `weights_dtype`: the prepared weights' type (conv2d.cpp: Conv2dConfig.weights_dtype,
     else the weight tensor's own)."""
-    cfg, grid = attrs.config, p.grid
+    cfg, grid = attrs.config, p.program_grid
     act_h, act_w = blocks
     conv_in = DataType.FLOAT32 if in_dtype is DataType.FLOAT32 else DataType.BFLOAT16
     hs = p.layout is MemoryLayout.HEIGHT_SHARDED
@@ -464,8 +491,8 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     else:
         buffers.append(tensor_buffer("halo_output", BufferRole.INTERMEDIATE, halo_out, target, (halo, halo + 1)))
     oh, ow = attrs.output_hw
-    out_c = round_up(attrs.out_channels, TILE * p.cores_c)
-    out_shard = ShardSpec(p.grid, (p.per_core_h * TILE, p.per_core_w * TILE), orientation)
+    out_c = round_up(attrs.out_channels, TILE * p.out_cores_c)
+    out_shard = ShardSpec(p.out_grid, (p.per_core_h * TILE, p.per_core_w * TILE), orientation)
     # the output's logical channels are the conv's (conv2d_op.cpp compute_output_specs);
     # its shards hold the channels padded to the channel cores, which the allocator
     # reserves whole on every core (base.py tensor_buffer)
@@ -474,15 +501,15 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     cbs = conv_cbs(attrs, p, blocks, c_pad, weights_height, x.dtype, out_dtype, compute, (sticks, c_core), target,
                    cfg.weights_dtype or req.inputs[1].dtype)
     programs.append(Program("Conv2dShardedProgramFactory", CONV_DIR + "device/conv2d_op_sharded_program_factory.cpp",
-                            p.grid, tuple(cbs)))
+                            p.program_grid, tuple(cbs)))
     conv = len(programs) - 1
     out = conv_out
     if not req.out.sharded:
         out = TensorSpec(conv_out.shape, out_dtype, cfg.output_layout, req.out.memory())
         page = out_dtype.tile_bytes if cfg.output_layout is Layout.TILE else out_c * out_dtype.element_bytes
         pages = p.per_core_h * p.per_core_w if cfg.output_layout is Layout.TILE else p.per_core_h * TILE
-        programs.append(Program("ShardedToInterleavedProgramFactory", S2I_SOURCE, p.grid,
-                                (cbuf(0, "input", pages, page, p.grid, globally_allocated=True),)))
+        programs.append(Program("ShardedToInterleavedProgramFactory", S2I_SOURCE, p.out_grid,
+                                (cbuf(0, "input", pages, page, p.out_grid, globally_allocated=True),)))
         buffers.append(tensor_buffer("conv_output_sharded", BufferRole.INTERMEDIATE, conv_out, target,
                                      (conv, conv + 1)))
     last = len(programs) - 1
