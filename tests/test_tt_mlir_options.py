@@ -13,7 +13,8 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions
 from tileplan.targets.tenstorrent.frontends.tt_mlir.budget import const_eval_reserve, usable_l1
 from tileplan.targets.tenstorrent.frontends.tt_mlir.frontend import FRONTEND
 from tileplan.targets.tenstorrent.frontends.tt_mlir.configs import tt_mlir_matmul_config
-from tileplan.targets.tenstorrent.frontends.tt_mlir.layouts import Score, legal_sharded_layouts
+from tileplan.targets.tenstorrent.frontends.tt_mlir.layouts import Score
+from tileplan.targets.tenstorrent.frontends.tt_mlir.legal import legal_sharded_layouts
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.frontends.tt_mlir.reproduce import (
     LEVEL_0_NOTE, OPTIMIZER_ONLY, compile_options_text, layout_text, output_specs, placement_overrides)

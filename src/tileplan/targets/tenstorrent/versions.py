@@ -161,6 +161,16 @@ class MatmulConfigSource(Enum):
     TT_MLIR = "tt_mlir"  # MatmulProgramConfig.cpp generateMatmulProgramConfig, per legal layout
 
 
+class ReshardRule(Enum):
+    """Which operand reshard candidates tt-mlir's greedy layout propagation explores at
+    level 2 (devices/software.toml `reshard_candidates`; the tt-mlir frontend's
+    layouts.py `Propagation.input_candidates`)."""
+
+    NONE = "none"  # as produced, or an L1-sharded operand moved to L1 interleaved
+    GLOBAL_8 = "global_8"  # #7856: the 8 largest grids over all sharding types
+    PER_TYPE_4 = "per_type_4"  # #7987: the 4 largest grids per sharding type, per-operand filters
+
+
 class CumsumLowering(Enum):
     """How tt-mlir lowers a cumulative sum (devices/software.toml `cumsum_lowering`; the
     tt-mlir frontend's `convert_cumsum`)."""
@@ -343,6 +353,7 @@ class Software:
     legal_layouts_cap: int
     legal_layout_grid: LegalLayoutGrid
     matmul_program_config: MatmulConfigSource
+    reshard_candidates: ReshardRule
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -369,7 +380,7 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram",
           "sum_precision", "mean_scale", "group_norm_lowering", "norm_large_tensor", "rms_norm_fusion",
           "sdpa_lowering", "sdpa_fusing", "legal_layouts_cap", "legal_layout_grid",
-          "matmul_program_config")
+          "matmul_program_config", "reshard_candidates")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -429,5 +440,6 @@ def software_at(date: str, stack: Stack) -> Software:
         legal_layouts_cap=int(values["legal_layouts_cap"]),
         legal_layout_grid=LegalLayoutGrid(values["legal_layout_grid"]),
         matmul_program_config=MatmulConfigSource(values["matmul_program_config"]),
+        reshard_candidates=ReshardRule(values["reshard_candidates"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

@@ -5,11 +5,18 @@ tenstorrent/tt-mlir docs/src/specs/ttnn-optimizer.md section 5.6.1) walks the op
 and for each one:
 
 1. takes each operand in its producer's chosen layout, plus an L1-interleaved reshard of
-   an L1-sharded operand (`addL1InterleavedFallbacks`);
+   an L1-sharded operand (`addL1InterleavedFallbacks`); on builds with the greedy
+   optimizer's reshards (devices/software.toml `reshard_candidates`, from tt-mlir #7889,
+   2026-04-08) also the operand moved to each of its reshard layouts that validates
+   (`addReshardCandidates`; legal.py `reshard_layouts`: none for a value that traces to
+   the model's constants or for an operation whose rule book explores none), less what
+   the operation's input filter rejects (`applyInputLayoutFilter`, `input_filter`), and
+   tries every combination of the operands' candidates (`Propagation.combinations`;
+   a concat's inputs in one memory layout and grid, ConcatRuleBook);
 2. tries the null output hint (the operation decides its output from its inputs: ttnn's
    `memory_config` default, the first input's memory config, DRAM for a matmul), and,
    when that is not sharded, the sharded layouts of the legal-layout pool
-   (OpRuleBook.cpp `getOutputHints`; the pool: `legal_sharded_layouts`); the rule books
+   (OpRuleBook.cpp `getOutputHints`; the pool: legal.py `legal_sharded_layouts`); the rule books
    of lib/Dialect/TTNN/Analysis/OpRules/ narrow this per operation: slice, embedding,
    repeat, concatenate-heads and a reshape or permute that is not a view take the
    non-sharded legal layouts (L1 and DRAM interleaved) instead (`nonShardedOutputHints`),
@@ -36,34 +43,37 @@ program config its legal layouts give (`matmul_hints`), the physical output the
 operation's (tt-metal's `create_output_tensors` for that config).
 
 Simplifications, stated: the beam is one candidate wide (tt-mlir's default beam width is
-8, with a backward pass resolving forks); reshard candidates beyond the L1-interleaved one
-(`addReshardCandidates`) are not explored; among candidates of equal score the first
-tried wins, and tileplan tries them in a fixed order (block, height, width; larger grids
-first) where tt-mlir's is `std::sort`'s and an `unordered_map`'s, unspecified.
+8, with a backward pass resolving forks), so each operand's candidates come from one
+producer layout; among candidates of equal score the first tried wins, and tileplan
+tries them in a fixed order (block, height, width; larger grids first; reshards by
+sharding type height, width, block) where tt-mlir's is `std::sort`'s and a `DenseMap`'s,
+unspecified at the April 2026 builds.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.device import Device
 from tileplan.targets.tenstorrent.frontends.tt_mlir.budget import usable_l1
 from tileplan.targets.tenstorrent.frontends.tt_mlir.configs import pin_matmul_config, tt_mlir_matmul_config
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Node, TtnnGraph, Value
+from tileplan.targets.tenstorrent.frontends.tt_mlir.legal import (
+    legal_sharded_layouts,
+    reshard_layouts,
+    sharded_layout_pool,
+)
 from tileplan.targets.tenstorrent.frontends.tt_mlir.options import TtMlirOptions
 from tileplan.targets.tenstorrent.memory import (
     DRAM_INTERLEAVED,
     L1_INTERLEAVED,
     BufferType,
-    CoreRange,
-    CoreRangeSet,
     MemoryConfig,
     MemoryLayout,
-    ShardSpec,
     TensorSpec,
 )
 from tileplan.targets.tenstorrent.ops import plan_op
@@ -74,8 +84,8 @@ from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul_config import MatmulProgramConfig, MatmulShapes
 from tileplan.targets.tenstorrent.plan import op_target
 from tileplan.targets.tenstorrent.program import Tensor
-from tileplan.targets.tenstorrent.tiles import TILE, Layout, padded_height_width
-from tileplan.targets.tenstorrent.versions import MatmulConfigSource, Software
+from tileplan.targets.tenstorrent.tiles import TILE, Layout
+from tileplan.targets.tenstorrent.versions import MatmulConfigSource, ReshardRule
 from tileplan.model.role import Role
 
 #: operations whose output defaults to DRAM (ttnn.matmul / ttnn.linear: `memory_config`
@@ -134,84 +144,50 @@ def output_l1(plan: OpPlan) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class LegalLayout:
-    """One sharded layout of tt-mlir's legal-layout pool: its memory layout, its grid
-    (rows, columns) as tt-mlir writes it ({h, w} block, {h, 1} height, {1, w} width) and
-    the shard it gives."""
+class InputCandidate:
+    """One layout an operand may be read in (MemoryLayoutPropagation.cpp `InputCandidate`):
+    `move` the memory it is moved to before the operation (None: as produced), `reshard`
+    whether that takes a `ttnn.to_memory_config` (tt-mlir's `isReshard`)."""
 
-    layout: MemoryLayout
-    grid: tuple[int, int]
-    shard: ShardSpec
-
-    @property
-    def volume(self) -> int:
-        return self.grid[0] * self.grid[1]
+    move: MemoryConfig | None
+    reshard: bool
 
 
-@lru_cache(maxsize=1024)
-def legal_sharded_layouts(value: Value, target: OpTarget, software: Software) -> tuple[LegalLayout, ...]:
-    """tt-mlir's legal sharded layouts of a TILE value ([H, W] padded to tiles: Ht x Wt
-    tiles) on a worker grid of C columns and R rows (N = R C cores), largest first:
+AS_PRODUCED = InputCandidate(None, False)
+#: tt-mlir's per-operand cap (`maxInputCandidatesPerOperand`, GreedyMemoryLayoutPropagation.h)
+MAX_INPUT_CANDIDATES = 64
+#: operations whose rule book does not explore reshards (`shouldExploreReshards` false:
+#: OpRules DataMovementRules.cpp slice, reshape / permute, pad; TransformerRules.cpp
+#: concatenate-heads, SDPA, rotary embedding, split-QKV)
+NO_RESHARDS = frozenset({OpKind.SLICE, OpKind.RESHAPE, OpKind.PERMUTE, OpKind.TRANSPOSE, OpKind.PAD,
+                         OpKind.NLP_CONCAT_HEADS, OpKind.NLP_CONCAT_HEADS_DECODE, OpKind.SDPA, OpKind.SDPA_DECODE,
+                         OpKind.SDPA_CHUNKED, OpKind.ROTARY_EMBEDDING_LLAMA, OpKind.SPLIT_QKV,
+                         OpKind.NLP_CREATE_QKV_HEADS, OpKind.NLP_CREATE_QKV_HEADS_DECODE})
 
-    - generated as tenstorrent/tt-mlir lib/Dialect/TTNN/Analysis/
-      LegalTensorLayoutAnalysis.cpp `generateAllPossibleLayouts` does: block grids
-      {h, w} for h in 1..R, w in 1..C, then height grids {h, 1} and width grids {1, w}
-      for 1..N; the shard is ceil(Ht / rows) x ceil(Wt / columns) tiles, and within each
-      memory layout a grid whose shard an earlier (smaller) grid already gave is dropped
-      (`checkIfShardShapeExists`);
-    - kept when legal (`tensorShapeCompatibleWithShard`): at least as many tiles as the
-      grid in each dimension, and the shard's cores inside the worker rectangle
-      `isLayoutLegalForTensorShape` checks (the build's `legal_layout_grid`: the device's,
-      or, from tt-mlir #3560 to #8234, the transposed one, CoreCoord{rows, columns});
-      a block grid is a rectangle of w columns and h rows from core (0, 0), height and
-      width grids fill rows of C cores (`createSingleDeviceVirtualToPhysicalAffineMaps`);
-    - sorted by grid volume, largest first (`std::sort`; tileplan keeps the generation
-      order among equal volumes), the first `legal_layouts_cap` kept
-      (LegalOpLayoutAnalysis.cpp `fillTTNNLayoutAttrs`, maxShardedConfigs = the
-      pipeline's maxLegalLayouts with row-major layouts off).
 
-    Memoized: a model's layers ask it of the same values again and again (a pure function
-    of frozen values; the result is a tuple).
+def input_filter(kind: OpKind, operand: int, rule: ReshardRule) -> Callable[[MemoryConfig], bool] | None:
+    """The rule book's `getInputLayoutFilter` for an operand (None: every layout):
+    slice and concatenate-heads reject sharded inputs, reshape and permute width-sharded
+    ones, rotary embedding takes height-sharded ones only (all from #7856), and from
+    #7987 a matmul's or linear's right operand is never sharded (MatmulRules.cpp)."""
+    if kind in (OpKind.SLICE, OpKind.NLP_CONCAT_HEADS) or (kind in DRAM_DEFAULT and operand == 1
+                                                            and rule is ReshardRule.PER_TYPE_4):
+        return lambda m: m.shard is None
+    if kind in (OpKind.RESHAPE, OpKind.PERMUTE, OpKind.TRANSPOSE):
+        return lambda m: m.layout is not MemoryLayout.WIDTH_SHARDED
+    if kind is OpKind.ROTARY_EMBEDDING_LLAMA:
+        return lambda m: m.shard is not None and m.layout is MemoryLayout.HEIGHT_SHARDED
+    return None
 
-    Worked example: [576, 23040] bf16 (18 x 720 tiles) on n150's 8 x 9 grid with the
-    transposed check and a cap of 8 (tt-mlir of April 2026): width 60 (12 tiles a core),
-    56, 52, 48 (15), block 6 x 8 (3 x 90), width 45, 43, block 6 x 7."""
+
+def _output_tiles(value: Value) -> int | None:
+    """The tiles of a TILE output (the rows above the last dimension as one), the most
+    cores a reshard may take (MemoryLayoutPropagation.cpp `addReshardCandidates`
+    maxGridVolume); None for a row-major one."""
     if value.layout is not Layout.TILE:
-        return ()
-    h, w = padded_height_width(value.shape, Layout.TILE)
-    ht, wt = h // TILE, w // TILE
-    columns, rows = target.grid
-    cores = columns * rows
-    grid_rule = software.legal_layout_grid
-    found: list[LegalLayout] = []
-
-    def legal(grid: tuple[int, int], box: tuple[int, int]) -> bool:
-        return ht >= grid[0] and wt >= grid[1] and grid_rule.holds(box[0], box[1], target.grid)
-
-    seen: set[tuple[int, int]] = set()
-    for gh in range(1, rows + 1):
-        for gw in range(1, columns + 1):
-            shard = (math.ceil(ht / gh), math.ceil(wt / gw))
-            if shard in seen:
-                continue
-            seen.add(shard)
-            if legal((gh, gw), (gw, gh)):
-                found.append(LegalLayout(MemoryLayout.BLOCK_SHARDED, (gh, gw),
-                                         ShardSpec(CoreRange.grid(gw, gh), (shard[0] * TILE, shard[1] * TILE))))
-    for layout in (MemoryLayout.HEIGHT_SHARDED, MemoryLayout.WIDTH_SHARDED):
-        seen = set()
-        for n in range(1, cores + 1):
-            grid = (n, 1) if layout is MemoryLayout.HEIGHT_SHARDED else (1, n)
-            shard = (math.ceil(ht / grid[0]), math.ceil(wt / grid[1]))
-            if shard in seen:
-                continue
-            seen.add(shard)
-            box = (min(n, columns), math.ceil(n / columns))
-            if legal(grid, box):
-                found.append(LegalLayout(layout, grid, ShardSpec(CoreRangeSet.from_count(n, columns, rows),
-                                                                  (shard[0] * TILE, shard[1] * TILE))))
-    found.sort(key=lambda x: -x.volume)
-    return tuple(found[:software.legal_layouts_cap])
+        return None
+    last = value.shape[-1]
+    return math.ceil(last / TILE) * math.ceil(math.prod(value.shape) // last / TILE)
 
 
 def _cores(spec: TensorSpec, target: OpTarget) -> int:
@@ -234,15 +210,89 @@ class Propagation:
         self.values: list[Value] = list(graph.values)
         self.specs: dict[int, TensorSpec] = {t: graph.tensors[t].spec for t in graph.uploads}  # type: ignore[misc]
         self.nodes: list[Node] = []
+        self.constant = traces_to_constants(graph)
+        self.produced: set[int] = {t for n in graph.nodes for t in n.outputs}
+        self._validated: dict[object, OpPlan | None] = {}
 
     def validate(self, node: Node, specs: tuple[TensorSpec, ...], out: OutputRequest,
                  attrs: MatmulAttrs | None = None) -> OpPlan | None:
+        """The op model's answer (OpConstraintValidation.cpp): the operation's plan when
+        its rule accepts it and its peak L1 fits the usable L1, else None. Memoized on
+        what decides it (the operation's kind, attributes, compute config, operand specs
+        and the output asked for): a model's repeated layers ask the same again."""
+        chosen = node.attrs if attrs is None else attrs
+        key: tuple[object, ...] | None = (node.kind, chosen, node.compute, specs, out)
         try:
-            plan = plan_op(node.kind, OpRequest(specs, out, self.target, node.compute),
-                           node.attrs if attrs is None else attrs)
+            return self._validated[key]
+        except KeyError:
+            pass
+        except TypeError:  # attributes that do not hash: not memoized
+            key = None
+        try:
+            plan: OpPlan | None = plan_op(node.kind, OpRequest(specs, out, self.target, node.compute), chosen)
         except (InputError, AssertionError, ZeroDivisionError, ValueError):
-            return None
-        return plan if op_l1_peak(plan) <= self.budget else None
+            plan = None
+        if plan is not None and op_l1_peak(plan) > self.budget:
+            plan = None
+        if key is not None:
+            self._validated[key] = plan
+        return plan
+
+    def validate_reshard(self, spec: TensorSpec, memory: MemoryConfig) -> bool:
+        """MemoryLayoutPropagation.cpp `validateReshard`: the `ttnn.to_memory_config` op
+        model of moving `spec` into `memory` with no further L1 in use (the consumer only
+        gives context), so it depends on the tensor and the two layouts alone."""
+        move = Node(OpKind.TO_MEMORY_CONFIG, "reshard", (), (), OutputRequest.of(memory, spec.dtype))
+        return self.validate(move, (spec,), move.out) is not None
+
+    def input_candidates(self, node: Node, operand: int) -> list[InputCandidate]:
+        """MemoryLayoutPropagation.cpp `getInputCandidateSets` for one operand, with a
+        beam of one (the rules of the build's `reshard_candidates`): the operand as
+        produced; when that is L1 sharded, its move to L1 interleaved if the reshard
+        validates (`addL1InterleavedFallbacks`); the reshard candidates
+        (`addReshardCandidates`, `reshard_layouts`) that validate, unless the operand
+        traces to the model's constants or the rule book explores none; the input filter
+        (`applyInputLayoutFilter`: what it rejects goes, and if nothing is left the
+        operand moves to DRAM interleaved, unvalidated); at most 64."""
+        t = node.inputs[operand]
+        spec = self.specs[t]
+        rule = self.software.reshard_candidates
+        found = [AS_PRODUCED]
+        produced = t in self.produced
+        if produced and spec.memory.buffer_type is BufferType.L1 and spec.memory.shard is not None \
+                and self.validate_reshard(spec, L1_INTERLEAVED):
+            found.append(InputCandidate(L1_INTERLEAVED, True))
+        keep = input_filter(node.kind, operand, rule)
+
+        def memory(c: InputCandidate) -> MemoryConfig:
+            return spec.memory if c.move is None else c.move
+
+        def filtered(cands: list[InputCandidate]) -> list[InputCandidate]:
+            if keep is None:
+                return cands
+            kept = [c for c in cands if keep(memory(c))]
+            return kept or [InputCandidate(DRAM_INTERLEAVED, True)]
+
+        if rule is ReshardRule.GLOBAL_8:
+            found = filtered(found)
+        if not self.constant[t] and node.kind not in NO_RESHARDS:
+            # the pre-pass layout: DRAM interleaved for what an operation makes (tt-mlir's
+            # TTNNLayout default), an upload's own
+            current = DRAM_INTERLEAVED if produced else spec.memory
+            bases = list(dict.fromkeys([current, *(memory(c) for c in found)]))
+            explore = not any(memory(c).shard is not None and (keep is None or rule is ReshardRule.GLOBAL_8
+                                                                or keep(memory(c))) for c in found)
+            pool = sharded_layout_pool(self.values[t], self.target, self.software)
+            layouts = reshard_layouts(pool, bases, explore, {memory(c) for c in found},
+                                      _output_tiles(self.values[node.outputs[0]]) if node.outputs else None, rule)
+            if keep is not None and rule is ReshardRule.PER_TYPE_4:
+                layouts = [m for m in layouts if keep(m)]
+            for m in layouts:
+                if len(found) >= MAX_INPUT_CANDIDATES:
+                    break
+                if self.validate_reshard(spec, m):
+                    found.append(InputCandidate(m, True))
+        return filtered(found)[:MAX_INPUT_CANDIDATES]
 
     def hints(self, node: Node, specs: tuple[TensorSpec, ...]) -> Iterator[tuple[OutputRequest, MatmulAttrs | None]]:
         """The operation's output hints, primary first, each with the attributes it
@@ -313,12 +363,33 @@ class Propagation:
             out.append(tuple(L1_INTERLEAVED if s.memory.shard is not None else None for s in specs))
         return out
 
+    def combinations(self, node: Node, specs: tuple[TensorSpec, ...]
+                     ) -> Iterator[tuple[tuple[MemoryConfig | None, ...], bool]]:
+        """The operands' layouts to try, each with whether it takes a reshard: before the
+        greedy optimizer's reshards (`reshard_candidates` none) the operands as produced
+        and with their L1-sharded ones in L1 interleaved; then every combination of the
+        operands' candidates (`input_candidates`, the last operand varying fastest, as
+        processOp's odometer), less those a concat cannot take (ConcatRuleBook
+        `isValidInputCombination`: one memory layout, and one grid when sharded)."""
+        if self.software.reshard_candidates is ReshardRule.NONE:
+            for moves in self.input_options(specs):
+                yield moves, any(m is not None for m in moves)
+            return
+        sets = [self.input_candidates(node, i) for i in range(len(node.inputs))]
+        for combo in itertools.product(*sets):
+            moves = tuple(c.move for c in combo)
+            if node.kind is OpKind.CONCAT:
+                mems = [m if m is not None else s.memory for s, m in zip(specs, moves)]
+                if len({m.layout for m in mems}) > 1 or (mems[0].shard is not None
+                                                        and len({m.shard.grid for m in mems if m.shard}) > 1):
+                    continue
+            yield moves, any(c.reshard for c in combo)
+
     def choose(self, node: Node) -> Choice | None:
         specs = tuple(self.specs[t] for t in node.inputs)
         best: Choice | None = None
-        for moves in self.input_options(specs):
+        for moves, reshard in self.combinations(node, specs):
             moved = tuple(replace(s, memory=m) if m is not None else s for s, m in zip(specs, moves))
-            reshard = any(m is not None for m in moves)
             dram_bytes = sum(s.pages().count * s.pages().page_bytes for s in moved
                              if s.memory.buffer_type is BufferType.DRAM)
             sharded_in = sum(1 for s in moved if s.memory.shard is not None)
@@ -327,6 +398,8 @@ class Propagation:
             for k, (out, attrs) in enumerate(self.hints(node, moved)):
                 if k > 0 and got_sharded and not primary:
                     break
+                if not self.hint_fits_inputs(node, moved, out):
+                    continue
                 plan = self.validate(node, moved, out, attrs)
                 if plan is None:
                     continue
@@ -338,6 +411,19 @@ class Propagation:
                 if best is None or score.key > best.score.key:
                     best = Choice(out, moves, plan, score, attrs)
         return best
+
+    def hint_fits_inputs(self, node: Node, specs: tuple[TensorSpec, ...], out: OutputRequest) -> bool:
+        """ConcatRuleBook `isValidOutputHintForInputs` (with the greedy optimizer's rule
+        books): sharded inputs take a sharded output of their memory layout and grid, not
+        the null hint (tt-metal's concat writes DRAM then); interleaved inputs no sharded
+        output. Every other operation takes every hint."""
+        if node.kind is not OpKind.CONCAT or not specs or self.software.reshard_candidates is ReshardRule.NONE:
+            return True
+        first = specs[0].memory
+        if first.shard is None:
+            return not out.sharded
+        return out.sharded and out.layout is first.layout and out.shard is not None \
+            and out.shard.grid == first.shard.grid
 
     def reshard(self, t: int, memory: MemoryConfig, consumer: Node) -> int:
         """A `ttnn.to_memory_config` of tensor `t` into `memory` before `consumer`."""
@@ -400,6 +486,23 @@ class Propagation:
             outputs.append(held)
         return TtnnGraph(self.graph.name, tuple(self.tensors), tuple(self.values), self.graph.uploads,
                          tuple(self.nodes), tuple(outputs))
+
+
+def traces_to_constants(graph: TtnnGraph) -> dict[int, bool]:
+    """tt-mlir's `valueTracesToConstantArgs` (include/ttmlir/Dialect/TTCore/IR/Utils.h)
+    for every tensor: its use-def chain reaches some function argument, and every one it
+    reaches is a parameter or constant (here an upload that is not a model input)."""
+    reaches: dict[int, bool] = {}
+    constant: dict[int, bool] = {}
+    for t in graph.uploads:
+        reaches[t] = True
+        constant[t] = graph.tensors[t].role is not Role.INPUT
+    for node in graph.nodes:
+        args = [t for t in node.inputs if reaches.get(t, False)]
+        for t in node.outputs:
+            reaches[t] = bool(args)
+            constant[t] = bool(args) and all(constant[a] for a in args)
+    return {t.id: reaches.get(t.id, False) and constant.get(t.id, False) for t in graph.tensors}
 
 
 def propagate(graph: TtnnGraph, options: TtMlirOptions, device: Device) -> TtnnGraph:
