@@ -150,6 +150,33 @@ def test_a_sharded_output_must_be_the_one_the_config_writes() -> None:
         plan_op(OpKind.MATMUL, OpRequest((a, b), width, MLIR), MatmulAttrs(two_d))
 
 
+def test_a_sharded_in0_must_be_the_one_the_config_reads() -> None:
+    """matmul_device_operation.cpp validate: a 2-D multicast config reads a block- or
+    height-sharded in0, never a width-sharded one ("Unsupported memory layout"), and a
+    block-sharded in0 holds per_core_M row tiles a core; a 1-D config multicasting in0
+    reads a width-sharded in0 with all of M a core. Falcon3-7B's down projection: its
+    [576, 23040] input width sharded on 60 cores cannot feed the 2-D config of a
+    block-sharded [576, 3072] output; block sharded 6 x 8 (3 x 90 tiles a core) can."""
+    from tileplan.targets.tenstorrent.memory import BufferType
+
+    b = tile((23040, 3072), DRAM, DataType.BFLOAT8_B)
+    two_d = MatmulMultiCoreReuseMultiCastProgramConfig((8, 6), 2, 1, 4, 3, 12)
+    block_out = OutputRequest(BufferType.L1, MemoryLayout.BLOCK_SHARDED)
+    width_in = tile((576, 23040), sharded(MemoryLayout.WIDTH_SHARDED, CoreRangeSet.from_count(60, 8, 8), (576, 384)))
+    with pytest.raises(InputError, match="Unsupported memory layout"):
+        plan_op(OpKind.MATMUL, OpRequest((width_in, b), block_out, MLIR), MatmulAttrs(two_d))
+    block_in = tile((576, 23040), sharded(MemoryLayout.BLOCK_SHARDED, CoreRange.grid(8, 6), (96, 2880)))
+    plan = plan_op(OpKind.MATMUL, OpRequest((block_in, b), block_out, MLIR), MatmulAttrs(two_d))
+    assert plan.outputs[0].memory.layout is MemoryLayout.BLOCK_SHARDED
+    tall = tile((576, 23040), sharded(MemoryLayout.BLOCK_SHARDED, CoreRange.grid(8, 3), (192, 2880)))
+    with pytest.raises(InputError, match="per_core_M 3"):
+        plan_op(OpKind.MATMUL, OpRequest((tall, b), block_out, MLIR), MatmulAttrs(two_d))
+    one_d = MatmulMultiCoreReuseMultiCast1DProgramConfig((8, 8), 2, 1, 1, 18, 2, mcast_in0=True)
+    with pytest.raises(InputError, match="width-sharded in0"):
+        plan_op(OpKind.MATMUL, OpRequest((block_in, b), OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED),
+                                         MLIR), MatmulAttrs(one_d))
+
+
 TILES = st.integers(min_value=1, max_value=72)
 MEMORIES = st.sampled_from([DRAM, L1])
 OCCUPIED = st.one_of(st.none(), st.integers(min_value=MLIR.l1_unreserved_base + 200_000, max_value=MLIR.l1_size))

@@ -171,6 +171,14 @@ class ReshardRule(Enum):
     PER_TYPE_4 = "per_type_4"  # #7987: the 4 largest grids per sharding type, per-operand filters
 
 
+class EraseInverseOps(Enum):
+    """Which functions tt-mlir's EraseInverseOps pass runs on (devices/software.toml
+    `erase_inverse_ops`; the tt-mlir frontend's inverse_ops.py)."""
+
+    FLATTENED = "flattened"  # those with flattened sliding-window operations only
+    ALL = "all"  # every function (#6195)
+
+
 class CumsumLowering(Enum):
     """How tt-mlir lowers a cumulative sum (devices/software.toml `cumsum_lowering`; the
     tt-mlir frontend's `convert_cumsum`)."""
@@ -354,6 +362,7 @@ class Software:
     legal_layout_grid: LegalLayoutGrid
     matmul_program_config: MatmulConfigSource
     reshard_candidates: ReshardRule
+    erase_inverse_ops: EraseInverseOps
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
@@ -380,7 +389,7 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram",
           "sum_precision", "mean_scale", "group_norm_lowering", "norm_large_tensor", "rms_norm_fusion",
           "sdpa_lowering", "sdpa_fusing", "legal_layouts_cap", "legal_layout_grid",
-          "matmul_program_config", "reshard_candidates")
+          "matmul_program_config", "reshard_candidates", "erase_inverse_ops")
 _STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
 
 
@@ -441,5 +450,6 @@ def software_at(date: str, stack: Stack) -> Software:
         legal_layout_grid=LegalLayoutGrid(values["legal_layout_grid"]),
         matmul_program_config=MatmulConfigSource(values["matmul_program_config"]),
         reshard_candidates=ReshardRule(values["reshard_candidates"]),
+        erase_inverse_ops=EraseInverseOps(values["erase_inverse_ops"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
         dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))

@@ -50,7 +50,9 @@ from tileplan.targets.tenstorrent.ops.base import (
     OpPlan,
     OpRequest,
     OpTarget,
+    OutputRequest,
     Program,
+    ceil_div,
     output_buffers,
     require,
 )
@@ -335,6 +337,69 @@ def validate_sharded_output(cfg: MatmulProgramConfig, s: MatmulShapes, layout: M
                 f"a 2-D multicast config writes a block-sharded output, not a {layout.value} one")
 
 
+def validate_sharded_in0(cfg: MatmulProgramConfig, s: MatmulShapes, out: OutputRequest, op: str) -> None:
+    """tt-metal's checks of a sharded left operand against the program config
+    (ttnn/cpp/ttnn/operations/matmul/device/matmul_device_operation.cpp
+    `validate_on_program_cache_miss`, matmul_op.cpp `Matmul::validate` before it):
+
+    - a 1-D config multicasting in0 reads a width-sharded in0 (ROW_MAJOR, batch fused)
+      holding all M rows a core (M == per_core_M == the shard's row tiles), its shard
+      width a multiple of in0_block_w; one multicasting in1 a height-sharded in0 of K
+      columns a core, per_core_M row tiles a core, on enough cores for M;
+    - a 2-D config reads a block-sharded in0 (ROW_MAJOR, COL_MAJOR when the multicast is
+      transposed) or a height-sharded one (not transposed, K == in0_block_w == the
+      shard's column tiles, one column of cores), never a width-sharded one ("Unsupported
+      memory layout"), per_core_M row tiles a core, its shard width a multiple of
+      in0_block_w;
+    - a sharded output then takes in0's memory layout (both configs, block-sharded in0);
+    - the reuse config reads any but a width-sharded in0 of all K a core (in0_block_w)
+      and per_core_M rows."""
+    shard = s.a.memory.shard
+    if shard is None:
+        return
+    layout = s.a.memory.layout
+    rows, cols = s.a_shard_tiles
+    if isinstance(cfg, MatmulMultiCoreReuseMultiCast1DProgramConfig):
+        m = s.Mt * (s.batch_a if cfg.fuse_batch else 1)
+        if cfg.mcast_in0:
+            require(cfg.fuse_batch and layout is MemoryLayout.WIDTH_SHARDED, op,
+                    f"a 1-D config multicasting in0 reads a width-sharded in0, not a {layout.value} one")
+            require(shard.orientation is ShardOrientation.ROW_MAJOR and m == cfg.per_core_M == rows
+                    and s.Kt % cfg.in0_block_w == 0 and cols % cfg.in0_block_w == 0, op,
+                    f"a width-sharded in0 holds all {m} row tiles a core in blocks of in0_block_w "
+                    f"{cfg.in0_block_w}; its shard is {rows} x {cols} tiles")
+        else:
+            require(cfg.fuse_batch and layout is MemoryLayout.HEIGHT_SHARDED, op,
+                    f"a 1-D config multicasting in1 reads a height-sharded in0, not a {layout.value} one")
+            require(shard.orientation is ShardOrientation.ROW_MAJOR and cfg.per_core_M == rows
+                    and ceil_div(m, cfg.per_core_M) <= shard.num_cores and s.Kt == cols, op,
+                    f"a height-sharded in0 holds per_core_M {cfg.per_core_M} row tiles and all {s.Kt} column "
+                    f"tiles a core; its shard is {rows} x {cols} tiles")
+        require(not out.sharded or out.layout is layout, op,
+                f"a sharded output takes in0's {layout.value} layout, not {out.layout.value}")
+    elif isinstance(cfg, MatmulMultiCoreReuseMultiCastProgramConfig):
+        require(cfg.fuse_batch and layout in (MemoryLayout.BLOCK_SHARDED, MemoryLayout.HEIGHT_SHARDED), op,
+                f"a 2-D multicast config reads a block- or height-sharded in0, not a {layout.value} one "
+                "(Unsupported memory layout)")
+        if layout is MemoryLayout.BLOCK_SHARDED:
+            wanted = ShardOrientation.COL_MAJOR if cfg.transpose_mcast else ShardOrientation.ROW_MAJOR
+            require(shard.orientation is wanted and (not out.sharded or out.layout is layout), op,
+                    f"a block-sharded in0 of a 2-D config is {wanted.value} and its sharded output block sharded")
+        else:
+            box = shard.bounding_box()
+            require(not cfg.transpose_mcast and s.Kt == cfg.in0_block_w == cols and box.width == 1, op,
+                    f"a height-sharded in0 of a 2-D config holds all {s.Kt} column tiles in one block on one "
+                    f"column of cores; its shard is {rows} x {cols} tiles")
+        require(cfg.per_core_M == rows and cols % cfg.in0_block_w == 0, op,
+                f"in0's shard holds per_core_M {cfg.per_core_M} row tiles in blocks of in0_block_w "
+                f"{cfg.in0_block_w}; it is {rows} x {cols} tiles")
+    elif isinstance(cfg, MatmulMultiCoreReuseProgramConfig):
+        require(layout is not MemoryLayout.WIDTH_SHARDED and s.Kt == cols == cfg.in0_block_w
+                and cfg.per_core_M == rows and (not out.sharded or out.layout is layout), op,
+                f"the reuse config reads a {layout.value} in0 of all {s.Kt} column tiles and per_core_M "
+                f"{cfg.per_core_M} row tiles a core; its shard is {rows} x {cols} tiles")
+
+
 def plan_matmul(kind: OpKind, req: OpRequest, attrs: MatmulAttrs | None = None) -> OpPlan:
     """ttnn.matmul / ttnn.linear (inputs a, b and, for linear, the bias)."""
     attrs = attrs or MatmulAttrs()
@@ -350,6 +415,7 @@ def plan_matmul(kind: OpKind, req: OpRequest, attrs: MatmulAttrs | None = None) 
     out_sharded = req.out.sharded
     if out_sharded:
         validate_sharded_output(cfg, s, req.out.layout, op)
+    validate_sharded_in0(cfg, s, req.out, op)
     shape = matmul_output_shape(a.shape, b.shape, attrs.transpose_a, attrs.transpose_b)
     shard = output_shard(cfg, s, req.target) if out_sharded else None
     out = TensorSpec(shape, out_dtype, Layout.TILE, req.out.memory(shard))

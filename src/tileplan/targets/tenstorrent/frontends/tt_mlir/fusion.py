@@ -67,7 +67,8 @@ from dataclasses import replace
 
 from tileplan.model.ir import Operation
 from tileplan.model.precision import F32
-from tileplan.targets.tenstorrent.versions import MatmulFusion, RmsNormFusion
+from tileplan.targets.tenstorrent.frontends.tt_mlir.inverse_ops import erase_inverse_reshapes
+from tileplan.targets.tenstorrent.versions import EraseInverseOps, MatmulFusion, RmsNormFusion
 
 #: the activations a matmul or linear fuses (TTNNFusing.cpp)
 MATMUL_ACTIVATIONS = frozenset({"sigmoid", "silu", "gelu"})
@@ -480,12 +481,14 @@ def fold_batch_norms(ops: tuple[Operation, ...], outputs: tuple[str, ...], shape
 
 def fuse(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant: set[str],
          shapes: dict[str, tuple[int, ...]], optimizer: bool = False,
-         matmul_fusion: MatmulFusion = MatmulFusion.SHARED_LHS, rms_norm_fusion: RmsNormFusion = RmsNormFusion.ALL
+         matmul_fusion: MatmulFusion = MatmulFusion.SHARED_LHS, rms_norm_fusion: RmsNormFusion = RmsNormFusion.ALL,
+         erase_inverse: EraseInverseOps = EraseInverseOps.ALL
          ) -> tuple[tuple[Operation, ...], dict[str, FusedWeight]]:
     """Every fusion, in the order tt-xla then tt-mlir applies them; also the constants
     the fusions made (concatenated weights, folded batch norms). `optimizer`: levels 1
-    and 2; `matmul_fusion` and `rms_norm_fusion`: the build's (`fuse_shared_lhs`,
-    `fuse_rms_norm`)."""
+    and 2; `matmul_fusion`, `rms_norm_fusion` and `erase_inverse`: the build's
+    (`fuse_shared_lhs`, `fuse_rms_norm`, inverse_ops.py `erase_inverse_reshapes` after
+    TTIRFusing, before the TTNN activation fusion)."""
     ops = fuse_rms_norm(ops, outputs, constant, shapes, rms_norm_fusion)
     ops = cse_views(ops, outputs)
     ops = fuse_linear(ops, outputs, constant, shapes)
@@ -496,4 +499,6 @@ def fuse(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant: set[str
     if optimizer:
         ops, folded = fold_batch_norms(ops, outputs, shapes)
         weights = {**weights, **folded}
+    if erase_inverse is EraseInverseOps.ALL:
+        ops = erase_inverse_reshapes(ops, outputs, constant, shapes)
     return fuse_activations(ops, outputs), weights
