@@ -403,14 +403,14 @@ CASES: tuple[Case, ...] = (
          published_failed=("L1", 26542080),
          miss="the prefill and the decode step both fit (the prefill's L1 peaks at 1,105,920 of 1,329,888 B a "
               "bank). The failing request itself is in tileplan's plan: with tt-mlir's reshard candidates (from "
-              "#7889) and EraseInverseOps (from #6195: the MLP's SiLU and gating on [576, 23,040], not the "
+              "#7889) and EraseInverseOps (from #6195: the MLP's gating on [576, 23,040], not the "
               "tile-padded [32, 32, 23,040]), the down projection's 2-D multicast config cannot read its input "
               "width sharded (tt-metal's matmul validation), so the input is resharded to block 6 x 8: "
-              "26,542,080 B across 48 banks, 552,960 B each, as published. tileplan's allocator places it: L1 then "
-              "holds only the gating product, width sharded on 60 cores (442,368 B a bank at the top), and one "
-              "free block of 887,520 B; the published statistics (allocated 417,792 B, free 912,096 B in blocks of "
-              "at most 522,240 B) show another, fragmented L1 beside it, which tileplan's beam of one (tt-mlir's "
-              "is 8) does not reproduce"),
+              "26,542,080 B across 48 banks, 552,960 B each, as published. tileplan's allocator places it: by then its "
+              "plan has spilled the gating product to DRAM (the L1 spill pass) and holds no other L1 buffer; the "
+              "published statistics (allocated 417,792 B, free 912,096 B in blocks of at most 522,240 B) show "
+              "another, fragmented L1 beside it, which tileplan's beam of one (tt-mlir's is 8) does not "
+              "reproduce"),
     Case("cal-gemma-1.1-2b-bench", "calibration",
          "gemma-1.1-2b-it, " + BENCH_RUN.format(prompt="17 tokens: BOS and 16 SentencePiece pieces counted by "
                                                   "hand, no tokenizer run: unverified"),

@@ -16,6 +16,7 @@ from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.device import load_device
 from tileplan.targets.tenstorrent.frontend import frontend
 from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions, lower
+from tileplan.targets.tenstorrent.frontends.tt_mlir.lower import lower_graph
 from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.plan import plan_tt
@@ -64,22 +65,30 @@ def test_the_embedding_reads_row_major_uint32_indices_and_a_row_major_bf16_table
 
 
 def test_llama_rms_norm_is_fused_and_the_kv_heads_repeated(llama):
-    counts = Counter(kinds(lowered(llama, 0)))
+    """Each MLP's SiLU is its gate projection's fused activation (TTNNFusing.cpp
+    `TTNNMatmulAndLinearWithActivation`): gate and up are not concatenated
+    (SharedLHSMatmulFusion takes three or more), so the SiLU reads the gate matmul."""
+    p = lowered(llama, 0)
+    counts = Counter(kinds(p))
     assert counts["ttnn.rms_norm"] == 5  # two per layer and the final norm
     assert counts["ttnn.repeat_interleave"] == 4  # K and V of each layer: 4 query heads over 2 KV heads
-    assert counts["ttnn.silu"] == 2 and "ttnn.sigmoid" not in counts
+    assert "ttnn.silu" not in counts and "ttnn.sigmoid" not in counts
+    graph = lower_graph(llama, TtMlirOptions(opt_level=0), n150())
+    assert sum(1 for n in graph.nodes if n.fused == ("silu",)) == 2
 
 
 def test_a_fused_weight_belongs_to_the_module_holding_its_parts(llama):
     p = lowered(llama, 0)
-    fused = [t for t in p.tensors if "mlp.gate_proj.weight+" in t.name]
-    assert fused and all(t.module is not None and t.module.endswith(".mlp") and "+" not in t.module for t in fused)
+    fused = [t for t in p.tensors if "self_attn.q_proj.weight+" in t.name]
+    assert fused and all(t.module is not None and t.module.endswith(".self_attn") and "+" not in t.module
+                         for t in fused)
 
 
 @pytest.mark.parametrize("version, fused", [
     ("2025-10-08", set()),  # before tt-mlir ca6e330be3: no weights concatenated
     ("2025-12-18", {"self_attn.q_proj.weight"}),  # Q, K and V only (SplitQueryKeyValueAndSplitHeads)
-    ("2026-07-15", {"self_attn.q_proj.weight", "mlp.gate_proj.weight"}),  # and gate/up (SharedLHSMatmulFusion)
+    # SharedLHSMatmulFusion: groups of three or more, so not gate/up
+    ("2026-07-15", {"self_attn.q_proj.weight"}),
 ])
 def test_which_projections_are_concatenated_follows_the_build(llama, version, fused):
     p = lower(llama, TtMlirOptions(opt_level=0), load_device("n150", version=version))

@@ -85,7 +85,7 @@ class MatmulFusion(Enum):
 
     NONE = "none"  # no pattern concatenates weights
     ATTENTION = "attention"  # SplitQueryKeyValueAndSplitHeadsUpdatePattern: Q, K and V only
-    SHARED_LHS = "shared_lhs"  # SharedLHSMatmulFusion: any (Q/K/V, gate/up)
+    SHARED_LHS = "shared_lhs"  # SharedLHSMatmulFusion: any three or more (Q/K/V; not gate/up)
 
 
 class WhereBroadcast(Enum):
@@ -333,6 +333,8 @@ class Software:
     trace_device_word: str
     conv_transpose2d_dram_path: bool
     matmul_fusion: MatmulFusion
+    #: the widest fused output SharedLHSMatmulFusion makes (0: no cap)
+    shared_lhs_max_width: int
     #: the data types tt-mlir's runtime tilizes on the device when it uploads a
     #: row-major host argument (the tt-mlir frontend's `stage_uploads`)
     device_tilize: frozenset[DataType]
@@ -383,7 +385,7 @@ class Software:
 TRACE_PAGE_MIN = 1024
 
 _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "trace_page_max", "dynamic_trace",
-          "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "device_tilize",
+          "trace_device_word", "conv_transpose2d_dram_path", "matmul_fusion", "shared_lhs_max_width", "device_tilize",
           "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
           "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
           "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram",
@@ -430,6 +432,7 @@ def software_at(date: str, stack: Stack) -> Software:
         dynamic_trace=bool(values["dynamic_trace"]), trace_device_word=str(values["trace_device_word"]),
         conv_transpose2d_dram_path=bool(values["conv_transpose2d_dram_path"]),
         matmul_fusion=MatmulFusion(values["matmul_fusion"]),
+        shared_lhs_max_width=int(values["shared_lhs_max_width"]),
         device_tilize=frozenset(map(DataType, values["device_tilize"])),
         const_eval_inputs_on_host=bool(values["const_eval_inputs_on_host"]),
         conv3d_config=Conv3dRule(values["conv3d_config"]),

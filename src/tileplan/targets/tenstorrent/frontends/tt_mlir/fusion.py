@@ -36,8 +36,11 @@ the model's operations (each takes operations and returns operations).
   (TTIRFusing.cpp `SplitQueryKeyValueAndSplitHeadsUpdatePattern`: three projections of
   one input, each reshaped then permuted to heads; that pattern's
   `split_query_key_value_and_split_heads` is here the three slices and their reshapes:
-  the same bytes, split in two steps); since, any such group
-  (`SharedLHSMatmulFusion`: Q/K/V and gate/up projections).
+  the same bytes, split in two steps); since, any such group of three or more
+  (`SharedLHSMatmulFusion`, `FusionCandidates::isValid`: `ops.size() >= 3`, so Q, K and
+  V fuse and an MLP's gate and up projections do not), from tt-mlir 688a8a811a
+  (2026-06-30) of at most 262,144 output features (`kMaxFusedOutputDim`; the build's
+  `shared_lhs_max_width`).
 - `fuse_conv_transpose_bias`: a transposed convolution (the importers' `conv_grad_input`)
   whose only reader adds a constant bias of one value a channel ([1, O, 1, 1]) takes the
   bias (TTIRFusing.cpp `ConvAddBias<ConvTranspose2dOp>`, every level): one
@@ -68,7 +71,7 @@ from dataclasses import replace
 from tileplan.model.ir import Operation
 from tileplan.model.precision import F32
 from tileplan.targets.tenstorrent.frontends.tt_mlir.inverse_ops import erase_inverse_reshapes
-from tileplan.targets.tenstorrent.versions import EraseInverseOps, MatmulFusion, RmsNormFusion
+from tileplan.targets.tenstorrent.versions import EraseInverseOps, MatmulFusion, RmsNormFusion, Software
 
 #: the activations a matmul or linear fuses (TTNNFusing.cpp)
 MATMUL_ACTIVATIONS = frozenset({"sigmoid", "silu", "gelu"})
@@ -366,11 +369,12 @@ def _to_heads(ops: tuple[Operation, ...], readers: dict[str, list[int]], k: int)
 
 
 def fuse_shared_lhs(ops: tuple[Operation, ...], constant: set[str], shapes: dict[str, tuple[int, ...]],
-                    fusion: MatmulFusion = MatmulFusion.SHARED_LHS, outputs: tuple[str, ...] = ()
-                    ) -> tuple[tuple[Operation, ...], dict[str, FusedWeight]]:
+                    fusion: MatmulFusion = MatmulFusion.SHARED_LHS, outputs: tuple[str, ...] = (),
+                    max_width: int = 0) -> tuple[tuple[Operation, ...], dict[str, FusedWeight]]:
     """See the module docstring. Returns the operations and the fused weights (and
     biases) made, by name. `fusion`: which groups the build fuses; `outputs`: the
-    program's (read by the attention rule)."""
+    program's (read by the attention rule); `max_width`: the widest fused output (0: no
+    cap)."""
     if fusion is MatmulFusion.NONE:
         return ops, {}
     # only the attention rule reads the readers: no walk over the operations otherwise
@@ -387,7 +391,7 @@ def fuse_shared_lhs(ops: tuple[Operation, ...], constant: set[str], shapes: dict
     replaced: dict[int, list[Operation]] = {}
     drop: set[int] = set()
     for (kind, lhs, inner), members in groups.items():
-        if len(members) < 2:
+        if len(members) < 3:
             continue
         if fusion is MatmulFusion.ATTENTION and (len(members) != 3 or
                                                  not all(_to_heads(ops, readers, k) for k in members)):
@@ -395,6 +399,8 @@ def fuse_shared_lhs(ops: tuple[Operation, ...], constant: set[str], shapes: dict
         first = ops[members[0]]
         widths = [shapes[ops[k].inputs[1]][1] for k in members]
         total = sum(widths)
+        if max_width and total > max_width:
+            continue
         weights = tuple(ops[k].inputs[1] for k in members)
         wname = "+".join(weights)
         fused[wname] = (weights, (inner, total))
@@ -480,25 +486,25 @@ def fold_batch_norms(ops: tuple[Operation, ...], outputs: tuple[str, ...], shape
 
 
 def fuse(ops: tuple[Operation, ...], outputs: tuple[str, ...], constant: set[str],
-         shapes: dict[str, tuple[int, ...]], optimizer: bool = False,
-         matmul_fusion: MatmulFusion = MatmulFusion.SHARED_LHS, rms_norm_fusion: RmsNormFusion = RmsNormFusion.ALL,
-         erase_inverse: EraseInverseOps = EraseInverseOps.ALL
+         shapes: dict[str, tuple[int, ...]], software: Software, optimizer: bool = False
          ) -> tuple[tuple[Operation, ...], dict[str, FusedWeight]]:
     """Every fusion, in the order tt-xla then tt-mlir applies them; also the constants
-    the fusions made (concatenated weights, folded batch norms). `optimizer`: levels 1
-    and 2; `matmul_fusion`, `rms_norm_fusion` and `erase_inverse`: the build's
-    (`fuse_shared_lhs`, `fuse_rms_norm`, inverse_ops.py `erase_inverse_reshapes` after
-    TTIRFusing, before the TTNN activation fusion)."""
-    ops = fuse_rms_norm(ops, outputs, constant, shapes, rms_norm_fusion)
+    the fusions made (concatenated weights, folded batch norms). `software`: the build's
+    knobs (`matmul_fusion` and `shared_lhs_max_width` for `fuse_shared_lhs`,
+    `rms_norm_fusion` for `fuse_rms_norm`, `erase_inverse_ops` for inverse_ops.py
+    `erase_inverse_reshapes`, after TTIRFusing and before the TTNN activation fusion);
+    `optimizer`: levels 1 and 2."""
+    ops = fuse_rms_norm(ops, outputs, constant, shapes, software.rms_norm_fusion)
     ops = cse_views(ops, outputs)
     ops = fuse_linear(ops, outputs, constant, shapes)
     ops = fuse_conv_transpose_bias(ops, outputs, constant, shapes)
     ops = fuse_silu(ops, outputs)
     ops = fuse_repeat_interleave(ops, outputs, shapes)
-    ops, weights = fuse_shared_lhs(ops, constant, shapes, matmul_fusion, outputs)
+    ops, weights = fuse_shared_lhs(ops, constant, shapes, software.matmul_fusion, outputs,
+                                   software.shared_lhs_max_width)
     if optimizer:
         ops, folded = fold_batch_norms(ops, outputs, shapes)
         weights = {**weights, **folded}
-    if erase_inverse is EraseInverseOps.ALL:
+    if software.erase_inverse_ops is EraseInverseOps.ALL:
         ops = erase_inverse_reshapes(ops, outputs, constant, shapes)
     return fuse_activations(ops, outputs), weights

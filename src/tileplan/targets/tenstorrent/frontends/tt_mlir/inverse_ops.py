@@ -23,10 +23,11 @@ the region's last value, by the reshape alone): the region runs on the reshapes'
 shape, the reshapes go. Anything else (another reader of an inner value, an operand of
 another shape, a constant that is not a scalar) stays as it is.
 
-Worked example (Falcon3-7B's MLP, 32 sequences of 18 tokens): `slice -> reshape
-[576, 23040] -> [32, 18, 23040] -> silu -> mul(., reshape(slice')) -> reshape
-[576, 23040]` becomes `slice -> silu -> mul(., slice')`, all [576, 23040]: 26,542,080 B
-where the padded [32, 32, 23040] held 47,185,920 B.
+Worked example (Falcon3-7B's MLP, 32 sequences of 18 tokens): `gate = reshape(matmul(x,
+Wg)) -> [32, 18, 23040]`, `up` alike, `reshape(silu(gate) * up) -> [576, 23040]` becomes
+`silu(matmul(x, Wg)) * matmul(x, Wu)`, all [576, 23040] (26,542,080 B where the padded
+[32, 32, 23040] held 47,185,920 B), and the SiLU then the gate matmul's fused activation
+(fusion.py `fuse_activations`).
 """
 
 from __future__ import annotations

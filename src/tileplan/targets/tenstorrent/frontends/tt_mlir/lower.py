@@ -179,9 +179,8 @@ def lower_graph(program: Program, options: TtMlirOptions, device: Device) -> Ttn
     target = op_target(device)
     operations = unroll(program)
     probe = Lowering(program, options, device, target, GraphBuilder(program.name), operations)
-    fused, weights = fuse(operations, program.outputs, probe.constant, probe.shapes, options.optimizer,
-                          device.software.matmul_fusion, device.software.rms_norm_fusion,
-                          device.software.erase_inverse_ops)
+    fused, weights = fuse(operations, program.outputs, probe.constant, probe.shapes, device.software,
+                          options.optimizer)
     lw = Lowering(program, options, device, target, GraphBuilder(program.name), fused, weights)
     return stage_uploads(lw, retain_const_eval_inputs(lw, place(convert(lw), options, device)))
 
