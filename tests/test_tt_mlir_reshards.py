@@ -75,7 +75,8 @@ def test_an_interleaved_operand_explores_only_when_asked_and_a_sharded_one_alway
 
 def test_the_input_filters_of_the_rule_books():
     """OpRules: slice and concatenate-heads take no sharded input, reshape and permute no
-    width-sharded one, rotary embedding height-sharded only; from #7987 a matmul's right
+    width-sharded one, rotary embedding no sharding but height (interleaved kept:
+    LayoutFilterUtils.h `allowOnlyShardingType`); from #7987 a matmul's right
     operand is never sharded (MatmulRules.cpp), its left one anything."""
     block = MemoryConfig(BufferType.L1, B, ShardSpec(CoreRange.grid(8, 8), (32, 32)))
     width = MemoryConfig(BufferType.L1, W, ShardSpec(CoreRange.grid(8, 8), (32, 32)))
@@ -85,7 +86,7 @@ def test_the_input_filters_of_the_rule_books():
     reshape = input_filter(OpKind.RESHAPE, 0, ReshardRule.PER_TYPE_4)
     assert reshape is not None and reshape(block) and not reshape(width)
     rotary = input_filter(OpKind.ROTARY_EMBEDDING_LLAMA, 0, ReshardRule.PER_TYPE_4)
-    assert rotary is not None and rotary(height) and not rotary(block) and not rotary(L1_INTERLEAVED)
+    assert rotary is not None and rotary(height) and not rotary(block) and rotary(L1_INTERLEAVED)
     rhs = input_filter(OpKind.MATMUL, 1, ReshardRule.PER_TYPE_4)
     assert rhs is not None and not rhs(width) and rhs(DRAM_INTERLEAVED)
     assert input_filter(OpKind.MATMUL, 1, ReshardRule.GLOBAL_8) is None

@@ -168,15 +168,16 @@ NO_RESHARDS = frozenset({OpKind.SLICE, OpKind.RESHAPE, OpKind.PERMUTE, OpKind.TR
 def input_filter(kind: OpKind, operand: int, rule: ReshardRule) -> Callable[[MemoryConfig], bool] | None:
     """The rule book's `getInputLayoutFilter` for an operand (None: every layout):
     slice and concatenate-heads reject sharded inputs, reshape and permute width-sharded
-    ones, rotary embedding takes height-sharded ones only (all from #7856), and from
+    ones, rotary embedding takes interleaved or height-sharded ones (LayoutFilterUtils.h
+    `allowOnlyShardingType`; all from #7856), and from
     #7987 a matmul's or linear's right operand is never sharded (MatmulRules.cpp)."""
     if kind in (OpKind.SLICE, OpKind.NLP_CONCAT_HEADS) or (kind in DRAM_DEFAULT and operand == 1
                                                             and rule is ReshardRule.PER_TYPE_4):
         return lambda m: m.shard is None
     if kind in (OpKind.RESHAPE, OpKind.PERMUTE, OpKind.TRANSPOSE):
         return lambda m: m.layout is not MemoryLayout.WIDTH_SHARDED
-    if kind is OpKind.ROTARY_EMBEDDING_LLAMA:
-        return lambda m: m.shard is not None and m.layout is MemoryLayout.HEIGHT_SHARDED
+    if kind is OpKind.ROTARY_EMBEDDING_LLAMA:  # allowOnlyShardingType: interleaved, or height sharded
+        return lambda m: m.shard is None or m.layout is MemoryLayout.HEIGHT_SHARDED
     return None
 
 
