@@ -71,6 +71,7 @@ from dataclasses import replace
 from tileplan.model.ir import Operation
 from tileplan.model.precision import F32
 from tileplan.targets.tenstorrent.frontends.tt_mlir.inverse_ops import erase_inverse_reshapes
+from tileplan.targets.tenstorrent.frontends.tt_mlir.inverse_ops import readers as _readers
 from tileplan.targets.tenstorrent.versions import EraseInverseOps, MatmulFusion, RmsNormFusion, Software
 
 #: the activations a matmul or linear fuses (TTNNFusing.cpp)
@@ -82,16 +83,6 @@ LINEAR = "linear"
 CONV_TRANSPOSE = "conv_transpose"
 #: the importers' transposed convolution (the data gradient of the one it transposes)
 CONV_GRAD_INPUT = "conv_grad_input"
-
-
-def _readers(ops: list[Operation], outputs: tuple[str, ...]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for k, op in enumerate(ops):
-        for i in op.inputs:
-            out.setdefault(i, []).append(k)
-    for name in outputs:
-        out.setdefault(name, []).append(-1)
-    return out
 
 
 def _sole(readers: dict[str, list[int]], name: str) -> int | None:

@@ -43,7 +43,9 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import BINARY,
 ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"silu", "cast"}
 
 
-def _readers(ops: list[Operation], outputs: tuple[str, ...]) -> dict[str, list[int]]:
+def readers(ops: list[Operation], outputs: tuple[str, ...]) -> dict[str, list[int]]:
+    """Each value's readers: the indices of the operations reading it, -1 for a program
+    output."""
     out: dict[str, list[int]] = {}
     for k, op in enumerate(ops):
         for name in op.inputs:
@@ -98,12 +100,12 @@ def erase_inverse_reshapes(ops: tuple[Operation, ...], outputs: tuple[str, ...],
     work = list(ops)
     known = dict(shapes)
     while True:
-        readers = _readers(work, outputs)
+        reading = readers(work, outputs)
         by_output = {op.output: k for k, op in enumerate(work)}
         for d, down in enumerate(work):
             if down.kind != "reshape" or len(down.inputs) != 1:
                 continue
-            found = _region(work, d, by_output, readers, constant, known)
+            found = _region(work, d, by_output, reading, constant, known)
             if found is None:
                 continue
             region, ups = found
@@ -115,7 +117,7 @@ def erase_inverse_reshapes(ops: tuple[Operation, ...], outputs: tuple[str, ...],
                 work[k] = replace(op, inputs=tuple(source.get(name, name) for name in op.inputs), output_shape=flat,
                                   output=down.output if k == root else op.output)
                 known[work[k].output] = flat
-            drop = {d} | {u for u in ups if all(r in region for r in readers.get(work[u].output, []))}
+            drop = {d} | {u for u in ups if all(r in region for r in reading.get(work[u].output, []))}
             work = [op for k, op in enumerate(work) if k not in drop]
             break
         else:
