@@ -138,3 +138,23 @@ def test_an_operation_reads_its_interleaved_operand_resharded_from_april_2026():
     moved, neg = after[2][1], after[3][1]
     assert moved.layout is B and moved.shard is not None and moved.shard.num_cores == 64
     assert moved.shard.shape == (32, 128) and neg.layout is B
+
+
+def test_a_typecast_or_where_takes_the_null_hint_only_and_pad_no_sharded_one():
+    """OpRules: TypecastRuleBook (also WhereOp's) gives the null hint only, so the output
+    follows the input; PadRuleBook the non-sharded legal layouts (OpRuleBook.cpp
+    `getRuleBook`, TypecastRules.cpp, DataMovementRules.cpp)."""
+    from tileplan.targets.tenstorrent.frontends.tt_mlir.layouts import Propagation
+    from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Node
+
+    dev = load_device("n150", version="2026-04-21")
+    b = TtnnBuilder("t")
+    x = b.upload("x", Role.INPUT, TensorSpec((256, 1024), DataType.BFLOAT16, Layout.TILE, DRAM_INTERLEAVED))
+    v = Value((256, 1024), DataType.FLOAT32)
+    cast = b.one(OpKind.TYPECAST, "cast", (x,), v)
+    state = Propagation(b.finish((cast,)), TtMlirOptions.of(2), dev)
+    spec = TensorSpec((256, 1024), DataType.BFLOAT16, Layout.TILE, L1_INTERLEAVED)
+    hints = list(state.output_hints(Node(OpKind.TYPECAST, "cast", (x,), (cast,)), (spec,)))
+    assert [(h.buffer_type, h.layout) for h in hints] == [(BufferType.L1, MemoryLayout.INTERLEAVED)]
+    pads = list(state.output_hints(Node(OpKind.PAD, "pad", (x,), (cast,)), (spec,)))
+    assert pads and all(not h.sharded for h in pads)

@@ -19,8 +19,9 @@ and for each one:
    (OpRuleBook.cpp `getOutputHints`; the pool: legal.py `legal_sharded_layouts`); the rule books
    of lib/Dialect/TTNN/Analysis/OpRules/ narrow this per operation: slice, embedding,
    repeat, concatenate-heads and a reshape or permute that is not a view take the
-   non-sharded legal layouts (L1 and DRAM interleaved) instead (`nonShardedOutputHints`),
-   a view reshape and SDPA only the null hint (`nullHintOnly`);
+   non-sharded legal layouts (L1 and DRAM interleaved) instead (`nonShardedOutputHints`;
+   pad too), a view reshape, SDPA, a typecast and a where only the null hint
+   (`nullHintOnly`);
 3. validates each combination with the op model (`getOpConstraints`, here the operation's
    rule): the rule accepts it and its peak L1 (circular buffers plus the L1 buffers it
    allocates) fits the usable L1 per core (OpConstraintValidation.cpp: `overallPeakL1Usage
@@ -92,12 +93,15 @@ from tileplan.model.role import Role
 #: "Defaults to None, which will result in using ttnn.DRAM_MEMORY_CONFIG")
 DRAM_DEFAULT = frozenset({OpKind.MATMUL, OpKind.LINEAR})
 #: operations taking the non-sharded legal layouts as their hints (DataMovementRules.cpp
-#: SliceRuleBook, ReshapeRuleBook for non-views; EmbeddingRules.cpp; TransformerRules.cpp
-#: ConcatenateHeadsRuleBook)
+#: SliceRuleBook, ReshapeRuleBook for non-views, PadRuleBook; EmbeddingRules.cpp;
+#: TransformerRules.cpp ConcatenateHeadsRuleBook)
 NON_SHARDED = frozenset({OpKind.SLICE, OpKind.EMBEDDING, OpKind.REPEAT, OpKind.NLP_CONCAT_HEADS, OpKind.RESHAPE,
-                         OpKind.PERMUTE, OpKind.TRANSPOSE})
-#: operations taking the null hint only (TransformerRules.cpp SDPARuleBook)
-NULL_ONLY = frozenset({OpKind.SDPA, OpKind.SDPA_DECODE})
+                         OpKind.PERMUTE, OpKind.TRANSPOSE, OpKind.PAD})
+#: operations taking the null hint only (TransformerRules.cpp SDPARuleBook, which
+#: OpRuleBook.cpp `getRuleBook` also gives NLPConcatHeadsDecodeOp; TypecastRules.cpp
+#: TypecastRuleBook, also WhereOp's): their output follows their first input
+NULL_ONLY = frozenset({OpKind.SDPA, OpKind.SDPA_DECODE, OpKind.NLP_CONCAT_HEADS_DECODE, OpKind.TYPECAST,
+                       OpKind.WHERE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +165,7 @@ MAX_INPUT_CANDIDATES = 64
 #: concatenate-heads, SDPA, rotary embedding, split-QKV)
 NO_RESHARDS = frozenset({OpKind.SLICE, OpKind.RESHAPE, OpKind.PERMUTE, OpKind.TRANSPOSE, OpKind.PAD,
                          OpKind.NLP_CONCAT_HEADS, OpKind.NLP_CONCAT_HEADS_DECODE, OpKind.SDPA, OpKind.SDPA_DECODE,
-                         OpKind.SDPA_CHUNKED, OpKind.ROTARY_EMBEDDING_LLAMA, OpKind.SPLIT_QKV,
-                         OpKind.NLP_CREATE_QKV_HEADS, OpKind.NLP_CREATE_QKV_HEADS_DECODE})
+                         OpKind.ROTARY_EMBEDDING_LLAMA, OpKind.SPLIT_QKV})
 
 
 def input_filter(kind: OpKind, operand: int, rule: ReshardRule) -> Callable[[MemoryConfig], bool] | None:
