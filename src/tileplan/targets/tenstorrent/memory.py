@@ -85,6 +85,11 @@ class CoreRange:
     def cores(self) -> int:
         return self.width * self.height
 
+    def bounding_box(self) -> "CoreRange":
+        """Itself: a range is its own bounding box (so a `CoreRange | CoreRangeSet`
+        answers alike)."""
+        return self
+
     def intersects(self, other: "CoreRange") -> bool:
         """Whether the two ranges share a core (tt-metal `CoreRange::intersects`)."""
         return (self.start[0] <= other.end[0] and other.start[0] <= self.end[0]
@@ -168,7 +173,7 @@ class ShardSpec:
         return self.grid.cores
 
     def bounding_box(self) -> CoreRange:
-        return self.grid if isinstance(self.grid, CoreRange) else self.grid.bounding_box()
+        return self.grid.bounding_box()
 
 
 @dataclass(frozen=True, slots=True)

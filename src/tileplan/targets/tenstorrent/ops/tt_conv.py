@@ -218,7 +218,7 @@ class ConvParallel:
         if self.layout is not MemoryLayout.WIDTH_SHARDED:
             return self.grid
         larger = self.grid if self.grid.cores > self.out_grid.cores else self.out_grid
-        return larger if isinstance(larger, CoreRange) else larger.bounding_box()
+        return larger.bounding_box()
 
 
 def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) -> ConvParallel:
@@ -248,9 +248,9 @@ def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) 
     else:
         require(layout is MemoryLayout.WIDTH_SHARDED, "ttnn.conv2d",
                 f"shard layout {layout.value} is not a conv layout")
-        cores_nhw, cores_c = 1, _divisor_pair_with_padding(in_c_t, in_c_t, gx * gy)
+        cores_nhw, cores_c = 1, divisor_with_padding(in_c_t, gx * gy)
         grid = CoreRangeSet.from_count(cores_c, gx, gy, row_wise=True)
-        out_c = _divisor_pair_with_padding(out_c_t, out_c_t, gx * gy)
+        out_c = divisor_with_padding(out_c_t, gx * gy)
         return ConvParallel(layout, cores_nhw, cores_c, grid, nhw_t, ceil_div(out_c_t, out_c),
                             CoreRangeSet.from_count(out_c, gx, gy, row_wise=True), out_c)
     return ConvParallel(layout, cores_nhw, cores_c, grid, ceil_div(nhw_t, cores_nhw), ceil_div(out_c_t, cores_c),

@@ -138,7 +138,7 @@ def _out_interm(f: _Formats, out_tiles: int, block_tiles: int, out_sharded: bool
 def program_2d(cfg: MatmulMultiCoreReuseMultiCastProgramConfig, s: MatmulShapes, out_sharded: bool,
                out_dtype: DataType, bias: TensorSpec | None, compute: ComputeConfig, target: OpTarget) -> Program:
     """matmul_multicore_reuse_mcast_2d_program_factory.cpp `create_program_mcast_in0_in1`."""
-    m, n = s.Mt * (s.batch_a if cfg.fuse_batch else 1), s.Nt
+    m, n = s.m_dim(cfg.fuse_batch), s.Nt
     b = 1 if cfg.fuse_batch else s.batch_a
     num_blocks = s.Kt // cfg.in0_block_w
     packer = compute.packer_l1_acc and ((bias is not None and num_blocks > 1) or num_blocks > 2)
@@ -181,7 +181,7 @@ def program_1d(cfg: MatmulMultiCoreReuseMultiCast1DProgramConfig, s: MatmulShape
                out_dtype: DataType, bias: TensorSpec | None, compute: ComputeConfig, target: OpTarget) -> Program:
     """matmul_multicore_reuse_mcast_1d_program_factory.cpp, the mcast-in0 and mcast-in1
     programs."""
-    m, n = s.Mt * (s.batch_a if cfg.fuse_batch else 1), s.Nt
+    m, n = s.m_dim(cfg.fuse_batch), s.Nt
     b = 1 if cfg.fuse_batch else s.batch_a
     num_blocks = s.Kt // cfg.in0_block_w
     bh, bw, k = cfg.block_h, cfg.block_w, cfg.in0_block_w
@@ -306,7 +306,7 @@ def output_shard(cfg: MatmulProgramConfig, s: MatmulShapes, target: OpTarget) ->
     assert not isinstance(cfg, MatmulMultiCoreProgramConfig)
     shape = (cfg.per_core_M * TILE, cfg.per_core_N * TILE)
     fuse = getattr(cfg, "fuse_batch", True)
-    m = s.Mt * (s.batch_a if fuse else 1)
+    m = s.m_dim(fuse)
     blocks_y, blocks_x = (m - 1) // cfg.per_core_M + 1, (s.Nt - 1) // cfg.per_core_N + 1
     if isinstance(cfg, MatmulMultiCoreReuseMultiCastProgramConfig):
         if cfg.transpose_mcast:
@@ -323,7 +323,7 @@ def validate_sharded_output(cfg: MatmulProgramConfig, s: MatmulShapes, layout: M
     (M == per_core_M), one multicasting in1 a height-sharded one holding all of N
     (N == per_core_N); a 2-D config writes a block-sharded output."""
     if isinstance(cfg, MatmulMultiCoreReuseMultiCast1DProgramConfig):
-        m = s.Mt * (s.batch_a if cfg.fuse_batch else 1)
+        m = s.m_dim(cfg.fuse_batch)
         if cfg.mcast_in0:
             require(layout is MemoryLayout.WIDTH_SHARDED and m == cfg.per_core_M, op,
                     f"a 1-D config multicasting in0 writes a width-sharded output with all {m} row tiles a core "
@@ -360,7 +360,7 @@ def validate_sharded_in0(cfg: MatmulProgramConfig, s: MatmulShapes, out: OutputR
     layout = s.a.memory.layout
     rows, cols = s.a_shard_tiles
     if isinstance(cfg, MatmulMultiCoreReuseMultiCast1DProgramConfig):
-        m = s.Mt * (s.batch_a if cfg.fuse_batch else 1)
+        m = s.m_dim(cfg.fuse_batch)
         if cfg.mcast_in0:
             require(cfg.fuse_batch and layout is MemoryLayout.WIDTH_SHARDED, op,
                     f"a 1-D config multicasting in0 reads a width-sharded in0, not a {layout.value} one")

@@ -44,7 +44,7 @@ def mcast_1d_config(s: MatmulShapes, target: OpTarget, compute: ComputeConfig, o
     grid's cores (else the reverse); in0_block_w 2 when K is even; the block from the
     fit search; subblocks from the table with the sharded-output constraint."""
     gx, gy = grid or target.grid
-    m_tiles = s.Mt * (s.batch_a if fuse_batch else 1)
+    m_tiles = s.m_dim(fuse_batch)
     cores = gx * gy
     if mcast_in0:
         per_core_M, per_core_N = m_tiles, ceil_div(ceil_div(s.Nt * TILE, cores), TILE)

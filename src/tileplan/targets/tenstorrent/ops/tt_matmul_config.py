@@ -167,6 +167,11 @@ class MatmulShapes:
         return cls(a, b, m // TILE, k // TILE, n // TILE, pa[0] * pa[1], pb[0] * pb[1], transpose_a,
                    bias.dtype.tile_bytes if bias is not None else 0, pa)
 
+    def m_dim(self, fuse_batch: bool) -> int:
+        """a's row tiles the program config covers: one batch's, or all batches' when the
+        config fuses them (tt-metal matmul utilities `get_M_dim`)."""
+        return self.Mt * (self.batch_a if fuse_batch else 1)
+
     @property
     def a_sharded(self) -> bool:
         return self.a.memory.layout.sharded
