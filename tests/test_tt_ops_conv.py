@@ -280,3 +280,29 @@ def test_a_width_sharded_conv_writes_its_output_on_its_own_channel_cores() -> No
     assert (out.banks, out.bytes_per_bank) == (16, 65_536)
     staged = next(b for b in plan.buffers if b.name == "conv_input_sharded")
     assert staged.banks == 2
+
+
+def _width_sharded_plan(padding: tuple[int, int]) -> OpPlan:
+    ws = Conv2dConfig(shard_layout=MemoryLayout.WIDTH_SHARDED)
+    attrs = Conv2dAttrs(256, 256, 1, (16, 16), (3, 3), (1, 1), padding, config=ws)
+    x, w = row_major((1, 1, 256, 256), DRAM), row_major((256, 256, 3, 3), DRAM)
+    return plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest(BufferType.L1, MemoryLayout.WIDTH_SHARDED), MLIR),
+                   attrs)
+
+
+def test_an_unpadded_width_sharded_conv_reads_its_input_without_a_halo() -> None:
+    """conv2d.cpp `conv2d_L1`: `bypass_halo` for a width-sharded conv with no padding: no
+    halo program or buffer; the conv's sharded-activation CB is bound to its sharded input
+    (256 rows x 32 channels a core = 16,384 B on 8 cores), which stays allocated to the
+    end as the halo output would. With padding 1 the halo runs."""
+    plan = _width_sharded_plan((0, 0))
+    assert [p.name for p in plan.programs] == ["InterleavedToShardedProgramFactory", "Conv2dShardedProgramFactory"]
+    conv = plan.programs[1]
+    act = next(cb for cb in conv.circular_buffers if cb.name == "act_sharded")
+    assert (act.pages, act.page_bytes, act.globally_allocated) == (256, 64, True)
+    staged = next(b for b in plan.buffers if b.name == "conv_input_sharded")
+    assert (staged.banks, staged.bytes_per_bank, staged.live) == (8, 16_384, (0, 1))
+    assert not any(b.name.startswith("halo") for b in plan.buffers)
+    padded = _width_sharded_plan((1, 1))
+    assert "UntilizeWithHaloProgramFactory" in [p.name for p in padded.programs]
+    assert any(b.name.startswith("halo_output") for b in padded.buffers)

@@ -197,3 +197,28 @@ def test_the_automatic_shard_layout_is_the_least_l1_estimate(c, o, hw, k, s, exp
     assert all(e is None or estimates[chosen].total <= e.total or
                (layout is MemoryLayout.BLOCK_SHARDED and e.cores < N150.grid[0])
                for layout, e in estimates.items())
+
+
+def test_unpadded_width_sharded_slices_run_without_a_halo_but_are_estimated_with_one() -> None:
+    """conv2d_L1's `bypass_halo` holds in each DRAM slice (run_L1_op calls conv2d_L1):
+    1024 -> 1024 channels, 3x3 unpadded on 66 x 66 (output 64 x 64, so no slice is padded
+    on the right for its TILE output), width sharded: each slice is padded_slice -> conv ->
+    slice_write with no halo, and its sharded input (18 rows x 66 x 32 channels x 2 B =
+    76,032 B a core) is held through the conv and slice_write (run_sliced_op's
+    `sliced_input_tensor`; conv2d_L1 frees it only after a halo). The slice count still
+    comes from `calculate_L1_usage_for_conv_op`, which counts a halo output: 4 slices at
+    1,378,624 B a core of the 1,400,832 free."""
+    ws = Conv2dConfig(shard_layout=MemoryLayout.WIDTH_SHARDED, weights_dtype=DataType.BFLOAT16,
+                      config_tensors_in_dram=True)
+    a = Conv2dAttrs(1024, 1024, 1, (66, 66), (3, 3), padding=(0, 0), config=ws, slice_type=None)
+    x = TensorSpec((1, 1, 66 * 66, 1024), DataType.BFLOAT16, Layout.ROW_MAJOR, DRAM)
+    wt = TensorSpec((1, 1, 9 * 1024, 1024), DataType.BFLOAT16, Layout.TILE, DRAM)
+    req = OpRequest((x, wt), OutputRequest(dtype=DataType.BFLOAT16), N150)
+    decision = determine_slices("ttnn.conv2d", req, conv2d_sliced(a), auto_shard_layout)
+    assert (decision.slice_type, len(decision.slices), decision.l1_usage) == (SliceType.DRAM_HEIGHT, 4, 1_378_624)
+    plan = plan_conv2d_routed(OpKind.CONV2D, req, a)
+    assert [p.name for p in plan.programs[:3]] * 4 == [p.name for p in plan.programs]
+    assert [p.name for p in plan.programs[:3]] == ["PaddedSliceRMProgramFactory", "Conv2dShardedProgramFactory",
+                                                   "SliceWriteTiledShardedInputProgramFactory"]
+    first = next(b for b in plan.buffers if b.name == "slice0_input")
+    assert (first.bytes_per_bank, first.live) == (76_032, (0, 2))

@@ -369,17 +369,25 @@ def halo_sticks(attrs: Conv2dAttrs, per_core_out: int, cores: int) -> int:
     return most
 
 
+def bypasses_halo(attrs: Conv2dAttrs) -> bool:
+    """conv2d.cpp `conv2d_L1`: `bypass_halo = (shard_scheme == WIDTH_SHARDED && pad_h == 0
+    && pad_w == 0)` (every version read, 2024 to 2026): a width-sharded conv without
+    padding reads its sharded input directly, with no halo (each core holds every row of
+    its channels). conv_transpose2d's halo always runs (conv_transpose2d.cpp)."""
+    return attrs.config.shard_layout is MemoryLayout.WIDTH_SHARDED and attrs.pads == (0, 0, 0, 0)
+
+
 def plan_conv2d(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
     """ttnn.conv2d (inputs: the activation and the weights)."""
     kh, kw = attrs.kernel
     require((kh, kw) != (1, 1) or attrs.stride != (1, 1) or attrs.pads != (0, 0, 0, 0), kind.value,
             "a 1x1 stride-1 unpadded conv runs as a matmul: plan it with tt_matmul")
     return plan_sliding_conv(kind.value, req, attrs, attrs.batch * attrs.input_hw[0] * attrs.input_hw[1],
-                             move_halo=attrs.config.reallocate_halo_output)
+                             move_halo=attrs.config.reallocate_halo_output, bypass_halo=bypasses_halo(attrs))
 
 
 def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: int,
-                      move_halo: bool = False, keep_input: bool = False) -> OpPlan:
+                      move_halo: bool = False, keep_input: bool = False, bypass_halo: bool = False) -> OpPlan:
     """The programs of a conv2d whose halo reads `input_rows` sticks of input: conv2d's
     own (its input, N x H x W sticks) and conv_transpose2d's (tt_conv_transpose.py: its
     stride-1 unpadded conv over the zero-interleaved, padded input the halo builds from
@@ -392,7 +400,9 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     bound to the buffers; it dispatches nothing when the address does not change).
     `keep_input`: the op's own sharded input stays to the end (conv_transpose2d.cpp
     `conv_transpose2d_L1` without `deallocate_activation`: `input_tensor_post_tm` is held
-    through the conv and the output's move to its memory config)."""
+    through the conv and the output's move to its memory config).
+    `bypass_halo` (`bypasses_halo`): no halo; the conv's sharded-activation CB is bound to
+    its sharded input, which stays in scope to the end as the halo output would."""
     x, w = req.inputs[0], req.inputs[1]
     cfg, target = attrs.config, req.target
     kh, kw = attrs.kernel
@@ -430,6 +440,55 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
             cbs.append(cbuf(1, "scratch", 1, round_up(stick, target.dram_alignment), p.grid))
         programs.append(Program("InterleavedToShardedProgramFactory", I2S_SOURCE, p.grid, tuple(cbs)))
         buffers.append(tensor_buffer("conv_input_sharded", BufferRole.INTERMEDIATE, conv_input, target, (0, 1)))
+    if bypass_halo:
+        # conv2d.cpp conv2d_L1: the conv reads its sharded input; it is the conv's
+        # `input_tensor_post_tm`, in scope to the end
+        act_shard = in_shard.shape
+        held = "conv_input_sharded"
+    else:
+        act_shard = _plan_halo(attrs, p, in_shard, c_pad, conv_in, move_halo, programs, buffers, target)
+        held = "halo_output (moved)" if move_halo else "halo_output"
+    oh, ow = attrs.output_hw
+    out_c = round_up(attrs.out_channels, TILE * p.out_cores_c)
+    out_shard = ShardSpec(p.out_grid, (p.per_core_h * TILE, p.per_core_w * TILE), orientation)
+    # the output's logical channels are the conv's (conv2d_op.cpp compute_output_specs);
+    # its shards hold the channels padded to the channel cores, which the allocator
+    # reserves whole on every core (base.py tensor_buffer)
+    conv_out = TensorSpec((1, 1, attrs.batch * oh * ow, attrs.out_channels), out_dtype, cfg.output_layout,
+                          MemoryConfig(BufferType.L1, p.layout, out_shard))
+    cbs = conv_cbs(attrs, p, blocks, c_pad, weights_height, x.dtype, out_dtype, compute, act_shard, target,
+                   cfg.weights_dtype or req.inputs[1].dtype)
+    programs.append(Program("Conv2dShardedProgramFactory", CONV_DIR + "device/conv2d_op_sharded_program_factory.cpp",
+                            p.program_grid, tuple(cbs)))
+    conv = len(programs) - 1
+    out = conv_out
+    if not req.out.sharded:
+        out = TensorSpec(conv_out.shape, out_dtype, cfg.output_layout, req.out.memory())
+        page = out_dtype.tile_bytes if cfg.output_layout is Layout.TILE else out_c * out_dtype.element_bytes
+        pages = p.per_core_h * p.per_core_w if cfg.output_layout is Layout.TILE else p.per_core_h * TILE
+        programs.append(Program("ShardedToInterleavedProgramFactory", S2I_SOURCE, p.out_grid,
+                                (cbuf(0, "input", pages, page, p.out_grid, globally_allocated=True),)))
+        buffers.append(tensor_buffer("conv_output_sharded", BufferRole.INTERMEDIATE, conv_out, target,
+                                     (conv, conv + 1)))
+    last = len(programs) - 1
+    # conv2d.cpp conv2d_L1: the output's `ttnn::to_memory_config` runs while the conv's
+    # input (`input_tensor_post_tm`: the halo output, moved or not, or with no halo the
+    # sharded input) is still in scope; it is freed when the function returns.
+    # conv_transpose2d keeps its own sharded input too (`keep_input`)
+    kept = {held, "conv_input_sharded"} if keep_input else {held}
+    buffers = [replace(b, live=(b.live[0], last)) if b.name in kept else b for b in buffers]
+    buffers.append(tensor_buffer("output0", BufferRole.OUTPUT, out, target, (last, last)))
+    require(w.layout in (Layout.TILE, Layout.ROW_MAJOR), op, "weights expected")
+    return OpPlan(op, tuple(programs), (out,), tuple(buffers))
+
+
+def _plan_halo(attrs: Conv2dAttrs, p: ConvParallel, in_shard: ShardSpec, c_pad: int, conv_in: DataType,
+               move_halo: bool, programs: list[Program], buffers: list[DeviceBuffer],
+               target: OpTarget) -> tuple[int, int]:
+    """The halo's program (and `ttnn::move`'s) and buffers, appended; returns the shard of
+    the conv's input (the halo output: sticks, channels a core)."""
+    c_core = c_pad // p.cores_c
+    orientation = in_shard.orientation
     sticks = halo_sticks(attrs, p.per_core_h * TILE, p.cores_nhw)
     halo_out = TensorSpec((1, 1, sticks * p.cores_nhw, c_pad), conv_in, Layout.ROW_MAJOR,
                           MemoryConfig(BufferType.L1, p.layout, ShardSpec(p.grid, (sticks, c_core), orientation)))
@@ -450,39 +509,7 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
                                      (moved, moved + 1)))
     else:
         buffers.append(tensor_buffer("halo_output", BufferRole.INTERMEDIATE, halo_out, target, (halo, halo + 1)))
-    oh, ow = attrs.output_hw
-    out_c = round_up(attrs.out_channels, TILE * p.out_cores_c)
-    out_shard = ShardSpec(p.out_grid, (p.per_core_h * TILE, p.per_core_w * TILE), orientation)
-    # the output's logical channels are the conv's (conv2d_op.cpp compute_output_specs);
-    # its shards hold the channels padded to the channel cores, which the allocator
-    # reserves whole on every core (base.py tensor_buffer)
-    conv_out = TensorSpec((1, 1, attrs.batch * oh * ow, attrs.out_channels), out_dtype, cfg.output_layout,
-                          MemoryConfig(BufferType.L1, p.layout, out_shard))
-    cbs = conv_cbs(attrs, p, blocks, c_pad, weights_height, x.dtype, out_dtype, compute, (sticks, c_core), target,
-                   cfg.weights_dtype or req.inputs[1].dtype)
-    programs.append(Program("Conv2dShardedProgramFactory", CONV_DIR + "device/conv2d_op_sharded_program_factory.cpp",
-                            p.program_grid, tuple(cbs)))
-    conv = len(programs) - 1
-    out = conv_out
-    if not req.out.sharded:
-        out = TensorSpec(conv_out.shape, out_dtype, cfg.output_layout, req.out.memory())
-        page = out_dtype.tile_bytes if cfg.output_layout is Layout.TILE else out_c * out_dtype.element_bytes
-        pages = p.per_core_h * p.per_core_w if cfg.output_layout is Layout.TILE else p.per_core_h * TILE
-        programs.append(Program("ShardedToInterleavedProgramFactory", S2I_SOURCE, p.out_grid,
-                                (cbuf(0, "input", pages, page, p.out_grid, globally_allocated=True),)))
-        buffers.append(tensor_buffer("conv_output_sharded", BufferRole.INTERMEDIATE, conv_out, target,
-                                     (conv, conv + 1)))
-    last = len(programs) - 1
-    if keep_input:
-        buffers = [replace(b, live=(b.live[0], last)) if b.name == "conv_input_sharded" else b for b in buffers]
-    # conv2d.cpp conv2d_L1: the output's `ttnn::to_memory_config` runs while the halo
-    # output (`input_tensor_post_tm`, moved or not) is still in scope; it is freed when
-    # the function returns
-    halo_held = "halo_output (moved)" if move_halo else "halo_output"
-    buffers = [replace(b, live=(b.live[0], last)) if b.name == halo_held else b for b in buffers]
-    buffers.append(tensor_buffer("output0", BufferRole.OUTPUT, out, target, (last, last)))
-    require(w.layout in (Layout.TILE, Layout.ROW_MAJOR), op, "weights expected")
-    return OpPlan(op, tuple(programs), (out,), tuple(buffers))
+    return sticks, c_core
 
 
 @dataclass(frozen=True, slots=True)
@@ -578,7 +605,9 @@ def plan_halo(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
     cfg = attrs.config
     require(cfg.shard_layout is not None, kind.value, "set Conv2dConfig.shard_layout")
     assert cfg.shard_layout is not None
-    plan = plan_conv2d(OpKind.CONV2D, req, attrs)
+    # the halo op runs whatever the conv after it would do (no `bypasses_halo` here)
+    plan = plan_sliding_conv(kind.value, req, attrs, attrs.batch * attrs.input_hw[0] * attrs.input_hw[1],
+                             move_halo=cfg.reallocate_halo_output)
     halo = next(i for i, prog in enumerate(plan.programs) if prog.name == "UntilizeWithHaloProgramFactory")
     halo_buf = next(b for b in plan.buffers if b.name == "halo_output")
     assert halo_buf.spec is not None

@@ -82,6 +82,7 @@ from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import (
     Conv2dAttrs,
     SliceType,
+    bypasses_halo,
     input_channels_alignment,
     padded_in_channels,
     parallel_config,
@@ -178,6 +179,11 @@ class SlicedOp:
     #: `Conv2dSliceAttr::run_L1_op` and conv_transpose2d's `ConvT2DSliceAttr::run_L1_op`
     #: force `deallocate_activation` and `reallocate_halo_output`)
     move_halo: bool = False
+    #: the L1 op skips the halo of a width-sharded slice without padding (conv2d's
+    #: conv2d_L1, tt_conv.py `bypasses_halo`; conv_transpose2d's halo always runs).
+    #: The slices' L1 estimate counts the halo all the same (conv2d_utils.cpp
+    #: `calculate_L1_usage_for_conv_op` has no such case)
+    bypass_halo: bool = False
 
 
 def best_guess_slice_type(input_hw: tuple[int, int], output_layout: Layout) -> SliceType:
@@ -243,19 +249,22 @@ def conv_slice(attrs: Conv2dAttrs, slice_type: SliceType, start: int, end: int, 
 
 
 def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout],
-                single: bool, move_halo: bool = False) -> tuple[Conv2dAttrs, OpPlan]:
+                single: bool, move_halo: bool = False, bypass_halo: bool = False) -> tuple[Conv2dAttrs, OpPlan]:
     """The slice's conv2d_L1 programs: its shard layout chosen for the slice (unless set),
     its input already sharded in L1 by padded_slice (several slices) or read from the
-    DRAM input (one slice), its output TILE and sharded (several) or DRAM (one)."""
+    DRAM input (one slice), its output TILE and sharded (several) or DRAM (one);
+    `bypass_halo`: the L1 op may skip the halo (`bypasses_halo`, the slice's own
+    padding and layout decide)."""
     x = req.inputs[0]
     conv = sl.conv
     if conv.config.shard_layout is None:
         conv = replace(conv, config=replace(conv.config, shard_layout=layout_of(conv, req.target)))
     conv = replace(conv, config=replace(conv.config, output_layout=Layout.TILE))
     rows = sl.rows
+    bypass = bypass_halo and bypasses_halo(conv)
     if single:
         return conv, plan_sliding_conv(op, replace(req, out=OutputRequest(dtype=req.out.dtype)), conv, rows,
-                                       move_halo=move_halo)
+                                       move_halo=move_halo, bypass_halo=bypass)
     layout = conv.config.shard_layout
     assert layout is not None
     p = parallel_config(conv, layout, req.target)
@@ -265,7 +274,7 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
     sliced = TensorSpec((1, 1, rows, c_pad), x.dtype, Layout.ROW_MAJOR, MemoryConfig(BufferType.L1, layout, shard))
     out = OutputRequest(BufferType.L1, layout, None, req.out.dtype)
     return conv, plan_sliding_conv(op, replace(req, inputs=(sliced, *req.inputs[1:]), out=out), conv, rows,
-                                   move_halo=move_halo)
+                                   move_halo=move_halo, bypass_halo=bypass)
 
 
 def _program(plan: OpPlan, name: str) -> Program:
@@ -344,7 +353,8 @@ def conv2d_sliced(attrs: Conv2dAttrs) -> SlicedOp:
     """conv2d.cpp `Conv2dSliceAttr`: its slices cut by `conv_slice`."""
     layout = attrs.config.output_layout
     return SlicedOp(attrs.batch, attrs.out_channels, attrs.input_hw, attrs.output_hw, layout, attrs.slice_type,
-                    lambda st, a, b: conv_slice(attrs, st, a, b, layout), attrs.groups, move_halo=True)
+                    lambda st, a, b: conv_slice(attrs, st, a, b, layout), attrs.groups, move_halo=True,
+                    bypass_halo=True)
 
 
 def plan_sliced(op: str, req: OpRequest, sliced: SlicedOp,
@@ -363,33 +373,39 @@ def plan_sliced(op: str, req: OpRequest, sliced: SlicedOp,
                      MemoryConfig(BufferType.DRAM, MemoryLayout.INTERLEAVED, None))
     if decision.slice_type is SliceType.L1_FULL:
         # one slice: the L1 op on the DRAM input, its result moved to DRAM interleaved
-        plan = _slice_conv(op, req, decision.slices[0], layout_of, True, sliced.move_halo)[1]
+        plan = _slice_conv(op, req, decision.slices[0], layout_of, True, sliced.move_halo, sliced.bypass_halo)[1]
         return replace(plan, outputs=(out,), buffers=tuple(
             replace(b, spec=out) if b.role is BufferRole.OUTPUT else b for b in plan.buffers))
     programs: list[Program] = []
     buffers: list[DeviceBuffer] = []
     elem = x.dtype.element_bytes
     for i, sl in enumerate(decision.slices):
-        conv, plan = _slice_conv(op, req, sl, layout_of, False, sliced.move_halo)
+        conv, plan = _slice_conv(op, req, sl, layout_of, False, sliced.move_halo, sliced.bypass_halo)
         base = len(programs)
-        in_buf = next(b for b in plan.buffers if b.name == "halo_output")
-        halo = _program(plan, "UntilizeWithHaloProgramFactory")
-        src = next(cb for cb in halo.circular_buffers if cb.name == "src")
+        layout = conv.config.shard_layout
+        assert layout is not None
+        grid = parallel_config(conv, layout, target).grid
+        # the slice's sharded input as its first reader binds it: the halo's source CB,
+        # or, with no halo, the conv's sharded activation
+        reader = next((prog for prog in plan.programs if prog.name == "UntilizeWithHaloProgramFactory"),
+                      _program(plan, "Conv2dShardedProgramFactory"))
+        src = next(cb for cb in reader.circular_buffers if cb.name in ("src", "act_sharded"))
         shard_rows, row_bytes = src.pages, src.page_bytes
-        cbs = [cbuf(0, "output", shard_rows, row_bytes, halo.cores, globally_allocated=True)]
+        cbs = [cbuf(0, "output", shard_rows, row_bytes, grid, globally_allocated=True)]
         if row_bytes % target.dram_alignment:
             scratch = round_up(x.shape[-1] * elem + target.dram_alignment, target.dram_alignment)
-            cbs.append(cbuf(1, "alignment_scratch", 2, scratch, halo.cores))
+            cbs.append(cbuf(1, "alignment_scratch", 2, scratch, grid))
         if row_bytes > x.shape[-1] * elem:
-            cbs.append(cbuf(len(cbs), "padding_scratch", 1, row_bytes, halo.cores))
-        programs.append(Program("PaddedSliceRMProgramFactory", PADDED_SLICE_SOURCE, halo.cores, tuple(cbs)))
-        grid = halo.cores
-        assert in_buf.spec is not None
+            cbs.append(cbuf(len(cbs), "padding_scratch", 1, row_bytes, grid))
+        programs.append(Program("PaddedSliceRMProgramFactory", PADDED_SLICE_SOURCE, grid, tuple(cbs)))
         sliced_spec = TensorSpec((1, 1, sl.rows, row_bytes // elem), x.dtype, Layout.ROW_MAJOR,
-                                 MemoryConfig(BufferType.L1, in_buf.spec.memory.layout,
-                                              ShardSpec(grid, (shard_rows, row_bytes // elem))))
+                                 MemoryConfig(BufferType.L1, layout, ShardSpec(grid, (shard_rows, row_bytes // elem))))
+        # run_sliced_op's `sliced_input_tensor` is in scope to the end of the slice:
+        # conv2d_L1 frees it after the halo (the forced `deallocate_activation`), but with
+        # no halo it is the conv's own input, held through the conv and slice_write
+        held = base + 1 if reader.name == "UntilizeWithHaloProgramFactory" else base + len(plan.programs) + 1
         buffers.append(tensor_buffer(f"slice{i}_input", BufferRole.INTERMEDIATE, sliced_spec, target,
-                                     (base, base + 1)))
+                                     (base, held)))
         for b in plan.buffers:
             role = BufferRole.INTERMEDIATE if b.role is BufferRole.OUTPUT else b.role
             name = "conv_output_sharded" if b.role is BufferRole.OUTPUT else b.name
