@@ -158,3 +158,22 @@ def test_a_typecast_or_where_takes_the_null_hint_only_and_pad_no_sharded_one():
     assert [(h.buffer_type, h.layout) for h in hints] == [(BufferType.L1, MemoryLayout.INTERLEAVED)]
     pads = list(state.output_hints(Node(OpKind.PAD, "pad", (x,), (cast,)), (spec,)))
     assert pads and all(not h.sharded for h in pads)
+
+
+def test_a_reshard_that_changes_nothing_tt_mlir_compares_is_not_emitted():
+    """MemoryLayoutPropagation.cpp `insertReshardOp` (#7454 to HEAD): same buffer type and
+    memory layout and, both sharded, the same grid shape: no `ttnn.to_memory_config`, even
+    when the shard shapes differ (a matmul output sharded by its program config); another
+    grid, buffer type or layout is a reshard."""
+    from tileplan.targets.tenstorrent.frontends.tt_mlir.layouts import is_no_op_reshard
+
+    def block(x: int, y: int, shape: tuple[int, int]) -> MemoryConfig:
+        return MemoryConfig(BufferType.L1, B, ShardSpec(CoreRange((0, 0), (x - 1, y - 1)), shape))
+
+    assert is_no_op_reshard(block(8, 8, (64, 128)), block(8, 8, (32, 128)))
+    assert not is_no_op_reshard(block(8, 8, (64, 128)), block(8, 4, (64, 256)))
+    height = MemoryConfig(BufferType.L1, H, ShardSpec(CoreRange((0, 0), (7, 7)), (32, 1024)))
+    assert not is_no_op_reshard(block(8, 8, (32, 128)), height)
+    assert not is_no_op_reshard(height, L1_INTERLEAVED)
+    assert is_no_op_reshard(DRAM_INTERLEAVED, DRAM_INTERLEAVED)
+    assert not is_no_op_reshard(L1_INTERLEAVED, DRAM_INTERLEAVED)

@@ -32,7 +32,8 @@ and for each one:
 5. with no valid candidate, falls back to a DRAM-interleaved output
    (`getDRAMInterleavedFallback`), its sharded operands moved to DRAM interleaved.
 
-A reshard is a `ttnn.to_memory_config` before the consumer. The graph's results go back
+A reshard is a `ttnn.to_memory_config` before the consumer, none where it would change
+nothing tt-mlir compares (`is_no_op_reshard`, greedy builds). The graph's results go back
 to DRAM interleaved (`insertReturnDramSpills`). Constants (arguments, const-eval results)
 stay in DRAM: tileplan does not place const-eval results in L1, so
 `l1_const_eval_usage` is 0 (budget.py).
@@ -429,6 +430,15 @@ class Propagation:
         return out.sharded and out.layout is first.layout and out.shard is not None \
             and out.shard.grid == first.shard.grid
 
+    def moved(self, t: int, memory: MemoryConfig | None, consumer: Node) -> int:
+        """Tensor `t` as `consumer` reads it: as produced, or through a reshard into
+        `memory` unless that would change nothing tt-mlir compares (greedy builds:
+        `is_no_op_reshard`)."""
+        if memory is None or (self.software.reshard_candidates is not ReshardRule.NONE
+                              and is_no_op_reshard(self.specs[t].memory, memory)):
+            return t
+        return self.reshard(t, memory, consumer)
+
     def reshard(self, t: int, memory: MemoryConfig, consumer: Node) -> int:
         """A `ttnn.to_memory_config` of tensor `t` into `memory` before `consumer`."""
         src = t
@@ -452,7 +462,7 @@ class Propagation:
             specs = tuple(self.specs[t] for t in node.inputs)
             fits = self.validate(node, specs, node.out) is not None
             moves = tuple(DRAM_INTERLEAVED if not fits and s.memory.shard is not None else None for s in specs)
-            inputs = tuple(self.reshard(t, m, node) if m is not None else t for t, m in zip(node.inputs, moves))
+            inputs = tuple(self.moved(t, m, node) for t, m in zip(node.inputs, moves))
             self.nodes.append(replace(node, inputs=inputs))
             return
         choice = self.choose(node)
@@ -465,8 +475,7 @@ class Propagation:
         else:
             moves, out = choice.inputs, choice.out
             attrs = node.attrs if choice.attrs is None else choice.attrs
-        inputs = tuple(self.reshard(t, m, node) if m is not None else t
-                       for t, m in zip(node.inputs, moves))
+        inputs = tuple(self.moved(t, m, node) for t, m in zip(node.inputs, moves))
         specs = tuple(self.specs[t] for t in inputs)
         placed = pin_matmul_config(replace(node, inputs=inputs, out=out, attrs=attrs), specs, out, self.target)
         try:
@@ -490,6 +499,30 @@ class Propagation:
             outputs.append(held)
         return TtnnGraph(self.graph.name, tuple(self.tensors), tuple(self.values), self.graph.uploads,
                          tuple(self.nodes), tuple(outputs))
+
+
+def is_no_op_reshard(current: MemoryConfig, target: MemoryConfig) -> bool:
+    """MemoryLayoutPropagation.cpp `insertReshardOp` (from #7454, 2026-03-31, to HEAD): no
+    `ttnn.to_memory_config` is emitted when the producer's buffer type and memory layout
+    are the target's and, both sharded, so is the grid's shape; the shard shape is not
+    compared (a matmul output sharded by its program config on the target's grid is read
+    as produced). The page layout is the producer's here (a reshard keeps it)."""
+    if current.buffer_type is not target.buffer_type or current.layout is not target.layout:
+        return False
+    if current.shard is None or target.shard is None:
+        return True
+    return _grid_shape(current) == _grid_shape(target)
+
+
+def _grid_shape(memory: MemoryConfig) -> tuple[int, int]:
+    """TTNNLayoutAttr's grid shape: a block-sharded tensor's rows and columns of cores, a
+    height- or width-sharded tensor's core count (its virtual grid, N x 1 or 1 x N)."""
+    assert memory.shard is not None
+    grid = memory.shard.grid
+    if memory.layout is MemoryLayout.BLOCK_SHARDED:
+        box = grid.bounding_box()
+        return box.height, box.width
+    return grid.cores, 1
 
 
 def traces_to_constants(graph: TtnnGraph) -> dict[int, bool]:
