@@ -18,12 +18,11 @@ from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import (
     Conv2dAttrs,
     Conv2dConfig,
-    Conv3dAttrs,
-    Conv3dConfig,
     divisor_with_padding,
     halo_sticks,
     input_channels_alignment,
 )
+from tileplan.targets.tenstorrent.ops.tt_conv3d import Conv3dAttrs, Conv3dConfig
 
 HS = Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED)
 H3_ATTRS = Conv2dAttrs(32, 64, 1, (128, 128), (3, 3), (1, 1), (1, 1), bias=True, config=HS)

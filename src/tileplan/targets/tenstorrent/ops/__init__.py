@@ -20,7 +20,8 @@ from tileplan.targets.tenstorrent.ops.tt_batch_norm import plan_batch_norm
 from tileplan.targets.tenstorrent.ops.tt_all_gather import plan_ttnn_all_gather
 from tileplan.targets.tenstorrent.ops.tt_all_gather_matmul import plan_all_gather_matmul
 from tileplan.targets.tenstorrent.ops.tt_ccl import plan_all_gather, plan_reduce_scatter
-from tileplan.targets.tenstorrent.ops.tt_conv import plan_conv3d, plan_halo
+from tileplan.targets.tenstorrent.ops.tt_conv import plan_halo
+from tileplan.targets.tenstorrent.ops.tt_conv3d import plan_conv3d
 from tileplan.targets.tenstorrent.ops.tt_conv_dram import plan_conv2d_routed
 from tileplan.targets.tenstorrent.ops.tt_conv_transpose import plan_conv_transpose2d
 from tileplan.targets.tenstorrent.ops.tt_data_movement import (
@@ -97,7 +98,7 @@ def _build() -> dict[OpKind, OpRule]:
         OpKind.NLP_CONCAT_HEADS: ("tt_transformer", plan_concat_heads),
         OpKind.SPLIT_QKV: ("tt_transformer", plan_split_qkv),
         OpKind.EMBEDDING: ("tt_embedding", plan_embedding),
-        OpKind.CONV2D: ("tt_conv_dram", plan_conv2d_routed), OpKind.CONV3D: ("tt_conv", plan_conv3d),
+        OpKind.CONV2D: ("tt_conv_dram", plan_conv2d_routed), OpKind.CONV3D: ("tt_conv3d", plan_conv3d),
         OpKind.HALO: ("tt_conv", plan_halo),
         OpKind.CONV_TRANSPOSE2D: ("tt_conv_transpose", plan_conv_transpose2d),
         OpKind.MAX_POOL2D: ("tt_pool", plan_pool2d), OpKind.AVG_POOL2D: ("tt_pool", plan_pool2d),

@@ -46,7 +46,7 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.convert_basic import per_dim
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv3dAttrs, Conv3dConfig
+from tileplan.targets.tenstorrent.ops.tt_conv3d import Conv3dAttrs, Conv3dConfig
 from tileplan.targets.tenstorrent.ops.tt_data_movement import PadAttrs, PermuteAttrs
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
 from tileplan.targets.tenstorrent.versions import Conv3dRule
