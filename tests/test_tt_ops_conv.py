@@ -5,6 +5,8 @@ the shard-grid search."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -55,7 +57,8 @@ def test_h3_conv2d_grid_and_buffers() -> None:
     plan = _h3()
     sizes = {b.name: b.bytes_per_bank for b in plan.buffers}
     assert sizes == {"conv_input_sharded": 10_240, "halo_output": 27_136, "halo_output (moved)": 27_136,
-                     "output0": 20_480}
+                     "output0": 20_480, "halo_padding_config0": 16, "halo_padding_config1": 16,
+                     "halo_gather_config0": 48, "halo_gather_config1": 48, "conv_reader_indices": 32}
     assert plan.output_bytes_per_core(0) == 20_480
     halo = next(p for p in plan.programs if p.name.startswith("UntilizeWithHalo"))
     assert halo.cb_bytes == 2 * 64
@@ -241,7 +244,6 @@ def test_the_weights_take_their_own_type_unless_the_config_names_one() -> None:
     """conv2d.cpp / prepare_conv2d_weights.cpp: `conv_config.weights_dtype.value_or(
     weight_tensor.dtype())`: FP32 weights beside a bfloat16 activation keep FP32 tiles in
     the weights and bias CBs (4,096 B a page); Conv2dConfig.weights_dtype overrides it."""
-    from dataclasses import replace
 
     from tileplan.targets.tenstorrent.tiles import DataType
 
@@ -305,3 +307,44 @@ def test_an_unpadded_width_sharded_conv_reads_its_input_without_a_halo() -> None
     padded = _width_sharded_plan((1, 1))
     assert "UntilizeWithHaloProgramFactory" in [p.name for p in padded.programs]
     assert any(b.name.startswith("halo_output") for b in padded.buffers)
+
+
+def test_h3_config_tensors_are_the_traces_l1_small_buffers() -> None:
+    """H3's graph-capture trace (tt-metal graph_l1_traces/README.md, conv2d.json): the
+    halo's four config tensors in L1_SMALL, 1,236, 1,236, 4,120 and 4,120 B over 103 cores
+    (16, 16, 48, 48 B a bank), alive through the halo program, its CBs bound to them at
+    12, 12, 40 and 40 B; the conv's reader indices 2,060 B (32 B a bank), its CB bound at
+    20 B (tt_sliding_window.py ports the sizes)."""
+    plan = _h3()
+    names = ("halo_padding_config0", "halo_padding_config1", "halo_gather_config0", "halo_gather_config1",
+             "conv_reader_indices")
+    bufs = {b.name: b for b in plan.buffers if b.name in names}
+    assert all(b.buffer_type is BufferType.L1_SMALL and b.banks == 103 for b in bufs.values())
+    assert [bufs[n].pages * bufs[n].page_bytes for n in names] == [1_236, 1_236, 4_120, 4_120, 2_060]
+    halo = next(i for i, p in enumerate(plan.programs) if p.name == "UntilizeWithHaloProgramFactory")
+    conv = next(i for i, p in enumerate(plan.programs) if p.name == "Conv2dShardedProgramFactory")
+    assert all(bufs[n].live == (halo, halo) for n in names[:4]) and bufs["conv_reader_indices"].live == (conv, conv)
+    cbs = {cb.name: (cb.total_bytes, cb.globally_allocated) for cb in plan.programs[halo].circular_buffers}
+    assert [cbs[n[5:]] for n in names[:4]] == [(12, True), (12, True), (40, True), (40, True)]
+    reader = next(cb for cb in plan.programs[conv].circular_buffers if cb.name == "reader_indices")
+    assert (reader.total_bytes, reader.globally_allocated) == (20, True)
+
+
+def test_reader_indices_in_dram_that_outgrow_their_cb_page_stop_the_conv() -> None:
+    """tt-xla's AudioLDM UNet (tt-metal 3fa4d753, tt-mlir 553c0632: config tensors in
+    DRAM), its deepest conv: a 3x3, padding-1 conv with a 16 x 2 output, one tile of 32
+    output rows on one core: its reader indices break at each of the 15 new rows, 16
+    segments, 2 + 2 x 16 = 34 entries = 68 B, over get_cb_info's page of 32 x 2 = 64 B:
+    "CB page size 64 should be greater than the config tensor page size 68"
+    (conv2d_op_sharded_program_factory.cpp TT_FATAL, the tt-xla remediation notes)."""
+    cfg = Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED, config_tensors_in_dram=True)
+    attrs = Conv2dAttrs(64, 64, 1, (16, 2), (3, 3), (1, 1), (1, 1), config=cfg)
+    x, w = row_major((1, 1, 32, 64), DRAM), row_major((64, 64, 3, 3), DRAM)
+    with pytest.raises(InputError, match="CB page size 64 should be greater than the config tensor page size 68"):
+        plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest(BufferType.DRAM, MemoryLayout.INTERLEAVED), MLIR),
+                attrs)
+    # in L1_SMALL the CB takes the tensor's own page: the conv plans, 68 B of reader indices a core
+    l1 = plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest(BufferType.DRAM, MemoryLayout.INTERLEAVED), MLIR),
+                 replace(attrs, config=replace(cfg, config_tensors_in_dram=False)))
+    reader = next(b for b in l1.buffers if b.name == "conv_reader_indices")
+    assert (reader.buffer_type, reader.page_bytes) == (BufferType.L1_SMALL, 68)

@@ -126,11 +126,24 @@ def test_sliced_plan_programs_and_buffers() -> None:
     assert [cb.name for cb in ps.circular_buffers] == ["output"] and ps.cb_bytes == 0
     # the move and slice_write: CBs bound to the buffers only
     assert plan.programs[2].cb_bytes == 0 and plan.programs[4].cb_bytes == 0
-    slice0 = [b for b in plan.buffers if b.name.startswith("slice0_")]
+    slice0 = [b for b in plan.buffers if b.name.startswith("slice0_") and b.buffer_type is BufferType.L1]
     assert [(b.name, b.live) for b in slice0] == [("slice0_input", (0, 1)), ("slice0_halo_output", (1, 1)),
                                                   ("slice0_halo_output (moved)", (2, 3)),
                                                   ("slice0_conv_output_sharded", (3, 4))]
-    assert all(b.buffer_type is BufferType.L1 for b in slice0)
+    # the config tensors in DRAM (config_tensors_in_dram), a row a core of the slice's 64
+    # cores: the halo's four through the halo, the reader indices through the conv; the
+    # halo's config CBs are then L1 of its own (24 + 24 + 64 + 56 B), the conv's reader
+    # CB keeps get_cb_info's 75 tiles x 32 x 2 = 4,800 B
+    configs = [(b.name, b.live, b.pages) for b in plan.buffers
+               if b.name.startswith("slice0_") and b.buffer_type is BufferType.DRAM]
+    assert configs == [("slice0_halo_padding_config0", (1, 1), 64), ("slice0_halo_padding_config1", (1, 1), 64),
+                       ("slice0_halo_gather_config0", (1, 1), 64), ("slice0_halo_gather_config1", (1, 1), 64),
+                       ("slice0_conv_reader_indices", (3, 3), 64)]
+    halo_cbs = {cb.name: (cb.total_bytes, cb.globally_allocated) for cb in plan.programs[1].circular_buffers}
+    assert [halo_cbs[n] for n in ("padding_config0", "padding_config1", "gather_config0", "gather_config1")] == [
+        (24, False), (24, False), (64, False), (56, False)]
+    reader = next(cb for cb in plan.programs[3].circular_buffers if cb.name == "reader_indices")
+    assert (reader.total_bytes, reader.globally_allocated) == (4_800, False)
 
 
 def test_one_slice_runs_the_l1_path_then_moves_to_dram() -> None:

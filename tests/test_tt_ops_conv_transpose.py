@@ -11,7 +11,7 @@ import torch
 from tt_ops_support import DRAM, MLIR, footprint, row_major
 
 from tileplan.errors import InputError
-from tileplan.targets.tenstorrent.memory import MemoryLayout
+from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
@@ -65,9 +65,15 @@ def test_upconv4_runs_conv2ds_programs_on_the_full_input() -> None:
     assert [p.name for p in plan.programs] == ["InterleavedToShardedProgramFactory",
                                                "UntilizeWithHaloProgramFactory", "MoveShardedProgramFactory",
                                                "Conv2dShardedProgramFactory", "ShardedToInterleavedProgramFactory"]
-    sizes = {b.name: (b.bytes_per_bank, b.banks) for b in plan.buffers if b.name != "output0"}
+    sizes = {b.name: (b.bytes_per_bank, b.banks) for b in plan.buffers
+             if b.name != "output0" and b.buffer_type is BufferType.L1}
     assert sizes == {"conv_input_sharded": (32_768, 50), "halo_output": (183_296, 50),
                      "halo_output (moved)": (183_296, 50), "conv_output_sharded": (49_152, 50)}
+    # the config tensors in DRAM, a row for each of the 50 cores: the halo's for its
+    # transposed window (tt_sliding_window.py), the conv's reader indices
+    configs = [b.name for b in plan.buffers if b.buffer_type is BufferType.DRAM and b.pages == 50]
+    assert configs == ["halo_padding_config0", "halo_padding_config1", "halo_gather_config0", "halo_gather_config1",
+                       "conv_reader_indices"]
     assert next(b for b in plan.buffers if b.name == "conv_input_sharded").live == (0, 4)
     conv = plan.programs[3]
     unbound = [(cb.name, cb.total_bytes) for cb in conv.circular_buffers if not cb.globally_allocated]

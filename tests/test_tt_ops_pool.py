@@ -61,15 +61,19 @@ def test_max_pool_2x2_of_a_unet_stage_height_shards_and_prices_the_pool_cbs() ->
     64 cores (1,200 a core), input 4,800 rows a core. Pool CBs: scalar 2 x 2,048, clear
     2,048, two readers' 2 pages of 1 tile x 4 kernel rows padded to 1,024 elements
     (2,048 B), config staging 1,200 x 6 + 2: 4,096 + 2,048 + 8,192 + 7,202 = 21,538 B.
-    The halo's two one-stick padding CBs: 2 x 64 B. Buffers: the sharded input 4,800 x
-    64 B; the halo output 5,600 sticks of 64 B (max_out_nsticks_per_core: core 1's
+    The halo's two one-stick padding CBs: 2 x 64 B, and its four config CBs, their
+    tensors in DRAM (tt_sliding_window.py): the padding configs their 4-B empty form (an
+    unpadded pool), the gather configs 28 and 16 B: 180 B. Buffers: the sharded input
+    4,800 x 64 B; the halo output 5,600 sticks of 64 B (max_out_nsticks_per_core: core 1's
     outputs 1,200 .. 2,399 run from output row 3 column 240 to row 7 column 159, their
-    windows from input stick 4,320 to 9,278 + 640 + 1: 5,600 sticks); the sharded output
-    1,200 x 64 B; the DRAM result 76,800 rows of 64 B over 12 banks."""
+    windows from input stick 4,320 to 9,278 + 640 + 1: 5,600 sticks); the config tensors
+    a row for each of the 64 cores in DRAM (6 rows a bank, 32-B aligned: 192 B); the
+    sharded output 1,200 x 64 B; the DRAM result 76,800 rows of 64 B over 12 banks."""
     cbs, bufs = _pool(32, 480, 640)
-    assert cbs == [0, 128, 21_538, 0]
-    assert bufs == {"pool_input_sharded": 307_200, "halo_output": 358_400, "pool_output_sharded": 76_800,
-                    "output0": 409_600}
+    assert cbs == [0, 180, 21_538, 0]
+    assert bufs == {"pool_input_sharded": 307_200, "halo_output": 358_400, "halo_padding_config0": 192,
+                    "halo_padding_config1": 192, "halo_gather_config0": 192, "halo_gather_config1": 192,
+                    "pool_output_sharded": 76_800, "output0": 409_600}
 
 
 @pytest.mark.parametrize(("c", "h", "w", "layout"), [
@@ -111,3 +115,13 @@ def test_pool_refuses_what_it_does_not_model() -> None:
     with pytest.raises(InputError, match="row-major input"):
         attrs = Pool2dAttrs(1, (64, 64), 32, (2, 2), (2, 2))
         plan_op(OpKind.MAX_POOL2D, OpRequest((tile((1, 1, 4096, 32), DRAM),), OutputRequest(), MLIR), attrs)
+
+
+def test_a_ceil_mode_pool_whose_last_window_is_dropped_pads_nothing_more() -> None:
+    """sliding_window.cpp `get_ceil_pad_h`: `padding_calc > 0 ? padding_calc : 0`. A 2 x 2
+    / 2 ceil-mode pool of 5 x 5 with padding 1: ceil((5 + 2 - 2) / 2) + 1 = 4 outputs, the
+    last starting at 6 >= 5 + 1 in the padding, dropped: 3; 2 x (3 - 1) + 2 - 5 - 2 = -1
+    rows of ceil padding, so none (not -1)."""
+    attrs = Pool2dAttrs(1, (5, 5), 32, (2, 2), (2, 2), padding=(1, 1), ceil_mode=True)
+    assert attrs.output_hw == (3, 3) and attrs.ceil_pads == (0, 0)
+    assert attrs.sliding_window(1, MemoryLayout.HEIGHT_SHARDED).output_hw == (3, 3)

@@ -179,10 +179,12 @@ class ShardSpec:
 @dataclass(frozen=True, slots=True)
 class MemoryConfig:
     """ttnn `MemoryConfig`: a buffer type, a memory layout and, when sharded, its shard
-    spec. Invariant: sharded iff a shard spec is given; sharding is in L1, or in DRAM by
-    width or height (tt-transformers' weights: WIDTH_SHARDED over the DRAM banks,
-    `ModelArgs.create_dram_sharded_mem_config`; ttnn refuses a DRAM block-sharded
-    buffer, reduce_scatter_common_validates "DRAM block sharding not supported")."""
+    spec. Invariant: sharded iff a shard spec is given; sharding is in L1 or L1_SMALL
+    (the sliding-window config tensors, HEIGHT_SHARDED: sliding_window.cpp
+    `move_config_tensor_to_device`), or in DRAM by width or height (tt-transformers'
+    weights: WIDTH_SHARDED over the DRAM banks, `ModelArgs.create_dram_sharded_mem_config`;
+    ttnn refuses a DRAM block-sharded buffer, reduce_scatter_common_validates "DRAM block
+    sharding not supported")."""
 
     buffer_type: BufferType
     layout: MemoryLayout = MemoryLayout.INTERLEAVED
@@ -192,9 +194,10 @@ class MemoryConfig:
         if self.layout.sharded != (self.shard is not None):
             raise InputError(f"memory config {self.layout.value}: a shard spec is given iff the layout is sharded")
         dram_ok = self.buffer_type is BufferType.DRAM and self.layout is not MemoryLayout.BLOCK_SHARDED
-        if self.layout.sharded and self.buffer_type is not BufferType.L1 and not dram_ok:
-            raise InputError(f"a {self.layout.value} tensor lives in L1 (or, width or height sharded, in DRAM), "
-                             f"found {self.buffer_type.value}")
+        in_l1 = self.buffer_type in (BufferType.L1, BufferType.L1_SMALL)
+        if self.layout.sharded and not in_l1 and not dram_ok:
+            raise InputError(f"a {self.layout.value} tensor lives in L1 or L1_SMALL (or, width or height sharded, "
+                             f"in DRAM), found {self.buffer_type.value}")
 
     def text(self) -> str:
         """tt-mlir's override form: `dram:interleaved`, `l1:block_sharded`."""

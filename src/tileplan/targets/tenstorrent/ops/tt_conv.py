@@ -29,19 +29,22 @@ Sources (tt-metal, read at the 2025 versions near the tt-mlir pin):
 conv3d: tt_conv3d.py.
 Not modelled (the rule refuses them by name): 1x1 stride-1 convs (tt-metal runs them as a
 matmul), 1-D depthwise convs, activation reuse, TILE inputs (the halo's untilize path),
-the automatic choice of a shard layout (this rule takes one: tt_conv_dram.py
-`auto_shard_layout` makes tt-metal's choice), and the L1_SMALL config tensors (the halo's
-padding / gather configs and the conv's reader indices), whose sizes need
-sliding_window.cpp's config generation.
+and the automatic choice of a shard layout (this rule takes one: tt_conv_dram.py
+`auto_shard_layout` makes tt-metal's choice).
+The sliding-window config tensors (the halo's padding and gather configs, the conv's
+reader indices) in L1_SMALL or DRAM, their CBs and tt-metal's check of the reader
+indices' page: tt_conv_config.py, their sizes tt_sliding_window.py.
 
 Worked example (H3, p150b 11 x 10): 1 x 128 x 128 x 32 bf16, 64 3x3 filters, padding 1,
 height sharded: 512 output tiles over 103 cores, 5 x 2 tiles a core; act block 5 x 3
 tiles split 3 + 2 rows; CBs weights 6, act 9 + 6, tilized 15, bias 2 tiles and the 64-B
-scratch: 77,888 B; the output 10 tiles = 20,480 B a core; the halo 424 sticks x 64 B.
+scratch: 77,888 B; the output 10 tiles = 20,480 B a core; the halo 424 sticks x 64 B; in
+L1_SMALL the halo's configs 12, 12, 40, 40 B a core and the reader indices 20 B.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -72,7 +75,9 @@ from tileplan.targets.tenstorrent.ops.base import (
     tensor_buffer,
 )
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
+from tileplan.targets.tenstorrent.ops.tt_conv_config import ConfigPlacement, halo_configs, reader_indices
 from tileplan.targets.tenstorrent.ops.tt_conv_reader import split_reader_viable
+from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
 
 CONV_DIR = "ttnn/cpp/ttnn/operations/conv/conv2d/"
@@ -295,20 +300,35 @@ def block_config(attrs: Conv2dAttrs, p: ConvParallel, c_pad: int) -> tuple[int, 
     return h, w
 
 
-def conv_cbs(attrs: Conv2dAttrs, p: ConvParallel, blocks: tuple[int, int], c_pad: int, weights_height: int,
+def uses_split_reader(attrs: Conv2dAttrs, p: ConvParallel, blocks: tuple[int, int], c_pad: int,
+                      in_dtype: DataType, out_dtype: DataType, compute: ComputeConfig, target: OpTarget,
+                      weights_dtype: DataType) -> bool:
+    """`get_cb_info`'s `split_reader_enabled`: height sharding with an act block over one
+    tile, `force_split_reader` or else `is_split_reader_viable` (tt_conv_reader.py)."""
+    cfg = attrs.config
+    act_h, act_w = blocks
+    if p.layout is not MemoryLayout.HEIGHT_SHARDED or act_h < 2:
+        return False
+    if cfg.force_split_reader is not None:
+        return cfg.force_split_reader
+    return split_reader_viable(target.arch, act_h, c_pad, attrs.kernel[1], in_dtype, p.per_core_w * act_w,
+                               weights_dtype.tile_bytes, attrs.dilation[1], act_w, compute.fp32_dest_acc_en,
+                               out_dtype, target.l1_alignment)
+
+
+def conv_cbs(attrs: Conv2dAttrs, p: ConvParallel, blocks: tuple[int, int], weights_height: int,
              in_dtype: DataType, out_dtype: DataType, compute: ComputeConfig, act_shard: tuple[int, int],
-             target: OpTarget, weights_dtype: DataType) -> list[CircularBuffer]:
+             split: bool, reader_page: int, weights_dtype: DataType) -> list[CircularBuffer]:
     """`get_cb_info` for a 2-D conv (in its order; CBs of zero pages are not created);
     `weights_dtype`: the prepared weights' type (conv2d.cpp: Conv2dConfig.weights_dtype,
-    else the weight tensor's own)."""
+    else the weight tensor's own); `split`: `uses_split_reader`; `reader_page`: the
+    READER_INDICES CB's page (tt_conv_config.py `reader_indices`: the config tensor's row
+    in L1_SMALL; `get_cb_info`'s 2 B an output row with the tensors in DRAM)."""
     cfg, grid = attrs.config, p.program_grid
     act_h, act_w = blocks
     conv_in = DataType.FLOAT32 if in_dtype is DataType.FLOAT32 else DataType.BFLOAT16
     hs = p.layout is MemoryLayout.HEIGHT_SHARDED
     blocks_h = p.per_core_h // act_h
-    split = hs and act_h > 1 and (cfg.force_split_reader if cfg.force_split_reader is not None else split_reader_viable(
-        target.arch, act_h, c_pad, attrs.kernel[1], in_dtype, p.per_core_w * act_w, weights_dtype.tile_bytes,
-        attrs.dilation[1], act_w, compute.fp32_dest_acc_en, out_dtype, target.l1_alignment))
     act_tiles = (act_h - act_h // 2) * act_w if split else act_h * act_w
     act_split = (act_h // 2) * act_w if split else 0
     weights = p.per_core_w * act_w
@@ -336,7 +356,7 @@ def conv_cbs(attrs: Conv2dAttrs, p: ConvParallel, blocks: tuple[int, int], c_pad
              (5, "bias", p.per_core_w if attrs.bias else 0, weights_dtype.tile_bytes, False),
              (6, "act_row_major", row_major, conv_in.tile_bytes, False),
              (7, "out", out_tiles, out_dtype.tile_bytes, True),
-             (8, "reader_indices", 1, p.per_core_h * TILE * 2, not cfg.config_tensors_in_dram),
+             (8, "reader_indices", 1, reader_page, not cfg.config_tensors_in_dram),
              (9, "l1_array", 1, L1_ARRAY_BYTES, False),
              (10, "act_sharded", act_shard[0], act_shard[1] * conv_in.element_bytes, True)]
     out: list[CircularBuffer] = []
@@ -344,6 +364,19 @@ def conv_cbs(attrs: Conv2dAttrs, p: ConvParallel, blocks: tuple[int, int], c_pad
         if pages > 0:
             out.append(cbuf(len(out), name, pages, page, grid, globally_allocated=bound))
     return out
+
+
+def conv_window(attrs: Conv2dAttrs, p: ConvParallel) -> SlidingWindow:
+    """The conv's `SlidingWindowConfig` (conv2d.cpp `conv2d_L1`: the image, kernel,
+    stride, four paddings and dilation, the N x H x W cores, outputs snapped to tiles)."""
+    return SlidingWindow(attrs.batch, attrs.input_hw, attrs.kernel, attrs.stride, attrs.pads, attrs.dilation,
+                         p.cores_nhw, p.layout)
+
+
+def config_placement(attrs: Conv2dAttrs, p: ConvParallel) -> ConfigPlacement:
+    """Where the conv's and its halo's config tensors go (tt_conv_config.py): L1_SMALL on
+    the conv's input grid, or DRAM with `config_tensors_in_dram`."""
+    return ConfigPlacement(p.grid, p.cores_nhw, attrs.config.config_tensors_in_dram)
 
 
 def halo_sticks(attrs: Conv2dAttrs, per_core_out: int, cores: int) -> int:
@@ -386,8 +419,13 @@ def plan_conv2d(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
                              move_halo=attrs.config.reallocate_halo_output, bypass_halo=bypasses_halo(attrs))
 
 
+#: the sliding window a halo runs, given the conv's parallel config
+HaloWindow = Callable[[ConvParallel], SlidingWindow]
+
+
 def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: int,
-                      move_halo: bool = False, keep_input: bool = False, bypass_halo: bool = False) -> OpPlan:
+                      move_halo: bool = False, keep_input: bool = False, bypass_halo: bool = False,
+                      halo_window: HaloWindow | None = None) -> OpPlan:
     """The programs of a conv2d whose halo reads `input_rows` sticks of input: conv2d's
     own (its input, N x H x W sticks) and conv_transpose2d's (tt_conv_transpose.py: its
     stride-1 unpadded conv over the zero-interleaved, padded input the halo builds from
@@ -402,7 +440,9 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     `conv_transpose2d_L1` without `deallocate_activation`: `input_tensor_post_tm` is held
     through the conv and the output's move to its memory config).
     `bypass_halo` (`bypasses_halo`): no halo; the conv's sharded-activation CB is bound to
-    its sharded input, which stays in scope to the end as the halo output would."""
+    its sharded input, which stays in scope to the end as the halo output would.
+    `halo_window`: the halo's sliding window when it is not the conv's own
+    (`conv_window`): conv_transpose2d's transposed window over its own input."""
     x, w = req.inputs[0], req.inputs[1]
     cfg, target = attrs.config, req.target
     kh, kw = attrs.kernel
@@ -446,7 +486,8 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
         act_shard = in_shard.shape
         held = "conv_input_sharded"
     else:
-        act_shard = _plan_halo(attrs, p, in_shard, c_pad, conv_in, move_halo, programs, buffers, target)
+        window = halo_window(p) if halo_window is not None else conv_window(attrs, p)
+        act_shard = _plan_halo(attrs, p, window, in_shard, c_pad, conv_in, move_halo, programs, buffers, target)
         held = "halo_output (moved)" if move_halo else "halo_output"
     oh, ow = attrs.output_hw
     out_c = round_up(attrs.out_channels, TILE * p.out_cores_c)
@@ -456,11 +497,16 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     # reserves whole on every core (base.py tensor_buffer)
     conv_out = TensorSpec((1, 1, attrs.batch * oh * ow, attrs.out_channels), out_dtype, cfg.output_layout,
                           MemoryConfig(BufferType.L1, p.layout, out_shard))
-    cbs = conv_cbs(attrs, p, blocks, c_pad, weights_height, x.dtype, out_dtype, compute, act_shard, target,
-                   cfg.weights_dtype or req.inputs[1].dtype)
+    weights_dtype = cfg.weights_dtype or req.inputs[1].dtype
+    split = uses_split_reader(attrs, p, blocks, c_pad, x.dtype, out_dtype, compute, target, weights_dtype)
+    where = config_placement(attrs, p)
+    reader_row = reader_indices(conv_window(attrs, p), blocks[0], split, where, op)
+    cbs = conv_cbs(attrs, p, blocks, weights_height, x.dtype, out_dtype, compute, act_shard, split,
+                   reader_row if not where.in_dram else p.per_core_h * TILE * 2, weights_dtype)
     programs.append(Program("Conv2dShardedProgramFactory", CONV_DIR + "device/conv2d_op_sharded_program_factory.cpp",
                             p.program_grid, tuple(cbs)))
     conv = len(programs) - 1
+    buffers.append(where.buffer("conv_reader_indices", reader_row, target, (conv, conv)))
     out = conv_out
     if not req.out.sharded:
         out = TensorSpec(conv_out.shape, out_dtype, cfg.output_layout, req.out.memory())
@@ -482,8 +528,8 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     return OpPlan(op, tuple(programs), (out,), tuple(buffers))
 
 
-def _plan_halo(attrs: Conv2dAttrs, p: ConvParallel, in_shard: ShardSpec, c_pad: int, conv_in: DataType,
-               move_halo: bool, programs: list[Program], buffers: list[DeviceBuffer],
+def _plan_halo(attrs: Conv2dAttrs, p: ConvParallel, window: SlidingWindow, in_shard: ShardSpec, c_pad: int,
+               conv_in: DataType, move_halo: bool, programs: list[Program], buffers: list[DeviceBuffer],
                target: OpTarget) -> tuple[int, int]:
     """The halo's program (and `ttnn::move`'s) and buffers, appended; returns the shard of
     the conv's input (the halo output: sticks, channels a core)."""
@@ -494,12 +540,14 @@ def _plan_halo(attrs: Conv2dAttrs, p: ConvParallel, in_shard: ShardSpec, c_pad: 
                           MemoryConfig(BufferType.L1, p.layout, ShardSpec(p.grid, (sticks, c_core), orientation)))
     stick_bytes = c_core * conv_in.element_bytes
     halo = len(programs)
+    configs, config_buffers = halo_configs(window, in_shard.shape[0], config_placement(attrs, p), 4, target, halo)
     programs.append(Program("UntilizeWithHaloProgramFactory", HALO_SOURCE, p.grid, (
         cbuf(0, "src", in_shard.shape[0], stick_bytes, p.grid, globally_allocated=True),
         cbuf(1, "out", sticks, stick_bytes, p.grid, globally_allocated=True),
-        cbuf(2, "pad0", 1, stick_bytes, p.grid), cbuf(3, "pad1", 1, stick_bytes, p.grid))))
+        cbuf(2, "pad0", 1, stick_bytes, p.grid), cbuf(3, "pad1", 1, stick_bytes, p.grid), *configs)))
     if move_halo:
         buffers.append(tensor_buffer("halo_output", BufferRole.INTERMEDIATE, halo_out, target, (halo, halo)))
+        buffers.extend(config_buffers)
         halo_pages = halo_out.shard_pages()
         programs.append(Program("MoveShardedProgramFactory", MOVE_SOURCE, p.grid, (
             cbuf(0, "src", halo_pages, stick_bytes, p.grid, globally_allocated=True),
@@ -509,6 +557,7 @@ def _plan_halo(attrs: Conv2dAttrs, p: ConvParallel, in_shard: ShardSpec, c_pad: 
                                      (moved, moved + 1)))
     else:
         buffers.append(tensor_buffer("halo_output", BufferRole.INTERMEDIATE, halo_out, target, (halo, halo + 1)))
+        buffers.extend(config_buffers)
     return sticks, c_core
 
 

@@ -81,6 +81,7 @@ from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import (
     Conv2dAttrs,
+    HaloWindow,
     SliceType,
     bypasses_halo,
     input_channels_alignment,
@@ -155,6 +156,8 @@ class ConvSlice:
     out_end: int
     conv: Conv2dAttrs
     rows: int
+    #: the halo's window when it is not the conv's (a transposed conv's slice)
+    halo_window: HaloWindow | None = None
 
     def __post_init__(self) -> None:
         assert 0 <= self.out_start < self.out_end and self.rows >= 1, self
@@ -264,7 +267,7 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
     bypass = bypass_halo and bypasses_halo(conv)
     if single:
         return conv, plan_sliding_conv(op, replace(req, out=OutputRequest(dtype=req.out.dtype)), conv, rows,
-                                       move_halo=move_halo, bypass_halo=bypass)
+                                       move_halo=move_halo, bypass_halo=bypass, halo_window=sl.halo_window)
     layout = conv.config.shard_layout
     assert layout is not None
     p = parallel_config(conv, layout, req.target)
@@ -274,7 +277,7 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
     sliced = TensorSpec((1, 1, rows, c_pad), x.dtype, Layout.ROW_MAJOR, MemoryConfig(BufferType.L1, layout, shard))
     out = OutputRequest(BufferType.L1, layout, None, req.out.dtype)
     return conv, plan_sliding_conv(op, replace(req, inputs=(sliced, *req.inputs[1:]), out=out), conv, rows,
-                                   move_halo=move_halo, bypass_halo=bypass)
+                                   move_halo=move_halo, bypass_halo=bypass, halo_window=sl.halo_window)
 
 
 def _program(plan: OpPlan, name: str) -> Program:

@@ -91,11 +91,13 @@ from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import (
     Conv2dAttrs,
     Conv2dConfig,
+    ConvParallel,
     SliceType,
     padding_n4,
     plan_sliding_conv,
 )
 from tileplan.targets.tenstorrent.ops.tt_conv_dram import ConvSlice, SlicedOp, auto_shard_layout, plan_sliced
+from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow
 from tileplan.targets.tenstorrent.tiles import TILE, Layout
 
 CONV_TRANSPOSE_SOURCE = "ttnn/cpp/ttnn/operations/conv/conv_transpose2d/conv_transpose2d.cpp"
@@ -165,6 +167,16 @@ class ConvTranspose2dAttrs:
             out.append((first, full - strided - first))
         return out[0], out[1]
 
+    def halo_window(self, p: ConvParallel) -> SlidingWindow:
+        """The halo's sliding window (conv_transpose2d.cpp `conv_transpose2d_L1`: its own
+        input, kernel, stride, padding and output padding, `is_transpose`; the N x H x W
+        cores of the conv's parallel config), tt_sliding_window.py's sizes of its config
+        tensors; the conv program's reader indices are those of the stride-1 conv over
+        the full input (`as_conv2d`), as tt-metal counts them since PR #33465 (2025-12);
+        before it they broke at the transposed stride (not modelled)."""
+        return SlidingWindow(self.batch, self.input_hw, self.kernel, self.stride, self.pads, self.dilation,
+                             p.cores_nhw, p.layout, is_transpose=True, output_padding_hw=self.output_padding)
+
     def as_conv2d(self) -> Conv2dAttrs:
         """The conv2d tt-metal runs: stride 1, no padding, over the full input."""
         return Conv2dAttrs(self.in_channels, self.out_channels, self.batch, self.full_input_hw, self.kernel, (1, 1),
@@ -223,7 +235,7 @@ def conv_transpose_slice(attrs: ConvTranspose2dAttrs, slice_type: SliceType, sta
     want = (rng[0][1] - rng[0][0], out_w + (opw - (attrs.output_padding[1] if rng[1][1] == ow else 0)))
     require(sl.output_hw == want, op, f"output slice [{start}, {end}): the slice's input {sl.input_hw} and padding "
             f"{sl.pads} give {sl.output_hw}, not {want} (conv_transpose2d.cpp's TT_ASSERT)")
-    return ConvSlice(start, end, sl.as_conv2d(), attrs.batch * sl.input_hw[0] * sl.input_hw[1])
+    return ConvSlice(start, end, sl.as_conv2d(), attrs.batch * sl.input_hw[0] * sl.input_hw[1], sl.halo_window)
 
 
 def conv_transpose2d_sliced(attrs: ConvTranspose2dAttrs) -> SlicedOp:
@@ -254,5 +266,5 @@ def plan_conv_transpose2d(kind: OpKind, req: OpRequest, attrs: ConvTranspose2dAt
     if attrs.slice_type is SliceType.L1_FULL or (attrs.slice_type is None and l1_input):
         cfg = attrs.config
         return plan_sliding_conv(op, req, attrs.as_conv2d(), rows, move_halo=cfg.reallocate_halo_output,
-                                 keep_input=not cfg.deallocate_activation)
+                                 keep_input=not cfg.deallocate_activation, halo_window=attrs.halo_window)
     return plan_sliced(op, req, conv_transpose2d_sliced(attrs), auto_shard_layout)

@@ -42,9 +42,11 @@ which the halo reads as padding; an average pool so padded, like one with paddin
 counted, has a scalar per output row, not one per core (pool_utils.cpp
 `is_pool_op_one_scalar_per_core`): a second scalar CB and the scalars' config rows.
 
-Not modelled (the rule refuses them by name): config tensors in L1_SMALL
-(`config_tensors_in_dram` false: their size needs sliding_window.cpp's config
-generation), a sharded or TILE input (the halo's untilize path), `return_indices`,
+The halo's config tensors in DRAM and its four CBs for them (tt_conv_config.py, their sizes
+tt_sliding_window.py). Not modelled (the rule refuses them by name): config tensors in
+L1_SMALL (`config_tensors_in_dram` false: the size of the pool's own reader-indices
+tensor, `generate_sliding_window_op_config` for a pool, is not ported; nor are its DRAM
+copy's few bytes a core with them in DRAM), a sharded or TILE input (the halo's untilize path), `return_indices`,
 dilation, and the DRAM slicing the 2026 op adds for
 inputs that do not fit L1 (tileplan plans the L1-resident pool, as for conv2d).
 
@@ -90,6 +92,8 @@ from tileplan.targets.tenstorrent.ops.tt_conv import (
     divisor_with_padding,
     halo_sticks,
 )
+from tileplan.targets.tenstorrent.ops.tt_conv_config import ConfigPlacement, halo_configs
+from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
 
 POOL_SOURCE = "ttnn/cpp/ttnn/operations/pool/generic/device/pool_multi_core_program_factory.cpp"
@@ -141,12 +145,22 @@ class Pool2dAttrs:
     @property
     def ceil_pads(self) -> tuple[int, int]:
         """`get_ceil_pad_h` / `get_ceil_pad_w`: the rows and columns ceil mode pads at the
-        bottom and right (stride x (out - 1) + kernel - input - 2 x padding)."""
+        bottom and right, stride x (out - 1) + kernel - input - 2 x padding, none when that
+        is negative (`padding_calc > 0 ? padding_calc : 0`: a last window dropped for
+        starting in the padding)."""
         if not self.ceil_mode:
             return 0, 0
         (h, w), (kh, kw), (sh, sw), (ph, pw) = self.input_hw, self.kernel, self.stride, self.padding
         oh, ow = self.output_hw
-        return sh * (oh - 1) + kh - h - 2 * ph, sw * (ow - 1) + kw - w - 2 * pw
+        return max(0, sh * (oh - 1) + kh - h - 2 * ph), max(0, sw * (ow - 1) + kw - w - 2 * pw)
+
+    def sliding_window(self, cores_nhw: int, layout: MemoryLayout) -> SlidingWindow:
+        """The halo's `SlidingWindowConfig` (generic_pools.cpp `pool2d_invoke`: the
+        window, stride, padding and ceil mode, no dilation, the shards not snapped to
+        tiles), for the sizes of its config tensors (tt_sliding_window.py)."""
+        (ph, pw) = self.padding
+        return SlidingWindow(self.batch, self.input_hw, self.kernel, self.stride, (ph, ph, pw, pw), (1, 1),
+                             cores_nhw, layout, snap_to_tile=False, ceil_mode=self.ceil_mode)
 
     @property
     def output_rows(self) -> int:
@@ -267,8 +281,8 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
     pool = PoolType.MAX if kind is OpKind.MAX_POOL2D else PoolType.AVG
     (x,) = req.inputs
     target = req.target
-    require(attrs.config_tensors_in_dram, op, "config tensors in L1_SMALL are not modelled (their size needs "
-            "sliding_window.cpp's config generation); tt-mlir sets config_tensors_in_dram")
+    require(attrs.config_tensors_in_dram, op, "config tensors in L1_SMALL are not modelled (the size of the "
+            "pool's own reader-indices tensor is not ported); tt-mlir sets config_tensors_in_dram")
     require(x.layout is Layout.ROW_MAJOR and not x.memory.layout.sharded, op,
             "an interleaved row-major input expected (tt-mlir's pool workaround); a sharded or TILE input is not "
             "modelled")
@@ -298,11 +312,14 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
     halo_out = TensorSpec((1, 1, sticks * p.cores_nhw, c_in), halo_dtype, Layout.ROW_MAJOR,
                           MemoryConfig(BufferType.L1, p.layout, ShardSpec(p.grid, (sticks, c_core))))
     halo_stick = c_core * halo_dtype.element_bytes
+    configs, config_buffers = halo_configs(attrs.sliding_window(p.cores_nhw, p.layout), in_rows,
+                                           ConfigPlacement(p.grid, p.cores_nhw, in_dram=True), 4, target, 1)
     programs.append(Program("UntilizeWithHaloProgramFactory", HALO_SOURCE, p.grid, (
         cbuf(0, "src", in_rows, halo_stick, p.grid, globally_allocated=True),
         cbuf(1, "out", sticks, halo_stick, p.grid, globally_allocated=True),
-        cbuf(2, "pad0", 1, halo_stick, p.grid), cbuf(3, "pad1", 1, halo_stick, p.grid))))
+        cbuf(2, "pad0", 1, halo_stick, p.grid), cbuf(3, "pad1", 1, halo_stick, p.grid), *configs)))
     buffers.append(tensor_buffer("halo_output", BufferRole.INTERMEDIATE, halo_out, target, (1, 2)))
+    buffers.extend(config_buffers)
     c_out = round_up(attrs.channels, p.cores_c * (TILE if attrs.output_layout is Layout.TILE else FACE))
     out_shard = (out_rows, c_out // p.cores_c)
     pool_out = TensorSpec((1, 1, attrs.output_rows, c_out), out_dtype, attrs.output_layout,
