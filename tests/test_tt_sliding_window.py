@@ -461,3 +461,14 @@ def test_refusals_name_the_field_and_the_numbers(make, message):
     with pytest.raises(InputError) as info:
         make()
     assert str(info.value) == message
+
+
+def test_a_ceil_mode_window_larger_than_its_input_is_one_output():
+    """HF EfficientNet's pooler, `nn.AvgPool2d(128, ceil_mode=True)` of a 1 x 1 map:
+    `get_output_shape` ceil(-127 / 128) + 1 = 1 output, `get_ceil_pad_h` 127 rows and
+    columns, so the window walks a 128 x 128 padded input (floor mode refuses it)."""
+    w = SlidingWindow(1, (1, 1), (128, 128), (128, 128), num_cores_nhw=1, snap_to_tile=False, ceil_mode=True)
+    assert (w.output_hw, w.ceil_pad_hw, w.padded_hw) == ((1, 1), (127, 127), (128, 128))
+    assert halo_config_bytes(w, 1).halo_sticks == 128 * 128
+    with pytest.raises(InputError, match="does not fit the padded input"):
+        SlidingWindow(1, (1, 1), (128, 128), (128, 128), num_cores_nhw=1, snap_to_tile=False)

@@ -152,9 +152,11 @@ class SlidingWindow:
                                  " (its full input's real padding would be negative)", "SlidingWindow.padding")
             if min(self.output_hw) < 1:
                 raise InputError(f"the transposed output {self.output_hw} is empty", "SlidingWindow.padding")
-        elif self.input_hw[0] + pt + pb < kh or self.input_hw[1] + pl + pr < kw:
+        elif min(self.output_hw) < 1:
+            # ceil mode grows the input to the window (HF EfficientNet's pooler: AvgPool2d(128,
+            # ceil_mode=True) of a 1 x 1 map: one output)
             raise InputError(f"the dilated window {self.dilated_window_hw} does not fit the padded input "
-                             f"{(self.input_hw[0] + pt + pb, self.input_hw[1] + pl + pr)}", "SlidingWindow.window_hw")
+                             f"{self.padded_hw}", "SlidingWindow.window_hw")
 
     def __repr__(self) -> str:
         shown = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if getattr(self, f.name) != f.default]
