@@ -14,7 +14,10 @@
    programs, an L1_SMALL config tensor, the output: `DeviceBuffer.live[0]`), its
    circular buffers placed from l1_unreserved_base upward (`cb_region`) and checked
    against the L1 size (grow) and the lowest L1 buffer (clash), and the operation's own
-   buffers its last reader was freed (`live[1]`, outputs excepted);
+   buffers its last reader was freed (`live[1]`, outputs excepted); with the device's
+   program cache (devices/software.toml `program_cache`) a config tensor is the cached
+   program's: kept to the end, and made once for each distinct program
+   (`DeviceBuffer.cache_key`: a later run of the same program makes none);
 3. the operation's frees (`program.frees[k]`: `ttnn.deallocate` after it);
 4. the traces captured after it (`program.traces`): each trace buffer placed as
    MeshTrace::populate_mesh_buffer places it (trace.py: the trace region's running
@@ -98,6 +101,8 @@ class _Walk:
         self.live: dict[int, _Live] = {}  # buffer id -> live buffer
         self.allocated = {t: 0 for t in BufferType}
         self.events = 0
+        #: the cache keys of the config tensors cached programs hold (`held`)
+        self.program_cache: set[str] = set()
         self.verdict = Verdict(True)
         self.trace = TraceRegion(self.allocator)
         self.trace_total = 0
@@ -185,12 +190,18 @@ class _Walk:
         own: dict[int, _Live] = {}
         for p in range(max(count, 1)):
             for k, buf in enumerate(plan.buffers):
-                if buf.live[0] == p:
-                    own[k] = self.allocate_op_buffer(op, buf, outputs.get(k))
+                if buf.live[0] != p:
+                    continue
+                key = buf.cache_key
+                if key is not None and self.held(buf):
+                    if key in self.program_cache:
+                        continue  # a program-cache hit: the cached program holds its own
+                    self.program_cache.add(key)
+                own[k] = self.allocate_op_buffer(op, buf, outputs.get(k))
             if p < count:
                 self.run_program(op, p, plan)
             for k, buf in enumerate(plan.buffers):
-                if buf.live[1] == p and buf.role is not BufferRole.OUTPUT:
+                if buf.live[1] == p and buf.role is not BufferRole.OUTPUT and k in own and not self.held(buf):
                     self.free(own.pop(k), op.index)
         holder = {i: k for k, i in outputs.items()}
         for i, t in enumerate(op.outputs):
@@ -247,6 +258,13 @@ class _Walk:
             raise ModelError(f"{op.kind.value}: outputs {views} have no buffer (only a single-output view shares "
                              "its input's)", f"operation {op.index} ({op.name})")
         return found
+
+    def held(self, buf: DeviceBuffer) -> bool:
+        """A config tensor the device's program cache keeps: the cached program that made
+        it holds it to the end (the halo's and a conv's factories keep their config
+        tensors' storage in the cached program; tt-xla's runtime caches programs from
+        2025-10-29, ttnn from 2025-06: devices/software.toml `program_cache`)."""
+        return buf.role is BufferRole.CONFIG and buf.cache_key is not None and self.device.software.program_cache
 
     def allocate_op_buffer(self, op: Op, buf: DeviceBuffer, output: int | None) -> _Live:
         alignment = self.device.alignment(buf.buffer_type)

@@ -368,6 +368,10 @@ class Software:
     l1_small_size: int
     trace_region_size: int
     dispatch: DispatchCoreType
+    #: whether the device keeps a program cache: a cached program holds the config
+    #: tensors its factory made (the halo's and a conv's sliding-window configs) for as
+    #: long as it is cached, one set for every distinct program (plan.py)
+    program_cache: bool
     sources: tuple[tuple[str, str], ...]
 
     def __post_init__(self) -> None:
@@ -392,7 +396,7 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "sum_precision", "mean_scale", "group_norm_lowering", "norm_large_tensor", "rms_norm_fusion",
           "sdpa_lowering", "sdpa_fusing", "legal_layouts_cap", "legal_layout_grid",
           "matmul_program_config", "reshard_candidates", "erase_inverse_ops")
-_STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch")
+_STACK_KNOBS = ("l1_small_size", "trace_region_size", "dispatch", "program_cache")
 
 
 @lru_cache(maxsize=1)
@@ -455,4 +459,5 @@ def software_at(date: str, stack: Stack) -> Software:
         reshard_candidates=ReshardRule(values["reshard_candidates"]),
         erase_inverse_ops=EraseInverseOps(values["erase_inverse_ops"]),
         l1_small_size=int(values["l1_small_size"]), trace_region_size=int(values["trace_region_size"]),
-        dispatch=DispatchCoreType(values["dispatch"]), sources=tuple(sorted(sources.items())))
+        dispatch=DispatchCoreType(values["dispatch"]), program_cache=bool(values["program_cache"]),
+        sources=tuple(sorted(sources.items())))

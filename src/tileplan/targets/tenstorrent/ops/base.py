@@ -171,6 +171,9 @@ class DeviceBuffer:
     alignment: int
     live: tuple[int, int]
     spec: TensorSpec | None = None
+    #: a CONFIG buffer's program-cache entry: the program that holds it (with the
+    #: device's program cache, one buffer per key, kept to the end: plan.py)
+    cache_key: str | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.live[0] <= self.live[1] or self.pages < 0 or self.page_bytes < 1 or self.banks < 1:

@@ -506,7 +506,10 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     programs.append(Program("Conv2dShardedProgramFactory", CONV_DIR + "device/conv2d_op_sharded_program_factory.cpp",
                             p.program_grid, tuple(cbs)))
     conv = len(programs) - 1
-    buffers.append(where.buffer("conv_reader_indices", reader_row, target, (conv, conv)))
+    # the conv program's cache key: its attributes and its input (tt-metal hashes the
+    # operation's attributes and input tensors)
+    buffers.append(where.buffer("conv_reader_indices", reader_row, target, (conv, conv),
+                                f"conv {attrs!r} {conv_input!r} {out_dtype.value} {weights_dtype.value}"))
     out = conv_out
     if not req.out.sharded:
         out = TensorSpec(conv_out.shape, out_dtype, cfg.output_layout, req.out.memory())
@@ -540,7 +543,7 @@ def _plan_halo(attrs: Conv2dAttrs, p: ConvParallel, window: SlidingWindow, in_sh
                           MemoryConfig(BufferType.L1, p.layout, ShardSpec(p.grid, (sticks, c_core), orientation)))
     stick_bytes = c_core * conv_in.element_bytes
     halo = len(programs)
-    configs, config_buffers = halo_configs(window, in_shard.shape[0], config_placement(attrs, p), 4, target, halo)
+    configs, config_buffers = halo_configs(window, in_shard, config_placement(attrs, p), 4, target, halo)
     programs.append(Program("UntilizeWithHaloProgramFactory", HALO_SOURCE, p.grid, (
         cbuf(0, "src", in_shard.shape[0], stick_bytes, p.grid, globally_allocated=True),
         cbuf(1, "out", sticks, stick_bytes, p.grid, globally_allocated=True),

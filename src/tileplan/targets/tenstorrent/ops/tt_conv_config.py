@@ -27,7 +27,7 @@ and 40 B a core for the halo (16, 16, 48, 48 B a bank at 16-B alignment; 1,236 a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tileplan.targets.tenstorrent.memory import (
     DRAM_INTERLEAVED,
@@ -68,8 +68,10 @@ class ConfigPlacement:
     cores_nhw: int
     in_dram: bool
 
-    def buffer(self, name: str, row_bytes: int, target: OpTarget, live: tuple[int, int]) -> DeviceBuffer:
-        """The config tensor of `row_bytes` a core (an even count of UINT16 entries)."""
+    def buffer(self, name: str, row_bytes: int, target: OpTarget, live: tuple[int, int],
+               program: str) -> DeviceBuffer:
+        """The config tensor of `row_bytes` a core (an even count of UINT16 entries), held
+        by the cached program `program` names (its cache key: `DeviceBuffer.cache_key`)."""
         width = row_bytes // ENTRY_BYTES
         if self.in_dram:
             spec = TensorSpec((self.cores_nhw, width), DataType.UINT16, Layout.ROW_MAJOR, DRAM_INTERLEAVED)
@@ -78,18 +80,22 @@ class ConfigPlacement:
             spec = TensorSpec((cores, width), DataType.UINT16, Layout.ROW_MAJOR,
                               MemoryConfig(BufferType.L1_SMALL, MemoryLayout.HEIGHT_SHARDED,
                                            ShardSpec(self.grid, (1, width))))
-        return tensor_buffer(name, BufferRole.INTERMEDIATE, spec, target, live)
+        return replace(tensor_buffer(name, BufferRole.CONFIG, spec, target, live), cache_key=f"{program} {name}")
 
 
-def halo_configs(window: SlidingWindow, input_shard_height: int, where: ConfigPlacement, first_cb: int,
+def halo_configs(window: SlidingWindow, input_shard: ShardSpec, where: ConfigPlacement, first_cb: int,
                  target: OpTarget, halo: int) -> tuple[list[CircularBuffer], list[DeviceBuffer]]:
     """The halo program's four config CBs (indices from `first_cb`) and the four config
-    tensors, alive through the halo program (index `halo`)."""
+    tensors, alive through the halo program (index `halo`) and, with a program cache,
+    as long as the program is cached (its key: the window and the input's shard)."""
+    input_shard_height = input_shard.shape[0]
+    program = f"halo {window!r} {input_shard!r}"
     sizes = halo_config_bytes(window, input_shard_height)
     rows = (sizes.padding_config0, sizes.padding_config1, sizes.gather_config0, sizes.gather_config1)
     cbs = [cbuf(first_cb + i, name, 1, row, where.grid, globally_allocated=not where.in_dram)
            for i, (name, row) in enumerate(zip(HALO_CONFIGS, rows))]
-    buffers = [where.buffer(f"halo_{name}", row, target, (halo, halo)) for name, row in zip(HALO_CONFIGS, rows)]
+    buffers = [where.buffer(f"halo_{name}", row, target, (halo, halo), program)
+               for name, row in zip(HALO_CONFIGS, rows)]
     return cbs, buffers
 
 
