@@ -21,10 +21,10 @@ from tileplan.targets.tenstorrent.ops.tt_conv import (
     Conv2dAttrs,
     Conv2dConfig,
     divisor_with_padding,
-    halo_sticks,
     input_channels_alignment,
 )
 from tileplan.targets.tenstorrent.ops.tt_conv3d import Conv3dAttrs, Conv3dConfig
+from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow, max_out_nsticks_per_core
 
 HS = Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED)
 H3_ATTRS = Conv2dAttrs(32, 64, 1, (128, 128), (3, 3), (1, 1), (1, 1), bias=True, config=HS)
@@ -95,10 +95,8 @@ def test_halo_holds_at_least_its_own_windows(h: int, w: int, k: int, s: int, p: 
     the whole padded input."""
     if (h + 2 * p - k) < 0 or (w + 2 * p - k) < 0:
         return
-    attrs = Conv2dAttrs(8, 8, 1, (h, w), (k, k), (s, s), (p, p), config=HS)
-    oh, ow = attrs.output_hw
-    per_core = -(-oh * ow // cores)
-    sticks = halo_sticks(attrs, per_core, cores)
+    window = SlidingWindow(1, (h, w), (k, k), (s, s), (p, p, p, p), num_cores_nhw=cores, snap_to_tile=False)
+    sticks = max_out_nsticks_per_core(window)
     assert (k - 1) * (w + 2 * p) + k <= sticks <= (h + 2 * p) * (w + 2 * p)
 
 

@@ -23,7 +23,7 @@ Sources (tt-metal, read at the 2025 versions near the tt-mlir pin):
 - the halo: sliding_window/halo/device/untilize_with_halo_program_factory.cpp (row-major
   input: the input and output CBs bound to their shards, a one-stick padding CB per
   reader; the output shard holds `max_out_nsticks_per_core` sticks: over the cores, the
-  longest run of padded-input sticks one core's outputs read).
+  longest run of padded-input sticks one core's outputs read, tt_sliding_window.py).
 - interleaved_to_sharded_program_factory.cpp: the output CB bound to the shard, a
   one-page scratch CB when a DRAM row is not DRAM-aligned.
 conv3d: tt_conv3d.py.
@@ -77,7 +77,7 @@ from tileplan.targets.tenstorrent.ops.base import (
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv_config import ConfigPlacement, halo_configs, reader_indices
 from tileplan.targets.tenstorrent.ops.tt_conv_reader import split_reader_viable
-from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow
+from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow, max_out_nsticks_per_core
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
 
 CONV_DIR = "ttnn/cpp/ttnn/operations/conv/conv2d/"
@@ -379,29 +379,6 @@ def config_placement(attrs: Conv2dAttrs, p: ConvParallel) -> ConfigPlacement:
     return ConfigPlacement(p.grid, p.cores_nhw, attrs.config.config_tensors_in_dram)
 
 
-def halo_sticks(attrs: Conv2dAttrs, per_core_out: int, cores: int) -> int:
-    """`max_out_nsticks_per_core`: over the cores, the padded-input sticks from the first
-    output's window corner to the last output's far corner."""
-    (h, w), (kh, kw), (sh, sw), (dh, dw) = attrs.input_hw, attrs.kernel, attrs.stride, attrs.dilation
-    pt, pb, pl, pr = attrs.pads
-    oh, ow = attrs.output_hw
-    hp, wp = h + pt + pb, w + pl + pr
-    total = attrs.batch * oh * ow
-
-    def corner(o: int) -> int:
-        n, rem = divmod(o, oh * ow)
-        y, x = divmod(rem, ow)
-        return n * hp * wp + y * sh * wp + x * sw
-
-    most = 0
-    for c in range(cores):
-        first, last = c * per_core_out, min((c + 1) * per_core_out, total) - 1
-        if first > last:
-            continue
-        most = max(most, corner(last) + (kh - 1) * dh * wp + (kw - 1) * dw - corner(first) + 1)
-    return most
-
-
 def bypasses_halo(attrs: Conv2dAttrs) -> bool:
     """conv2d.cpp `conv2d_L1`: `bypass_halo = (shard_scheme == WIDTH_SHARDED && pad_h == 0
     && pad_w == 0)` (every version read, 2024 to 2026): a width-sharded conv without
@@ -538,7 +515,7 @@ def _plan_halo(attrs: Conv2dAttrs, p: ConvParallel, window: SlidingWindow, in_sh
     the conv's input (the halo output: sticks, channels a core)."""
     c_core = c_pad // p.cores_c
     orientation = in_shard.orientation
-    sticks = halo_sticks(attrs, p.per_core_h * TILE, p.cores_nhw)
+    sticks = max_out_nsticks_per_core(window)
     halo_out = TensorSpec((1, 1, sticks * p.cores_nhw, c_pad), conv_in, Layout.ROW_MAJOR,
                           MemoryConfig(BufferType.L1, p.layout, ShardSpec(p.grid, (sticks, c_core), orientation)))
     stick_bytes = c_core * conv_in.element_bytes

@@ -32,8 +32,8 @@ Sources (tenstorrent/tt-metal, ttnn/cpp/ttnn/operations/conv/conv_transpose2d/):
   (b, h, w) at full-input stick b x H_full x W_full + h x W_full + w ("In Transpose as
   Conv2d, Stride is always 1"); `generate_shard_boundaries` gives a core the full-input
   sticks from its first output's window to its last output's window plus
-  (k_h - 1) x W_full + k_w - 1 (dilated): tt_conv.py `halo_sticks` of the equivalent
-  stride-1 unpadded conv over the full input.
+  (k_h - 1) x W_full + k_w - 1 (dilated): tt_sliding_window.py `max_out_nsticks_per_core`
+  of the transposed window (`halo_window`).
 - the weights: `transform_weights_for_conv_transpose2d` turns the IOHW weight into OIHW
   with the kernel mirrored on the host, then conv2d's `prepare_conv_weights` as for a
   stride-1 conv over the full input: [1, 1, k_h x k_w x C_in (aligned), C_out (padded)]

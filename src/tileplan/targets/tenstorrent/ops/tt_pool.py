@@ -22,7 +22,7 @@ Sources (tenstorrent/tt-metal):
   channel cores x 8; the pool's output shard: the output rows padded to the cores over
   them, the channels padded to the channel cores x 16;
 - the halo: sliding_window/halo/device/untilize_with_halo_program_factory.cpp (as the
-  conv's, tt_conv.py `halo_sticks`), its input freed after it (the input was in DRAM:
+  conv's, tt_sliding_window.py `max_out_nsticks_per_core`), its input freed after it (the input was in DRAM:
   `deallocate_input || is_input_tensor_in_dram`);
 - the pool program's circular buffers: pool_utils.cpp `calculate_L1_usage`, which
   pool_multi_core_program_factory.cpp (`pool2d_multi_core_sharded_with_halo_v2_impl_new`)
@@ -88,12 +88,10 @@ from tileplan.targets.tenstorrent.ops.tt_conv import (
     HALO_SOURCE,
     I2S_SOURCE,
     S2I_SOURCE,
-    Conv2dAttrs,
     divisor_with_padding,
-    halo_sticks,
 )
 from tileplan.targets.tenstorrent.ops.tt_conv_config import ConfigPlacement, halo_configs
-from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow
+from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow, max_out_nsticks_per_core
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
 
 POOL_SOURCE = "ttnn/cpp/ttnn/operations/pool/generic/device/pool_multi_core_program_factory.cpp"
@@ -166,15 +164,6 @@ class Pool2dAttrs:
     def output_rows(self) -> int:
         oh, ow = self.output_hw
         return self.batch * oh * ow
-
-    def window(self) -> Conv2dAttrs:
-        """The sliding window as the halo reads it (a conv of the same window; ceil
-        mode's pads at the bottom and right: the halo's padded input is `in_h + pad_h +
-        ceil_pad_h` rows, pool_multi_core_program_factory.cpp `in_h_padded`)."""
-        ch, cw = self.ceil_pads
-        end = (self.padding[0] + ch, self.padding[1] + cw) if (ch, cw) != (0, 0) else None
-        return Conv2dAttrs(self.channels, self.channels, self.batch, self.input_hw, self.kernel, self.stride,
-                           self.padding, padding_end=end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,11 +297,12 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
     buffers: list[DeviceBuffer] = [tensor_buffer("pool_input_sharded", BufferRole.INTERMEDIATE, sharded_in,
                                                  target, (0, 1))]
     out_rows = round_up(attrs.output_rows, p.cores_nhw) // p.cores_nhw
-    sticks = halo_sticks(attrs.window(), out_rows, p.cores_nhw)
+    window = attrs.sliding_window(p.cores_nhw, p.layout)
+    sticks = max_out_nsticks_per_core(window)
     halo_out = TensorSpec((1, 1, sticks * p.cores_nhw, c_in), halo_dtype, Layout.ROW_MAJOR,
                           MemoryConfig(BufferType.L1, p.layout, ShardSpec(p.grid, (sticks, c_core))))
     halo_stick = c_core * halo_dtype.element_bytes
-    configs, config_buffers = halo_configs(attrs.sliding_window(p.cores_nhw, p.layout), in_shard,
+    configs, config_buffers = halo_configs(window, in_shard,
                                            ConfigPlacement(p.grid, p.cores_nhw, in_dram=True), 4, target, 1)
     programs.append(Program("UntilizeWithHaloProgramFactory", HALO_SOURCE, p.grid, (
         cbuf(0, "src", in_rows, halo_stick, p.grid, globally_allocated=True),

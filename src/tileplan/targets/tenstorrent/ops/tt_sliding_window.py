@@ -308,6 +308,14 @@ def _overlaps(starts: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarr
     return first, stop
 
 
+def max_out_nsticks_per_core(window: SlidingWindow) -> int:
+    """sliding_window.cpp `generate_max_out_nsticks_per_core`: over the cores, the
+    padded-input sticks a core's outputs read, first window corner to last window's far
+    corner (`generate_shard_boundaries`): the halo output shard's sticks. H3: 424."""
+    _, _, lo, hi = _shard_boundaries(window)
+    return int(np.max(np.maximum(hi - lo + 1, 0)))
+
+
 def halo_config_bytes(window: SlidingWindow, input_shard_height: int, *, tiled_input: bool = False) -> HaloConfigSizes:
     """A core's bytes of the halo's config tensors (untilize_with_halo_program_factory.cpp
     `UntilizeWithHaloProgramFactory::create`, sliding_window.cpp
@@ -338,7 +346,7 @@ def halo_config_bytes(window: SlidingWindow, input_shard_height: int, *, tiled_i
         raise InputError(f"{nhw} input sticks at {input_shard_height} a core need {sources} cores, more than the "
                          f"{cores} num_cores_nhw", "halo_config_bytes.input_shard_height")
     _, _, lo, hi = _shard_boundaries(window)
-    halo_sticks = int(np.max(np.maximum(hi - lo + 1, 0)))
+    halo_sticks = max_out_nsticks_per_core(window)
     (pad_s, pad_e), (real_s, real_e) = _pad_and_real_runs(window)
 
     # pad runs per core, split in halves (flatten_pad_config over pad_config0 / 1)
