@@ -13,7 +13,15 @@ from hypothesis import strategies as st
 from tt_ops_support import DRAM, MLIR, P150, footprint, height_sharded, row_major, sharded
 
 from tileplan.errors import InputError
-from tileplan.targets.tenstorrent.memory import BufferType, CoreRange, MemoryLayout
+from tileplan.targets.tenstorrent.memory import (
+    BufferType,
+    CoreRange,
+    CoreRangeSet,
+    MemoryConfig,
+    MemoryLayout,
+    ShardOrientation,
+    ShardSpec,
+)
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
@@ -346,3 +354,34 @@ def test_reader_indices_in_dram_that_outgrow_their_cb_page_stop_the_conv() -> No
                  replace(attrs, config=replace(cfg, config_tensors_in_dram=False)))
     reader = next(b for b in l1.buffers if b.name == "conv_reader_indices")
     assert (reader.buffer_type, reader.page_bytes) == (BufferType.L1_SMALL, 68)
+
+
+def test_a_sharded_input_keeps_its_grid_unless_it_needs_a_reshard() -> None:
+    """conv2d_utils.cpp `get_conv_padded_input_shape_and_mem_config`: a 3x3 conv 32 -> 64
+    of 64 x 64 would shard itself on 64 cores (output 2 x 2 tiles = 8,192 B a core, halo
+    198 sticks = 12,672 B); an input already height sharded on 32 cores (128 rows x 32
+    channels) keeps them: no interleaved-to-sharded program, output 4 x 2 tiles = 16,384 B
+    and halo 264 sticks = 16,896 B a core on 32 banks. A height-sharded input in
+    COL_MAJOR orientation (only block sharding keeps one) is resharded to the conv's own
+    64 cores first (`ttnn::to_memory_config`)."""
+    hs = Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED)
+    w = row_major((64, 32, 3, 3), DRAM)
+    out = OutputRequest(BufferType.L1, MemoryLayout.HEIGHT_SHARDED)
+
+    def l1(x, attrs: Conv2dAttrs) -> tuple[list[str], dict[str, tuple[int, int]]]:
+        plan = plan_op(OpKind.CONV2D, OpRequest((x, w), out, MLIR), attrs)
+        return ([p.name for p in plan.programs],
+                {b.name: (b.bytes_per_bank, b.banks) for b in plan.buffers if b.buffer_type is BufferType.L1})
+
+    attrs = Conv2dAttrs(32, 64, 1, (64, 64), (3, 3), (1, 1), (1, 1), config=hs)
+    programs, own = l1(row_major((1, 1, 4096, 32), DRAM), attrs)
+    assert programs[0] == "InterleavedToShardedProgramFactory" and own["output0"] == (8_192, 64)
+    assert own["halo_output"] == (12_672, 64)
+    programs, kept = l1(row_major((1, 1, 4096, 32), height_sharded(32, 8, 4, (128, 32))), attrs)
+    assert programs == ["UntilizeWithHaloProgramFactory", "MoveShardedProgramFactory", "Conv2dShardedProgramFactory"]
+    assert kept == {"halo_output": (16_896, 32), "halo_output (moved)": (16_896, 32), "output0": (16_384, 32)}
+    col = MemoryConfig(BufferType.L1, MemoryLayout.HEIGHT_SHARDED,
+                       ShardSpec(CoreRangeSet.from_count(32, 8, 4), (128, 32), ShardOrientation.COL_MAJOR))
+    programs, resharded = l1(row_major((1, 1, 4096, 32), col), attrs)
+    assert programs[0] == "ReshardGenericFactory" and resharded["output0"] == (8_192, 64)
+    assert resharded["conv_input_sharded"] == (4_096, 64)

@@ -68,6 +68,7 @@ from tileplan.targets.tenstorrent.ops.base import (
     OpPlan,
     OpRequest,
     OpTarget,
+    OutputRequest,
     Program,
     cbuf,
     ceil_div,
@@ -77,6 +78,7 @@ from tileplan.targets.tenstorrent.ops.base import (
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv_config import ConfigPlacement, halo_configs, reader_indices
 from tileplan.targets.tenstorrent.ops.tt_conv_reader import split_reader_viable
+from tileplan.targets.tenstorrent.ops.tt_sharding import plan_to_memory_config
 from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow, max_out_nsticks_per_core
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
 
@@ -227,13 +229,10 @@ class ConvParallel:
 
 
 def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) -> ConvParallel:
-    """`determine_parallel_config`, `determine_output_parallel_config` and the per-core
-    block of the conv's output (`determine_conv_op_parallel_config_from_conv_output_mem_
-    config`: the output shard's tiles). A width-sharded output takes
-    `find_closest_largest_divisor_with_num_padding(out_channels_ntiles, max_num_cores)`
-    cores of its own, row-wise over the grid (conv2d_utils.cpp, every version read), so
-    its width a core is the output's channel tiles over those, not over the input's
-    channel cores."""
+    """`determine_parallel_config`: the conv's own grid for `layout` (height sharding the
+    output's N*H*W tiles over the grid's cores, block sharding them over its rows and
+    the channel tiles over its columns, width sharding the input channel tiles over its
+    cores), then `parallel_on`."""
     gx, gy = target.grid
     oh, ow = attrs.output_hw
     nhw_t = ceil_div(attrs.batch * oh * ow, TILE)
@@ -255,6 +254,23 @@ def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) 
                 f"shard layout {layout.value} is not a conv layout")
         cores_nhw, cores_c = 1, divisor_with_padding(in_c_t, gx * gy)
         grid = CoreRangeSet.from_count(cores_c, gx, gy, row_wise=True)
+    return parallel_on(attrs, layout, grid, cores_nhw, cores_c, target)
+
+
+def parallel_on(attrs: Conv2dAttrs, layout: MemoryLayout, grid: CoreRange | CoreRangeSet, cores_nhw: int,
+                cores_c: int, target: OpTarget) -> ConvParallel:
+    """The conv on an input `grid` of `cores_nhw` x `cores_c`: `determine_output_parallel_
+    config` and the per-core block of the output (`determine_conv_op_parallel_config_from_
+    conv_output_mem_config`: the output shard's tiles). Height and block sharding write
+    the output on the input's grid; a width-sharded output takes
+    `find_closest_largest_divisor_with_num_padding(out_channels_ntiles, max_num_cores)`
+    cores of its own, row-wise over the device grid (conv2d_utils.cpp, every version
+    read), its width a core the output's channel tiles over those."""
+    gx, gy = target.grid
+    oh, ow = attrs.output_hw
+    nhw_t = ceil_div(attrs.batch * oh * ow, TILE)
+    out_c_t = ceil_div(attrs.out_channels, TILE)
+    if layout is MemoryLayout.WIDTH_SHARDED:
         out_c = divisor_with_padding(out_c_t, gx * gy)
         return ConvParallel(layout, cores_nhw, cores_c, grid, nhw_t, ceil_div(out_c_t, out_c),
                             CoreRangeSet.from_count(out_c, gx, gy, row_wise=True), out_c)
@@ -379,12 +395,40 @@ def config_placement(attrs: Conv2dAttrs, p: ConvParallel) -> ConfigPlacement:
     return ConfigPlacement(p.grid, p.cores_nhw, attrs.config.config_tensors_in_dram)
 
 
-def bypasses_halo(attrs: Conv2dAttrs) -> bool:
+def bypasses_halo(attrs: Conv2dAttrs, layout: MemoryLayout | None) -> bool:
     """conv2d.cpp `conv2d_L1`: `bypass_halo = (shard_scheme == WIDTH_SHARDED && pad_h == 0
     && pad_w == 0)` (every version read, 2024 to 2026): a width-sharded conv without
     padding reads its sharded input directly, with no halo (each core holds every row of
     its channels). conv_transpose2d's halo always runs (conv_transpose2d.cpp)."""
-    return attrs.config.shard_layout is MemoryLayout.WIDTH_SHARDED and attrs.pads == (0, 0, 0, 0)
+    return layout is MemoryLayout.WIDTH_SHARDED and attrs.pads == (0, 0, 0, 0)
+
+
+def input_parallel(attrs: Conv2dAttrs, x: TensorSpec, target: OpTarget) -> ConvParallel | None:
+    """conv2d_utils.cpp `get_conv_padded_input_shape_and_mem_config` (every version
+    read): a sharded input keeps its own grid, layout and orientation (the conv's
+    `shard_layout` then unused) unless it needs a reshard: not block sharded yet not
+    ROW_MAJOR, or its shard width not a multiple of the input channels' alignment
+    (`get_input_channels_alignment` of its own layout); `reshard_if_not_optimal` and
+    `override_sharding_config` (both off by default) are not modelled. The output's grid
+    follows as `determine_output_parallel_config` makes it (`parallel_config`). None: no
+    such input (interleaved, or resharded to the conv's own config)."""
+    shard = x.memory.shard
+    layout = x.memory.layout
+    if shard is None or x.memory.buffer_type is not BufferType.L1:
+        return None
+    if layout is not MemoryLayout.BLOCK_SHARDED and shard.orientation is not ShardOrientation.ROW_MAJOR:
+        return None
+    if shard.shape[1] % input_channels_alignment(layout, x, target):
+        return None
+    box = shard.bounding_box()
+    if layout is MemoryLayout.HEIGHT_SHARDED:
+        cores_nhw, cores_c = shard.grid.cores, 1
+    elif layout is MemoryLayout.BLOCK_SHARDED:
+        col = shard.orientation is ShardOrientation.COL_MAJOR
+        cores_nhw, cores_c = (box.width, box.height) if col else (box.height, box.width)
+    else:
+        cores_nhw, cores_c = 1, shard.grid.cores
+    return parallel_on(attrs, layout, shard.grid, cores_nhw, cores_c, target)
 
 
 def plan_conv2d(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
@@ -393,7 +437,7 @@ def plan_conv2d(kind: OpKind, req: OpRequest, attrs: Conv2dAttrs) -> OpPlan:
     require((kh, kw) != (1, 1) or attrs.stride != (1, 1) or attrs.pads != (0, 0, 0, 0), kind.value,
             "a 1x1 stride-1 unpadded conv runs as a matmul: plan it with tt_matmul")
     return plan_sliding_conv(kind.value, req, attrs, attrs.batch * attrs.input_hw[0] * attrs.input_hw[1],
-                             move_halo=attrs.config.reallocate_halo_output, bypass_halo=bypasses_halo(attrs))
+                             move_halo=attrs.config.reallocate_halo_output, bypass_halo=True)
 
 
 #: the sliding window a halo runs, given the conv's parallel config
@@ -416,8 +460,11 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     `keep_input`: the op's own sharded input stays to the end (conv_transpose2d.cpp
     `conv_transpose2d_L1` without `deallocate_activation`: `input_tensor_post_tm` is held
     through the conv and the output's move to its memory config).
-    `bypass_halo` (`bypasses_halo`): no halo; the conv's sharded-activation CB is bound to
-    its sharded input, which stays in scope to the end as the halo output would.
+    `bypass_halo`: conv2d's L1 path, which skips the halo when `bypasses_halo` (the
+    conv's sharded-activation CB then bound to its sharded input, which stays in scope to
+    the end as the halo output would); conv_transpose2d's halo always runs.
+    A sharded input keeps its grid when tt-metal keeps it (`input_parallel`), else it is
+    sharded (interleaved) or resharded (`ttnn.to_memory_config`) to the conv's own.
     `halo_window`: the halo's sliding window when it is not the conv's own
     (`conv_window`): conv_transpose2d's transposed window over its own input."""
     x, w = req.inputs[0], req.inputs[1]
@@ -430,14 +477,17 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     require(x.layout is Layout.ROW_MAJOR, op, "a TILE conv input (the halo's untilize path) is not modelled")
     compute = req.compute or CONV_DEFAULT_COMPUTE
     out_dtype = req.out.dtype or x.dtype
-    p = parallel_config(attrs, cfg.shard_layout, target)
-    c_pad = padded_in_channels(attrs, p, input_channels_alignment(cfg.shard_layout, x, target))
+    own_grid = input_parallel(attrs, x, target)
+    p = own_grid if own_grid is not None else parallel_config(attrs, cfg.shard_layout, target)
+    c_pad = padded_in_channels(attrs, p, input_channels_alignment(p.layout, x, target))
     blocks = block_config(attrs, p, c_pad)
     # height sharded: one act block per kernel row, the weights padded alike
     weights_height = (kh * blocks[1] * TILE if p.layout is MemoryLayout.HEIGHT_SHARDED
                       else round_up(c_pad * kh * kw, TILE))
     conv_in = DataType.FLOAT32 if x.dtype is DataType.FLOAT32 else DataType.BFLOAT16
     orientation = ShardOrientation.COL_MAJOR if cfg.transpose_shards else ShardOrientation.ROW_MAJOR
+    if own_grid is not None and x.memory.shard is not None:
+        orientation = x.memory.shard.orientation
     c_core = c_pad // p.cores_c
     # conv2d_utils.cpp determine_input_memory_config: the input's rows padded to a whole
     # tile a core (a row a core for a width-sharded row-major input), its shards that
@@ -445,11 +495,21 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     unit = 1 if p.layout is MemoryLayout.WIDTH_SHARDED else TILE
     nhw_in = round_up(input_rows, p.cores_nhw * unit)
     in_shard = ShardSpec(p.grid, (nhw_in // p.cores_nhw, c_core), orientation)
+    if own_grid is not None and x.memory.shard is not None:
+        in_shard = x.memory.shard
     conv_input = TensorSpec((1, 1, nhw_in, c_pad), conv_in, Layout.ROW_MAJOR,
                             MemoryConfig(BufferType.L1, p.layout, in_shard))
     programs: list[Program] = []
     buffers: list[DeviceBuffer] = []
-    if not x.memory.layout.sharded:
+    if own_grid is None and x.memory.layout.sharded:
+        # shard_or_reshard_tensor_if_required: `ttnn::to_memory_config` into the conv's
+        # own config (a reshard, tt_sharding.py), the new tensor freed after the halo
+        reshard = plan_to_memory_config(OpKind.TO_MEMORY_CONFIG,
+                                        OpRequest((x,), OutputRequest.of(conv_input.memory, x.dtype), target))
+        programs.extend(reshard.programs)
+        buffers.append(tensor_buffer("conv_input_sharded", BufferRole.INTERMEDIATE, conv_input, target,
+                                     (0, len(programs))))
+    elif not x.memory.layout.sharded:
         stick = c_pad * x.dtype.element_bytes
         cbs = [cbuf(0, "output", in_shard.shape[0], round_up(stick, target.l1_alignment), p.grid,
                     globally_allocated=True)]
@@ -457,7 +517,7 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
             cbs.append(cbuf(1, "scratch", 1, round_up(stick, target.dram_alignment), p.grid))
         programs.append(Program("InterleavedToShardedProgramFactory", I2S_SOURCE, p.grid, tuple(cbs)))
         buffers.append(tensor_buffer("conv_input_sharded", BufferRole.INTERMEDIATE, conv_input, target, (0, 1)))
-    if bypass_halo:
+    if bypass_halo and bypasses_halo(attrs, p.layout):
         # conv2d.cpp conv2d_L1: the conv reads its sharded input; it is the conv's
         # `input_tensor_post_tm`, in scope to the end
         act_shard = in_shard.shape

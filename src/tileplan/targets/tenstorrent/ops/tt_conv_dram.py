@@ -83,7 +83,6 @@ from tileplan.targets.tenstorrent.ops.tt_conv import (
     Conv2dAttrs,
     HaloWindow,
     SliceType,
-    bypasses_halo,
     input_channels_alignment,
     padded_in_channels,
     parallel_config,
@@ -264,20 +263,22 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
         conv = replace(conv, config=replace(conv.config, shard_layout=layout_of(conv, req.target)))
     conv = replace(conv, config=replace(conv.config, output_layout=Layout.TILE))
     rows = sl.rows
-    bypass = bypass_halo and bypasses_halo(conv)
     if single:
         return conv, plan_sliding_conv(op, replace(req, out=OutputRequest(dtype=req.out.dtype)), conv, rows,
-                                       move_halo=move_halo, bypass_halo=bypass, halo_window=sl.halo_window)
+                                       move_halo=move_halo, bypass_halo=bypass_halo, halo_window=sl.halo_window)
     layout = conv.config.shard_layout
     assert layout is not None
     p = parallel_config(conv, layout, req.target)
-    # padded_slice shards the DRAM input with the alignment of an input not sharded
+    # padded_slice shards the DRAM input as `get_input_memory_config` gives it
+    # (determine_input_memory_config: the alignment of an input not sharded, the rows a
+    # whole tile a core, a row for width sharding), which the conv keeps (its grid)
     c_pad = padded_in_channels(conv, p, input_channels_alignment(layout, x, req.target))
-    shard = ShardSpec(p.grid, (ceil_div(rows, p.cores_nhw), c_pad // p.cores_c))
+    unit = 1 if layout is MemoryLayout.WIDTH_SHARDED else TILE
+    shard = ShardSpec(p.grid, (round_up(rows, p.cores_nhw * unit) // p.cores_nhw, c_pad // p.cores_c))
     sliced = TensorSpec((1, 1, rows, c_pad), x.dtype, Layout.ROW_MAJOR, MemoryConfig(BufferType.L1, layout, shard))
     out = OutputRequest(BufferType.L1, layout, None, req.out.dtype)
     return conv, plan_sliding_conv(op, replace(req, inputs=(sliced, *req.inputs[1:]), out=out), conv, rows,
-                                   move_halo=move_halo, bypass_halo=bypass, halo_window=sl.halo_window)
+                                   move_halo=move_halo, bypass_halo=bypass_halo, halo_window=sl.halo_window)
 
 
 def _program(plan: OpPlan, name: str) -> Program:
