@@ -580,7 +580,7 @@ def _plan_halo(attrs: Conv2dAttrs, p: ConvParallel, window: SlidingWindow, in_sh
                           MemoryConfig(BufferType.L1, p.layout, ShardSpec(p.grid, (sticks, c_core), orientation)))
     stick_bytes = c_core * conv_in.element_bytes
     halo = len(programs)
-    configs, config_buffers = halo_configs(window, in_shard, config_placement(attrs, p), 4, target, halo)
+    configs, config_buffers = halo_configs(window, in_shard, conv_in, config_placement(attrs, p), 4, target, halo)
     programs.append(Program("UntilizeWithHaloProgramFactory", HALO_SOURCE, p.grid, (
         cbuf(0, "src", in_shard.shape[0], stick_bytes, p.grid, globally_allocated=True),
         cbuf(1, "out", sticks, stick_bytes, p.grid, globally_allocated=True),

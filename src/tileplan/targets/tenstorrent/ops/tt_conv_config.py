@@ -83,13 +83,14 @@ class ConfigPlacement:
         return replace(tensor_buffer(name, BufferRole.CONFIG, spec, target, live), cache_key=f"{program} {name}")
 
 
-def halo_configs(window: SlidingWindow, input_shard: ShardSpec, where: ConfigPlacement, first_cb: int,
-                 target: OpTarget, halo: int) -> tuple[list[CircularBuffer], list[DeviceBuffer]]:
+def halo_configs(window: SlidingWindow, input_shard: ShardSpec, dtype: DataType, where: ConfigPlacement,
+                 first_cb: int, target: OpTarget, halo: int) -> tuple[list[CircularBuffer], list[DeviceBuffer]]:
     """The halo program's four config CBs (indices from `first_cb`) and the four config
     tensors, alive through the halo program (index `halo`) and, with a program cache,
-    as long as the program is cached (its key: the window and the input's shard)."""
+    as long as the program is cached (its key, as `HaloParams` and the input hash: the
+    window, the input's shard and dtype, where the configs go)."""
     input_shard_height = input_shard.shape[0]
-    program = f"halo {window!r} {input_shard!r}"
+    program = f"halo {window!r} {input_shard!r} {dtype.value} {where!r}"
     sizes = halo_config_bytes(window, input_shard_height)
     rows = (sizes.padding_config0, sizes.padding_config1, sizes.gather_config0, sizes.gather_config1)
     cbs = [cbuf(first_cb + i, name, 1, row, where.grid, globally_allocated=not where.in_dram)

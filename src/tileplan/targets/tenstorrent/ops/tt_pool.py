@@ -302,7 +302,7 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
     halo_out = TensorSpec((1, 1, sticks * p.cores_nhw, c_in), halo_dtype, Layout.ROW_MAJOR,
                           MemoryConfig(BufferType.L1, p.layout, ShardSpec(p.grid, (sticks, c_core))))
     halo_stick = c_core * halo_dtype.element_bytes
-    configs, config_buffers = halo_configs(window, in_shard,
+    configs, config_buffers = halo_configs(window, in_shard, x.dtype,
                                            ConfigPlacement(p.grid, p.cores_nhw, in_dram=True), 4, target, 1)
     programs.append(Program("UntilizeWithHaloProgramFactory", HALO_SOURCE, p.grid, (
         cbuf(0, "src", in_rows, halo_stick, p.grid, globally_allocated=True),
