@@ -17,7 +17,7 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions, lower
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import TtnnGraph
 from tileplan.targets.tenstorrent.frontends.tt_mlir.lower import lower_graph
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs
+from tileplan.targets.tenstorrent.ops.tt_conv_attrs import Conv2dAttrs
 from tileplan.targets.tenstorrent.plan import plan_tt
 
 BF16 = Precision("BF16")

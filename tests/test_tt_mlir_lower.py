@@ -11,7 +11,7 @@ from tileplan.model.role import Role
 from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.ops.base import MathFidelity
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs
+from tileplan.targets.tenstorrent.ops.tt_conv_attrs import Conv2dAttrs
 from tileplan.targets.tenstorrent.ops.tt_conv_transpose import ConvTranspose2dAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.plan import plan_tt

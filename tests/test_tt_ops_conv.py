@@ -25,14 +25,14 @@ from tileplan.targets.tenstorrent.memory import (
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import (
+from tileplan.targets.tenstorrent.ops.tt_conv_attrs import (
     Conv2dAttrs,
     Conv2dConfig,
-    divisor_with_padding,
-    input_channels_alignment,
 )
+from tileplan.targets.tenstorrent.ops.tt_conv_grid import divisor_with_padding, input_channels_alignment
 from tileplan.targets.tenstorrent.ops.tt_conv3d import Conv3dAttrs, Conv3dConfig
 from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow, max_out_nsticks_per_core
+from tileplan.targets.tenstorrent.versions import ReaderIndicesCb
 
 HS = Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED)
 H3_ATTRS = Conv2dAttrs(32, 64, 1, (128, 128), (3, 3), (1, 1), (1, 1), bias=True, config=HS)
@@ -385,3 +385,29 @@ def test_a_sharded_input_keeps_its_grid_unless_it_needs_a_reshard() -> None:
     programs, resharded = l1(row_major((1, 1, 4096, 32), col), attrs)
     assert programs[0] == "ReshardGenericFactory" and resharded["output0"] == (8_192, 64)
     assert resharded["conv_input_sharded"] == (4_096, 64)
+
+
+def test_from_pr_43193_reader_indices_past_the_worst_case_stop_the_conv_in_either_placement() -> None:
+    """tt-metal PR #43193 (2026-04-27): the READER_INDICES CB takes the tensor's own page,
+    checked against get_cb_info's worst case, 2 B an output row, whether the configs are
+    in DRAM or L1_SMALL. tt-forge-models' dots.ocr vision tower, its patch embedding a
+    3 -> 1536 conv of kernel = stride = 14 over 14 x 14 patches: one output a patch, so
+    every output starts a segment; 64 patches on 2 cores of one tile (32 outputs): 2 + 2 x
+    32 = 66 entries = 132 B over 32 x 2 = 64: "Reader indices buffer page size 132 exceeds
+    worst-case CB size 64" (its loader's note). Before the PR the same conv with its configs
+    in L1_SMALL plans (the CB bound to the 132-B tensor)."""
+    w = row_major((1536, 3, 14, 14), DRAM)
+    x = row_major((1, 1, 64 * 196, 3), DRAM)
+
+    def attrs(rule: ReaderIndicesCb, in_dram: bool) -> Conv2dAttrs:
+        cfg = Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED, config_tensors_in_dram=in_dram,
+                           reader_indices_cb=rule)
+        return Conv2dAttrs(3, 1536, 64, (14, 14), (14, 14), (14, 14), config=cfg)
+
+    req = OpRequest((x, w), OutputRequest.of(DRAM), MLIR)
+    for in_dram in (True, False):
+        with pytest.raises(InputError, match="Reader indices buffer page size 132 exceeds worst-case CB size 64"):
+            plan_op(OpKind.CONV2D, req, attrs(ReaderIndicesCb.ACTUAL, in_dram))
+    before = plan_op(OpKind.CONV2D, req, attrs(ReaderIndicesCb.WORST_CASE, False))
+    reader = next(b for b in before.buffers if b.name == "conv_reader_indices")
+    assert (reader.buffer_type, reader.page_bytes) == (BufferType.L1_SMALL, 132)

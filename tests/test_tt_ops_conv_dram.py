@@ -10,7 +10,7 @@ from tileplan.targets.tenstorrent.device import Arch
 from tileplan.targets.tenstorrent.memory import BufferType, MemoryConfig, MemoryLayout, TensorSpec
 from tileplan.targets.tenstorrent.ops.base import OpRequest, OpTarget, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, SliceType
+from tileplan.targets.tenstorrent.ops.tt_conv_attrs import Conv2dAttrs, Conv2dConfig, SliceType
 from tileplan.targets.tenstorrent.ops.tt_conv_dram import (
     auto_shard_layout,
     best_guess_slice_type,

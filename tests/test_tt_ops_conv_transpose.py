@@ -17,7 +17,7 @@ from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig
+from tileplan.targets.tenstorrent.ops.tt_conv_attrs import Conv2dAttrs, Conv2dConfig
 from tileplan.targets.tenstorrent.ops.tt_conv_transpose import ConvTranspose2dAttrs
 
 #: height sharded, one activation reader (the split reader's cost model is tt_conv's,

@@ -14,7 +14,7 @@ from tileplan.targets.tenstorrent.memory import BufferType, MemoryConfig, Memory
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpRequest, OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dConfig, SliceType
+from tileplan.targets.tenstorrent.ops.tt_conv_attrs import Conv2dConfig, SliceType
 from tileplan.targets.tenstorrent.ops.tt_conv_dram import auto_shard_layout, determine_slices
 from tileplan.targets.tenstorrent.ops.tt_conv_transpose import (
     ConvTranspose2dAttrs,

@@ -298,6 +298,20 @@ class GroupNormLowering(Enum):
         return self is not GroupNormLowering.DECOMPOSED_UNALIGNED
 
 
+class ReaderIndicesCb(Enum):
+    """How the build sizes conv2d's READER_INDICES CB (devices/software.toml
+    `reader_indices_cb`). WORST_CASE: `get_cb_info`'s page, 2 B an output row, for the
+    tensors in DRAM, checked against the tensor ("CB page size {} should be greater than
+    the config tensor page size {}"); in L1_SMALL the tensor's own page, unchecked.
+    ACTUAL (tt-metal PR #43193, 2026-04-27, "Reader Indices CB Sizing Fix for Pool /
+    Conv"): the tensor's own page either way, checked against the worst case ("Reader
+    indices buffer page size {} exceeds worst-case CB size {}": tt-xla's dots.ocr patch
+    embedding, 132 against 64)."""
+
+    WORST_CASE = "worst_case"
+    ACTUAL = "actual"
+
+
 class Conv3dRule(Enum):
     """The Conv3dConfig tt-mlir gives `ttnn.experimental.conv3d` (devices/software.toml
     `conv3d_config`; the tt-mlir frontend's convert_conv3d.py)."""
@@ -351,6 +365,8 @@ class Software:
     #: what tt-mlir's Conv2dConfig says of reallocate_halo_output and config_tensors_in_dram
     conv_reallocate_halo: bool
     conv_config_tensors_in_dram: bool
+    #: how tt-metal sizes conv2d's READER_INDICES CB and checks it (tt_conv_config.py)
+    reader_indices_cb: ReaderIndicesCb
     accumulation_cbs: Accumulation
     sum_precision: SumPrecision
     mean_scale: MeanScale
@@ -393,6 +409,7 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
           "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
           "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram",
+          "reader_indices_cb",
           "sum_precision", "mean_scale", "group_norm_lowering", "norm_large_tensor", "rms_norm_fusion",
           "sdpa_lowering", "sdpa_fusing", "legal_layouts_cap", "legal_layout_grid",
           "matmul_program_config", "reshard_candidates", "erase_inverse_ops")
@@ -447,6 +464,7 @@ def software_at(date: str, stack: Stack) -> Software:
         argmax_lowering=ArgmaxLowering(values["argmax_lowering"]),
         conv_reallocate_halo=bool(values["conv_reallocate_halo"]),
         conv_config_tensors_in_dram=bool(values["conv_config_tensors_in_dram"]),
+        reader_indices_cb=ReaderIndicesCb(values["reader_indices_cb"]),
         accumulation_cbs=Accumulation(values["accumulation_cbs"]),
         sum_precision=SumPrecision(values["sum_precision"]), mean_scale=MeanScale(values["mean_scale"]),
         group_norm_lowering=GroupNormLowering(values["group_norm_lowering"]),

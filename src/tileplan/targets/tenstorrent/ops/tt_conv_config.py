@@ -55,6 +55,7 @@ from tileplan.targets.tenstorrent.ops.tt_sliding_window import (
     halo_config_bytes,
 )
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
+from tileplan.targets.tenstorrent.versions import ReaderIndicesCb
 
 HALO_CONFIGS = ("padding_config0", "padding_config1", "gather_config0", "gather_config1")
 
@@ -101,14 +102,18 @@ def halo_configs(window: SlidingWindow, input_shard: ShardSpec, dtype: DataType,
 
 
 def reader_indices(window: SlidingWindow, act_block_h_ntiles: int, split_reader: bool, where: ConfigPlacement,
-                   op: str) -> int:
-    """The conv's reader-indices row in bytes (the READER_INDICES CB's page in L1_SMALL);
-    in DRAM, tt-metal's check that it fits `get_cb_info`'s page (the output tiles a core
-    x 32 x 2 B)."""
+                   rule: ReaderIndicesCb, op: str) -> tuple[int, int]:
+    """The conv's reader-indices row in bytes and its READER_INDICES CB's page, with the
+    build's check of the row against `get_cb_info`'s worst case, the output tiles a core
+    x 32 x 2 B (`ReaderIndicesCb`)."""
     row = conv_reader_indices_bytes(window, act_block_h_ntiles, split_reader=split_reader)
-    page = window.output_shard_height * ENTRY_BYTES
-    require(not where.in_dram or row <= page, op,
-            f"CB page size {page} should be greater than the config tensor page size {row} (tt-metal "
+    worst = window.output_shard_height * ENTRY_BYTES
+    if rule is ReaderIndicesCb.ACTUAL:
+        require(row <= worst, op, f"Reader indices buffer page size {row} exceeds worst-case CB size {worst} "
+                "(tt-metal conv2d_op_program_factory_common.cpp get_cb_info, from PR #43193)")
+        return row, row
+    require(not where.in_dram or row <= worst, op,
+            f"CB page size {worst} should be greater than the config tensor page size {row} (tt-metal "
             "conv2d_op_sharded_program_factory.cpp: with the config tensors in DRAM the reader indices outgrow "
             "get_cb_info's page of 2 B an output row)")
-    return row
+    return row, worst if where.in_dram else row

@@ -80,15 +80,16 @@ from tileplan.targets.tenstorrent.ops.base import (
 from tileplan.errors import InputError
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import (
-    Conv2dAttrs,
     HaloWindow,
-    SliceType,
-    input_channels_alignment,
     padded_in_channels,
-    parallel_config,
     plan_conv2d,
     plan_sliding_conv,
 )
+from tileplan.targets.tenstorrent.ops.tt_conv_attrs import (
+    Conv2dAttrs,
+    SliceType,
+)
+from tileplan.targets.tenstorrent.ops.tt_conv_grid import input_channels_alignment, parallel_config
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
 
 PADDED_SLICE_SOURCE = "ttnn/cpp/ttnn/operations/experimental/padded_slice/device/padded_slice_rm_program_factory.cpp"

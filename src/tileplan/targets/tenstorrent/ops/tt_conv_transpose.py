@@ -89,13 +89,15 @@ from tileplan.targets.tenstorrent.memory import BufferType
 from tileplan.targets.tenstorrent.ops.base import OpPlan, OpRequest, require
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_conv import (
-    Conv2dAttrs,
-    Conv2dConfig,
-    ConvParallel,
-    SliceType,
-    padding_n4,
     plan_sliding_conv,
 )
+from tileplan.targets.tenstorrent.ops.tt_conv_attrs import (
+    Conv2dAttrs,
+    Conv2dConfig,
+    SliceType,
+    padding_n4,
+)
+from tileplan.targets.tenstorrent.ops.tt_conv_grid import ConvParallel
 from tileplan.targets.tenstorrent.ops.tt_conv_dram import ConvSlice, SlicedOp, auto_shard_layout, plan_sliced
 from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow
 from tileplan.targets.tenstorrent.tiles import TILE, Layout

@@ -88,8 +88,8 @@ from tileplan.targets.tenstorrent.ops.tt_conv import (
     HALO_SOURCE,
     I2S_SOURCE,
     S2I_SOURCE,
-    divisor_with_padding,
 )
+from tileplan.targets.tenstorrent.ops.tt_conv_grid import divisor_with_padding
 from tileplan.targets.tenstorrent.ops.tt_conv_config import ConfigPlacement, halo_configs
 from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow, max_out_nsticks_per_core
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up

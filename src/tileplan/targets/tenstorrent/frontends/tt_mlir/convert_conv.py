@@ -77,7 +77,7 @@ from tileplan.targets.tenstorrent.frontends.tt_mlir.fusion import CONV_GRAD_INPU
 from tileplan.targets.tenstorrent.frontends.tt_mlir.graph import Value
 from tileplan.targets.tenstorrent.ops.base import OutputRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs, Conv2dConfig, SliceType
+from tileplan.targets.tenstorrent.ops.tt_conv_attrs import Conv2dAttrs, Conv2dConfig, SliceType
 from tileplan.targets.tenstorrent.ops.tt_conv_dram import auto_shard_layout
 from tileplan.targets.tenstorrent.ops.tt_conv_transpose import ConvTranspose2dAttrs
 from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
@@ -142,7 +142,8 @@ def convert_conv(lw: Lowering, op: Operation) -> None:
     software = lw.device.software
     config = Conv2dConfig(shard_layout=layout, weights_dtype=dtype,
                           config_tensors_in_dram=software.conv_config_tensors_in_dram,
-                          reallocate_halo_output=software.conv_reallocate_halo)
+                          reallocate_halo_output=software.conv_reallocate_halo,
+                          reader_indices_cb=software.reader_indices_cb)
     # level 0 passes no slice config (TTIRToTTNN.cpp), levels 1 and 2 L1_FULL (ConvRules.cpp
     # applyConvSliceConfig): tt-metal slices a DRAM input at level 0 (tt_conv_dram.py)
     slice_type = None if lw.options.opt_level == 0 else SliceType.L1_FULL
@@ -217,7 +218,7 @@ def convert_conv1d(lw: Lowering, op: Operation) -> None:
     x = lw.convert(x, Layout.ROW_MAJOR, None, op, x_name)
     conv = Conv2dAttrs(c, o, n, (1, length), (1, k), (1, stride), (0, padding), (1, dilation), groups, False)
     config = Conv2dConfig(shard_layout=auto_shard_layout(conv, lw.target), weights_dtype=dtype,
-                          config_tensors_in_dram=False)
+                          config_tensors_in_dram=False, reader_indices_cb=lw.device.software.reader_indices_cb)
     conv = replace(conv, config=config, slice_type=None)
     weight = lw.constant_form(w_name, Layout.TILE, lw.options.weight_conversion or dtype,
                               shape=(1, 1, k * round_up(c, TILE), round_up(o, TILE)))
@@ -267,7 +268,8 @@ def convert_conv_transpose(lw: Lowering, op: Operation) -> None:
                                  dilation, groups, bias is not None)
     config = Conv2dConfig(shard_layout=auto_shard_layout(attrs.as_conv2d(), lw.target), weights_dtype=dtype,
                           config_tensors_in_dram=True,
-                          reallocate_halo_output=lw.device.software.conv_reallocate_halo)
+                          reallocate_halo_output=lw.device.software.conv_reallocate_halo,
+                          reader_indices_cb=lw.device.software.reader_indices_cb)
     # tt-mlir passes no slice config at any level: tt-metal slices a DRAM input on builds
     # with conv_transpose2d_DRAM (software.toml), before them it always ran the L1 path
     dram_path = lw.device.software.conv_transpose2d_dram_path

@@ -37,7 +37,7 @@ from tileplan.targets.tenstorrent.memory import BufferType, MemoryLayout, Tensor
 from tileplan.targets.tenstorrent.ops import plan_op
 from tileplan.targets.tenstorrent.ops.base import OpRequest
 from tileplan.targets.tenstorrent.ops.kinds import OpKind
-from tileplan.targets.tenstorrent.ops.tt_conv import Conv2dAttrs
+from tileplan.targets.tenstorrent.ops.tt_conv_attrs import Conv2dAttrs
 from tileplan.targets.tenstorrent.ops.tt_conv_transpose import ConvTranspose2dAttrs
 from tileplan.targets.tenstorrent.plan import op_target
 from tileplan.targets.tenstorrent.program import TtProgram
