@@ -291,7 +291,10 @@ def convert_pool(lw: Lowering, op: Operation) -> None:
     flattened to [1, 1, N*H*W, C] (TTIRToTTNN.cpp `Pooling2dOpConversionPattern`, after
     TTIRFlattenSlidingWindow), input and output row-major bfloat16 (TTNNWorkaroundsPass
     `createPool2DOpOperandsWorkarounds`), no shard scheme (tt-metal chooses) and the
-    config tensors in DRAM (`config_tensors_in_dram = true`). Padding over half the
+    config tensors in DRAM (`config_tensors_in_dram = true`, tt-mlir #6919 from
+    2026-02-06; earlier builds keep them in L1_SMALL, which tileplan does not model for a
+    pool: it plans those builds' pools as the later ones run them, the halo's configs in
+    DRAM and the pool's staging CB, a few hundred bytes a core apart). Padding over half the
     kernel becomes an explicit `ttnn.pad` (no rule here); ceil mode is passed through
     (`adaptor.getCeilMode()`, runtime/lib/ttnn/operations/pool/pool2d.cpp); dilation is not
     modelled by the pool rule."""
