@@ -214,3 +214,13 @@ def test_with_parameters_checks_again() -> None:
     with pytest.raises(InputError, match="Reserved size must be less than bank size"):
         with_parameters(d, l1_small_size=2_000_000)
     assert dataclasses.replace(d, trace_region_size=0) == with_parameters(d, trace_region_size=0)
+
+
+@pytest.mark.parametrize("machine", ["n150", "p150"])
+def test_every_known_build_has_every_knob_on_both_stacks(machine: str) -> None:
+    """devices/software.toml: each knob has a value on every build date the device files
+    list (a knob whose first change came after a build made that build unplannable:
+    T3's 2025-04-25 build and the reader-indices rule)."""
+    for version in versions(machine):
+        for stack in Stack:
+            assert load_device(machine, stack=stack, version=version).software.date == version
