@@ -17,7 +17,11 @@ CB takes the buffer's page, bound, in L1_SMALL; in DRAM the CB keeps `get_cb_inf
 page, N x 32 x 2 B for N output tiles a core, and the factory asserts the tensor's page
 fits it: "CB page size {} should be greater than the config tensor page size {}" (the
 TT_FATAL tt-xla's AudioLDM runs hit on a 16 x 2 output: 64 against 68; tt-xla
-remediation notes, tt-metal 3fa4d753).
+remediation notes, tt-metal 3fa4d753); from tt-metal PR #43193 (2026-04-27) the CB
+takes the tensor's own page either way and the row is checked against that worst case
+("Reader indices buffer page size {} exceeds worst-case CB size {}"): `ReaderIndicesCb`,
+devices/software.toml `reader_indices_cb`. With the device's program cache the tensors
+stay as long as their program is cached (plan.py; `DeviceBuffer.cache_key`).
 
 Worked example (H3 of TENSTORRENT-NOTES.md, the graph-capture trace of a 3x3 conv of
 128 x 128 x 32 height-sharded over 103 Blackhole cores): L1_SMALL buffers of 12, 12, 40
