@@ -411,3 +411,17 @@ def test_from_pr_43193_reader_indices_past_the_worst_case_stop_the_conv_in_eithe
     before = plan_op(OpKind.CONV2D, req, attrs(ReaderIndicesCb.WORST_CASE, False))
     reader = next(b for b in before.buffers if b.name == "conv_reader_indices")
     assert (reader.buffer_type, reader.page_bytes) == (BufferType.L1_SMALL, 132)
+
+
+def test_transpose_shards_orients_block_sharding_only() -> None:
+    """conv2d_utils.cpp `determine_parallel_config`: the shard orientation is the block
+    orientation (`transpose_shards`) for block sharding, ROW_MAJOR for height and width
+    sharding whatever the config says."""
+    x, w = row_major((1, 1, 4096, 32), DRAM), row_major((64, 32, 3, 3), DRAM)
+    out = OutputRequest(BufferType.L1, MemoryLayout.HEIGHT_SHARDED)
+    cfg = Conv2dConfig(shard_layout=MemoryLayout.HEIGHT_SHARDED, transpose_shards=True)
+    plan = plan_op(OpKind.CONV2D, OpRequest((x, w), out, MLIR),
+                   Conv2dAttrs(32, 64, 1, (64, 64), (3, 3), (1, 1), (1, 1), config=cfg))
+    halo = next(b for b in plan.buffers if b.name == "halo_output")
+    assert halo.spec is not None and halo.spec.memory.shard is not None
+    assert halo.spec.memory.shard.orientation is ShardOrientation.ROW_MAJOR

@@ -263,7 +263,10 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     weights_height = (kh * blocks[1] * TILE if p.layout is MemoryLayout.HEIGHT_SHARDED
                       else round_up(c_pad * kh * kw, TILE))
     conv_in = DataType.FLOAT32 if x.dtype is DataType.FLOAT32 else DataType.BFLOAT16
-    orientation = ShardOrientation.COL_MAJOR if cfg.transpose_shards else ShardOrientation.ROW_MAJOR
+    # determine_parallel_config: `transpose_shards` orients block sharding only; height and
+    # width sharding are ROW_MAJOR whatever it says
+    transposed = cfg.transpose_shards and p.layout is MemoryLayout.BLOCK_SHARDED
+    orientation = ShardOrientation.COL_MAJOR if transposed else ShardOrientation.ROW_MAJOR
     if own_grid is not None and x.memory.shard is not None:
         orientation = x.memory.shard.orientation
     c_core = c_pad // p.cores_c
