@@ -5,8 +5,8 @@ Sources (tt-metal, read at the 2025 versions near the tt-mlir pin):
 - the shard grid: conv2d_utils.cpp `determine_parallel_config` (height sharding: the
   output's N*H*W tiles over `find_closest_largest_divisor_with_num_padding_and_mult`
   cores; block sharding: that along the grid's rows, the output channel tiles over its
-  columns; width sharding: the input channel tiles over the grid) and
-  `determine_per_core_conv_block_config` (act_block_h = the per-core output height, or the
+  columns; width sharding: the input channel tiles over the grid; tt_conv_grid.py, with a
+  sharded input's own grid) and `determine_per_core_conv_block_config` (act_block_h = the per-core output height, or the
   override's largest divisor of it; act_block_w = C x kernel_w rounded to a tile for
   height sharding, C / cores_c x kernel_w for block sharding, C x kh x kw / (cores_c x
   act_block_w_div) for width sharding).
