@@ -313,6 +313,11 @@ def max_out_nsticks_per_core(window: SlidingWindow) -> int:
     padded-input sticks a core's outputs read, first window corner to last window's far
     corner (`generate_shard_boundaries`): the halo output shard's sticks. H3: 424."""
     _, _, lo, hi = _shard_boundaries(window)
+    return _longest_span(lo, hi)
+
+
+def _longest_span(lo: np.ndarray, hi: np.ndarray) -> int:
+    """The most sticks any core's [lo, hi] range holds (an emptied range holds none)."""
     return int(np.max(np.maximum(hi - lo + 1, 0)))
 
 
@@ -346,7 +351,7 @@ def halo_config_bytes(window: SlidingWindow, input_shard_height: int, *, tiled_i
         raise InputError(f"{nhw} input sticks at {input_shard_height} a core need {sources} cores, more than the "
                          f"{cores} num_cores_nhw", "halo_config_bytes.input_shard_height")
     _, _, lo, hi = _shard_boundaries(window)
-    halo_sticks = max_out_nsticks_per_core(window)
+    halo_sticks = _longest_span(lo, hi)
     (pad_s, pad_e), (real_s, real_e) = _pad_and_real_runs(window)
 
     # pad runs per core, split in halves (flatten_pad_config over pad_config0 / 1)
