@@ -252,12 +252,14 @@ def conv_slice(attrs: Conv2dAttrs, slice_type: SliceType, start: int, end: int, 
 
 
 def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Conv2dAttrs, OpTarget], MemoryLayout],
-                single: bool, move_halo: bool = False, bypass_halo: bool = False) -> tuple[Conv2dAttrs, OpPlan]:
+                single: bool, move_halo: bool = False,
+                bypass_halo: bool = False) -> tuple[Conv2dAttrs, OpPlan, TensorSpec | None]:
     """The slice's conv2d_L1 programs: its shard layout chosen for the slice (unless set),
     its input already sharded in L1 by padded_slice (several slices) or read from the
     DRAM input (one slice), its output TILE and sharded (several) or DRAM (one);
     `bypass_halo`: the L1 op may skip the halo (`bypasses_halo`, the slice's own
-    padding and layout decide)."""
+    padding and layout decide). Returns the slice's conv, its programs and (several
+    slices) its sharded input, padded_slice's output."""
     x = req.inputs[0]
     conv = sl.conv
     if conv.config.shard_layout is None:
@@ -266,7 +268,7 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
     rows = sl.rows
     if single:
         return conv, plan_sliding_conv(op, replace(req, out=OutputRequest(dtype=req.out.dtype)), conv, rows,
-                                       move_halo=move_halo, bypass_halo=bypass_halo, halo_window=sl.halo_window)
+                                       move_halo=move_halo, bypass_halo=bypass_halo, halo_window=sl.halo_window), None
     layout = conv.config.shard_layout
     assert layout is not None
     p = parallel_config(conv, layout, req.target)
@@ -279,7 +281,7 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
     sliced = TensorSpec((1, 1, rows, c_pad), x.dtype, Layout.ROW_MAJOR, MemoryConfig(BufferType.L1, layout, shard))
     out = OutputRequest(BufferType.L1, layout, None, req.out.dtype)
     return conv, plan_sliding_conv(op, replace(req, inputs=(sliced, *req.inputs[1:]), out=out), conv, rows,
-                                   move_halo=move_halo, bypass_halo=bypass_halo, halo_window=sl.halo_window)
+                                   move_halo=move_halo, bypass_halo=bypass_halo, halo_window=sl.halo_window), sliced
 
 
 def _program(plan: OpPlan, name: str) -> Program:
@@ -385,17 +387,12 @@ def plan_sliced(op: str, req: OpRequest, sliced: SlicedOp,
     buffers: list[DeviceBuffer] = []
     elem = x.dtype.element_bytes
     for i, sl in enumerate(decision.slices):
-        conv, plan = _slice_conv(op, req, sl, layout_of, False, sliced.move_halo, sliced.bypass_halo)
+        _, plan, slice_input = _slice_conv(op, req, sl, layout_of, False, sliced.move_halo, sliced.bypass_halo)
         base = len(programs)
-        layout = conv.config.shard_layout
-        assert layout is not None
-        grid = parallel_config(conv, layout, target).grid
-        # the slice's sharded input as its first reader binds it: the halo's source CB,
-        # or, with no halo, the conv's sharded activation
-        reader = next((prog for prog in plan.programs if prog.name == "UntilizeWithHaloProgramFactory"),
-                      _program(plan, "Conv2dShardedProgramFactory"))
-        src = next(cb for cb in reader.circular_buffers if cb.name in ("src", "act_sharded"))
-        shard_rows, row_bytes = src.pages, src.page_bytes
+        assert slice_input is not None and slice_input.memory.shard is not None
+        layout, grid = slice_input.memory.layout, slice_input.memory.shard.grid
+        shard_rows, width = slice_input.memory.shard.shape
+        row_bytes = width * elem
         cbs = [cbuf(0, "output", shard_rows, row_bytes, grid, globally_allocated=True)]
         if row_bytes % target.dram_alignment:
             scratch = round_up(x.shape[-1] * elem + target.dram_alignment, target.dram_alignment)
@@ -408,7 +405,8 @@ def plan_sliced(op: str, req: OpRequest, sliced: SlicedOp,
         # run_sliced_op's `sliced_input_tensor` is in scope to the end of the slice:
         # conv2d_L1 frees it after the halo (the forced `deallocate_activation`), but with
         # no halo it is the conv's own input, held through the conv and slice_write
-        held = base + 1 if reader.name == "UntilizeWithHaloProgramFactory" else base + len(plan.programs) + 1
+        haloed = any(prog.name == "UntilizeWithHaloProgramFactory" for prog in plan.programs)
+        held = base + 1 if haloed else base + len(plan.programs) + 1
         buffers.append(tensor_buffer(f"slice{i}_input", BufferRole.INTERMEDIATE, sliced_spec, target,
                                      (base, held)))
         for b in plan.buffers:
