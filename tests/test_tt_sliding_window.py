@@ -29,6 +29,7 @@ from tileplan.targets.tenstorrent.ops.tt_sliding_window import (
     SlidingWindow,
     conv_reader_indices_bytes,
     halo_config_bytes,
+    pool_reader_indices_bytes,
 )
 from tileplan.targets.tenstorrent.tiles import round_up
 
@@ -158,6 +159,34 @@ def literal_reader(w: SlidingWindow, reader_datums: tuple[int, int], stride_w: i
             if left == 0 or i == end:
                 row.append(prev)
                 row[at], segments, new, first = segments + 1, 0, True, not first
+        rows.append(row)
+    return 2 * _even(max(len(r) for r in rows))
+
+
+def literal_pool_reader(w: SlidingWindow) -> int:
+    """`generate_sliding_window_op_config(op_trace_metadata, shard_boundaries, stride_w)` as
+    pool_multi_core_program_factory.cpp calls it, in bytes a core: is_conv false, reader
+    datums 0 (the C++ counter is unsigned: 0 - 1 wraps and never reaches 0 again), the
+    rows padded to the longest (pad_cores) and to an even count."""
+    _, trace, bounds = literal_walk(w)
+    rows, last, stride_w = [], len(trace), w.stride_hw[1]
+    for (start, end), _ in bounds:
+        row: list[int] = []
+        if start < last:  # "this core has no output"
+            new, left, prev, segments, at = True, 0, 0, 0, 0
+            for i in range(start, end + 1):
+                rel = trace[i] - trace[start]
+                if new:
+                    left = 0  # reader0_datums
+                    row += [0, 0, rel]
+                    at, new = len(row) - 3, False
+                elif rel != prev + stride_w:
+                    row += [prev, rel]
+                    segments += 1
+                left, prev = (left - 1) % 2**32, rel
+                if left == 0 or i == end:
+                    row.append(prev)
+                    row[at], segments = segments + 1, 0  # is_conv false: no new block
         rows.append(row)
     return 2 * _even(max(len(r) for r in rows))
 
@@ -346,6 +375,36 @@ def test_the_vectorised_port_matches_the_stick_by_stick_walk(case):
         assert conv_reader_indices_bytes(w, block, split_reader=split) == literal_reader(w, datums, stride_w)
         legacy = conv_reader_indices_bytes(w, block, split_reader=split, segments_by_transposed_stride=True)
         assert legacy == literal_reader(w, datums, w.stride_hw[1])  # before it: the window's own stride
+
+
+@settings(max_examples=300, deadline=None)
+@given(windows())
+def test_the_pools_reader_indices_match_the_stick_by_stick_walk(w):
+    assume(not w.is_transpose)
+    assert pool_reader_indices_bytes(w) == literal_pool_reader(w)
+
+
+def test_a_pools_reader_indices_are_one_block_a_core():
+    """A 2 x 2 / 2 pool of 480 x 640 on 64 cores (snap_to_tile false): 1,200 outputs a
+    core, rows of 320. Core 0's outputs hold the row starts 320, 640, 960, core 1's
+    (1,200 .. 2,399) 1,280 .. 2,240, four: each a jump of 2 x 640 - 638 = 642, not 2, so
+    5 segments, [5, 0, then 5 first / last pairs] = 12 entries, 24 B (the factory's bound
+    10 entries + 2 x 1,200 x 3 never binds). A 3 x 3 / 1 pool of 8 x 8, padding 1, on 2
+    cores: 32 outputs a core, rows of 8 over a 10-wide padded input: each row start jumps
+    by 3, not 1: core 0's 4 rows, 4 segments, 10 entries = 20 B. A 1-wide output of a
+    7 x 4 input, kernel and stride 1 x 4: each row start jumps by 4 = stride_w, one
+    segment, 4 entries = 8 B; at stride 2 x 4 the jump is 8: (7 - 1) / 2 + 1 = 4 outputs,
+    4 segments, 10 entries = 20 B."""
+    unet = SlidingWindow(1, (480, 640), (2, 2), (2, 2), num_cores_nhw=64, snap_to_tile=False)
+    assert pool_reader_indices_bytes(unet) == 24
+    small = SlidingWindow(1, (8, 8), (3, 3), (1, 1), (1, 1, 1, 1), num_cores_nhw=2, snap_to_tile=False)
+    assert small.output_shard_height == 32 and pool_reader_indices_bytes(small) == 20
+    column = SlidingWindow(1, (7, 4), (1, 4), (1, 4), snap_to_tile=False)
+    assert column.output_hw == (7, 1) and pool_reader_indices_bytes(column) == 8
+    column = SlidingWindow(1, (7, 4), (1, 4), (2, 4), snap_to_tile=False)
+    assert column.output_hw == (4, 1) and pool_reader_indices_bytes(column) == 20
+    with pytest.raises(InputError, match="not transposed"):
+        pool_reader_indices_bytes(SlidingWindow(1, (8, 8), (2, 2), (2, 2), is_transpose=True))
 
 
 @settings(max_examples=100, deadline=None)

@@ -312,6 +312,18 @@ class ReaderIndicesCb(Enum):
     ACTUAL = "actual"
 
 
+class BlockGrids(Enum):
+    """A block-sharded conv2d's grids (devices/software.toml `conv_block_grids`; ops/
+    tt_conv_grid.py). SHARED: one grid for input and output, its channel cores dividing
+    both channel counts (conv2d_utils.cpp `determine_parallel_config` before tt-metal PR
+    #27767). DECOUPLED (PR #27767, "Conv2d decouple input and output shard grids"): the
+    input's channel cores from its own channel blocks, the output's from its own channel
+    tiles, the conv program on their union."""
+
+    SHARED = "shared"
+    DECOUPLED = "decoupled"
+
+
 class Conv3dRule(Enum):
     """The Conv3dConfig tt-mlir gives `ttnn.experimental.conv3d` (devices/software.toml
     `conv3d_config`; the tt-mlir frontend's convert_conv3d.py)."""
@@ -365,8 +377,12 @@ class Software:
     #: what tt-mlir's Conv2dConfig says of reallocate_halo_output and config_tensors_in_dram
     conv_reallocate_halo: bool
     conv_config_tensors_in_dram: bool
+    #: what tt-mlir gives ttnn.max_pool2d / avg_pool2d of config_tensor_in_dram (ops/tt_pool.py)
+    pool_config_tensors_in_dram: bool
     #: how tt-metal sizes conv2d's READER_INDICES CB and checks it (tt_conv_config.py)
     reader_indices_cb: ReaderIndicesCb
+    #: whether a block-sharded conv2d's output takes its own channel cores (tt_conv_grid.py)
+    conv_block_grids: BlockGrids
     accumulation_cbs: Accumulation
     sum_precision: SumPrecision
     mean_scale: MeanScale
@@ -409,7 +425,7 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "const_eval_inputs_on_host", "conv3d_config", "where_broadcast",
           "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
           "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram",
-          "reader_indices_cb",
+          "pool_config_tensors_in_dram", "reader_indices_cb", "conv_block_grids",
           "sum_precision", "mean_scale", "group_norm_lowering", "norm_large_tensor", "rms_norm_fusion",
           "sdpa_lowering", "sdpa_fusing", "legal_layouts_cap", "legal_layout_grid",
           "matmul_program_config", "reshard_candidates", "erase_inverse_ops")
@@ -464,7 +480,9 @@ def software_at(date: str, stack: Stack) -> Software:
         argmax_lowering=ArgmaxLowering(values["argmax_lowering"]),
         conv_reallocate_halo=bool(values["conv_reallocate_halo"]),
         conv_config_tensors_in_dram=bool(values["conv_config_tensors_in_dram"]),
+        pool_config_tensors_in_dram=bool(values["pool_config_tensors_in_dram"]),
         reader_indices_cb=ReaderIndicesCb(values["reader_indices_cb"]),
+        conv_block_grids=BlockGrids(values["conv_block_grids"]),
         accumulation_cbs=Accumulation(values["accumulation_cbs"]),
         sum_precision=SumPrecision(values["sum_precision"]), mean_scale=MeanScale(values["mean_scale"]),
         group_norm_lowering=GroupNormLowering(values["group_norm_lowering"]),

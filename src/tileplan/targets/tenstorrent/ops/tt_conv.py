@@ -68,7 +68,6 @@ from tileplan.targets.tenstorrent.ops.base import (
     OutputRequest,
     Program,
     cbuf,
-    ceil_div,
     require,
     tensor_buffer,
 )
@@ -159,8 +158,9 @@ def conv_cbs(attrs: Conv2dAttrs, p: ConvParallel, blocks: tuple[int, int], weigh
     elif cfg.enable_weights_double_buffer:
         weights *= 2
     blocks_w = (weights_height // TILE) // act_w
-    in0_blocks_w = blocks_w * ((ceil_div(attrs.out_channels, TILE) // p.per_core_w) if p.layout is
-                               MemoryLayout.BLOCK_SHARDED else 1)
+    # get_cb_info: `conv_act_c_blocks = weight_matrix_width_ntiles / per_core_out_matrix_
+    # width_ntile`, the weights' columns padded to the output's channel cores: those cores
+    in0_blocks_w = blocks_w * (p.out_cores_c if p.layout is MemoryLayout.BLOCK_SHARDED else 1)
     packer = compute.packer_l1_acc and ((attrs.bias and in0_blocks_w > 1) or in0_blocks_w > 2)
     partial = (DataType.FLOAT32 if compute.fp32_dest_acc_en else DataType.BFLOAT16) if packer else out_dtype
     out_tiles = p.per_core_h * p.per_core_w
@@ -256,7 +256,8 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     compute = req.compute or CONV_DEFAULT_COMPUTE
     out_dtype = req.out.dtype or x.dtype
     own_grid = input_parallel(attrs, x, target)
-    p = own_grid if own_grid is not None else parallel_config(attrs, cfg.shard_layout, target)
+    p = (own_grid if own_grid is not None
+         else parallel_config(attrs, cfg.shard_layout, target, input_channels_alignment(cfg.shard_layout, x, target)))
     c_pad = padded_in_channels(attrs, p, input_channels_alignment(p.layout, x, target))
     blocks = block_config(attrs, p, c_pad)
     # height sharded: one act block per kernel row, the weights padded alike

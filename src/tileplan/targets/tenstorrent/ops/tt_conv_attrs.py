@@ -9,7 +9,7 @@ from enum import Enum
 
 from tileplan.targets.tenstorrent.memory import MemoryLayout
 from tileplan.targets.tenstorrent.tiles import DataType, Layout
-from tileplan.targets.tenstorrent.versions import ReaderIndicesCb
+from tileplan.targets.tenstorrent.versions import BlockGrids, ReaderIndicesCb
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,9 @@ class Conv2dConfig:
     #: not a ttnn field: how the tt-metal build sizes the READER_INDICES CB
     #: (tt_conv_config.py `ReaderIndicesCb`; the frontend takes the build's)
     reader_indices_cb: ReaderIndicesCb = ReaderIndicesCb.WORST_CASE
+    #: not a ttnn field: whether the build gives a block-sharded output its own channel
+    #: cores (tt_conv_grid.py `BlockGrids`; the frontend takes the build's)
+    block_grids: BlockGrids = BlockGrids.SHARED
 
 
 class SliceType(Enum):

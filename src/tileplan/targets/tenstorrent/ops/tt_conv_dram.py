@@ -271,11 +271,12 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
                                        move_halo=move_halo, bypass_halo=bypass_halo, halo_window=sl.halo_window), None
     layout = conv.config.shard_layout
     assert layout is not None
-    p = parallel_config(conv, layout, req.target)
     # padded_slice shards the DRAM input as `get_input_memory_config` gives it
     # (determine_input_memory_config: the alignment of an input not sharded, the rows a
     # whole tile a core, a row for width sharding), which the conv keeps (its grid)
-    c_pad = padded_in_channels(conv, p, input_channels_alignment(layout, x, req.target))
+    align = input_channels_alignment(layout, x, req.target)
+    p = parallel_config(conv, layout, req.target, align)
+    c_pad = padded_in_channels(conv, p, align)
     unit = 1 if layout is MemoryLayout.WIDTH_SHARDED else TILE
     shard = ShardSpec(p.grid, (round_up(rows, p.cores_nhw * unit) // p.cores_nhw, c_pad // p.cores_c))
     sliced = TensorSpec((1, 1, rows, c_pad), x.dtype, Layout.ROW_MAJOR, MemoryConfig(BufferType.L1, layout, shard))

@@ -3,7 +3,18 @@ ttnn/cpp/ttnn/operations/conv/conv2d/conv2d_utils.cpp): `determine_parallel_conf
 `determine_output_parallel_config`, a sharded input's own grid
 (`get_conv_padded_input_shape_and_mem_config`), the divisor searches they use and the
 input channels' alignment (`get_input_channels_alignment`). tt_conv.py plans the
-programs on it."""
+programs on it.
+
+Block sharding by build (`BlockGrids`, devices/software.toml `conv_block_grids`): until
+tt-metal PR #27767 ("Conv2d decouple input and output shard grids", described
+2025-09-02) one grid served input and output, its channel cores dividing both the
+input's and the output's channel tiles; from it the input's channel cores divide the
+input's channel blocks of `input_channels_alignment` alone and the output takes
+`find_closest_largest_divisor_with_num_padding(out_channels_ntiles, ...)` channel cores
+of its own on the input's N*H*W cores (conv2d_utils.cpp @002a3f41
+`determine_parallel_config`, `determine_output_parallel_config`), the conv program on
+the union of the two grids (conv2d_op_sharded_program_factory.cpp: `all_cores =
+input_cores.merge(output_cores)`)."""
 
 from __future__ import annotations
 
@@ -20,6 +31,7 @@ from tileplan.targets.tenstorrent.memory import (
 from tileplan.targets.tenstorrent.ops.base import OpTarget, ceil_div, require
 from tileplan.targets.tenstorrent.ops.tt_conv_attrs import Conv2dAttrs
 from tileplan.targets.tenstorrent.tiles import TILE, Layout, round_up
+from tileplan.targets.tenstorrent.versions import BlockGrids
 
 
 def divisor_with_padding(num: int, start: int, mult: int = 1) -> int:
@@ -53,9 +65,10 @@ def _largest_common_divisor(num1: int, num2: int, start: int) -> int:
 @dataclass(frozen=True, slots=True)
 class ConvParallel:
     """The conv's shard grid (its input's: `cores_nhw` x `cores_c`), its output's grid
-    and channel cores, and the per-core output block (tiles). Height and block sharding
-    write the output on the input's grid; width sharding on its own
-    (`determine_output_parallel_config`)."""
+    and channel cores, and the per-core output block (tiles). Height sharding writes
+    the output on the input's grid, width sharding on its own, block sharding on the
+    input's or (`BlockGrids.DECOUPLED`) on the input's N*H*W cores by its own channel
+    cores (`determine_output_parallel_config`)."""
 
     layout: MemoryLayout
     cores_nhw: int
@@ -72,18 +85,26 @@ class ConvParallel:
         width sharding, the bounding box of the larger of the input's and the output's
         grids (conv2d_op_width_sharded_program_factory.cpp `multi_core_conv2d_width_
         sharded`: `all_cores` is the output's grid unless the input has more cores,
-        `allocate_cbs(..., all_reader_cores = all_cores.bounding_box())`)."""
-        if self.layout is not MemoryLayout.WIDTH_SHARDED:
+        `allocate_cbs(..., all_reader_cores = all_cores.bounding_box())`); for block
+        sharding the union of the input's and the output's grids
+        (conv2d_op_sharded_program_factory.cpp `input_cores.merge(output_cores)`, two
+        rectangles from core (0, 0) over the same N*H*W cores: the larger of them)."""
+        if self.layout is MemoryLayout.HEIGHT_SHARDED:
             return self.grid
         larger = self.grid if self.grid.cores > self.out_grid.cores else self.out_grid
-        return larger.bounding_box()
+        return larger.bounding_box() if self.layout is MemoryLayout.WIDTH_SHARDED else larger
 
 
-def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) -> ConvParallel:
+def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget, align: int = TILE) -> ConvParallel:
     """`determine_parallel_config`: the conv's own grid for `layout` (height sharding the
     output's N*H*W tiles over the grid's cores, block sharding them over its rows and
-    the channel tiles over its columns, width sharding the input channel tiles over its
-    cores), then `parallel_on`."""
+    the channels over its columns, width sharding the input channel tiles over its
+    cores), then `parallel_on`. Block sharding's channel cores by build
+    (`Conv2dConfig.block_grids`): SHARED divides the output's and the input's channel
+    tiles together (`find_closest_largest_divisor_with_num_padding(out, in, start)`);
+    DECOUPLED the input's channel blocks of `align` (`input_channels_alignment`) alone,
+    `div_up(input_channels, input_channels_alignment)` (the common divisor with the
+    output's channel tiles when channel padding is off)."""
     gx, gy = target.grid
     oh, ow = attrs.output_hw
     nhw_t = ceil_div(attrs.batch * oh * ow, TILE)
@@ -97,8 +118,14 @@ def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) 
         col = attrs.config.transpose_shards
         cores_nhw = divisor_with_padding(nhw_t, gx if col else gy, override_t)
         start_c = gy if col else gx
-        cores_c = (_divisor_pair_with_padding(out_c_t, in_c_t, start_c) if attrs.config.enable_channels_padding
-                   else _largest_common_divisor(out_c_t, in_c_t, start_c))
+        padding = attrs.config.enable_channels_padding
+        if attrs.config.block_grids is BlockGrids.DECOUPLED:
+            blocks = ceil_div(attrs.in_channels, align)
+            cores_c = (divisor_with_padding(blocks, start_c) if padding
+                       else _largest_common_divisor(out_c_t, blocks, start_c))
+        else:
+            cores_c = (_divisor_pair_with_padding(out_c_t, in_c_t, start_c) if padding
+                       else _largest_common_divisor(out_c_t, in_c_t, start_c))
         grid = CoreRange((0, 0), (cores_nhw - 1, cores_c - 1) if col else (cores_c - 1, cores_nhw - 1))
     else:
         require(layout is MemoryLayout.WIDTH_SHARDED, "ttnn.conv2d",
@@ -109,14 +136,18 @@ def parallel_config(attrs: Conv2dAttrs, layout: MemoryLayout, target: OpTarget) 
 
 
 def parallel_on(attrs: Conv2dAttrs, layout: MemoryLayout, grid: CoreRange | CoreRangeSet, cores_nhw: int,
-                cores_c: int, target: OpTarget) -> ConvParallel:
+                cores_c: int, target: OpTarget, col_major: bool | None = None) -> ConvParallel:
     """The conv on an input `grid` of `cores_nhw` x `cores_c`: `determine_output_parallel_
     config` and the per-core block of the output (`determine_conv_op_parallel_config_from_
-    conv_output_mem_config`: the output shard's tiles). Height and block sharding write
-    the output on the input's grid; a width-sharded output takes
+    conv_output_mem_config`: the output shard's tiles). Height sharding writes the output
+    on the input's grid; a width-sharded output takes
     `find_closest_largest_divisor_with_num_padding(out_channels_ntiles, max_num_cores)`
     cores of its own, row-wise over the device grid (conv2d_utils.cpp, every version
-    read), its width a core the output's channel tiles over those."""
+    read), its width a core the output's channel tiles over those; a block-sharded one
+    the input's grid (SHARED) or (DECOUPLED, @002a3f41) the input's `cores_nhw` by
+    `find_closest_largest_divisor_with_num_padding(out_channels_ntiles, grid x)` channel
+    cores (grid y when `col_major`: the input's orientation, `transpose_shards` when
+    None), the output channels padded to them."""
     gx, gy = target.grid
     oh, ow = attrs.output_hw
     nhw_t = ceil_div(attrs.batch * oh * ow, TILE)
@@ -125,6 +156,12 @@ def parallel_on(attrs: Conv2dAttrs, layout: MemoryLayout, grid: CoreRange | Core
         out_c = divisor_with_padding(out_c_t, gx * gy)
         return ConvParallel(layout, cores_nhw, cores_c, grid, nhw_t, ceil_div(out_c_t, out_c),
                             CoreRangeSet.from_count(out_c, gx, gy, row_wise=True), out_c)
+    if layout is MemoryLayout.BLOCK_SHARDED and attrs.config.block_grids is BlockGrids.DECOUPLED:
+        col = attrs.config.transpose_shards if col_major is None else col_major
+        out_c = divisor_with_padding(out_c_t, gy if col else gx)
+        out_grid = CoreRange((0, 0), (cores_nhw - 1, out_c - 1) if col else (out_c - 1, cores_nhw - 1))
+        return ConvParallel(layout, cores_nhw, cores_c, grid, ceil_div(nhw_t, cores_nhw), ceil_div(out_c_t, out_c),
+                            out_grid, out_c)
     return ConvParallel(layout, cores_nhw, cores_c, grid, ceil_div(nhw_t, cores_nhw), ceil_div(out_c_t, cores_c),
                         grid, cores_c)
 
@@ -168,4 +205,5 @@ def input_parallel(attrs: Conv2dAttrs, x: TensorSpec, target: OpTarget) -> ConvP
         cores_nhw, cores_c = (box.width, box.height) if col else (box.height, box.width)
     else:
         cores_nhw, cores_c = 1, shard.grid.cores
-    return parallel_on(attrs, layout, shard.grid, cores_nhw, cores_c, target)
+    return parallel_on(attrs, layout, shard.grid, cores_nhw, cores_c, target,
+                       shard.orientation is ShardOrientation.COL_MAJOR)

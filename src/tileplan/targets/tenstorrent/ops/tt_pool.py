@@ -26,14 +26,31 @@ Sources (tenstorrent/tt-metal):
   `deallocate_input || is_input_tensor_in_dram`);
 - the pool program's circular buffers: pool_utils.cpp `calculate_L1_usage`, which
   pool_multi_core_program_factory.cpp (`pool2d_multi_core_sharded_with_halo_v2_impl_new`)
-  asserts equal to the buffers it creates: the reduce scalar (2 tiles; a second one for
-  an average pool with more than one scalar a core), the clear value (1 tile), the two
-  readers' input blocks (2 pages each of the kernel rows' tiles padded to 1,024
-  elements, at most 8 tiles of channels, 4 for a large average kernel), a pre-tilize CB
-  for a TILE output, and, with the config tensors in DRAM (`config_tensors_in_dram`, which
-  tt-mlir sets since tt-mlir #6919, 2026-02), their L1 staging: 6 B a output row plus 2
-  (and 6 B a row more for the average pool's scalar config). The sharded halo output
-  (raw input), the reader indices and the output are bound to their buffers.
+  asserts equal to the buffers it creates, in the factory's order (at 5cd3a453f15f,
+  after tt-metal PR #35212; 002a3f412aeb before it has the same CBs, the configs always
+  in L1_SMALL): the reduce scalar (2 tiles; a second one for an average pool with more
+  than one scalar a core), the clear value (1 tile), the halo output (raw input, bound),
+  the reader indices, the two readers' input blocks (2 pages each of the kernel rows'
+  tiles padded to 1,024 elements, at most 8 tiles of channels, 4 for a large average
+  kernel), a pre-tilize CB for a TILE output, the output (bound) and an average pool's
+  scalar config;
+- the pool's own config tensors, made by its factory (`Pool2D::MultiCore::create`) after
+  the output and held by the cached program (its shared variables `reader_indices_storage`
+  and `scalar_config_storage`): the reader indices (tt_sliding_window.py
+  `pool_reader_indices_bytes`) and, for an average pool with a scalar per output, the
+  scalar config (`avg_pool_scalar_bytes`), UINT16 rows. In L1_SMALL
+  (`config_tensor_in_dram` false: always before PR #35212, and tt-mlir builds before
+  tt-mlir #6919, 2026-02-06: devices/software.toml `pool_config_tensors_in_dram`),
+  HEIGHT_SHARDED one row a core of the pool's grid (sliding_window.cpp
+  `construct_on_host_config_tensor` and `move_config_tensor_to_device`: the N x H x W
+  rows repeated over the channel cores; the scalar config's rows repeated by the
+  factory), the CBs bound to them: the reader indices' page the entry count rounded up
+  to 4 (the factory passes `top_left_indices[0].size()`, entries, as bytes), the scalar
+  config's its buffer's page. In DRAM (interleaved, a row of each N x H x W core, a page
+  a row), the CBs unbound, sized to the worst case of 3 entries an output row: 6 B a row
+  + 2 for the reader indices, 6 B a row for the scalar config (`calculate_L1_usage`:
+  "Worst case of 6 Bytes per output elem"). The halo's configs go where the pool's go
+  (generic_pools.cpp at 465a425e2169 passes `config_tensor_in_dram` to `ttnn::halo`).
 
 Ceil mode (sliding_window.cpp `get_output_shape`, `get_ceil_pad_h` / `get_ceil_pad_w`):
 the output size by ceil, a last window starting in the padding dropped, and the input
@@ -42,24 +59,28 @@ which the halo reads as padding; an average pool so padded, like one with paddin
 counted, has a scalar per output row, not one per core (pool_utils.cpp
 `is_pool_op_one_scalar_per_core`): a second scalar CB and the scalars' config rows.
 
-The halo's config tensors in DRAM and its four CBs for them (tt_conv_config.py, their sizes
-tt_sliding_window.py). Not modelled (the rule refuses them by name): config tensors in
-L1_SMALL (`config_tensors_in_dram` false: the size of the pool's own reader-indices
-tensor, `generate_sliding_window_op_config` for a pool, is not ported; nor are its DRAM
-copy's few bytes a core with them in DRAM), a sharded or TILE input (the halo's untilize path), `return_indices`,
-dilation, and the DRAM slicing the 2026 op adds for
-inputs that do not fit L1 (tileplan plans the L1-resident pool, as for conv2d).
+The halo's config tensors and its four CBs for them: tt_conv_config.py, their sizes
+tt_sliding_window.py. Not modelled (the rule refuses them by name): a sharded or TILE
+input (the halo's untilize path), `return_indices`, dilation, and the DRAM slicing the
+2026 op adds for inputs that do not fit L1 (tileplan plans the L1-resident pool, as for
+conv2d). From tt-metal PR #43193 (2026-04-27; undone by #43305, restored by #44064,
+described 2026-05-12) the DRAM reader indices' CB takes the tensor's own page, not the
+worst case, and a later pool_utils.hpp passes the scalar config's own page too (its date
+not established); tileplan keeps the worst case for every build.
 
 Worked example: max pool 2 x 2 / 2 of a [1, 1, 480 x 640, 32] bf16 input on an 8 x 8
 grid: 76,800 output rows height sharded over 64 cores (1,200 a core), the input 4,800
-rows a core; pool CBs scalar 4,096 + clear 2,048 + two readers 2 x 2 x 2,048 + config
-staging 1,200 x 6 + 2 = 21,506 B.
+rows a core; pool CBs scalar 4,096 + clear 2,048 + reader indices' staging 1,200 x 6 + 2
++ two readers 2 x 2 x 2,048 = 21,538 B, the reader indices 24 B a core (64 rows in DRAM;
+in L1_SMALL 32 B a bank).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+
+import numpy as np
 
 from tileplan.targets.tenstorrent.memory import (
     BufferType,
@@ -91,7 +112,12 @@ from tileplan.targets.tenstorrent.ops.tt_conv import (
 )
 from tileplan.targets.tenstorrent.ops.tt_conv_grid import divisor_with_padding
 from tileplan.targets.tenstorrent.ops.tt_conv_config import ConfigPlacement, halo_configs
-from tileplan.targets.tenstorrent.ops.tt_sliding_window import SlidingWindow, max_out_nsticks_per_core
+from tileplan.targets.tenstorrent.ops.tt_sliding_window import (
+    ENTRY_BYTES,
+    SlidingWindow,
+    max_out_nsticks_per_core,
+    pool_reader_indices_bytes,
+)
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
 
 POOL_SOURCE = "ttnn/cpp/ttnn/operations/pool/generic/device/pool_multi_core_program_factory.cpp"
@@ -99,8 +125,11 @@ POOL_SOURCE = "ttnn/cpp/ttnn/operations/pool/generic/device/pool_multi_core_prog
 FACE, TILE_HW = 16, TILE * TILE
 #: get_factory_parameters: `multi_buffering_factor`
 BUFFERING = 2
-#: calculate_L1_usage: bytes of L1 staging a output row for config tensors in DRAM
+#: calculate_L1_usage and the factory: the L1 staging of config tensors in DRAM, the worst
+#: case of 3 UINT16 entries an output row (+ 2 B for the reader indices' segment count)
 CONFIG_BYTES_PER_ROW, CONFIG_EXTRA = 6, 2
+#: create_scalar_config_tensor: a ScalarInfo entry (start, value, end), 3 UINT16
+SCALAR_ENTRY_BYTES = 3 * ENTRY_BYTES
 #: generic_pools.cpp: a non-sharded row-major input's channel alignment
 INPUT_CHANNEL_ALIGNMENT = 8
 
@@ -202,10 +231,33 @@ def parallel_config(attrs: Pool2dAttrs, layout: MemoryLayout, target: OpTarget) 
     return PoolParallel(layout, CoreRangeSet.from_count(cc, gx, gy, row_wise=True), 1, cc)
 
 
+def one_scalar_per_core(kind: PoolType, attrs: Pool2dAttrs) -> bool:
+    """pool_utils.cpp `is_pool_op_one_scalar_per_core` (no divisor override from tt-mlir):
+    a max pool, or an average pool whose every window counts the same, one scalar a core;
+    else a scalar per output and the scalar config tensor."""
+    (ph, pw), (ch, cw) = attrs.padding, attrs.ceil_pads
+    return kind is PoolType.MAX or ((not attrs.ceil_mode or (ch == 0 and cw == 0))
+                                    and (attrs.count_include_pad or (ph == 0 and pw == 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class BoundCbs:
+    """The pool program's CBs bound to a tensor's buffer, (pages, page bytes): the halo
+    output (`raw_in`) and the output, and the pages of the reader indices' and scalar
+    config's CBs when those tensors are in L1_SMALL (the factory passes the reader indices'
+    entry count rounded up to 4 as its page, the scalar config buffer's own page)."""
+
+    raw_in: tuple[int, int]
+    out: tuple[int, int]
+    reader_indices: int
+    scalar_config: int
+
+
 def pool_cbs(kind: PoolType, attrs: Pool2dAttrs, cores_c: int, out_shard: tuple[int, int],
-             in_dtype: DataType) -> list[tuple[str, int, int]]:
-    """The pool program's own circular buffers (name, pages, page bytes) in creation
-    order, `calculate_L1_usage` and `get_factory_parameters` (module docstring)."""
+             in_dtype: DataType, bound: BoundCbs | None = None) -> list[tuple[str, int, int, bool]]:
+    """The pool program's circular buffers (name, pages, page bytes, bound to a buffer) in
+    the factory's creation order, `calculate_L1_usage` and `get_factory_parameters` (module
+    docstring); without `bound`, only those taking CB space (the auto shard's price)."""
     dtype = DataType.BFLOAT16 if in_dtype.block_float else in_dtype
     nbytes = dtype.element_bytes
     kernel_hw = attrs.kernel[0] * attrs.kernel[1]
@@ -220,22 +272,73 @@ def pool_cbs(kind: PoolType, attrs: Pool2dAttrs, cores_c: int, out_shard: tuple[
     wide = in_ntiles_c > max_tiles
     in_cb = (max_tiles if wide else in_ntiles_c) * TILE * tilized_rows
     in_page = nbytes * round_up(in_cb, TILE_HW)
-    (ph, pw), (ch, cw) = attrs.padding, attrs.ceil_pads
-    # pool_utils.cpp `is_pool_op_one_scalar_per_core` (no divisor override from tt-mlir)
-    one_scalar = not avg or ((not attrs.ceil_mode or (ch == 0 and cw == 0))
-                             and (attrs.count_include_pad or (ph == 0 and pw == 0)))
-    cbs = [("in_scalar_0", BUFFERING, TILE_HW * nbytes)]
+    one_scalar = one_scalar_per_core(kind, attrs)
+    dram = attrs.config_tensors_in_dram
+    cbs = [("in_scalar_0", BUFFERING, TILE_HW * nbytes, False)]
     if avg and not one_scalar:
-        cbs.append(("in_scalar_1", BUFFERING, TILE_HW * nbytes))
-    cbs += [("clear_value", 1, TILE_HW * nbytes), ("in_0", BUFFERING, in_page), ("in_1", BUFFERING, in_page)]
+        cbs.append(("in_scalar_1", BUFFERING, TILE_HW * nbytes, False))
+    cbs.append(("clear_value", 1, TILE_HW * nbytes, False))
+    if bound is not None:
+        cbs.append(("raw_in", *bound.raw_in, True))
+    if dram:
+        cbs.append(("reader_indices", 1, out_shard[0] * CONFIG_BYTES_PER_ROW + CONFIG_EXTRA, False))
+    elif bound is not None:
+        cbs.append(("reader_indices", 1, bound.reader_indices, True))
+    cbs += [("in_0", BUFFERING, in_page, False), ("in_1", BUFFERING, in_page, False)]
     if attrs.output_layout is Layout.TILE:
-        cbs.append(("pre_tilize", 1, in_ntiles_c * TILE_HW * nbytes))
-    if attrs.config_tensors_in_dram:
-        staging = out_shard[0] * CONFIG_BYTES_PER_ROW + CONFIG_EXTRA
-        if not one_scalar:
-            staging += out_shard[0] * CONFIG_BYTES_PER_ROW
-        cbs.append(("config_tensors", 1, staging))
+        cbs.append(("pre_tilize", 1, in_ntiles_c * TILE_HW * nbytes, False))
+    if bound is not None:
+        cbs.append(("out", *bound.out, True))
+    if not one_scalar and dram:
+        cbs.append(("config", 1, out_shard[0] * CONFIG_BYTES_PER_ROW, False))
+    elif not one_scalar and bound is not None:
+        cbs.append(("config", 1, bound.scalar_config, True))
     return cbs
+
+
+def avg_pool_scalar_bytes(attrs: Pool2dAttrs, per_core: int, cores_nhw: int) -> int:
+    """A core's bytes of an average pool's scalar config, made when one scalar a core will
+    not do (`one_scalar_per_core`): pool_multi_core_program_factory.cpp
+    `create_scalar_config_tensor` and `get_bf16_avg_pool_config_scalars` (at 5cd3a453f15f
+    and 002a3f412aeb alike).
+
+    For each of the `cores_nhw` cores (height and block sharding's N x H x W cores, 1
+    for width sharding) the walk takes `per_core` outputs (`max_out_nhw_per_core`, the
+    output shard's rows) from its first, the column advancing and the row wrapping modulo
+    the output height (a core past the last output walks on from row 0), and keeps one
+    ScalarInfo (start, value, end) for each run of outputs of one pool area: the window's
+    rows times columns within the input and its leading and trailing padding (with padding
+    not counted, within the input only; none when empty), ceil mode's extra rows and
+    columns never counted. Core k starts at output k x per_core, except that when that
+    count reaches the image after the last (`output_stick_n == n_dim`) the C++ takes it
+    back by the images and restarts the row and column at 0. Rows padded with zeros to the
+    most ScalarInfos of a core, no even padding: 6 B a ScalarInfo. Worked example: avg
+    2 x 2 / 2, padding 1 not counted, of 64 x 64, 18 outputs a core: areas 1 at the
+    corners, 2 on the edges, 4 inside; core 1 walks row 0 columns 18 .. 32 and row 1
+    columns 0 .. 2, areas 2 (x 14), 1, 2, 4, 4: 4 ScalarInfos, 24 B."""
+    (oh, ow), (h, w), (kh, kw), (sh, sw) = attrs.output_hw, attrs.input_hw, attrs.kernel, attrs.stride
+
+    def counted(outputs: int, size: int, k: int, s: int, pad: int) -> np.ndarray:
+        start = np.arange(outputs, dtype=np.int64) * s - pad
+        end = np.minimum(start + k, size + pad)
+        if attrs.count_include_pad:
+            return end - start
+        return np.maximum(np.minimum(end, size) - np.maximum(start, 0), 0)
+
+    area = np.outer(counted(oh, h, kh, sh, attrs.padding[0]), counted(ow, w, kw, sw, attrs.padding[1])).ravel()
+    cycle = len(area)
+    changes = np.concatenate(([0], np.cumsum(np.tile(area != np.roll(area, 1), 2))))
+    most, linear, first = 0, 0, 0
+    for _ in range(cores_nhw):
+        full, rest = divmod(per_core - 1, cycle)
+        at = (first + 1) % cycle
+        most = max(most, 1 + full * int(changes[cycle]) + int(changes[at + rest] - changes[at]))
+        linear += per_core
+        first = linear % cycle
+        if linear // cycle == attrs.batch:
+            linear -= attrs.batch * cycle
+            first = 0
+    return SCALAR_ENTRY_BYTES * most
 
 
 def _l1_usage(kind: PoolType, attrs: Pool2dAttrs, p: PoolParallel, in_dtype: DataType, out_dtype: DataType,
@@ -250,7 +353,7 @@ def _l1_usage(kind: PoolType, attrs: Pool2dAttrs, p: PoolParallel, in_dtype: Dat
         out = out_dtype.tile_bytes * shard[0] * shard[1] // TILE_HW
     else:
         out = min(FACE, shard[1]) * nbytes * shard[0] * ceil_div(attrs.channels, p.cores_c * FACE)
-    return sum(pages * page for _, pages, page in cbs) + round_up(out, target.dram_alignment)
+    return sum(pages * page for _, pages, page, _ in cbs) + round_up(out, target.dram_alignment)
 
 
 def auto_shard(kind: PoolType, attrs: Pool2dAttrs, in_dtype: DataType, out_dtype: DataType,
@@ -270,8 +373,6 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
     pool = PoolType.MAX if kind is OpKind.MAX_POOL2D else PoolType.AVG
     (x,) = req.inputs
     target = req.target
-    require(attrs.config_tensors_in_dram, op, "config tensors in L1_SMALL are not modelled (the size of the "
-            "pool's own reader-indices tensor is not ported); tt-mlir sets config_tensors_in_dram")
     require(x.layout is Layout.ROW_MAJOR and not x.memory.layout.sharded, op,
             "an interleaved row-major input expected (tt-mlir's pool workaround); a sharded or TILE input is not "
             "modelled")
@@ -302,8 +403,8 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
     halo_out = TensorSpec((1, 1, sticks * p.cores_nhw, c_in), halo_dtype, Layout.ROW_MAJOR,
                           MemoryConfig(BufferType.L1, p.layout, ShardSpec(p.grid, (sticks, c_core))))
     halo_stick = c_core * halo_dtype.element_bytes
-    configs, config_buffers = halo_configs(window, in_shard, x.dtype,
-                                           ConfigPlacement(p.grid, p.cores_nhw, in_dram=True), 4, target, 1)
+    where = ConfigPlacement(p.grid, p.cores_nhw, in_dram=attrs.config_tensors_in_dram)
+    configs, config_buffers = halo_configs(window, in_shard, x.dtype, where, 4, target, 1)
     programs.append(Program("UntilizeWithHaloProgramFactory", HALO_SOURCE, p.grid, (
         cbuf(0, "src", in_rows, halo_stick, p.grid, globally_allocated=True),
         cbuf(1, "out", sticks, halo_stick, p.grid, globally_allocated=True),
@@ -314,13 +415,19 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
     out_shard = (out_rows, c_out // p.cores_c)
     pool_out = TensorSpec((1, 1, attrs.output_rows, c_out), out_dtype, attrs.output_layout,
                           MemoryConfig(BufferType.L1, p.layout, ShardSpec(p.grid, out_shard)))
-    cbs = [cbuf(i, name, pages, page, p.grid)
-           for i, (name, pages, page) in enumerate(pool_cbs(pool, attrs, p.cores_c, out_shard, halo_dtype))]
-    n = len(cbs)
-    cbs += [cbuf(n, "raw_in", sticks, halo_stick, p.grid, globally_allocated=True),
-            cbuf(n + 1, "out", out_shard[0], out_shard[1] * out_dtype.element_bytes, p.grid,
-                 globally_allocated=True)]
+    reader_row = pool_reader_indices_bytes(window)
+    one_scalar = one_scalar_per_core(pool, attrs)
+    scalar_row = 0 if one_scalar else avg_pool_scalar_bytes(attrs, out_shard[0], p.cores_nhw)
+    bound = BoundCbs((sticks, halo_stick), (out_shard[0], out_shard[1] * out_dtype.element_bytes),
+                     round_up(reader_row // ENTRY_BYTES, 4), scalar_row)
+    cbs = [cbuf(i, name, pages, page, p.grid, globally_allocated=bound_cb) for i, (name, pages, page, bound_cb)
+           in enumerate(pool_cbs(pool, attrs, p.cores_c, out_shard, halo_dtype, bound))]
+    pool_index = len(programs)
     programs.append(Program("Pool2D::MultiCore", POOL_SOURCE, p.grid, tuple(cbs)))
+    # the factory makes its config tensors after the output; the cached program holds them
+    program = f"pool2d {pool.value} {attrs!r} {p!r} {x.dtype.value} {out_dtype.value}"
+    own = [where.buffer(name, row, target, (pool_index, pool_index), program)
+           for name, row in (("pool_reader_indices", reader_row), ("pool_scalar_config", scalar_row)) if row]
     out = pool_out
     if not req.out.sharded:
         out = TensorSpec((1, 1, attrs.output_rows, attrs.channels), out_dtype, attrs.output_layout, req.out.memory())
@@ -328,6 +435,9 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
                                 (cbuf(0, "input", out_shard[0], out_shard[1] * out_dtype.element_bytes, p.grid,
                                       globally_allocated=True),)))
         buffers.append(tensor_buffer("pool_output_sharded", BufferRole.INTERMEDIATE, pool_out, target, (2, 3)))
+        buffers.extend(own)
     last = len(programs) - 1
     buffers.append(tensor_buffer("output0", BufferRole.OUTPUT, out, target, (last, last)))
+    if req.out.sharded:
+        buffers.extend(own)
     return OpPlan(op, tuple(programs), (out,), tuple(buffers))

@@ -29,6 +29,9 @@ Sources (tenstorrent/tt-metal), all ported for the row-major (untilized) halo in
   `act_block_h_datums_split_last` under the split reader, else `act_block_h_datums`, 0
   (as conv2d_op_width_sharded_program_factory.cpp always); the READER_INDICES CB page set
   to the buffer's page size.
+- .../pool/generic/device/pool_multi_core_program_factory.cpp at 5cd3a453f15f (with
+  `config_tensor_in_dram`, tt-metal PR #35212) and 002a3f412aeb (without): the pool's
+  reader indices, one block a core (`pool_reader_indices_bytes`).
 Older versions give other sizes: before PR #23825 (June 2025) one `pad_config` beside the
 two gather configs, before that pad / local / remote configs with null plugs; before PR
 #23025 (June 2025) one reader index an output stick, padded to a tile (320 B a core for
@@ -308,6 +311,15 @@ def _overlaps(starts: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarr
     return first, stop
 
 
+def _row_breaks(w: SlidingWindow, stride_w: int) -> tuple[np.ndarray, np.ndarray]:
+    """The outputs that begin a row (or image) and those of them where a segment of
+    window corners stepping by `stride_w` breaks (the corner jumps by anything else)."""
+    oh, ow = w.output_hw
+    row_starts = np.arange(1, w.batch * oh, dtype=_I64) * ow
+    jumps = _op_trace(w, row_starts) - _op_trace(w, row_starts - 1)
+    return row_starts, row_starts[jumps != stride_w]
+
+
 def max_out_nsticks_per_core(window: SlidingWindow) -> int:
     """sliding_window.cpp `generate_max_out_nsticks_per_core`: over the cores, the
     padded-input sticks a core's outputs read, first window corner to last window's far
@@ -435,11 +447,8 @@ def conv_reader_indices_bytes(window: SlidingWindow, act_block_h_ntiles: int, *,
 
     # output sticks where a segment breaks: a row start whose window corner jumps by other than stride_w,
     # and every other output when the trace steps inside a row by other than stride_w (transposed)
-    oh, ow = window.output_hw
     stride_w = 1 if window.is_transpose and not segments_by_transposed_stride else window.stride_hw[1]
-    row_starts = np.arange(1, window.batch * oh, dtype=_I64) * ow
-    jumps = _op_trace(window, row_starts) - _op_trace(window, row_starts - 1)
-    breaks = row_starts[jumps != stride_w]
+    row_starts, breaks = _row_breaks(window, stride_w)
     inner_breaks = window.trace_stride_hw[1] != stride_w
 
     out_start, out_end, _, _ = _shard_boundaries(window)
@@ -460,4 +469,32 @@ def conv_reader_indices_bytes(window: SlidingWindow, act_block_h_ntiles: int, *,
         segments += block_end - block_start - within(row_starts)
     entries = np.where(valid, 2 + 2 * segments, 0).sum(axis=1)
     longest = int(entries.max())
+    return ENTRY_BYTES * (longest + longest % 2)
+
+
+def pool_reader_indices_bytes(window: SlidingWindow) -> int:
+    """A core's bytes of a 2-D pool's reader indices (tenstorrent/tt-metal
+    pool/generic/device/pool_multi_core_program_factory.cpp `Pool2D::MultiCore::create`,
+    at 5cd3a453f15f and at 002a3f412aeb, before `config_tensor_in_dram`: sliding_window.cpp
+    `generate_sliding_window_op_config(op_trace_metadata, shard_boundaries, stride_w)`,
+    sliding_window.hpp's defaults is_conv false, reader0_datums = reader1_datums = 0,
+    pad_cores true; 00002df221d9).
+
+    No reader datums: the block counter starts at 0 and wraps below it, so a core's
+    outputs are one block ending at its last output (is_conv false never starts another):
+    [segments, 0, then first and last window corner of each run of outputs stepping by
+    stride_w], 2 + 2 x segments entries, a run broken where an output row (or image)
+    begins unless the jump equals stride_w. A core without outputs has none; the rows are
+    padded to the longest (pad_cores), then to an even count (`construct_on_host_config_tensor`).
+    The factory asserts the row within 3 entries an output + 2 B ("Reader indices buffer
+    page size {} exceeds max expected size {}"), which 2 + 2 x segments entries always are.
+    Worked example: a 2 x 2 / 2 pool of 480 x 640 on 64 cores, 1,200 outputs a core of
+    rows of 320: core 1's outputs 1,200 .. 2,399 hold 4 row starts (each a jump of 642,
+    not 2): 5 segments, 12 entries = 24 B (core 0's 3: 10 entries)."""
+    if window.is_transpose:
+        raise InputError("a pool's window is not transposed", "pool_reader_indices_bytes.window")
+    _, breaks = _row_breaks(window, window.stride_hw[1])
+    out_start, out_end, _, _ = _shard_boundaries(window)
+    segments = 1 + np.searchsorted(breaks, out_end, side="right") - np.searchsorted(breaks, out_start, side="right")
+    longest = int(np.max(np.where(out_start < window.output_sticks, 2 + 2 * segments, 0)))
     return ENTRY_BYTES * (longest + longest % 2)

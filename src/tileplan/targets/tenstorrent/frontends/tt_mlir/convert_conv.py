@@ -136,14 +136,15 @@ def convert_conv(lw: Lowering, op: Operation) -> None:
                              attrs=MatmulAttrs(), compute=lw.options.compute(), fused=fused, **where)
         lw.define_flat(op, tid, dims)
         return
-    attrs = Conv2dAttrs(in_channels=c, out_channels=o, batch=n, input_hw=(h, w), kernel=(kh, kw), stride=stride,
-                        padding=padding, dilation=dilation, groups=groups, bias=bias is not None)
-    layout = auto_shard_layout(attrs, lw.target)
     software = lw.device.software
-    config = Conv2dConfig(shard_layout=layout, weights_dtype=dtype,
-                          config_tensors_in_dram=software.conv_config_tensors_in_dram,
-                          reallocate_halo_output=software.conv_reallocate_halo,
-                          reader_indices_cb=software.reader_indices_cb)
+    grids = Conv2dConfig(block_grids=software.conv_block_grids)
+    attrs = Conv2dAttrs(in_channels=c, out_channels=o, batch=n, input_hw=(h, w), kernel=(kh, kw), stride=stride,
+                        padding=padding, dilation=dilation, groups=groups, bias=bias is not None, config=grids)
+    layout = auto_shard_layout(attrs, lw.target)
+    config = replace(grids, shard_layout=layout, weights_dtype=dtype,
+                     config_tensors_in_dram=software.conv_config_tensors_in_dram,
+                     reallocate_halo_output=software.conv_reallocate_halo,
+                     reader_indices_cb=software.reader_indices_cb)
     # level 0 passes no slice config (TTIRToTTNN.cpp), levels 1 and 2 L1_FULL (ConvRules.cpp
     # applyConvSliceConfig): tt-metal slices a DRAM input at level 0 (tt_conv_dram.py)
     slice_type = None if lw.options.opt_level == 0 else SliceType.L1_FULL
@@ -216,9 +217,10 @@ def convert_conv1d(lw: Lowering, op: Operation) -> None:
     x = b.one(OpKind.RESHAPE, f"{x_name}.nlc", (x,), v.with_(shape=(n, length, c)),
               attrs=ReshapeAttrs((n, length, c)), **where)
     x = lw.convert(x, Layout.ROW_MAJOR, None, op, x_name)
-    conv = Conv2dAttrs(c, o, n, (1, length), (1, k), (1, stride), (0, padding), (1, dilation), groups, False)
-    config = Conv2dConfig(shard_layout=auto_shard_layout(conv, lw.target), weights_dtype=dtype,
-                          config_tensors_in_dram=False, reader_indices_cb=lw.device.software.reader_indices_cb)
+    grids = Conv2dConfig(block_grids=lw.device.software.conv_block_grids)
+    conv = Conv2dAttrs(c, o, n, (1, length), (1, k), (1, stride), (0, padding), (1, dilation), groups, False, grids)
+    config = replace(grids, shard_layout=auto_shard_layout(conv, lw.target), weights_dtype=dtype,
+                     config_tensors_in_dram=False, reader_indices_cb=lw.device.software.reader_indices_cb)
     conv = replace(conv, config=config, slice_type=None)
     weight = lw.constant_form(w_name, Layout.TILE, lw.options.weight_conversion or dtype,
                               shape=(1, 1, k * round_up(c, TILE), round_up(o, TILE)))
@@ -266,10 +268,12 @@ def convert_conv_transpose(lw: Lowering, op: Operation) -> None:
     dtype = lw.float_dtype() if lw.options.activations is None else lw.options.activations
     attrs = ConvTranspose2dAttrs(c, o, n, (h, w), (kh, kw), stride, padding, (output_padding[0], output_padding[1]),
                                  dilation, groups, bias is not None)
-    config = Conv2dConfig(shard_layout=auto_shard_layout(attrs.as_conv2d(), lw.target), weights_dtype=dtype,
-                          config_tensors_in_dram=True,
-                          reallocate_halo_output=lw.device.software.conv_reallocate_halo,
-                          reader_indices_cb=lw.device.software.reader_indices_cb)
+    grids = Conv2dConfig(block_grids=lw.device.software.conv_block_grids)
+    as_conv = attrs.as_conv2d()
+    config = replace(grids, shard_layout=auto_shard_layout(replace(as_conv, config=grids), lw.target),
+                     weights_dtype=dtype, config_tensors_in_dram=True,
+                     reallocate_halo_output=lw.device.software.conv_reallocate_halo,
+                     reader_indices_cb=lw.device.software.reader_indices_cb)
     # tt-mlir passes no slice config at any level: tt-metal slices a DRAM input on builds
     # with conv_transpose2d_DRAM (software.toml), before them it always ran the L1 path
     dram_path = lw.device.software.conv_transpose2d_dram_path
@@ -291,11 +295,10 @@ def convert_pool(lw: Lowering, op: Operation) -> None:
     flattened to [1, 1, N*H*W, C] (TTIRToTTNN.cpp `Pooling2dOpConversionPattern`, after
     TTIRFlattenSlidingWindow), input and output row-major bfloat16 (TTNNWorkaroundsPass
     `createPool2DOpOperandsWorkarounds`), no shard scheme (tt-metal chooses) and the
-    config tensors in DRAM (`config_tensors_in_dram = true`, tt-mlir #6919 from
-    2026-02-06; earlier builds keep them in L1_SMALL, which tileplan does not model for a
-    pool: it plans those builds' pools as the later ones run them, the halo's configs in
-    DRAM and the pool's staging CB, a few hundred bytes a core apart). Padding over half the
-    kernel becomes an explicit `ttnn.pad` (no rule here); ceil mode is passed through
+    config tensors, the halo's and the pool's, in DRAM from tt-mlir #6919 (2026-02-06,
+    `config_tensors_in_dram = true`) and in L1_SMALL before it (tt-metal's default; devices/
+    software.toml `pool_config_tensors_in_dram`). Padding over half the kernel becomes an
+    explicit `ttnn.pad` (no rule here); ceil mode is passed through
     (`adaptor.getCeilMode()`, runtime/lib/ttnn/operations/pool/pool2d.cpp); dilation is not
     modelled by the pool rule."""
     src = op.inputs[0]
@@ -316,6 +319,7 @@ def convert_pool(lw: Lowering, op: Operation) -> None:
     kind = OpKind.MAX_POOL2D if op.kind == "maxpool" else OpKind.AVG_POOL2D
     attrs = Pool2dAttrs(n, (h, w), c, kernel, stride, (quad[0], quad[1]),
                         count_include_pad=bool(op.attr("count_include_pad", True)),
+                        config_tensors_in_dram=lw.device.software.pool_config_tensors_in_dram,
                         ceil_mode=bool(op.attr("ceil_mode", False)))
     x = lw.convert(lw.flat_tensor(src, Layout.ROW_MAJOR, at=op), None, DataType.BFLOAT16, op, src)
     _, _, oh, ow = op.output_shape
