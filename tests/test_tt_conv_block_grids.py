@@ -95,3 +95,27 @@ def test_height_and_width_sharding_are_the_same_in_every_build(grids: BlockGrids
     attrs = replace(ATTRS, config=replace(ATTRS.config, block_grids=grids))
     for layout in (MemoryLayout.HEIGHT_SHARDED, MemoryLayout.WIDTH_SHARDED):
         assert parallel_config(attrs, layout, MLIR, 8) == parallel_config(ATTRS, layout, MLIR, 8)
+
+
+def test_the_knob_is_dated_by_pr_27767_and_the_tt_mlir_frontend_takes_it() -> None:
+    """devices/software.toml `conv_block_grids`: SHARED before 2025-09-26, DECOUPLED from
+    it; the tt-mlir frontend's Conv2dConfig carries the build's rule (the 2025-04-25 build
+    and the 2026-03-20 one)."""
+    from tileplan.importers.graph import GraphBuilder
+    from tileplan.model.precision import Precision
+    from tileplan.targets.tenstorrent.device import load_device
+    from tileplan.targets.tenstorrent.frontends.tt_mlir import TtMlirOptions, lower
+    from tileplan.targets.tenstorrent.versions import Stack, software_at
+
+    assert software_at("2025-09-25", Stack.TT_MLIR).conv_block_grids is BlockGrids.SHARED
+    assert software_at("2025-09-26", Stack.TT_MLIR).conv_block_grids is BlockGrids.DECOUPLED
+    assert "#27767" in software_at("2025-09-26", Stack.TT_MLIR).source("conv_block_grids")
+    b = GraphBuilder("conv")
+    x = b.input("x", (1, 320, 64, 64), "float")
+    w = b.parameter("w", (640, 320, 3, 3), "float")
+    b.output(b.op("conv", [x, w], {"strides": (1, 1), "pads": (1, 1, 1, 1)}, name="conv"))
+    graph = b.build().to_program(Precision("BF16"), Precision("BF16"), repeat=False)
+    for version, grids in (("2025-04-25", BlockGrids.SHARED), ("2026-03-20", BlockGrids.DECOUPLED)):
+        program = lower(graph, TtMlirOptions(opt_level=0), load_device("n150", version=version))
+        (conv,) = [op for op in program.ops if op.kind is OpKind.CONV2D]
+        assert conv.attrs.config.block_grids is grids  # type: ignore[attr-defined]
