@@ -99,8 +99,11 @@ def test_height_and_width_sharding_are_the_same_in_every_build(grids: BlockGrids
 
 def test_the_knob_is_dated_by_pr_27767_and_the_tt_mlir_frontend_takes_it() -> None:
     """devices/software.toml `conv_block_grids`: SHARED before 2025-09-26, DECOUPLED from
-    it; the tt-mlir frontend's Conv2dConfig carries the build's rule (the 2025-04-25 build
-    and the 2026-03-20 one)."""
+    it; the tt-mlir frontend's Conv2dConfig carries the build's rule. The one modelled
+    build before it (2025-04-25) has the older sliding-window config format, so the
+    frontend refuses its convolutions in one line (`sliding_window_format`): SHARED is
+    the API's."""
+    from tileplan.errors import ModelError
     from tileplan.importers.graph import GraphBuilder
     from tileplan.model.precision import Precision
     from tileplan.targets.tenstorrent.device import load_device
@@ -115,7 +118,9 @@ def test_the_knob_is_dated_by_pr_27767_and_the_tt_mlir_frontend_takes_it() -> No
     w = b.parameter("w", (640, 320, 3, 3), "float")
     b.output(b.op("conv", [x, w], {"strides": (1, 1), "pads": (1, 1, 1, 1)}, name="conv"))
     graph = b.build().to_program(Precision("BF16"), Precision("BF16"), repeat=False)
-    for version, grids in (("2025-04-25", BlockGrids.SHARED), ("2026-03-20", BlockGrids.DECOUPLED)):
-        program = lower(graph, TtMlirOptions(opt_level=0), load_device("n150", version=version))
-        (conv,) = [op for op in program.ops if op.kind is OpKind.CONV2D]
-        assert conv.attrs.config.block_grids is grids  # type: ignore[attr-defined]
+    program = lower(graph, TtMlirOptions(opt_level=0), load_device("n150", version="2026-03-20"))
+    (conv,) = [op for op in program.ops if op.kind is OpKind.CONV2D]
+    assert conv.attrs.config.block_grids is BlockGrids.DECOUPLED  # type: ignore[attr-defined]
+    with pytest.raises(ModelError, match=r"operation 0 \(conv\).*2025-04-25 build ttnn.conv2d's sliding-window "
+                       r"config tensors are tt-metal's older format.*builds from 2025-10 are"):
+        lower(graph, TtMlirOptions(opt_level=0), load_device("n150", version="2025-04-25"))

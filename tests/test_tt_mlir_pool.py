@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from tt_mlir_support import BF16
 
+from tileplan.errors import ModelError
 from tileplan.importers.graph import GraphBuilder
 from tileplan.model.ir import Program
 from tileplan.targets.tenstorrent.device import load_device
@@ -51,3 +52,15 @@ def test_a_pool_plans_with_its_configs_where_the_build_puts_them(version, where)
         (f"first.halo_{name}", where, None) for name in ("padding_config0", "padding_config1", "gather_config0",
                                                            "gather_config1")] + [
         ("first.pool_reader_indices", where, None)]
+
+
+def test_the_legacy_config_format_before_june_2025_is_refused_in_one_line():
+    """The 2025-04-25 build's sliding-window configs are tt-metal's format before PRs
+    #23025 and #23825 (one reader index an output stick: 2,400 B a core for a UNet-stage
+    pool where the ported format has 24), not ported: the pool is refused, naming the
+    operation, the build and the builds that plan."""
+    assert software_at("2025-06-29", Stack.TT_MLIR).sliding_window_format.value == "legacy"
+    assert software_at("2025-06-30", Stack.TT_MLIR).sliding_window_format.value == "segments"
+    with pytest.raises(ModelError, match=r"operation 0 \(first\).*2025-04-25 build ttnn.max_pool2d's "
+                       r"sliding-window config tensors.*not modelled; builds from 2025-10 are"):
+        lower(_pools(), TtMlirOptions(opt_level=0), load_device("n150", version="2025-04-25"))

@@ -17,6 +17,7 @@ from tileplan.targets.tenstorrent.ops.kinds import OpKind
 from tileplan.targets.tenstorrent.ops.tt_batch_norm import BatchNormAttrs
 from tileplan.targets.tenstorrent.ops.tt_pool import Pool2dAttrs, PoolType, auto_shard, avg_pool_scalar_bytes
 from tileplan.targets.tenstorrent.tiles import DataType
+from tileplan.targets.tenstorrent.versions import ReaderIndicesCb
 
 F32 = DataType.FLOAT32
 STAT = tile((1, 32, 1, 1), DRAM)
@@ -79,6 +80,16 @@ def test_max_pool_2x2_of_a_unet_stage_height_shards_and_prices_the_pool_cbs() ->
     assert bufs == {"pool_input_sharded": 307_200, "halo_output": 358_400, "halo_padding_config0": 192,
                     "halo_padding_config1": 192, "halo_gather_config0": 192, "halo_gather_config1": 192,
                     "pool_output_sharded": 76_800, "pool_reader_indices": 192, "output0": 409_600}
+
+
+def test_from_pr_43193_the_dram_reader_indices_cb_takes_the_tensors_own_page() -> None:
+    """The UNet stage above on a build with tt-metal PR #43193 (restored by #44064):
+    the reader indices' DRAM staging CB is their row, 24 B, not the worst case of 7,202:
+    pool CBs 21,538 - 7,202 + 24 = 14,360 B; the auto shard's price keeps the worst case
+    (the same layout is chosen), and the tensors are where they were."""
+    cbs, bufs = _pool(32, 480, 640, reader_indices_cb=ReaderIndicesCb.ACTUAL)
+    assert cbs == [0, 180, 14_360, 0]
+    assert bufs["pool_reader_indices"] == 192 and bufs["output0"] == 409_600
 
 
 def _pool_plan(c: int, h: int, w: int, kind: OpKind = OpKind.MAX_POOL2D, **kw: object) -> OpPlan:

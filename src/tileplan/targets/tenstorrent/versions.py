@@ -312,6 +312,17 @@ class ReaderIndicesCb(Enum):
     ACTUAL = "actual"
 
 
+class SlidingWindowFormat(Enum):
+    """The sliding-window config tensors' format (devices/software.toml
+    `sliding_window_format`; ops/tt_sliding_window.py ports SEGMENTS). LEGACY: one reader
+    index an output stick and the halo's pad / local / remote configs (sliding_window.cpp
+    before tt-metal PRs #23025 and #23825, June 2025), not ported: the tt-mlir frontend
+    refuses convolutions and pools on such builds."""
+
+    LEGACY = "legacy"
+    SEGMENTS = "segments"
+
+
 class BlockGrids(Enum):
     """A block-sharded conv2d's grids (devices/software.toml `conv_block_grids`; ops/
     tt_conv_grid.py). SHARED: one grid for input and output, its channel cores dividing
@@ -383,6 +394,8 @@ class Software:
     reader_indices_cb: ReaderIndicesCb
     #: whether a block-sharded conv2d's output takes its own channel cores (tt_conv_grid.py)
     conv_block_grids: BlockGrids
+    #: the sliding-window config tensors' format (tt_sliding_window.py ports SEGMENTS)
+    sliding_window_format: SlidingWindowFormat
     accumulation_cbs: Accumulation
     sum_precision: SumPrecision
     mean_scale: MeanScale
@@ -426,6 +439,7 @@ _KNOBS = ("oom_message", "core_range_text", "trace_rule", "trace_alignment", "tr
           "cumsum_lowering", "accumulation_cbs", "conv1d_lowering",
           "gather_lowering", "argmax_lowering", "conv_reallocate_halo", "conv_config_tensors_in_dram",
           "pool_config_tensors_in_dram", "reader_indices_cb", "conv_block_grids",
+          "sliding_window_format",
           "sum_precision", "mean_scale", "group_norm_lowering", "norm_large_tensor", "rms_norm_fusion",
           "sdpa_lowering", "sdpa_fusing", "legal_layouts_cap", "legal_layout_grid",
           "matmul_program_config", "reshard_candidates", "erase_inverse_ops")
@@ -483,6 +497,7 @@ def software_at(date: str, stack: Stack) -> Software:
         pool_config_tensors_in_dram=bool(values["pool_config_tensors_in_dram"]),
         reader_indices_cb=ReaderIndicesCb(values["reader_indices_cb"]),
         conv_block_grids=BlockGrids(values["conv_block_grids"]),
+        sliding_window_format=SlidingWindowFormat(values["sliding_window_format"]),
         accumulation_cbs=Accumulation(values["accumulation_cbs"]),
         sum_precision=SumPrecision(values["sum_precision"]), mean_scale=MeanScale(values["mean_scale"]),
         group_norm_lowering=GroupNormLowering(values["group_norm_lowering"]),

@@ -65,8 +65,10 @@ input (the halo's untilize path), `return_indices`, dilation, and the DRAM slici
 2026 op adds for inputs that do not fit L1 (tileplan plans the L1-resident pool, as for
 conv2d). From tt-metal PR #43193 (2026-04-27; undone by #43305, restored by #44064,
 described 2026-05-12) the DRAM reader indices' CB takes the tensor's own page, not the
-worst case, and a later pool_utils.hpp passes the scalar config's own page too (its date
-not established); tileplan keeps the worst case for every build.
+worst case (`Pool2dAttrs.reader_indices_cb`, the build's `reader_indices_cb`; the auto
+shard's price keeps the worst case, as tt-metal's does), and a later pool_utils.hpp passes
+the scalar config's own page too (its date not established: tileplan keeps the worst case
+for it).
 
 Worked example: max pool 2 x 2 / 2 of a [1, 1, 480 x 640, 32] bf16 input on an 8 x 8
 grid: 76,800 output rows height sharded over 64 cores (1,200 a core), the input 4,800
@@ -119,6 +121,7 @@ from tileplan.targets.tenstorrent.ops.tt_sliding_window import (
     pool_reader_indices_bytes,
 )
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
+from tileplan.targets.tenstorrent.versions import ReaderIndicesCb
 
 POOL_SOURCE = "ttnn/cpp/ttnn/operations/pool/generic/device/pool_multi_core_program_factory.cpp"
 #: tt constants: FACE_WIDTH, TILE_HW
@@ -155,6 +158,9 @@ class Pool2dAttrs:
     config_tensors_in_dram: bool = True
     output_layout: Layout = Layout.ROW_MAJOR
     ceil_mode: bool = False
+    #: not a ttnn field: how the build sizes the reader indices' CB with them in DRAM
+    #: (versions.py `ReaderIndicesCb`; the frontend takes the build's)
+    reader_indices_cb: ReaderIndicesCb = ReaderIndicesCb.WORST_CASE
 
     @property
     def output_hw(self) -> tuple[int, int]:
@@ -251,6 +257,8 @@ class BoundCbs:
     out: tuple[int, int]
     reader_indices: int
     scalar_config: int
+    #: the reader indices' row in bytes, the DRAM tensor's page
+    reader_row: int = 0
 
 
 def pool_cbs(kind: PoolType, attrs: Pool2dAttrs, cores_c: int, out_shard: tuple[int, int],
@@ -280,7 +288,11 @@ def pool_cbs(kind: PoolType, attrs: Pool2dAttrs, cores_c: int, out_shard: tuple[
     cbs.append(("clear_value", 1, TILE_HW * nbytes, False))
     if bound is not None:
         cbs.append(("raw_in", *bound.raw_in, True))
-    if dram:
+    if dram and bound is not None and attrs.reader_indices_cb is ReaderIndicesCb.ACTUAL:
+        # tt-metal PR #43193 (2026-04-27; undone by #43305, restored by #44064, described
+        # 2026-05-12): the DRAM tensor's own page; the auto shard's price keeps the worst case
+        cbs.append(("reader_indices", 1, bound.reader_row, False))
+    elif dram:
         cbs.append(("reader_indices", 1, out_shard[0] * CONFIG_BYTES_PER_ROW + CONFIG_EXTRA, False))
     elif bound is not None:
         cbs.append(("reader_indices", 1, bound.reader_indices, True))
@@ -419,7 +431,7 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
     one_scalar = one_scalar_per_core(pool, attrs)
     scalar_row = 0 if one_scalar else avg_pool_scalar_bytes(attrs, out_shard[0], p.cores_nhw)
     bound = BoundCbs((sticks, halo_stick), (out_shard[0], out_shard[1] * out_dtype.element_bytes),
-                     round_up(reader_row // ENTRY_BYTES, 4), scalar_row)
+                     round_up(reader_row // ENTRY_BYTES, 4), scalar_row, reader_row)
     cbs = [cbuf(i, name, pages, page, p.grid, globally_allocated=bound_cb) for i, (name, pages, page, bound_cb)
            in enumerate(pool_cbs(pool, attrs, p.cores_c, out_shard, halo_dtype, bound))]
     pool_index = len(programs)

@@ -36,7 +36,9 @@ Older versions give other sizes: before PR #23825 (June 2025) one `pad_config` b
 two gather configs, before that pad / local / remote configs with null plugs; before PR
 #23025 (June 2025) one reader index an output stick, padded to a tile (320 B a core for
 H3); the mid-2025 sharded factory passed `act_block_h_datums, 0` without the split (12 B
-for H3) and set the CB page to the entry count, not bytes. Not ported: a TILE halo input
+for H3) and set the CB page to the entry count, not bytes. Builds with the formats before
+#23025 and #23825 (devices/software.toml `sliding_window_format`: the 2025-04-25 build) are
+refused by the tt-mlir frontend (convert_conv.py `require_sliding_window_format`). Not ported: a TILE halo input
 (the blocked gather order, sorted by physical NOC coordinates), bilinear windows, the
 `ceil_pad_hw` override of the later SlidingWindowConfig, `remote_read` true, the in-place
 halo. Entries past 0xFFFF wrap in the C++ (a debug-only TT_ASSERT); the sizes do not

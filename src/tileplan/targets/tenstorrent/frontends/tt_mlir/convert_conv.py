@@ -84,11 +84,22 @@ from tileplan.targets.tenstorrent.ops.tt_matmul import MatmulAttrs
 from tileplan.targets.tenstorrent.ops.tt_pool import Pool2dAttrs
 from tileplan.targets.tenstorrent.ops.tt_data_movement import PermuteAttrs, ReshapeAttrs
 from tileplan.targets.tenstorrent.tiles import TILE, DataType, Layout, round_up
-from tileplan.targets.tenstorrent.versions import Conv1dLowering
+from tileplan.targets.tenstorrent.versions import Conv1dLowering, SlidingWindowFormat
 
 def _pairs(op: Operation, key: str, default: int) -> tuple[int, int]:
     first, second = per_dim(op, key, default, 2)
     return first, second
+
+
+def require_sliding_window_format(lw: Lowering, op: Operation, ttnn_name: str) -> None:
+    """Builds whose sliding-window config tensors are the legacy format (devices/
+    software.toml `sliding_window_format`: before tt-metal PRs #23025 and #23825, June
+    2025), which ops/tt_sliding_window.py does not port: a convolution or pool refused."""
+    if lw.device.software.sliding_window_format is SlidingWindowFormat.LEGACY:
+        raise ModelError(f"on the {lw.device.version} build {ttnn_name}'s sliding-window config tensors are tt-metal's "
+                         "older format (one reader index an output stick, the halo's pad, local and remote configs: "
+                         "before PRs #23025 and #23825, June 2025), which is not modelled; builds from 2025-10 are "
+                         "(--tt-version)", f"operation {op.index} ({op.name})")
 
 
 def convert_conv(lw: Lowering, op: Operation) -> None:
@@ -136,6 +147,7 @@ def convert_conv(lw: Lowering, op: Operation) -> None:
                              attrs=MatmulAttrs(), compute=lw.options.compute(), fused=fused, **where)
         lw.define_flat(op, tid, dims)
         return
+    require_sliding_window_format(lw, op, "ttnn.conv2d")
     software = lw.device.software
     grids = Conv2dConfig(block_grids=software.conv_block_grids)
     attrs = Conv2dAttrs(in_channels=c, out_channels=o, batch=n, input_hw=(h, w), kernel=(kh, kw), stride=stride,
@@ -217,6 +229,7 @@ def convert_conv1d(lw: Lowering, op: Operation) -> None:
     x = b.one(OpKind.RESHAPE, f"{x_name}.nlc", (x,), v.with_(shape=(n, length, c)),
               attrs=ReshapeAttrs((n, length, c)), **where)
     x = lw.convert(x, Layout.ROW_MAJOR, None, op, x_name)
+    require_sliding_window_format(lw, op, "ttnn.conv1d")
     grids = Conv2dConfig(block_grids=lw.device.software.conv_block_grids)
     conv = Conv2dAttrs(c, o, n, (1, length), (1, k), (1, stride), (0, padding), (1, dilation), groups, False, grids)
     config = replace(grids, shard_layout=auto_shard_layout(conv, lw.target), weights_dtype=dtype,
@@ -268,6 +281,7 @@ def convert_conv_transpose(lw: Lowering, op: Operation) -> None:
     dtype = lw.float_dtype() if lw.options.activations is None else lw.options.activations
     attrs = ConvTranspose2dAttrs(c, o, n, (h, w), (kh, kw), stride, padding, (output_padding[0], output_padding[1]),
                                  dilation, groups, bias is not None)
+    require_sliding_window_format(lw, op, "ttnn.conv_transpose2d")
     grids = Conv2dConfig(block_grids=lw.device.software.conv_block_grids)
     as_conv = attrs.as_conv2d()
     config = replace(grids, shard_layout=auto_shard_layout(replace(as_conv, config=grids), lw.target),
@@ -317,10 +331,12 @@ def convert_pool(lw: Lowering, op: Operation) -> None:
         raise ModelError(f"{op.kind} with asymmetric padding {quad} or dilation: the tt-metal pool rule plans "
                          "symmetric, undilated pools only", f"operation {op.index} ({op.name})")
     kind = OpKind.MAX_POOL2D if op.kind == "maxpool" else OpKind.AVG_POOL2D
+    require_sliding_window_format(lw, op, kind.value)
     attrs = Pool2dAttrs(n, (h, w), c, kernel, stride, (quad[0], quad[1]),
                         count_include_pad=bool(op.attr("count_include_pad", True)),
                         config_tensors_in_dram=lw.device.software.pool_config_tensors_in_dram,
-                        ceil_mode=bool(op.attr("ceil_mode", False)))
+                        ceil_mode=bool(op.attr("ceil_mode", False)),
+                        reader_indices_cb=lw.device.software.reader_indices_cb)
     x = lw.convert(lw.flat_tensor(src, Layout.ROW_MAJOR, at=op), None, DataType.BFLOAT16, op, src)
     _, _, oh, ow = op.output_shape
     out = Value((1, 1, n * oh * ow, c), DataType.BFLOAT16, Layout.ROW_MAJOR)
