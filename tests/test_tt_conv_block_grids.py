@@ -124,3 +124,19 @@ def test_the_knob_is_dated_by_pr_27767_and_the_tt_mlir_frontend_takes_it() -> No
     with pytest.raises(ModelError, match=r"operation 0 \(conv\).*2025-04-25 build ttnn.conv2d's sliding-window "
                        r"config tensors are tt-metal's older format.*builds from 2025-10 are"):
         lower(graph, TtMlirOptions(opt_level=0), load_device("n150", version="2025-04-25"))
+
+
+def test_a_dram_slice_aligns_a_tile_input_as_a_row_major_one() -> None:
+    """get_input_channels_alignment: `input_tensor_layout == ROW_MAJOR || sliced_op`: a
+    TILE input not sharded aligns to half the L1 alignment (8) in a DRAM slice, a tile's
+    32 on the L1 path; so the decoupled block grid of 320 channels takes 8 channel cores
+    in a slice (40 blocks of 8), 5 on the L1 path (10 blocks of 32)."""
+    from tt_ops_support import tile
+
+    from tileplan.targets.tenstorrent.ops.tt_conv_grid import input_channels_alignment
+
+    x = tile((1, 1, 4096, 320), DRAM)
+    sliced, l1 = (input_channels_alignment(MemoryLayout.BLOCK_SHARDED, x, MLIR, sliced=s) for s in (True, False))
+    assert (sliced, l1) == (8, 32)
+    attrs = _decoupled(ATTRS)
+    assert [parallel_config(attrs, MemoryLayout.BLOCK_SHARDED, MLIR, a).cores_c for a in (sliced, l1)] == [8, 5]

@@ -274,7 +274,7 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
     # padded_slice shards the DRAM input as `get_input_memory_config` gives it
     # (determine_input_memory_config: the alignment of an input not sharded, the rows a
     # whole tile a core, a row for width sharding), which the conv keeps (its grid)
-    align = input_channels_alignment(layout, x, req.target)
+    align = input_channels_alignment(layout, x, req.target, sliced=True)
     p = parallel_config(conv, layout, req.target, align)
     c_pad = padded_in_channels(conv, p, align)
     unit = 1 if layout is MemoryLayout.WIDTH_SHARDED else TILE

@@ -166,13 +166,14 @@ def parallel_on(attrs: Conv2dAttrs, layout: MemoryLayout, grid: CoreRange | Core
                         grid, cores_c)
 
 
-def input_channels_alignment(layout: MemoryLayout, x: TensorSpec, target: OpTarget) -> int:
+def input_channels_alignment(layout: MemoryLayout, x: TensorSpec, target: OpTarget, sliced: bool = False) -> int:
     """conv2d_utils.cpp `get_input_channels_alignment` (a conv that is not a matmul): for
-    a height- or block-sharded conv of a row-major input, the input's shard width's
-    largest of 32, 16, 8 dividing it (32 when none does), or, for an input not sharded
-    (a DRAM or L1 interleaved one, and a DRAM slice's), half the L1 alignment (8: the
-    halo moves 16-B sticks); otherwise a tile's 32."""
-    if layout is MemoryLayout.WIDTH_SHARDED or x.layout is not Layout.ROW_MAJOR:
+    a height- or block-sharded conv of a row-major input, or of any input in a DRAM slice
+    (`sliced`: `input_tensor_layout == ROW_MAJOR || sliced_op`), the input's shard
+    width's largest of 32, 16, 8 dividing it (32 when none does), or, for an input not
+    sharded (a DRAM or L1 interleaved one, and a DRAM slice's), half the L1 alignment (8:
+    the halo moves 16-B sticks); otherwise a tile's 32."""
+    if layout is MemoryLayout.WIDTH_SHARDED or (x.layout is not Layout.ROW_MAJOR and not sliced):
         return TILE
     if x.memory.shard is None:
         return target.l1_alignment // 2
