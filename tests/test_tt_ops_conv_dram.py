@@ -235,3 +235,22 @@ def test_unpadded_width_sharded_slices_run_without_a_halo_but_are_estimated_with
                                                    "SliceWriteTiledShardedInputProgramFactory"]
     first = next(b for b in plan.buffers if b.name == "slice0_input")
     assert (first.bytes_per_bank, first.live) == (76_032, (0, 2))
+
+
+def test_a_transposed_block_sharded_slice_keeps_its_column_major_orientation() -> None:
+    """`transpose_shards` on a DRAM slice's block-sharded conv: padded_slice's sharded input
+    is COL_MAJOR as determine_parallel_config gives it, so the conv keeps it: N*H*W along
+    x (8 columns of an n300's 8 x 7 grid), the 64 channels' 2 tiles along y: (0,0)-(7,1).
+    Read ROW_MAJOR, the same grid held 2 N*H*W cores and the halo could not place the
+    slice's 16,640 input sticks (the review's finding)."""
+    from dataclasses import replace
+
+    from tileplan.targets.tenstorrent.ops import plan_op
+    from tileplan.targets.tenstorrent.memory import CoreRange
+
+    n300 = OpTarget(Arch.WORMHOLE_B0, (8, 7), 56, 12, 1_499_136, 103_712)
+    cfg = replace(CFG, shard_layout=MemoryLayout.BLOCK_SHARDED, transpose_shards=True)
+    a = Conv2dAttrs(64, 64, 1, (256, 256), (3, 3), padding=(1, 1), config=cfg, slice_type=SliceType.DRAM_HEIGHT)
+    plan = plan_op(OpKind.CONV2D, replace(_req(a), target=n300), a)
+    convs = [p for p in plan.programs if p.name == "Conv2dShardedProgramFactory"]
+    assert convs and all(p.cores == CoreRange((0, 0), (7, 1)) for p in convs)
