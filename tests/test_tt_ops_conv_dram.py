@@ -245,8 +245,8 @@ def test_a_transposed_block_sharded_slice_keeps_its_column_major_orientation() -
     slice's 16,640 input sticks (the review's finding)."""
     from dataclasses import replace
 
-    from tileplan.targets.tenstorrent.ops import plan_op
     from tileplan.targets.tenstorrent.memory import CoreRange
+    from tileplan.targets.tenstorrent.ops import plan_op
 
     n300 = OpTarget(Arch.WORMHOLE_B0, (8, 7), 56, 12, 1_499_136, 103_712)
     cfg = replace(CFG, shard_layout=MemoryLayout.BLOCK_SHARDED, transpose_shards=True)
