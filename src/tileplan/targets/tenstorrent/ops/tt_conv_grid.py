@@ -11,10 +11,12 @@ tt-metal PR #27767 ("Conv2d decouple input and output shard grids", described
 input's and the output's channel tiles; from it the input's channel cores divide the
 input's channel blocks of `input_channels_alignment` alone and the output takes
 `find_closest_largest_divisor_with_num_padding(out_channels_ntiles, ...)` channel cores
-of its own on the input's N*H*W cores (conv2d_utils.cpp @002a3f41
+of its own on the input's N*H*W cores (conv2d_utils.cpp @71ff3c1d and @002a3f41
 `determine_parallel_config`, `determine_output_parallel_config`), the conv program on
 the union of the two grids (conv2d_op_sharded_program_factory.cpp: `all_cores =
-input_cores.merge(output_cores)`)."""
+input_cores.merge(output_cores)`). Not modelled: @002a3f41's depthwise alignment of 32
+(`groups == input_channels == output_channels`), absent from @71ff3c1d and from the later
+sliding_window/parallel_config_utils.cpp copy, its date and fate unknown."""
 
 from __future__ import annotations
 
