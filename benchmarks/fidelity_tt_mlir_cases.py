@@ -421,7 +421,10 @@ CASES: tuple[Case, ...] = (
          miss="the prefill and the decode step both fit; the published clash is of a program on 4 x 8 cores whose "
               "circular buffers end at 890,144 B, above an L1 buffer at 665,600 B; no program of tileplan's plan "
               "reaches an L1 buffer (the highest CB region, the decode's update_cache on one core, ends at "
-              "857,376 B, its lowest L1 buffer at 1,118,208 B), so the operation that clashed is not identified"),
+              "857,376 B, its lowest L1 buffer at 1,118,208 B), so the operation that clashed is not identified; "
+              "a lead: that update_cache's CBs, 753,664 B a core (update_cache_multi_core_program_factory.cpp: "
+              "cache 32, input 16, intermediates 32 + 32 and output 256 bf16 tiles), are 32,768 B short of the "
+              "published region's 786,432 B (890,144 - 103,712), on 1 core where the published program has 32"),
     Case("llama-3.2-1b-prefill-128x4-n150", "calibration", f"{LLAMA_1B}, prefill 128 tokens x batch 4, n150", YAML,
          "passes (EXPECTED_PASSING)", True, prefill("llama-3.2-1b", 128, 4, "n150")),
     Case("llama-3.2-1b-prefill-2048x1-n150", "calibration", f"{LLAMA_1B}, prefill 2048 x 1, n150", YAML,
