@@ -140,3 +140,19 @@ def test_a_dram_slice_aligns_a_tile_input_as_a_row_major_one() -> None:
     assert (sliced, l1) == (8, 32)
     attrs = _decoupled(ATTRS)
     assert [parallel_config(attrs, MemoryLayout.BLOCK_SHARDED, MLIR, a).cores_c for a in (sliced, l1)] == [8, 5]
+
+
+def test_a_resharded_input_aligns_its_channels_by_its_own_layout() -> None:
+    """get_conv_padded_input_shape_and_mem_config takes the alignment of the input's own
+    layout: a WIDTH_SHARDED row-major input of 40-channel shards (its width not a multiple
+    of width sharding's 32, so resharded) aligns to 32 for the block-sharded conv it feeds:
+    320 channels in 10 blocks of 32, 5 channel cores (by the shard width's 8 they were 40
+    blocks, 8 cores)."""
+    attrs = _decoupled(ATTRS)
+    x = row_major((1, 1, 4096, 320), sharded(MemoryLayout.WIDTH_SHARDED, CoreRange((0, 0), (7, 0)), (4096, 40)))
+    w = row_major((640, 320, 3, 3), DRAM)
+    plan = plan_op(OpKind.CONV2D, OpRequest((x, w), OutputRequest(BufferType.L1, MemoryLayout.BLOCK_SHARDED), MLIR),
+                   attrs)
+    staged = next(b for b in plan.buffers if b.name == "conv_input_sharded")
+    assert staged.spec is not None and staged.spec.memory.shard is not None
+    assert staged.spec.memory.shard.shape == (512, 64) and staged.banks == 40

@@ -256,9 +256,11 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     compute = req.compute or CONV_DEFAULT_COMPUTE
     out_dtype = req.out.dtype or x.dtype
     own_grid = input_parallel(attrs, x, target)
-    p = (own_grid if own_grid is not None
-         else parallel_config(attrs, cfg.shard_layout, target, input_channels_alignment(cfg.shard_layout, x, target)))
-    c_pad = padded_in_channels(attrs, p, input_channels_alignment(p.layout, x, target))
+    # get_conv_padded_input_shape_and_mem_config: a sharded input's channels aligned by its
+    # own layout (kept or resharded), an interleaved one's by the conv's
+    align = input_channels_alignment(x.memory.layout if x.memory.layout.sharded else cfg.shard_layout, x, target)
+    p = own_grid if own_grid is not None else parallel_config(attrs, cfg.shard_layout, target, align)
+    c_pad = padded_in_channels(attrs, p, align)
     blocks = block_config(attrs, p, c_pad)
     # height sharded: one act block per kernel row, the weights padded alike
     weights_height = (kh * blocks[1] * TILE if p.layout is MemoryLayout.HEIGHT_SHARDED
