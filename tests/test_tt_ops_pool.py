@@ -92,6 +92,23 @@ def test_from_pr_43193_the_dram_reader_indices_cb_takes_the_tensors_own_page() -
     assert bufs["pool_reader_indices"] == 192 and bufs["output0"] == 409_600
 
 
+def test_a_tile_output_pads_its_rows_to_whole_tiles_a_core_and_snaps_its_window() -> None:
+    """generic_pools.cpp `pool2d_L1` (@465a425e) for a TILE output: the 76,800 output rows
+    padded to 64 cores x 32 (77,824), 1,216 a core, and the sliding window snapped to
+    tiles (`snap_to_tile = is_out_tiled`): the reader indices' DRAM staging CB 1,216 x 6 +
+    2 = 7,298 B (7,202 row-major), the pre-tilize CB of the 32 channels' tile, 2,048 B:
+    pool CBs 21,538 - 7,202 + 7,298 + 2,048 = 23,682 B; the sharded output 38 tiles a
+    core (77,824 B)."""
+    from tileplan.targets.tenstorrent.tiles import Layout
+
+    attrs = Pool2dAttrs(1, (480, 640), 32, (2, 2), (2, 2), output_layout=Layout.TILE)
+    row_major = Pool2dAttrs(1, (480, 640), 32, (2, 2), (2, 2))
+    assert (attrs.output_shard_rows(64), row_major.output_shard_rows(64)) == (1_216, 1_200)
+    cbs, bufs = _pool(32, 480, 640, output_layout=Layout.TILE)
+    assert cbs[2] == 23_682
+    assert bufs["pool_output_sharded"] == 77_824
+
+
 def _pool_plan(c: int, h: int, w: int, kind: OpKind = OpKind.MAX_POOL2D, **kw: object) -> OpPlan:
     attrs = Pool2dAttrs(1, (h, w), c, (2, 2), (2, 2), **kw)  # type: ignore[arg-type]
     return plan_op(kind, OpRequest((row_major((1, 1, h * w, c), DRAM),), OutputRequest(), MLIR), attrs)

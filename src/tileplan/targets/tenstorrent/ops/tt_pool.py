@@ -189,11 +189,20 @@ class Pool2dAttrs:
 
     def sliding_window(self, cores_nhw: int, layout: MemoryLayout) -> SlidingWindow:
         """The halo's `SlidingWindowConfig` (generic_pools.cpp `pool2d_invoke`: the
-        window, stride, padding and ceil mode, no dilation, the shards not snapped to
-        tiles), for the sizes of its config tensors (tt_sliding_window.py)."""
+        window, stride, padding and ceil mode, no dilation, the shards snapped to tiles
+        only for a TILE output: `snap_to_tile = is_out_tiled`, @465a425e), for the sizes
+        of its config tensors (tt_sliding_window.py)."""
         (ph, pw) = self.padding
         return SlidingWindow(self.batch, self.input_hw, self.kernel, self.stride, (ph, ph, pw, pw), (1, 1),
-                             cores_nhw, layout, snap_to_tile=False, ceil_mode=self.ceil_mode)
+                             cores_nhw, layout, snap_to_tile=self.output_layout is Layout.TILE,
+                             ceil_mode=self.ceil_mode)
+
+    def output_shard_rows(self, cores_nhw: int) -> int:
+        """generic_pools.cpp `pool2d_L1` (@465a425e): the output's N*H*W rows padded to
+        the cores, times a tile's 32 rows for a TILE output (`output_nhw_padded`), over
+        the cores."""
+        unit = TILE if self.output_layout is Layout.TILE else 1
+        return round_up(self.output_rows, cores_nhw * unit) // cores_nhw
 
     @property
     def output_rows(self) -> int:
@@ -409,7 +418,7 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
     programs = [Program("InterleavedToShardedProgramFactory", I2S_SOURCE, p.grid, tuple(i2s))]
     buffers: list[DeviceBuffer] = [tensor_buffer("pool_input_sharded", BufferRole.INTERMEDIATE, sharded_in,
                                                  target, (0, 1))]
-    out_rows = round_up(attrs.output_rows, p.cores_nhw) // p.cores_nhw
+    out_rows = attrs.output_shard_rows(p.cores_nhw)
     window = attrs.sliding_window(p.cores_nhw, p.layout)
     sticks = max_out_nsticks_per_core(window)
     halo_out = TensorSpec((1, 1, sticks * p.cores_nhw, c_in), halo_dtype, Layout.ROW_MAJOR,
