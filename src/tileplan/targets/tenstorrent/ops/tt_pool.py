@@ -257,17 +257,14 @@ def one_scalar_per_core(kind: PoolType, attrs: Pool2dAttrs) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class BoundCbs:
-    """The pool program's CBs bound to a tensor's buffer, (pages, page bytes): the halo
-    output (`raw_in`) and the output, and the pages of the reader indices' and scalar
-    config's CBs when those tensors are in L1_SMALL (the factory passes the reader indices'
-    entry count rounded up to 4 as its page, the scalar config buffer's own page)."""
+    """What the pool program's CBs bound to a tensor take from it, (pages, page bytes):
+    the halo output (`raw_in`) and the output; and the rows, in bytes, of the reader
+    indices and the scalar config, which size their CBs (`pool_cbs`)."""
 
     raw_in: tuple[int, int]
     out: tuple[int, int]
-    reader_indices: int
+    reader_row: int
     scalar_config: int
-    #: the reader indices' row in bytes, the DRAM tensor's page
-    reader_row: int = 0
 
 
 def pool_cbs(kind: PoolType, attrs: Pool2dAttrs, cores_c: int, out_shard: tuple[int, int],
@@ -304,7 +301,8 @@ def pool_cbs(kind: PoolType, attrs: Pool2dAttrs, cores_c: int, out_shard: tuple[
     elif dram:
         cbs.append(("reader_indices", 1, out_shard[0] * CONFIG_BYTES_PER_ROW + CONFIG_EXTRA, False))
     elif bound is not None:
-        cbs.append(("reader_indices", 1, bound.reader_indices, True))
+        # in L1_SMALL the factory passes the row's entry count, rounded up to 4, as the page
+        cbs.append(("reader_indices", 1, round_up(bound.reader_row // ENTRY_BYTES, 4), True))
     cbs += [("in_0", BUFFERING, in_page, False), ("in_1", BUFFERING, in_page, False)]
     if attrs.output_layout is Layout.TILE:
         cbs.append(("pre_tilize", 1, in_ntiles_c * TILE_HW * nbytes, False))
@@ -439,8 +437,8 @@ def plan_pool2d(kind: OpKind, req: OpRequest, attrs: Pool2dAttrs) -> OpPlan:
     reader_row = pool_reader_indices_bytes(window)
     one_scalar = one_scalar_per_core(pool, attrs)
     scalar_row = 0 if one_scalar else avg_pool_scalar_bytes(attrs, out_shard[0], p.cores_nhw)
-    bound = BoundCbs((sticks, halo_stick), (out_shard[0], out_shard[1] * out_dtype.element_bytes),
-                     round_up(reader_row // ENTRY_BYTES, 4), scalar_row, reader_row)
+    bound = BoundCbs((sticks, halo_stick), (out_shard[0], out_shard[1] * out_dtype.element_bytes), reader_row,
+                     scalar_row)
     cbs = [cbuf(i, name, pages, page, p.grid, globally_allocated=bound_cb) for i, (name, pages, page, bound_cb)
            in enumerate(pool_cbs(pool, attrs, p.cores_c, out_shard, halo_dtype, bound))]
     pool_index = len(programs)
