@@ -51,7 +51,6 @@ from tileplan.targets.tenstorrent.memory import (
     BufferType,
     MemoryConfig,
     MemoryLayout,
-    ShardOrientation,
     ShardSpec,
     TensorSpec,
 )
@@ -266,12 +265,8 @@ def plan_sliding_conv(op: str, req: OpRequest, attrs: Conv2dAttrs, input_rows: i
     weights_height = (kh * blocks[1] * TILE if p.layout is MemoryLayout.HEIGHT_SHARDED
                       else round_up(c_pad * kh * kw, TILE))
     conv_in = DataType.FLOAT32 if x.dtype is DataType.FLOAT32 else DataType.BFLOAT16
-    # determine_parallel_config: `transpose_shards` orients block sharding only; height and
-    # width sharding are ROW_MAJOR whatever it says
-    transposed = cfg.transpose_shards and p.layout is MemoryLayout.BLOCK_SHARDED
-    orientation = ShardOrientation.COL_MAJOR if transposed else ShardOrientation.ROW_MAJOR
-    if own_grid is not None and x.memory.shard is not None:
-        orientation = x.memory.shard.orientation
+    # the shards' orientation (ConvParallel.orientation: a kept input's own)
+    orientation = p.orientation
     c_core = c_pad // p.cores_c
     # conv2d_utils.cpp determine_input_memory_config: the input's rows padded to a whole
     # tile a core (a row a core for a width-sharded row-major input), its shards that

@@ -61,7 +61,6 @@ from tileplan.targets.tenstorrent.memory import (
     BufferType,
     MemoryConfig,
     MemoryLayout,
-    ShardOrientation,
     ShardSpec,
     TensorSpec,
 )
@@ -279,10 +278,8 @@ def _slice_conv(op: str, req: OpRequest, sl: ConvSlice, layout_of: Callable[[Con
     p = parallel_config(conv, layout, req.target, align)
     c_pad = padded_in_channels(conv, p, align)
     unit = 1 if layout is MemoryLayout.WIDTH_SHARDED else TILE
-    # determine_parallel_config: `transpose_shards` orients block sharding only
-    col = conv.config.transpose_shards and layout is MemoryLayout.BLOCK_SHARDED
     shard = ShardSpec(p.grid, (round_up(rows, p.cores_nhw * unit) // p.cores_nhw, c_pad // p.cores_c),
-                      ShardOrientation.COL_MAJOR if col else ShardOrientation.ROW_MAJOR)
+                      p.orientation)
     sliced = TensorSpec((1, 1, rows, c_pad), x.dtype, Layout.ROW_MAJOR, MemoryConfig(BufferType.L1, layout, shard))
     out = OutputRequest(BufferType.L1, layout, None, req.out.dtype)
     return conv, plan_sliding_conv(op, replace(req, inputs=(sliced, *req.inputs[1:]), out=out), conv, rows,

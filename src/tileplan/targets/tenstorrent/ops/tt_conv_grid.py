@@ -70,7 +70,9 @@ class ConvParallel:
     and channel cores, and the per-core output block (tiles). Height sharding writes
     the output on the input's grid, width sharding on its own, block sharding on the
     input's or (`BlockGrids.DECOUPLED`) on the input's N*H*W cores by its own channel
-    cores (`determine_output_parallel_config`)."""
+    cores (`determine_output_parallel_config`); `orientation` the shards' (tt-metal's
+    `ParallelConfig.shard_orientation`: COL_MAJOR for block sharding under
+    `transpose_shards` or a COL_MAJOR input kept, else ROW_MAJOR)."""
 
     layout: MemoryLayout
     cores_nhw: int
@@ -80,6 +82,7 @@ class ConvParallel:
     per_core_w: int
     out_grid: CoreRange | CoreRangeSet
     out_cores_c: int
+    orientation: ShardOrientation = ShardOrientation.ROW_MAJOR
 
     @property
     def program_grid(self) -> CoreRange | CoreRangeSet:
@@ -158,14 +161,18 @@ def parallel_on(attrs: Conv2dAttrs, layout: MemoryLayout, grid: CoreRange | Core
         out_c = divisor_with_padding(out_c_t, gx * gy)
         return ConvParallel(layout, cores_nhw, cores_c, grid, nhw_t, ceil_div(out_c_t, out_c),
                             CoreRangeSet.from_count(out_c, gx, gy, row_wise=True), out_c)
+    # determine_parallel_config: `transpose_shards` orients block sharding only; height
+    # sharding is ROW_MAJOR whatever it says
+    col = layout is MemoryLayout.BLOCK_SHARDED and (attrs.config.transpose_shards if col_major is None
+                                                      else col_major)
+    orientation = ShardOrientation.COL_MAJOR if col else ShardOrientation.ROW_MAJOR
     if layout is MemoryLayout.BLOCK_SHARDED and attrs.config.block_grids is BlockGrids.DECOUPLED:
-        col = attrs.config.transpose_shards if col_major is None else col_major
         out_c = divisor_with_padding(out_c_t, gy if col else gx)
         out_grid = CoreRange((0, 0), (cores_nhw - 1, out_c - 1) if col else (out_c - 1, cores_nhw - 1))
         return ConvParallel(layout, cores_nhw, cores_c, grid, ceil_div(nhw_t, cores_nhw), ceil_div(out_c_t, out_c),
-                            out_grid, out_c)
+                            out_grid, out_c, orientation)
     return ConvParallel(layout, cores_nhw, cores_c, grid, ceil_div(nhw_t, cores_nhw), ceil_div(out_c_t, cores_c),
-                        grid, cores_c)
+                        grid, cores_c, orientation)
 
 
 def input_channels_alignment(layout: MemoryLayout, x: TensorSpec, target: OpTarget, sliced: bool = False) -> int:
